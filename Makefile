@@ -1,0 +1,61 @@
+# plugpull: `make run` is the main job, `make test` the whole test suite (unit + VM).
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PLUGPULL := $(VENV)/bin/plugpull
+# Everything the host and the guest image need, from Debian 12's archive.
+DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs btrfs-progs \
+	fio bonnie++ hdparm dmsetup busybox-static kmod cpio sqlite3 rsync procps python3-venv
+STAMP := $(VENV)/.installed
+
+.PHONY: deps image test test-unit test-vm run bench doctor shell clean
+
+deps: $(STAMP)
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "plugpull needs Debian packages; run as root:"; \
+			echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends" $$missing; \
+			exit 2; \
+		fi; \
+		echo "installing:" $$missing; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+# The virtualenv uses Debian's Python (python3-venv); reinstalled when pyproject.toml changes.
+$(STAMP): pyproject.toml
+	@if [ ! -x /usr/bin/python3 ] || ! /usr/bin/python3 -c 'import ensurepip' 2>/dev/null; then \
+		if [ "$$(id -u)" != 0 ]; then echo "run as root: sudo apt-get install -y python3-venv"; exit 2; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; \
+	fi
+	/usr/bin/python3 -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e .
+	touch $(STAMP)
+
+image: deps
+	$(PY) -c 'from plugpull.image import build_image; i = build_image(); print(i.key, i.initramfs)'
+
+test: deps
+	$(PY) -m pytest
+
+test-unit: deps
+	$(PY) -m pytest -m "not vm"
+
+test-vm: deps
+	$(PY) -m pytest -m vm
+
+run: deps
+	$(PLUGPULL) disks
+
+bench: deps
+	$(PY) bench/boot.py
+
+doctor: deps
+	$(PLUGPULL) doctor
+
+shell: deps
+	$(PLUGPULL) shell
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache

@@ -1,0 +1,5 @@
+import sys
+
+from plugpull.cli import main
+
+sys.exit(main())

@@ -1,0 +1,197 @@
+"""The `plugpull` command. Exit codes: 0 done, 1 a check found a problem, 2 bad input or a
+missing tool (nothing was changed), 3 the harness failed (QEMU died, the guest hung)."""
+
+import argparse
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+from plugpull import __version__
+from plugpull.config import Accel, Bus, DiskSpec, MachineSpec
+from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError
+
+EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
+
+
+def on_off(text: str) -> bool:
+    if text not in ("on", "off"):
+        raise argparse.ArgumentTypeError("expected on or off")
+    return text == "on"
+
+
+def kernel_source(args):
+    from plugpull.image import KernelSource
+    if args.kernel is None:
+        return None
+    if args.modules is None:
+        raise UsageError("--kernel needs --modules (the kernel's lib/modules/RELEASE tree)")
+    for p in (args.kernel, args.modules):
+        if not p.exists():
+            raise UsageError(f"{p} does not exist")
+    return KernelSource(args.kernel, args.modules)
+
+
+def add_guest_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--accel", type=Accel, choices=list(Accel), default=Accel.AUTO)
+    p.add_argument("--kernel", type=Path, help="boot this kernel (bzImage) instead of the host's")
+    p.add_argument("--modules", type=Path, help="with --kernel: its lib/modules/RELEASE tree")
+
+
+def cmd_doctor(args) -> int:
+    from plugpull import image as image_mod
+    from plugpull.accel import kvm_device_usable
+    from plugpull.vm import cached_probe, qemu_version
+
+    rows, missing = [], []
+
+    def row(name, value, ok=True):
+        rows.append((name, value, ok))
+        if not ok:
+            missing.append(name)
+
+    row("plugpull", __version__)
+    if shutil.which("qemu-system-x86_64"):
+        row("qemu", qemu_version())
+    else:
+        row("qemu", "missing: install qemu-system-x86 (make deps)", False)
+    try:
+        kernel = kernel_source(args) or image_mod.host_kernel()
+        row("guest kernel", f"{kernel.release} ({kernel.kernel})")
+    except ToolMissing as e:
+        kernel = None
+        row("guest kernel", f"missing: {e.hint}", False)
+    versions = image_mod.package_versions(["xfsprogs", "e2fsprogs", "btrfs-progs", "fio", "busybox-static"])
+    for package in ("xfsprogs", "e2fsprogs", "btrfs-progs", "fio", "busybox-static"):
+        if package in versions:
+            row(package, versions[package])
+        else:
+            row(package, f"missing: install {package} (make deps)", False)
+    device_ok, reason = kvm_device_usable()
+    probe = cached_probe() if device_ok else None
+    if not device_ok:
+        row("kvm", f"unusable: {reason}; guests run under TCG")
+    elif probe is None:
+        row("kvm", "/dev/kvm answers; not probed yet (the first guest boot probes it)")
+    else:
+        verdict = "usable" if probe["ok"] else "unusable, guests run under TCG"
+        row("kvm", f"{verdict}: probe {probe.get('detail', 'recorded no detail')}")
+    cached = image_mod.cached_images()
+    current = "unknown"
+    if kernel is not None and not missing:
+        try:
+            plan = image_mod.plan_image(image_mod.Recipe.load(), kernel)
+            key = image_mod.cache_key(image_mod.Recipe.load(), kernel, plan)
+            built = any(p.parent.name == key for p in cached)
+            current = f"{key} {'built' if built else 'not built yet (the first boot builds it)'}"
+        except PlugpullError as e:
+            row("image", f"cannot be built: {e}", False)
+    row("image cache", f"{image_mod.cache_dir() / 'images'}: {len(cached)} image(s); current {current}")
+    width = max(len(r[0]) for r in rows)
+    for name, value, ok in rows:
+        print(f"{name:<{width}}  {value}")
+    if missing:
+        print(f"\nmissing: {', '.join(missing)}. Run `make deps` (as root).", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def boot_spec(args, disk_dir: Path, interactive=False) -> MachineSpec:
+    from plugpull.vm import create_disk
+    disks = [DiskSpec(create_disk(disk_dir / "sda.img", args.disk_mib), args.bus, args.write_cache)]
+    return MachineSpec(disks=tuple(disks), accel=args.accel, interactive=interactive)
+
+
+def cmd_shell(args) -> int:
+    from plugpull.image import build_image
+    from plugpull.paths import make_tempdir
+    from plugpull.vm import Machine
+
+    image = build_image(kernel_source(args))
+    work = make_tempdir("shell")
+    try:
+        spec = boot_spec(args, work, interactive=True)
+        print(f"booting {spec.test_id()} (disk {args.disk_mib} MiB, scratch) ...", file=sys.stderr)
+        with Machine(spec, image) as m:
+            print(f"ready in {m.boot_seconds:.1f} s under {m.accel}; the guest's shell follows", file=sys.stderr)
+            m.wait()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return EXIT_OK
+
+
+def cmd_disks(args) -> int:
+    """Boot one guest per bus and cache setting and show the disk as the guest sees it."""
+    from plugpull.image import build_image
+    from plugpull.paths import make_tempdir
+    from plugpull.vm import Machine
+
+    started = time.monotonic()
+    image = build_image(kernel_source(args))
+    print(f"image {image.key} ({image.kernel_release}) ready in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    header = ("bus", "qemu write-cache", "guest queue/write_cache", "hdparm -W", "accel", "boot s")
+    rows = []
+    combos = [(bus, wc) for bus in Bus for wc in (True, False)]
+    work = make_tempdir("disks")
+    try:
+        for i, (bus, wc) in enumerate(combos, 1):
+            print(f"[{i}/{len(combos)}] booting {bus}, write cache {'on' if wc else 'off'} ...", file=sys.stderr)
+            args.bus, args.write_cache = bus, wc
+            with Machine(boot_spec(args, work), image) as m:
+                queue = m.run("cat /sys/block/sda/queue/write_cache").check().text.strip()
+                hd = m.run("hdparm -W /dev/sda").check().text
+                hd_state = "on" if "(on)" in hd else "off" if "(off)" in hd else "?"
+                rows.append((str(bus), "on" if wc else "off", queue, hd_state, str(m.accel), f"{m.boot_seconds:.1f}"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    for r in (header, *rows):
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    return EXIT_OK
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="plugpull", description=__doc__.split("\n")[0])
+    p.add_argument("--version", action="version", version=f"plugpull {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("doctor", help="versions, KVM, the image cache: is everything here?")
+    add_guest_options(d)
+    d.set_defaults(func=cmd_doctor)
+
+    s = sub.add_parser("shell", help="boot a guest with a scratch disk and get its shell")
+    add_guest_options(s)
+    s.add_argument("--bus", type=Bus, choices=list(Bus), default=Bus.AHCI)
+    s.add_argument("--write-cache", type=on_off, default=True, metavar="on|off")
+    s.add_argument("--disk-mib", type=int, default=512)
+    s.set_defaults(func=cmd_shell)
+
+    k = sub.add_parser("disks", help="boot each bus/cache combination and show the guest's view")
+    add_guest_options(k)
+    k.add_argument("--disk-mib", type=int, default=512)
+    k.set_defaults(func=cmd_disks)
+    return p
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    if getattr(args, "disk_mib", 1) <= 0:
+        print("plugpull: --disk-mib must be positive", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.func(args)
+    except (UsageError, ToolMissing) as e:
+        print(f"plugpull: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except InfraError as e:
+        print(f"plugpull: harness failure (not a filesystem verdict): {e}", file=sys.stderr)
+        return EXIT_INFRA
+    except KeyboardInterrupt:
+        print("plugpull: interrupted", file=sys.stderr)
+        return 130

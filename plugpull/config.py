@@ -1,0 +1,71 @@
+"""Frozen configuration: what a machine and its disks look like. Built once, never mutated."""
+
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+
+class Bus(str, Enum):
+    AHCI = "ahci"
+    IDE = "ide"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Accel(str, Enum):
+    AUTO = "auto"
+    KVM = "kvm"
+    TCG = "tcg"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class DiskSpec:
+    """A guest disk on an emulated AHCI or IDE controller.
+
+    `write_cache` is the cache the guest sees (ATA IDENTIFY, `hdparm -W`): on, the guest must
+    send FLUSH CACHE for durability, exactly the situation the barrier debate is about.
+    `host_flush` makes a guest flush reach the host's storage (fdatasync); turn it off only
+    when the host's durability is irrelevant (crash states are modelled from the write log).
+    `write_log`, when set, records every write and flush in dm-log-writes format (QEMU's
+    blklogwrites driver), while the writes still reach `path`.
+    """
+
+    path: Path
+    bus: Bus = Bus.AHCI
+    write_cache: bool = True
+    host_flush: bool = True
+    write_log: Path | None = None
+
+
+@dataclass(frozen=True)
+class MachineSpec:
+    disks: tuple[DiskSpec, ...] = ()
+    memory_mib: int = 1024
+    cpus: int = 1
+    accel: Accel = Accel.AUTO
+    kernel_args: tuple[str, ...] = ()
+    interactive: bool = False
+
+    @property
+    def bus(self) -> Bus:
+        """The controller of the first disk; every disk of a machine shares it."""
+        return self.disks[0].bus if self.disks else Bus.AHCI
+
+    def test_id(self) -> str:
+        if not self.disks:
+            return "nodisk"
+        d = self.disks[0]
+        return f"{d.bus}-wc{int(d.write_cache)}"
+
+
+@dataclass(frozen=True)
+class ChannelFds:
+    """File descriptors QEMU inherits: each is one end of a socketpair."""
+
+    qmp: int
+    command: int
+    ack: int

@@ -1,0 +1,203 @@
+"""Building a crash-state image: the base image plus the pieces a power-loss model kept.
+
+Images are raw and mostly empty, so everything here walks data extents with
+SEEK_DATA/SEEK_HOLE and leaves holes alone: copying a fresh 512 MiB image costs a few
+system calls, and zeros (discards, write-zeroes) are only written where data exists.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from plugpull.models import Piece
+from plugpull.writelog import SECTOR, LogEntry, iter_entries
+
+CHUNK = 1 << 20
+ZEROS = bytes(CHUNK)
+COPY_FALLBACK_ERRNOS = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM, errno.EBADF}
+
+
+def _data_extents(fd: int, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """(from, to) byte ranges within [start, end) that may hold data; holes are skipped.
+
+    Without SEEK_DATA support the whole range is reported as data.
+    """
+    if not hasattr(os, "SEEK_DATA"):
+        if start < end:
+            yield start, end
+        return
+    pos = start
+    while pos < end:
+        try:
+            data = os.lseek(fd, pos, os.SEEK_DATA)
+        except OSError as err:
+            if err.errno == errno.ENXIO:
+                return
+            if err.errno == errno.EINVAL and pos == start:
+                yield start, end
+                return
+            raise
+        if data >= end:
+            return
+        hole = min(os.lseek(fd, data, os.SEEK_HOLE), end)
+        yield data, hole
+        pos = hole
+
+
+def _copy_by_reading(src: int, dst: int, start: int, end: int) -> None:
+    """Plain copy that still skips all-zero chunks; dst must already hold holes there."""
+    pos = start
+    while pos < end:
+        chunk = os.pread(src, min(CHUNK, end - pos), pos)
+        if not chunk:
+            raise OSError(errno.EIO, f"source ended at byte {pos}, expected {end}")
+        if chunk != ZEROS[:len(chunk)]:
+            _pwrite_all(dst, chunk, pos)
+        pos += len(chunk)
+
+
+def _copy_range(src: int, dst: int, start: int, end: int) -> None:
+    pos = start
+    if hasattr(os, "copy_file_range"):
+        try:
+            while pos < end:
+                copied = os.copy_file_range(src, dst, end - pos, pos, pos)
+                if copied == 0:
+                    break
+                pos += copied
+        except OSError as err:
+            if err.errno not in COPY_FALLBACK_ERRNOS:
+                raise
+    _copy_by_reading(src, dst, pos, end)
+
+
+def _pwrite_all(fd: int, data, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view = view[written:]
+        offset += written
+
+
+def copy_sparse(src, dst) -> None:
+    """Copy a raw image to dst (replacing it), keeping its holes and its size."""
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        size = os.fstat(fin.fileno()).st_size
+        os.ftruncate(fout.fileno(), size)
+        for start, end in _data_extents(fin.fileno(), 0, size):
+            _copy_range(fin.fileno(), fout.fileno(), start, end)
+
+
+def _zero_range(fd: int, start: int, end: int) -> None:
+    """Make [start, end) read as zeros, writing only where data is."""
+    for data, hole in list(_data_extents(fd, start, end)):
+        for pos in range(data, hole, CHUNK):
+            _pwrite_all(fd, ZEROS[:min(CHUNK, hole - pos)], pos)
+
+
+def _hash_zeros(h, length: int) -> None:
+    while length:
+        step = min(CHUNK, length)
+        h.update(ZEROS[:step])
+        length -= step
+
+
+def image_sha256(path) -> str:
+    """sha256 of the image's full contents; holes are hashed as zeros without reading them."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        fd = f.fileno()
+        size = os.fstat(fd).st_size
+        pos = 0
+        for start, end in _data_extents(fd, 0, size):
+            _hash_zeros(h, start - pos)
+            for offset in range(start, end, CHUNK):
+                chunk = os.pread(fd, min(CHUNK, end - offset), offset)
+                if not chunk:
+                    raise OSError(errno.EIO, f"{path} ended early at byte {offset}")
+                h.update(chunk)
+            pos = end
+        _hash_zeros(h, size - pos)
+    return h.hexdigest()
+
+
+def _entries_for(log_path, pieces: list[Piece]) -> dict[int, LogEntry]:
+    wanted = {p.entry_index for p in pieces}
+    found: dict[int, LogEntry] = {}
+    if not wanted:
+        return found
+    last = max(wanted)
+    for e in iter_entries(log_path):
+        if e.index in wanted:
+            found[e.index] = e
+        if e.index >= last:
+            break
+    missing = wanted - found.keys()
+    if missing:
+        raise ValueError(f"pieces refer to entries missing from {log_path}: {sorted(missing)[:10]}")
+    return found
+
+
+def _check_piece(piece: Piece, e: LogEntry, image_size: int) -> None:
+    if not (e.is_write or e.is_discard):
+        raise ValueError(f"piece {piece} refers to entry {e.index}, which neither writes nor discards")
+    if piece.nr_sectors < 1 or piece.first_sector < e.sector or \
+            piece.first_sector + piece.nr_sectors > e.sector + e.nr_sectors:
+        raise ValueError(f"piece {piece} lies outside entry {e.index} "
+                         f"(sectors {e.sector}..{e.sector + e.nr_sectors})")
+    if (piece.first_sector + piece.nr_sectors) * SECTOR > image_size:
+        raise ValueError(f"piece {piece} ends past the image ({image_size} bytes): wrong base image for this log?")
+
+
+def apply_pieces(image_path, log_path, pieces: Iterable[Piece]) -> None:
+    """Apply pieces, in order, to an image in place: log data for writes, zeros for discards."""
+    pieces = list(pieces)
+    entries = _entries_for(log_path, pieces)
+    with open(image_path, "r+b") as img, open(log_path, "rb") as log:
+        out, src = img.fileno(), log.fileno()
+        size = os.fstat(out).st_size
+        for piece in pieces:
+            e = entries[piece.entry_index]
+            _check_piece(piece, e, size)
+            start = piece.first_sector * SECTOR
+            end = start + piece.nr_sectors * SECTOR
+            if e.is_discard:
+                _zero_range(out, start, end)
+                continue
+            source = e.data_offset + (piece.first_sector - e.sector) * SECTOR
+            for pos in range(start, end, CHUNK):
+                length = min(CHUNK, end - pos)
+                chunk = os.pread(src, length, source + pos - start)
+                if len(chunk) != length:
+                    raise ValueError(f"log data of entry {e.index} is cut short")
+                if chunk == ZEROS[:length]:
+                    _zero_range(out, pos, pos + length)
+                else:
+                    _pwrite_all(out, chunk, pos)
+
+
+def materialize(base_image, log_path, pieces: Iterable[Piece], out_path) -> str:
+    """Write base_image + pieces to out_path atomically; returns the image's sha256 hex.
+
+    The image is built in a temporary file beside out_path and renamed over it, so
+    out_path is never seen half-built. Nothing is fsynced: crash states are scratch.
+    """
+    out = Path(out_path)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        copy_sparse(base_image, tmp)
+        os.chmod(tmp, stat.S_IMODE(os.stat(base_image).st_mode))
+        apply_pieces(tmp, log_path, pieces)
+        digest = image_sha256(tmp)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return digest

@@ -1,0 +1,54 @@
+"""plugpull's errors.
+
+    PlugpullError
+     +-- UsageError        bad input from the user (CLI exit code 2)
+     +-- InfraError        the rig broke; never a filesystem verdict
+          +-- ToolMissing      a host program or file plugpull needs is absent
+          +-- ImageError       the guest image could not be built
+          +-- LaunchError      QEMU did not start, or died before the guest was ready
+          +-- GuestError       the guest stopped answering, or its channel broke
+               +-- GuestTimeout
+"""
+
+
+class PlugpullError(Exception):
+    """Base of every error plugpull raises on purpose."""
+
+
+class UsageError(PlugpullError):
+    pass
+
+
+class InfraError(PlugpullError):
+    pass
+
+
+class ToolMissing(InfraError):
+    def __init__(self, tool: str, hint: str = ""):
+        self.tool = tool
+        self.hint = hint
+        super().__init__(f"{tool} is missing" + (f": {hint}" if hint else ""))
+
+
+class ImageError(InfraError):
+    pass
+
+
+class LaunchError(InfraError):
+    """QEMU failed to start or died early; carries what is needed to see why."""
+
+    def __init__(self, message: str, argv=(), exitcode=None, output: str = ""):
+        self.argv = list(argv)
+        self.exitcode = exitcode
+        self.output = output
+        detail = f" (exit code {exitcode})" if exitcode is not None else ""
+        tail = "\n".join(output.splitlines()[-20:])
+        super().__init__(f"{message}{detail}" + (f"\n--- console/stderr tail ---\n{tail}" if tail else ""))
+
+
+class GuestError(InfraError):
+    pass
+
+
+class GuestTimeout(GuestError):
+    pass

@@ -1,0 +1,341 @@
+"""The guest image: a kernel and an initramfs built from the host's Debian packages.
+
+Built images are cached under `cache_dir()/images/<key>`, where the key hashes every input:
+the recipe, the guest scripts, and the identity (path, size, mtime) of the kernel and of each
+file copied in. A changed package or recipe gives a new key; an unchanged one is reused.
+"""
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from plugpull.cpio import CpioWriter
+from plugpull.errors import ImageError, ToolMissing
+from plugpull.kernel import pvh_kernel
+from plugpull.paths import IMAGES_DIR, cache_dir
+
+BUILDER_VERSION = "2"
+KEEP_IMAGES = 3
+SEARCH_PATH = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
+USRMERGE_LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """A kernel image and the modules tree built with it (`.../lib/modules/<release>`)."""
+
+    kernel: Path
+    modules_dir: Path
+
+    @property
+    def release(self) -> str:
+        return self.modules_dir.name
+
+
+@dataclass(frozen=True)
+class Recipe:
+    modules: tuple[str, ...]
+    programs: dict
+    aliases: dict
+    files: dict
+    text: str
+
+    @classmethod
+    def load(cls, path: Path = IMAGES_DIR / "guest.toml") -> "Recipe":
+        return cls.parse(path.read_text())
+
+    @classmethod
+    def parse(cls, text: str) -> "Recipe":
+        data = tomllib.loads(text)
+        kernel = data.get("kernel", {})
+        return cls(
+            modules=tuple(kernel.get("modules", ())),
+            programs=dict(data.get("programs", {})),
+            aliases=dict(data.get("aliases", {})),
+            files=dict(data.get("files", {})),
+            text=text,
+        )
+
+
+@dataclass(frozen=True)
+class GuestImage:
+    key: str
+    kernel: Path
+    initramfs: Path
+    kernel_release: str
+    manifest: dict = field(default_factory=dict, compare=False)
+
+
+def host_kernel() -> KernelSource:
+    """The newest Debian kernel installed on the host that has its modules."""
+    candidates = []
+    for vmlinuz in Path("/boot").glob("vmlinuz-*"):
+        release = vmlinuz.name[len("vmlinuz-"):]
+        modules = Path("/lib/modules") / release
+        if (modules / "modules.dep").is_file():
+            candidates.append((_release_sort_key(release), KernelSource(vmlinuz, modules)))
+    if not candidates:
+        raise ToolMissing("guest kernel", "install the Debian package linux-image-amd64 (make deps)")
+    return max(candidates, key=lambda c: c[0])[1]
+
+
+def _release_sort_key(release: str):
+    return [int(p) if p.isdigit() else p for p in re.split(r"[.-]", release)]
+
+
+def which(program: str) -> Path | None:
+    for d in SEARCH_PATH:
+        p = Path(d) / program
+        if p.is_file() and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def shared_libraries(binary: Path) -> list[Path]:
+    """The libraries the dynamic loader maps for `binary` (empty for a static one)."""
+    out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True)
+    libs = []
+    for line in out.stdout.splitlines():
+        m = re.match(r"\s*(?:\S+ => )?(/\S+) \(0x", line)
+        if m:
+            libs.append(Path(m.group(1)))
+    return libs
+
+
+def canonical(path: Path) -> str:
+    """Where a host file lives once symlinked directories are resolved (/lib -> /usr/lib)."""
+    return str(Path(os.path.realpath(path.parent)) / path.name)
+
+
+def module_closure(modules_dir: Path, names) -> list[str]:
+    """Relative paths of the named modules and all they depend on (built-ins are skipped)."""
+    deps = {}
+    by_name = {}
+    for line in (modules_dir / "modules.dep").read_text().splitlines():
+        path, _, rest = line.partition(":")
+        deps[path] = rest.split()
+        by_name[_module_name(path)] = path
+    builtin = set()
+    builtin_file = modules_dir / "modules.builtin"
+    if builtin_file.is_file():
+        builtin = {_module_name(p) for p in builtin_file.read_text().split()}
+    wanted, seen = [], set()
+
+    def visit(path):
+        if path in seen:
+            return
+        seen.add(path)
+        for dep in deps.get(path, ()):
+            visit(dep)
+        wanted.append(path)
+
+    for name in names:
+        key = name.replace("-", "_")
+        if key in by_name:
+            visit(by_name[key])
+        elif key not in builtin:
+            raise ImageError(f"kernel module {name} not found in {modules_dir}")
+    return wanted
+
+
+def _module_name(path: str) -> str:
+    base = path.rsplit("/", 1)[-1]
+    return base.split(".ko")[0].replace("-", "_")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything that goes into the initramfs, as (guest path, host path) pairs."""
+
+    files: tuple  # (guest_path, host_path, mode)
+    symlinks: tuple  # (guest_path, target)
+    modules: tuple  # (guest_path, host_path)
+    module_index: str  # the generated modules.dep
+    module_aliases: str  # modules.alias lines of the modules included (fs-xfs -> xfs)
+
+
+def plan_image(recipe: Recipe, kernel: KernelSource) -> Plan:
+    files, links = {}, {}
+    for program, package in sorted(recipe.programs.items()):
+        host = which(program)
+        if host is None:
+            raise ToolMissing(program, f"install the Debian package {package} (make deps)")
+        files[canonical(host)] = (host, 0o755)
+        if host.name != program:
+            links[str(Path(canonical(host)).parent / program)] = host.name
+        for lib in shared_libraries(host):
+            files[canonical(lib)] = (lib, 0o755)
+    for alias, program in sorted(recipe.aliases.items()):
+        if program not in recipe.programs:
+            raise ImageError(f"alias {alias} names {program}, which is not a program of the recipe")
+        links[f"/usr/sbin/{alias}"] = canonical(which(program))
+    for applet in _busybox_applets():
+        links.setdefault(f"/usr/bin/{applet}", "/usr/bin/busybox")
+    links["/usr/bin/sh"] = "busybox"
+    for guest, local in sorted(recipe.files.items()):
+        source = IMAGES_DIR / local
+        if not source.is_file():
+            raise ImageError(f"recipe names {local}, which is not in {IMAGES_DIR}")
+        files[guest] = (source, 0o755)
+    links = {k: v for k, v in links.items() if k not in files}
+
+    rel_modules = module_closure(kernel.modules_dir, recipe.modules)
+    dep_lines = {}
+    for line in (kernel.modules_dir / "modules.dep").read_text().splitlines():
+        path = line.partition(":")[0]
+        dep_lines[path] = line
+    index = "".join(dep_lines[p] + "\n" for p in rel_modules)
+    included = {_module_name(p) for p in rel_modules}
+    alias_file = kernel.modules_dir / "modules.alias"
+    aliases = "".join(
+        line + "\n" for line in (alias_file.read_text().splitlines() if alias_file.is_file() else ())
+        if line.startswith("alias ") and line.split()[-1].replace("-", "_") in included
+    )
+    base = f"/usr/lib/modules/{kernel.release}"
+    modules = tuple((f"{base}/{p}", kernel.modules_dir / p) for p in rel_modules)
+    return Plan(
+        files=tuple((g, h, m) for g, (h, m) in sorted(files.items())),
+        symlinks=tuple(sorted(links.items())),
+        modules=modules,
+        module_index=index,
+        module_aliases=aliases,
+    )
+
+
+def _busybox_applets() -> list[str]:
+    busybox = which("busybox")
+    if busybox is None:
+        return []
+    out = subprocess.run([str(busybox), "--list"], capture_output=True, text=True)
+    return sorted(a for a in out.stdout.split() if a not in ("busybox",))
+
+
+def cache_key(recipe: Recipe, kernel: KernelSource, plan: Plan) -> str:
+    h = hashlib.sha256()
+    h.update(f"builder {BUILDER_VERSION}\n".encode())
+    h.update(recipe.text.encode())
+    h.update(_identity(kernel.kernel).encode())
+    for guest, host, mode in plan.files:
+        h.update(f"{guest} {mode:o} {_identity(host)}\n".encode())
+        if Path(host).is_relative_to(IMAGES_DIR):
+            h.update(Path(host).read_bytes())
+    for guest, target in plan.symlinks:
+        h.update(f"{guest} -> {target}\n".encode())
+    for guest, host in plan.modules:
+        h.update(f"{guest} {_identity(host)}\n".encode())
+    h.update(plan.module_aliases.encode())
+    return h.hexdigest()[:16]
+
+
+def _identity(path) -> str:
+    st = os.stat(path)
+    return f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def write_initramfs(plan: Plan, release: str, out_path: Path) -> None:
+    dirs = {"dev", "proc", "sys", "tmp", "run", "mnt", "root", "etc", "usr/lib64"}
+    entries = [p for p, _, _ in plan.files] + [p for p, _ in plan.symlinks] + [p for p, _ in plan.modules]
+    for p in entries:
+        parts = p.strip("/").split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            dirs.add("/".join(parts[:i]))
+    dirs.add(f"usr/lib/modules/{release}")
+    with open(out_path, "wb") as f:
+        w = CpioWriter(f)
+        for d in sorted(dirs):
+            w.directory(d)
+        for link, target in USRMERGE_LINKS.items():
+            w.symlink(link, target)
+        for guest, host, mode in plan.files:
+            w.file(guest, Path(host).read_bytes(), mode)
+        for guest, target in plan.symlinks:
+            w.symlink(guest, target)
+        for guest, host in plan.modules:
+            w.file(guest, Path(host).read_bytes())
+        w.file(f"usr/lib/modules/{release}/modules.dep", plan.module_index.encode())
+        w.file(f"usr/lib/modules/{release}/modules.alias", plan.module_aliases.encode())
+        w.file("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
+        w.file("etc/group", b"root:x:0:\n")
+        w.close()
+
+
+def package_versions(packages) -> dict:
+    out = subprocess.run(
+        ["dpkg-query", "-W", "-f", "${Package} ${Version}\n", *sorted(set(packages))],
+        capture_output=True, text=True,
+    )
+    return dict(line.split(" ", 1) for line in out.stdout.splitlines() if " " in line)
+
+
+def build_image(kernel: KernelSource | None = None, recipe: Recipe | None = None,
+                root: Path | None = None) -> GuestImage:
+    """Return the cached image for these inputs, building it first if needed."""
+    recipe = recipe or Recipe.load()
+    kernel = kernel or host_kernel()
+    if not kernel.kernel.is_file():
+        raise ToolMissing(str(kernel.kernel), "the kernel image does not exist")
+    if not (kernel.modules_dir / "modules.dep").is_file():
+        raise ToolMissing(str(kernel.modules_dir / "modules.dep"), "run depmod for this kernel")
+    plan = plan_image(recipe, kernel)
+    key = cache_key(recipe, kernel, plan)
+    root = root or cache_dir() / "images"
+    final = root / key
+    if not (final / "manifest.json").is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        with open(root / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (final / "manifest.json").is_file():
+                _build_into(final, plan, kernel, recipe, key)
+                prune_cache(root, keep=KEEP_IMAGES)
+    manifest = json.loads((final / "manifest.json").read_text())
+    return GuestImage(key, final / "kernel", final / "initramfs.cpio", kernel.release, manifest)
+
+
+def _build_into(final: Path, plan: Plan, kernel: KernelSource, recipe: Recipe, key: str) -> None:
+    staging = final.with_name(final.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        elf = pvh_kernel(kernel.kernel.read_bytes())
+        if elf is None:
+            shutil.copyfile(kernel.kernel, staging / "kernel")
+        else:
+            (staging / "kernel").write_bytes(elf)
+        write_initramfs(plan, kernel.release, staging / "initramfs.cpio")
+        manifest = {
+            "key": key,
+            "kernel": str(kernel.kernel),
+            "kernel_release": kernel.release,
+            "boot": "bzimage" if elf is None else "pvh",
+            "initramfs_bytes": (staging / "initramfs.cpio").stat().st_size,
+            "packages": package_versions(recipe.programs.values()),
+            "modules": len(plan.modules),
+            "files": len(plan.files),
+        }
+        (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def prune_cache(root: Path, keep: int) -> list[Path]:
+    """Remove all but the `keep` most recently built images."""
+    manifests = sorted(cached_images(root), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    removed = [m.parent for m in manifests[keep:]]
+    for d in removed:
+        shutil.rmtree(d, ignore_errors=True)
+    return removed
+
+
+def cached_images(root: Path | None = None) -> list[Path]:
+    root = root or cache_dir() / "images"
+    return sorted(p for p in root.glob("*/manifest.json")) if root.is_dir() else []

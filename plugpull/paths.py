@@ -1,0 +1,58 @@
+"""Where plugpull keeps things: the repo's data folders, the cache, its temp dirs."""
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+IMAGES_DIR = ROOT / "images"
+VMCONFIG_DIR = ROOT / "vmconfig"
+
+TEMP_PREFIX = "plugpull-"
+_TEMP_RE = re.compile(rf"^{TEMP_PREFIX}(\d+)-")
+
+
+def cache_dir() -> Path:
+    if os.environ.get("PLUGPULL_CACHE"):
+        return Path(os.environ["PLUGPULL_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "plugpull"
+
+
+def temp_root() -> Path:
+    return Path(tempfile.gettempdir())
+
+
+def make_tempdir(purpose: str) -> Path:
+    """A temp dir named after this process, so a later run can tell it is stale."""
+    sweep_stale_tempdirs()
+    return Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-{purpose}-", dir=temp_root()))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def our_tempdirs() -> list[Path]:
+    root = temp_root()
+    return sorted(p for p in root.iterdir() if _TEMP_RE.match(p.name)) if root.is_dir() else []
+
+
+def sweep_stale_tempdirs() -> list[Path]:
+    """Remove temp dirs left by plugpull processes that died without cleaning up
+    (a SIGKILL, a pytest-timeout in thread mode)."""
+    removed = []
+    for path in our_tempdirs():
+        pid = int(_TEMP_RE.match(path.name).group(1))
+        if pid != os.getpid() and not _alive(pid):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed

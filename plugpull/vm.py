@@ -1,0 +1,251 @@
+"""One QEMU process per `Machine`, a context manager that owns the process, its QMP
+connection, its channels and its temp dir: leaving the `with` block guarantees all are gone.
+
+    with Machine(MachineSpec(disks=(DiskSpec(path),)), image) as m:
+        m.run("cat /sys/block/sda/queue/write_cache")
+        m.power_cut()          # an expected SIGKILL, not an anomaly
+"""
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from qemu.qmp.legacy import QEMUMonitorProtocol
+
+from plugpull import accel as accel_mod
+from plugpull.channel import CommandChannel, GuestResult, LineStream, quote_command
+from plugpull.config import Accel, ChannelFds, MachineSpec
+from plugpull.errors import GuestError, LaunchError, ToolMissing
+from plugpull.image import GuestImage
+from plugpull.paths import cache_dir, make_tempdir
+from plugpull.qemu import QEMU_BINARY, qemu_argv
+
+PR_SET_PDEATHSIG = 1
+KVM_PROBE_TIMEOUT = 20.0
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: QEMU gets SIGKILL if plugpull dies without cleanup."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def create_disk(path: Path, size_mib: int) -> Path:
+    """A sparse raw image of the given size."""
+    with open(path, "wb") as f:
+        f.truncate(size_mib << 20)
+    return path
+
+
+class Machine:
+    def __init__(self, spec: MachineSpec, image: GuestImage, accel: Accel | None = None,
+                 console_log: Path | None = None, boot_timeout: float = 120.0,
+                 name: str | None = None):
+        self.spec = spec
+        self.image = image
+        self.accel = accel if accel is not None else resolve_accel(spec.accel, image).accel
+        self.console_log = console_log
+        self.boot_timeout = boot_timeout
+        self.name = name or spec.test_id()
+        self.boot_seconds: float | None = None
+        self.guest_release: str | None = None
+        self.argv: list[str] = []
+        self.power_was_cut = False
+        self.qmp: QEMUMonitorProtocol | None = None
+        self.acks: LineStream | None = None
+        self._proc: subprocess.Popen | None = None
+        self._tmp: Path | None = None
+        self._sockets: list[socket.socket] = []
+        self._channel: CommandChannel | None = None
+
+    def __enter__(self) -> "Machine":
+        try:
+            self.launch()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def tempdir(self) -> Path:
+        assert self._tmp is not None, "not launched"
+        return self._tmp
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def launch(self) -> None:
+        if shutil.which(QEMU_BINARY) is None:
+            raise ToolMissing(QEMU_BINARY, "install the Debian package qemu-system-x86 (make deps)")
+        self._tmp = make_tempdir("vm")
+        if self.console_log is None and not self.spec.interactive:
+            self.console_log = self._tmp / "console.log"
+        pairs = [socket.socketpair() for _ in range(3)]
+        ours = [a for a, _ in pairs]
+        theirs = [b for _, b in pairs]
+        self._sockets = ours
+        fds = ChannelFds(*(s.fileno() for s in theirs))
+        self.argv = qemu_argv(self.spec, self.image, self.accel, fds, self.console_log)
+        stderr_path = self._tmp / "qemu.stderr"
+        started = time.monotonic()
+        with open(stderr_path, "wb") as err:
+            interactive = self.spec.interactive
+            self._proc = subprocess.Popen(
+                self.argv,
+                pass_fds=[s.fileno() for s in theirs],
+                stdin=None if interactive else subprocess.DEVNULL,
+                stdout=None if interactive else err,
+                stderr=err,
+                preexec_fn=_die_with_parent,
+                start_new_session=not interactive,
+            )
+        for s in theirs:
+            s.close()
+        qmp_sock, cmd_sock, ack_sock = ours
+        self._channel = CommandChannel(cmd_sock)
+        self.acks = LineStream(ack_sock)
+        try:
+            self.qmp = QEMUMonitorProtocol(qmp_sock)
+            self.qmp.connect()
+            self.guest_release = self._channel.wait_ready(self.boot_timeout)
+        except (GuestError, OSError, Exception) as e:
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            raise LaunchError(f"guest did not become ready: {e}", self.argv,
+                              self._exitcode_after(1.0), self._early_output()) from None
+        self.boot_seconds = time.monotonic() - started
+
+    def _exitcode_after(self, seconds: float):
+        try:
+            return self._proc.wait(seconds)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _early_output(self) -> str:
+        parts = []
+        for path in (self._tmp / "qemu.stderr", self.console_log):
+            if path and Path(path).is_file():
+                parts.append(Path(path).read_text(errors="replace"))
+        return "\n".join(parts)
+
+    def run(self, command: str, *args, timeout: float | None = 120.0) -> GuestResult:
+        """Run a shell command in the guest; arguments are quoted (`run("ls %s", path)`)."""
+        if self._channel is None:
+            raise GuestError("machine not launched")
+        try:
+            return self._channel.run(quote_command(command, *args), timeout)
+        except GuestError as e:
+            if self._proc and self._proc.poll() is not None and not self.power_was_cut:
+                raise GuestError(f"QEMU exited (code {self._proc.returncode}): {e}") from None
+            raise
+
+    def wait(self) -> int:
+        """Until QEMU exits by itself (an interactive guest powered off)."""
+        return self._proc.wait()
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def power_cut(self) -> None:
+        """Pull the plug: SIGKILL QEMU. Expected, so not an error."""
+        self.power_was_cut = True
+        if self.alive():
+            self._proc.kill()
+        if self._proc:
+            self._proc.wait()
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Orderly stop: flush the guest's caches, then ask QEMU to quit."""
+        if not self.alive():
+            return
+        try:
+            self.run("sync", timeout=timeout)
+            self.qmp.cmd("quit")
+        except Exception:
+            pass
+        try:
+            self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+    def close(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        if self.qmp is not None:
+            try:
+                self.qmp.close()
+            except Exception:
+                pass
+            self.qmp = None
+        for s in self._sockets:
+            s.close()
+        self._sockets = []
+        if self._tmp is not None:
+            keep = self.console_log and Path(self.console_log).is_relative_to(self._tmp)
+            if keep and self.console_log.is_file():
+                self.console_text = self.console_log.read_text(errors="replace")
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+def qemu_version() -> str:
+    out = subprocess.run([QEMU_BINARY, "--version"], capture_output=True, text=True)
+    return out.stdout.split("\n", 1)[0].removeprefix("QEMU emulator version ").strip()
+
+
+def _probe_file() -> Path:
+    return cache_dir() / "kvm-probe.json"
+
+
+def _probe_identity() -> str:
+    return f"{os.uname().release} {qemu_version()}"
+
+
+def cached_probe() -> dict | None:
+    """The remembered KVM probe ({"ok": bool, "detail": str}) for this host and QEMU, if any."""
+    try:
+        data = json.loads(_probe_file().read_text())
+    except (OSError, ValueError):
+        return None
+    return data if data.get("identity") == _probe_identity() else None
+
+
+def probe_kvm(image: GuestImage) -> dict:
+    """Boot the image under KVM with a short timeout; remember whether it came up."""
+    try:
+        with Machine(MachineSpec(), image, accel=Accel.KVM, boot_timeout=KVM_PROBE_TIMEOUT,
+                     name="kvm-probe") as m:
+            result = {"ok": True, "detail": f"booted in {m.boot_seconds:.1f} s"}
+    except LaunchError as e:
+        result = {"ok": False, "detail": str(e).splitlines()[-1][:200]}
+    result["identity"] = _probe_identity()
+    path = _probe_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, path)
+    return result
+
+
+def resolve_accel(requested: Accel, image: GuestImage) -> accel_mod.Decision:
+    device_ok, reason = accel_mod.kvm_device_usable()
+    probe = cached_probe() if device_ok else None
+    decision = accel_mod.decide(requested, device_ok, reason, probe and probe["ok"])
+    if decision.needs_probe:
+        probe = probe_kvm(image)
+        decision = accel_mod.decide(requested, device_ok, reason, probe["ok"])
+    if probe and not probe["ok"] and decision.accel is Accel.TCG:
+        decision = accel_mod.Decision(decision.accel, f"{decision.reason} ({probe.get('detail', '')})")
+    return decision

@@ -1,0 +1,102 @@
+"""Nothing outlives a guest: not QEMU, not plugpull's temp dirs, whatever stops the run."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from plugpull.paths import ROOT, our_tempdirs, sweep_stale_tempdirs
+
+pytestmark = pytest.mark.vm
+
+BOOT_AND_WAIT = textwrap.dedent("""
+    import sys, time
+    from plugpull.config import MachineSpec, Accel
+    from plugpull.image import build_image
+    from plugpull.vm import Machine
+    with Machine(MachineSpec(), build_image(), Accel(sys.argv[1])) as m:
+        print("qemu", m.pid, flush=True)
+        time.sleep(600)
+""")
+
+
+def children_qemu(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-f", "qemu-system"], capture_output=True, text=True).stdout
+    found = []
+    for q in map(int, out.split()):
+        try:
+            status = Path(f"/proc/{q}/status").read_text()
+        except OSError:
+            continue
+        if f"PPid:\t{pid}\n" in status:
+            found.append(q)
+    return found
+
+
+def gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.split(") ", 1)[1].startswith("Z")
+
+
+def dirs_of(pid: int) -> list[Path]:
+    return [p for p in our_tempdirs() if p.name.startswith(f"plugpull-{pid}-")]
+
+
+def start(accel):
+    return subprocess.Popen([sys.executable, "-c", BOOT_AND_WAIT, accel], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
+
+
+def test_sigint_after_boot_leaves_nothing(accel):
+    proc = start(accel.value)
+    qemu_pid = int(proc.stdout.readline().split()[1])
+    assert not gone(qemu_pid) and dirs_of(proc.pid)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(30)
+    assert gone(qemu_pid), "QEMU outlived its Machine"
+    assert dirs_of(proc.pid) == []
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_killed_plugpull_takes_qemu_along_and_a_later_run_sweeps_its_dir(sig, accel):
+    proc = start(accel.value)
+    qemu_pid = int(proc.stdout.readline().split()[1])
+    proc.send_signal(sig)
+    proc.wait(30)
+    deadline = time.monotonic() + 10
+    while not gone(qemu_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert gone(qemu_pid)
+    assert dirs_of(proc.pid), "expected the killed run's temp dir to be left behind"
+    sweep_stale_tempdirs()
+    assert dirs_of(proc.pid) == []
+
+
+def test_interrupted_pytest_vm_run_leaves_nothing(tmp_path):
+    test = tmp_path / "test_slow_guest.py"
+    test.write_text("def test_boot(vm):\n    vm.run('sleep 600', timeout=None)\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "fixtures.plugin", "--rootdir", str(ROOT),
+         "-c", str(ROOT / "pytest.ini"), str(test)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    deadline = time.monotonic() + 120
+    while not children_qemu(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    qemus = children_qemu(proc.pid)
+    assert qemus, "the inner pytest never started a guest"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    time.sleep(0.2)
+    assert all(gone(q) for q in qemus), out
+    assert dirs_of(proc.pid) == [], out

@@ -1,0 +1,116 @@
+"""The image builder on a tiny recipe (busybox only) and a fake kernel: no VM, a few ms."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from plugpull.cpio import CpioWriter
+from plugpull.errors import ImageError, ToolMissing
+from plugpull.image import KernelSource, Recipe, build_image, cache_key, module_closure, plan_image
+
+RECIPE = """
+[kernel]
+modules = ["xfs"]
+[programs]
+busybox = "busybox-static"
+[files]
+"/init" = "init"
+"""
+
+
+@pytest.fixture
+def kernel(tmp_path) -> KernelSource:
+    mods = tmp_path / "modules" / "6.1.0-fake"
+    (mods / "kernel/fs/xfs").mkdir(parents=True)
+    (mods / "kernel/lib").mkdir(parents=True)
+    (mods / "kernel/fs/xfs/xfs.ko").write_bytes(b"xfs module")
+    (mods / "kernel/lib/libcrc32c.ko").write_bytes(b"crc module")
+    (mods / "kernel/lib/unused.ko").write_bytes(b"unused")
+    (mods / "modules.dep").write_text(
+        "kernel/fs/xfs/xfs.ko: kernel/lib/libcrc32c.ko\nkernel/lib/libcrc32c.ko:\nkernel/lib/unused.ko:\n")
+    (mods / "modules.builtin").write_text("kernel/drivers/virtio/virtio.ko\n")
+    vmlinuz = tmp_path / "vmlinuz"
+    vmlinuz.write_bytes(b"kernel image")
+    return KernelSource(vmlinuz, mods)
+
+
+def recipe(text=RECIPE) -> Recipe:
+    return Recipe.parse(text)
+
+
+def test_module_closure_follows_dependencies_and_skips_builtins(kernel):
+    assert module_closure(kernel.modules_dir, ["xfs", "virtio"]) == [
+        "kernel/lib/libcrc32c.ko", "kernel/fs/xfs/xfs.ko"]
+
+
+def test_unknown_module_is_an_image_error(kernel):
+    with pytest.raises(ImageError, match="nosuchfs"):
+        module_closure(kernel.modules_dir, ["nosuchfs"])
+
+
+def test_missing_program_names_its_package(kernel):
+    r = recipe(RECIPE.replace('busybox = "busybox-static"', 'nosuchprog = "nosuch-package"'))
+    with pytest.raises(ToolMissing, match="nosuch-package"):
+        plan_image(r, kernel)
+
+
+def test_cache_key_is_stable_and_follows_inputs(kernel):
+    r = recipe()
+    key = cache_key(r, kernel, plan_image(r, kernel))
+    assert key == cache_key(r, kernel, plan_image(r, kernel))
+    r2 = recipe(RECIPE + "\n# changed\n")
+    assert cache_key(r2, kernel, plan_image(r2, kernel)) != key
+    (kernel.modules_dir / "kernel/fs/xfs/xfs.ko").write_bytes(b"a rebuilt xfs module")
+    assert cache_key(r, kernel, plan_image(r, kernel)) != key
+    os.utime(kernel.kernel, ns=(0, 123))
+    assert cache_key(r, kernel, plan_image(r, kernel)) != key
+
+
+def test_build_is_cached_and_rebuilt_on_change(kernel, tmp_path):
+    root = tmp_path / "cache"
+    first = build_image(kernel, recipe(), root)
+    built_at = first.initramfs.stat().st_mtime_ns
+    again = build_image(kernel, recipe(), root)
+    assert again.key == first.key and again.initramfs.stat().st_mtime_ns == built_at
+    changed = build_image(kernel, recipe(RECIPE + "\n# changed\n"), root)
+    assert changed.key != first.key and changed.initramfs.is_file()
+    assert first.manifest["kernel_release"] == "6.1.0-fake"
+
+
+def test_initramfs_lists_what_the_plan_holds(kernel, tmp_path):
+    image = build_image(kernel, recipe(), tmp_path / "cache")
+    listing = subprocess.run(["cpio", "-t"], stdin=open(image.initramfs, "rb"),
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert "init" in listing
+    assert "usr/bin/busybox" in listing and "usr/bin/sh" in listing
+    assert "usr/lib/modules/6.1.0-fake/kernel/fs/xfs/xfs.ko" in listing
+    assert "usr/lib/modules/6.1.0-fake/kernel/lib/libcrc32c.ko" in listing
+    assert "usr/lib/modules/6.1.0-fake/kernel/lib/unused.ko" not in listing
+
+
+def test_cpio_is_deterministic_and_extractable(tmp_path):
+    def write(path):
+        with open(path, "wb") as f:
+            w = CpioWriter(f)
+            w.directory("etc")
+            w.file("etc/hello", b"hello\n", 0o600)
+            w.symlink("etc/link", "hello")
+            w.close()
+    write(tmp_path / "a.cpio")
+    write(tmp_path / "b.cpio")
+    assert (tmp_path / "a.cpio").read_bytes() == (tmp_path / "b.cpio").read_bytes()
+    out = tmp_path / "x"
+    out.mkdir()
+    subprocess.run(["cpio", "-id", "--quiet"], cwd=out, stdin=open(tmp_path / "a.cpio", "rb"), check=True)
+    assert (out / "etc/hello").read_bytes() == b"hello\n"
+    assert os.readlink(out / "etc/link") == "hello"
+    assert (out / "etc/hello").stat().st_mode & 0o777 == 0o600
+
+
+def test_old_images_are_pruned(kernel, tmp_path):
+    root = tmp_path / "cache"
+    keys = [build_image(kernel, recipe(RECIPE + f"\n# variant {i}\n"), root).key for i in range(5)]
+    left = sorted(p.name for p in root.iterdir() if (p / "manifest.json").is_file())
+    assert len(left) == 3 and set(left) <= set(keys) and keys[-1] in left
