@@ -25,7 +25,7 @@ deps: $(STAMP)
 
 # The virtualenv uses Debian's Python (python3-venv); reinstalled when pyproject.toml changes.
 $(STAMP): pyproject.toml
-	@if [ ! -x /usr/bin/python3 ] || ! /usr/bin/python3 -c 'import ensurepip' 2>/dev/null; then \
+	@if ! dpkg-query -W -f='$${Status}' python3-venv 2>/dev/null | grep -q 'install ok installed'; then \
 		if [ "$$(id -u)" != 0 ]; then echo "run as root: sudo apt-get install -y python3-venv"; exit 2; fi; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; \
 	fi

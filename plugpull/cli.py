@@ -145,10 +145,77 @@ def cmd_disks(args) -> int:
                 rows.append((str(bus), "on" if wc else "off", queue, hd_state, str(m.accel), f"{m.boot_seconds:.1f}"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    for r in (header, *rows):
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    print_table(header, rows)
     return EXIT_OK
+
+
+def print_table(header, rows) -> None:
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(header)]
+    for r in (header, *rows):
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+
+
+def cmd_crash(args) -> int:
+    from plugpull.crash import CrashSpec, run_crash, write_json
+    from plugpull.image import build_image
+    from plugpull.verdict import Verdict
+    from plugpull.vm import resolve_accel
+
+    params = (("count", args.count),) if args.count else ()
+    spec = CrashSpec(fs=args.fs, mode=args.mode, workload=args.workload, params=params,
+                     models=tuple(m for m in args.model.split(",") if m), states=args.states,
+                     seed=args.seed, trigger=args.trigger, disk_mib=args.disk_mib, bus=args.bus,
+                     batch=args.batch)
+    spec.validate()
+    out = args.out or Path("results") / f"crash-{args.fs}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if args.json and args.json.exists() and args.json.is_dir():
+        raise UsageError(f"--json {args.json} is a directory")
+    image = build_image(kernel_source(args))
+    accel = resolve_accel(args.accel, image).accel
+    doc = run_crash(spec, image, accel, out)
+    rows = []
+    for model in dict.fromkeys(s["model"] for s in doc["states"]):
+        states = [s for s in doc["states"] if s["model"] == model]
+        counts = {str(v): sum(s["verdict"] == str(v) for s in states) for v in Verdict}
+        rows.append((args.fs, args.mode, model, len(states), *counts.values()))
+    print_table(("fs", "mode", "model", "states", *(str(v) for v in Verdict)), rows)
+    t = doc["timing"]
+    print(f"record {t['record_s']:.1f} s, check {t['check_s']:.1f} s "
+          f"({t['states_per_minute']:.0f} states/min, {accel})")
+    unsafe = [s for s in doc["states"] if s["verdict"] not in ("clean", "infra-error")]
+    if unsafe:
+        print(f"artifacts of the {len(unsafe)} states that are not clean: {out / 'states'}")
+    if args.json:
+        write_json(args.json, doc)
+        print(f"results: {args.json}")
+    if doc["summary"]["infra-error"]:
+        return EXIT_INFRA
+    return EXIT_FOUND if unsafe and args.fail_on_unsafe else EXIT_OK
+
+
+def cmd_replay(args) -> int:
+    from plugpull.crash import replay
+    from plugpull.image import build_image
+    from plugpull.paths import make_tempdir
+    from plugpull.vm import resolve_accel
+
+    if not (args.dir / "state.json").is_file():
+        raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
+    image = build_image(kernel_source(args))
+    accel = resolve_accel(args.accel, image).accel
+    scratch = make_tempdir("replay")
+    try:
+        r = replay(args.dir, image, accel, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    same_image = r["sha256"] == r["sha256_expected"]
+    same_verdict = r["verdict"] == r["verdict_expected"]
+    print(f"image   {r['sha256']} ({'matches' if same_image else 'DIFFERS from ' + r['sha256_expected']})")
+    print(f"verdict {r['verdict']}: {r['reason']} "
+          f"({'as recorded' if same_verdict else 'recorded: ' + r['verdict_expected']})")
+    for lost in r["lost"][:10]:
+        print(f"  lost ack {lost['ack']}: {lost['reason']}")
+    return EXIT_OK if same_image and same_verdict else EXIT_FOUND
 
 
 def parser() -> argparse.ArgumentParser:
@@ -171,6 +238,33 @@ def parser() -> argparse.ArgumentParser:
     add_guest_options(k)
     k.add_argument("--disk-mib", type=int, default=512)
     k.set_defaults(func=cmd_disks)
+
+    from plugpull.fs import FILESYSTEMS, MODES
+    from plugpull.workloads import WORKLOADS
+    c = sub.add_parser("crash", help="run a workload, pull the plug, check the crash states")
+    add_guest_options(c)
+    c.add_argument("--fs", choices=list(FILESYSTEMS), default="xfs")
+    c.add_argument("--mode", choices=list(MODES), default="barrier")
+    c.add_argument("--workload", choices=list(WORKLOADS), default="fsync-files")
+    c.add_argument("--count", type=int, help="operations the workload performs (its scale)")
+    c.add_argument("--model", default="reorder",
+                   help="power-loss models, comma-separated: prefix, drop-unflushed, reorder, "
+                        "cache[:MiB[:fifo|elevator|random]], torn; +lying to ignore flushes")
+    c.add_argument("--states", type=int, default=30, help="crash states per model")
+    c.add_argument("--seed", type=int, default=1)
+    c.add_argument("--trigger", default="acks:30", help="acks:N, writes:N, time:SECONDS or end")
+    c.add_argument("--bus", type=Bus, choices=[Bus.AHCI, Bus.IDE], default=Bus.AHCI)
+    c.add_argument("--disk-mib", type=int, default=512)
+    c.add_argument("--batch", type=int, default=16, help="crash states per checker guest boot")
+    c.add_argument("--json", type=Path, help="write the results here (atomically)")
+    c.add_argument("--out", type=Path, help="directory for artifacts (default results/crash-...)")
+    c.add_argument("--fail-on-unsafe", action="store_true", help="exit 1 if any state is not clean")
+    c.set_defaults(func=cmd_crash)
+
+    r = sub.add_parser("replay", help="rebuild a saved crash state, verify its hash, recheck it")
+    add_guest_options(r)
+    r.add_argument("dir", type=Path, help="a state directory (results/.../states/NAME)")
+    r.set_defaults(func=cmd_replay)
     return p
 
 
@@ -181,9 +275,10 @@ def _terminate(signum, frame):
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
-    if getattr(args, "disk_mib", 1) <= 0:
-        print("plugpull: --disk-mib must be positive", file=sys.stderr)
-        return EXIT_USAGE
+    for name in ("disk_mib", "batch", "states"):
+        if getattr(args, name, 1) <= 0:
+            print(f"plugpull: --{name.replace('_', '-')} must be positive", file=sys.stderr)
+            return EXIT_USAGE
     try:
         return args.func(args)
     except (UsageError, ToolMissing) as e:

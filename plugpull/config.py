@@ -6,8 +6,12 @@ from pathlib import Path
 
 
 class Bus(str, Enum):
+    """AHCI (SATA) and IDE are the buses under test; SCSI (virtio-scsi) carries the crash
+    states to the checker guest, where the bus does not matter but the number of disks does."""
+
     AHCI = "ahci"
     IDE = "ide"
+    SCSI = "scsi"
 
     def __str__(self) -> str:
         return self.value
@@ -32,6 +36,8 @@ class DiskSpec:
     when the host's durability is irrelevant (crash states are modelled from the write log).
     `write_log`, when set, records every write and flush in dm-log-writes format (QEMU's
     blklogwrites driver), while the writes still reach `path`.
+    `snapshot` sends the guest's writes to a throwaway overlay that QEMU deletes itself, so
+    `path` stays as it was (a crash state keeps its hash although recovery writes to it).
     """
 
     path: Path
@@ -39,6 +45,11 @@ class DiskSpec:
     write_cache: bool = True
     host_flush: bool = True
     write_log: Path | None = None
+    snapshot: bool = False
+
+    def __post_init__(self):
+        if self.snapshot and self.write_log:
+            raise ValueError("a snapshot disk records nothing: write_log and snapshot exclude each other")
 
 
 @dataclass(frozen=True)

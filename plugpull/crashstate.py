@@ -182,8 +182,9 @@ def apply_pieces(image_path, log_path, pieces: Iterable[Piece]) -> None:
                     _pwrite_all(out, chunk, pos)
 
 
-def materialize(base_image, log_path, pieces: Iterable[Piece], out_path) -> str:
-    """Write base_image + pieces to out_path atomically; returns the image's sha256 hex.
+def materialize(base_image, log_path, pieces: Iterable[Piece], out_path, digest: bool = True) -> str | None:
+    """Write base_image + pieces to out_path atomically; returns the image's sha256 hex
+    (None with digest=False: hashing a 512 MiB image costs more than building it).
 
     The image is built in a temporary file beside out_path and renamed over it, so
     out_path is never seen half-built. Nothing is fsynced: crash states are scratch.
@@ -195,9 +196,9 @@ def materialize(base_image, log_path, pieces: Iterable[Piece], out_path) -> str:
         copy_sparse(base_image, tmp)
         os.chmod(tmp, stat.S_IMODE(os.stat(base_image).st_mode))
         apply_pieces(tmp, log_path, pieces)
-        digest = image_sha256(tmp)
+        sha = image_sha256(tmp) if digest else None
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return digest
+    return sha

@@ -9,7 +9,7 @@ QEMU_BINARY = "qemu-system-x86_64"
 BOOT_ARGS = ("console=ttyS0", "panic=-1", "quiet", "mitigations=off", "tsc=reliable",
              "no_timer_check", "i8042.noaux", "i8042.nomux", "i8042.nopnp")
 BOOT_MODULES = ("virtio_pci", "virtio_console", "sd_mod")
-BUS_MODULES = {Bus.AHCI: "ahci", Bus.IDE: "ata_piix"}
+BUS_MODULES = {Bus.AHCI: "ahci", Bus.IDE: "ata_piix", Bus.SCSI: "virtio_scsi"}
 
 
 def escape(value) -> str:
@@ -25,21 +25,27 @@ def disk_args(index: int, disk: DiskSpec) -> list[str]:
     node = f"disk{index}"
     no_flush = on_off(not disk.host_flush)
     data_node = f"{node}-data" if disk.write_log else node
-    args = [
-        "-blockdev", f"driver=file,node-name={node}-file,filename={escape(disk.path)},cache.no-flush={no_flush}",
-        "-blockdev", f"driver=raw,node-name={data_node},file={node}-file",
-    ]
+    if disk.snapshot:
+        args = ["-drive", f"if=none,id={node},file={escape(disk.path)},format=raw,snapshot=on,"
+                          f"cache.no-flush={no_flush}"]
+    else:
+        args = [
+            "-blockdev", f"driver=file,node-name={node}-file,filename={escape(disk.path)},cache.no-flush={no_flush}",
+            "-blockdev", f"driver=raw,node-name={data_node},file={node}-file",
+        ]
     if disk.write_log:
         args += [
             "-blockdev", f"driver=file,node-name={node}-logfile,filename={escape(disk.write_log)},cache.no-flush={no_flush}",
             "-blockdev", f"driver=blklogwrites,node-name={node},file={data_node},log={node}-logfile,log-sector-size=512",
         ]
+    cache = f"write-cache={on_off(disk.write_cache)},serial=plugpull{index}"
     if disk.bus is Bus.AHCI:
-        where = f"bus=ahci.{index}"
+        device = f"ide-hd,drive={node},bus=ahci.{index},{cache}"
+    elif disk.bus is Bus.IDE:
+        device = f"ide-hd,drive={node},bus=ide.{index // 2},unit={index % 2},{cache}"
     else:
-        where = f"bus=ide.{index // 2},unit={index % 2}"
-    args += ["-device", f"ide-hd,drive={node},{where},write-cache={on_off(disk.write_cache)},serial=plugpull{index}"]
-    return args
+        device = f"scsi-hd,drive={node},bus=scsi.0,channel=0,scsi-id=0,lun={index},{cache}"
+    return args + ["-device", device]
 
 
 def kernel_cmdline(spec: MachineSpec) -> str:
@@ -84,6 +90,8 @@ def qemu_argv(spec: MachineSpec, image: GuestImage, accel: Accel, fds: ChannelFd
     ]
     if Bus.AHCI in buses:
         argv += ["-device", "ich9-ahci,id=ahci"]
+    if Bus.SCSI in buses:
+        argv += ["-device", "virtio-scsi-pci,id=scsi"]
     for i, disk in enumerate(spec.disks):
         argv += disk_args(i, disk)
     return argv

@@ -108,6 +108,7 @@ class Machine:
                 stderr=err,
                 preexec_fn=_die_with_parent,
                 start_new_session=not interactive,
+                env={**os.environ, "TMPDIR": str(self._tmp)},  # where snapshot=on overlays go
             )
         for s in theirs:
             s.close()

@@ -27,6 +27,8 @@ CASES["ahci-wc1-log"] = MachineSpec(disks=(disk(Bus.AHCI, True, log=True, host_f
 CASES["ide-wc1-extlog"] = MachineSpec(disks=(disk(Bus.IDE, True), disk(Bus.IDE, True, index=1)))
 CASES["ahci-wc1-extlog"] = MachineSpec(disks=(disk(Bus.AHCI, True), disk(Bus.AHCI, False, index=1)))
 CASES["nodisk-kvm"] = MachineSpec()
+CASES["scsi-checker"] = MachineSpec(disks=tuple(
+    DiskSpec(Path(f"/work/state{i}.img"), Bus.SCSI, True, host_flush=False, snapshot=True) for i in range(3)))
 
 
 def render(name: str, spec: MachineSpec) -> str:
@@ -49,10 +51,11 @@ def test_argv_matches_golden(name):
 @pytest.mark.parametrize("wc", [True, False])
 def test_guest_visible_cache_is_on_the_device(bus, wc):
     argv = qemu_argv(MachineSpec(disks=(disk(bus, wc),)), IMAGE, Accel.TCG, FDS)
-    devices = [argv[i + 1] for i, a in enumerate(argv) if a == "-device" and argv[i + 1].startswith("ide-hd")]
+    devices = [argv[i + 1] for i, a in enumerate(argv) if a == "-device" and "drive=disk0" in argv[i + 1]]
     assert len(devices) == 1
     assert f"write-cache={'on' if wc else 'off'}" in devices[0]
-    assert ("bus=ahci.0" if bus is Bus.AHCI else "bus=ide.0,unit=0") in devices[0]
+    where = {Bus.AHCI: "bus=ahci.0", Bus.IDE: "bus=ide.0,unit=0", Bus.SCSI: "bus=scsi.0,channel=0,scsi-id=0,lun=0"}
+    assert where[bus] in devices[0]
 
 
 def test_recorder_sits_between_device_and_image():
@@ -82,3 +85,8 @@ def test_mixed_buses_rejected():
 def test_auto_must_be_resolved_first():
     with pytest.raises(ValueError):
         qemu_argv(MachineSpec(), IMAGE, Accel.AUTO, FDS)
+
+
+def test_snapshot_disk_cannot_record():
+    with pytest.raises(ValueError, match="snapshot"):
+        DiskSpec(Path("/x.img"), snapshot=True, write_log=Path("/x.log"))

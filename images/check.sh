@@ -1,0 +1,30 @@
+#!/bin/sh
+# pp-check FS DEV SUBDIR: check one crash state. Recovery mount, a tar of SUBDIR for the
+# host's oracle (/tmp/check.tar), unmount, read-only fsck. Prints key=value lines; the
+# evidence (mount error, fsck output, kernel log) stays in /tmp/check.* for the host.
+fs=$1 dev=$2 sub=$3
+mnt=/mnt/check
+mkdir -p $mnt
+rm -f /tmp/check.*
+dmesg -c >/dev/null
+if mount -t "$fs" "$dev" $mnt 2>/tmp/check.mount; then
+    echo mount_rc=0
+    if [ -d "$mnt/$sub" ]; then
+        tar -cf /tmp/check.tar -C $mnt "$sub" 2>/tmp/check.tarerr
+        echo tar_rc=$?
+    else
+        echo tar_rc=absent
+    fi
+    umount $mnt 2>>/tmp/check.mount
+    echo umount_rc=$?
+else
+    echo mount_rc=$?
+fi
+case "$fs" in
+    xfs) xfs_repair -n "$dev" >/tmp/check.fsck 2>&1 ;;
+    ext4|ext3|ext2) e2fsck -fn "$dev" >/tmp/check.fsck 2>&1 ;;
+    btrfs) btrfs check --readonly "$dev" >/tmp/check.fsck 2>&1 ;;
+    *) echo "unknown filesystem $fs" >/tmp/check.fsck; false ;;
+esac
+echo fsck_rc=$?
+dmesg -c >/tmp/check.dmesg

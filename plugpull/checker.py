@@ -1,0 +1,116 @@
+"""Check crash states in a checker guest: recovery mount, the files for the oracle, fsck.
+
+States reach the guest as virtio-scsi disks, a batch per boot, so the boot (about 3 s under
+TCG) is paid once per batch rather than once per state. `batch=1` is the one-boot-per-state
+path, kept as the reference that the fast path must agree with.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from plugpull.config import Accel, Bus, DiskSpec, MachineSpec
+from plugpull.errors import GuestError, InfraError, LaunchError
+from plugpull.fs import Filesystem
+from plugpull.verdict import Observation
+from plugpull.vm import Machine
+
+CHECK_TIMEOUT = 300.0
+SECTIONS = ("fsck", "mount", "dmesg")
+
+
+def parse_report(text: str) -> tuple[dict, dict]:
+    """key=value lines, then `---name` sections, from the guest's pp-check run."""
+    keys, sections, current = {}, {}, None
+    for line in text.splitlines():
+        if line.startswith("---") and line[3:] in SECTIONS:
+            current = line[3:]
+            sections[current] = []
+        elif current:
+            sections[current].append(line)
+        elif "=" in line:
+            k, _, v = line.partition("=")
+            keys[k.strip()] = v.strip()
+    return keys, {k: "\n".join(v) for k, v in sections.items()}
+
+
+def observation_from(keys: dict, sections: dict, tar: bytes | None) -> Observation:
+    try:
+        mount_rc = int(keys["mount_rc"])
+        fsck_rc = int(keys["fsck_rc"])
+    except (KeyError, ValueError):
+        return Observation(-1, -1, infra_error=f"incomplete report from pp-check: {keys}")
+    umount = keys.get("umount_rc")
+    return Observation(
+        mount_rc=mount_rc, fsck_rc=fsck_rc, umount_rc=int(umount) if umount else None,
+        tar=tar, tar_rc=keys.get("tar_rc"), mount_error=sections.get("mount", ""),
+        fsck_output=sections.get("fsck", ""), kernel_log=sections.get("dmesg", ""),
+    )
+
+
+@dataclass
+class Checker:
+    image: object
+    accel: Accel
+    fs: Filesystem
+    batch: int = 16
+    subdir: str = "pp"
+
+    def check(self, states: list[Path], progress=None) -> list[Observation]:
+        results: list[Observation] = []
+        pending = list(states)
+        while pending:
+            chunk, pending = pending[: self.batch], pending[self.batch:]
+            results += self._check_chunk(chunk, progress)
+        return results
+
+    def _check_chunk(self, chunk: list[Path], progress) -> list[Observation]:
+        """Check a chunk in one guest. If the guest fails on a state, that state is an
+        infra-error and the rest go to a fresh guest; if it never came up, all of them are."""
+        spec = MachineSpec(disks=tuple(DiskSpec(p, Bus.SCSI, True, host_flush=False, snapshot=True) for p in chunk))
+        out: list[Observation] = []
+        booted = False
+        try:
+            with Machine(spec, self.image, self.accel, name="checker") as m:
+                devices = self._devices(m, len(chunk))
+                booted = True
+                for lun in range(len(chunk)):
+                    out.append(self.check_one(m, devices[lun]))
+                    _tick(progress)
+        except (GuestError, LaunchError, InfraError) as e:
+            failed = Observation(-1, -1, infra_error=f"checker guest failed: {str(e).splitlines()[0]}")
+            casualties = 1 if booted else len(chunk) - len(out)
+            for _ in range(casualties):
+                out.append(failed)
+                _tick(progress)
+            if len(out) < len(chunk):
+                out += self._check_chunk(chunk[len(out):], progress)
+        return out
+
+    @staticmethod
+    def _devices(m: Machine, count: int) -> dict[int, str]:
+        text = m.run("for d in /sys/class/scsi_disk/*; do echo ${d##*/} $(ls $d/device/block); done").check().text
+        devices = {}
+        for line in text.splitlines():
+            hctl, _, dev = line.partition(" ")
+            if dev:
+                devices[int(hctl.rsplit(":", 1)[1])] = dev.strip()
+        if len(devices) != count:
+            raise InfraError(f"checker guest sees {len(devices)} state disks, expected {count}")
+        return devices
+
+    def check_one(self, m: Machine, dev: str) -> Observation:
+        report = m.run(
+            "pp-check %s %s %s; echo ---fsck; tail -n 40 /tmp/check.fsck; echo ---mount; "
+            "cat /tmp/check.mount; echo ---dmesg; tail -n 40 /tmp/check.dmesg",
+            self.fs.name, f"/dev/{dev}", self.subdir, timeout=CHECK_TIMEOUT,
+        )
+        keys, sections = parse_report(report.text)
+        tar = None
+        if keys.get("tar_rc") not in (None, "absent"):
+            tar = m.run("cat /tmp/check.tar", timeout=CHECK_TIMEOUT).stdout
+        return observation_from(keys, sections, tar)
+
+
+def _tick(progress) -> None:
+    if progress:
+        progress()

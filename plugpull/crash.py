@@ -1,0 +1,238 @@
+"""The power-cut engine: record a workload, build crash states, check them, write results.
+
+    result = run_crash(CrashSpec(fs="xfs", mode="nobarrier", workload="fsync-files",
+                                 models=("reorder",), states=50, seed=1), image, accel, out_dir)
+
+Every state that is not clean is saved as an artifact that `replay` rebuilds and rechecks
+without rerunning the workload.
+"""
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from plugpull.checker import Checker
+from plugpull.config import Accel, Bus
+from plugpull.crashstate import image_sha256, materialize
+from plugpull.errors import InfraError, UsageError
+from plugpull.fs import filesystem, mode
+from plugpull.models import cut_points, parse_model, plan
+from plugpull.progress import Progress, say
+from plugpull.record import Record, Trigger, record
+from plugpull.verdict import FILESYSTEM_VERDICTS, Verdict, classify, required_acks
+from plugpull.workloads import workload
+from plugpull.writelog import iter_entries
+
+
+@dataclass(frozen=True)
+class CrashSpec:
+    fs: str = "xfs"
+    mode: str = "barrier"
+    workload: str = "fsync-files"
+    params: tuple = ()  # (name, value) pairs for the workload
+    models: tuple = ("reorder",)
+    states: int = 30  # per model
+    seed: int = 1
+    trigger: str = "acks:30"
+    disk_mib: int = 512
+    bus: Bus = Bus.AHCI
+    batch: int = 16
+
+    def validate(self) -> None:
+        filesystem(self.fs), mode(self.mode), Trigger.parse(self.trigger)
+        workload(self.workload, **dict(self.params))
+        for m in self.models:
+            try:
+                parse_model(m)
+            except ValueError as e:
+                raise UsageError(str(e)) from None
+        if self.states < 1:
+            raise UsageError("--states must be at least 1")
+        if self.disk_mib < 64:
+            raise UsageError("--disk-mib must be at least 64")
+
+
+@dataclass(frozen=True)
+class StateResult:
+    fs: str
+    mode: str
+    workload: str
+    model: str
+    seed: int
+    cut: int
+    verdict: str
+    reason: str
+    acks_required: int
+    acks_lost: int
+    fsck_rc: int
+    lost: list = field(default_factory=list)
+    artifact: str | None = None
+
+
+def model_for(mode_name: str, model: str) -> str:
+    """The lying mode is a barrier recording under a model whose flushes do nothing."""
+    spec = parse_model(model)
+    if mode(mode_name).lying and not spec.lying:
+        return str(parse_model(f"{model}+lying"))
+    return str(spec)
+
+
+def state_cuts(entries, n: int, seed: int) -> list[int]:
+    """N cut points: the live kill point (the end of the log) and N-1 seeded random ones."""
+    if not entries:
+        return [0]
+    cuts = set(cut_points(entries, "end", seed))
+    if n > 1:
+        cuts |= set(cut_points(entries, f"random:{min(n - 1, len(entries))}", seed))
+    return sorted(cuts)[-n:] if len(cuts) > n else sorted(cuts)
+
+
+def recording_mode(mode_name: str) -> str:
+    return "barrier" if mode(mode_name).lying else mode_name
+
+
+def run_crash(spec: CrashSpec, image, accel: Accel, out_dir: Path, keep_record: bool = False) -> dict:
+    spec.validate()
+    fs = filesystem(spec.fs)
+    wl = workload(spec.workload, **dict(spec.params))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work = out_dir / ".work"
+    shutil.rmtree(work, ignore_errors=True)
+    started = time.monotonic()
+    try:
+        say(f"recording {spec.workload} on {spec.fs} ({spec.mode}, {spec.bus}), power cut at {spec.trigger} ...")
+        rec = record(work / "record", fs, mode(recording_mode(spec.mode)), wl, Trigger.parse(spec.trigger),
+                     image, accel, spec.disk_mib, spec.bus)
+        recorded = time.monotonic()
+        log = rec.meta["log"]
+        say(f"recorded {len(rec.acks)} acks, {log['writes']} writes, {log['flushes']} flushes "
+            f"in {rec.meta['workload_seconds']:.1f} s")
+        entries = list(iter_entries(rec.log))
+        jobs = []
+        for model in spec.models:
+            effective = model_for(spec.mode, model)
+            for cut in state_cuts(entries, spec.states, spec.seed):
+                jobs.append((effective, cut))
+        results = check_states(rec, entries, jobs, spec, image, accel, work / "states", wl, fs, out_dir)
+        checked = time.monotonic()
+        summary = dict(Counter(r.verdict for r in results))
+        doc = {
+            "spec": {**asdict(spec), "bus": str(spec.bus), "params": dict(spec.params)},
+            "record": {k: v for k, v in rec.meta.items() if k != "acks"},
+            "states": [asdict(r) for r in results],
+            "summary": {str(v): summary.get(str(v), 0) for v in Verdict},
+            "timing": {
+                "record_s": recorded - started,
+                "check_s": checked - recorded,
+                "states_per_minute": 60 * len(results) / max(checked - recorded, 1e-9),
+            },
+        }
+        return doc
+    finally:
+        if not keep_record:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def check_states(rec: Record, entries, jobs, spec: CrashSpec, image, accel, state_dir: Path, wl, fs,
+                 out_dir: Path) -> list[StateResult]:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    checker = Checker(image, accel, fs, batch=spec.batch)
+    bar = Progress("checking states", len(jobs))
+    results: list[StateResult] = []
+    for start in range(0, len(jobs), spec.batch):
+        chunk = jobs[start:start + spec.batch]
+        paths = []
+        for i, (model, cut) in enumerate(chunk):
+            p = state_dir / f"state-{start + i:05d}.img"
+            materialize(rec.base, rec.log, plan(entries, cut, model, spec.seed), p, digest=False)
+            paths.append(p)
+        observations = checker.check(paths, progress=bar.advance)
+        for (model, cut), path, obs in zip(chunk, paths, observations):
+            required = required_acks(rec.acks, cut)
+            v = classify(fs, obs, wl, required)
+            result = StateResult(
+                fs=spec.fs, mode=spec.mode, workload=spec.workload, model=model, seed=spec.seed, cut=cut,
+                verdict=str(v.verdict), reason=v.reason, acks_required=len(required), acks_lost=len(v.lost),
+                fsck_rc=obs.fsck_rc, lost=[asdict(l) for l in v.lost[:20]],
+            )
+            if v.verdict is not Verdict.CLEAN:
+                artifact = save_artifact(out_dir, rec, result, path, obs)
+                result = StateResult(**{**asdict(result), "artifact": str(artifact)})
+            results.append(result)
+            path.unlink(missing_ok=True)
+    return results
+
+
+def save_artifact(out_dir: Path, rec: Record, result: StateResult, image: Path, obs) -> Path:
+    """A state directory with what rebuilds and rechecks it; the record is stored once per run."""
+    record_dir = out_dir / "record"
+    if not (record_dir / "record.json").is_file():
+        save_record(rec, record_dir)
+    name = f"{result.model.replace(':', '_').replace('+', '_')}-cut{result.cut}"
+    state = out_dir / "states" / name
+    state.mkdir(parents=True, exist_ok=True)
+    doc = {**asdict(result), "record": os.path.relpath(record_dir, state), "sha256": image_sha256(image),
+           "evidence": {"fsck": obs.fsck_output, "mount": obs.mount_error, "kernel": obs.kernel_log}}
+    write_json(state / "state.json", doc)
+    return state
+
+
+def save_record(rec: Record, dest: Path) -> None:
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    run_tool(["qemu-img", "convert", "-c", "-f", "raw", "-O", "qcow2", str(rec.base), str(tmp / "base.qcow2")])
+    with open(rec.log, "rb") as src, gzip.open(tmp / "write.log.gz", "wb", compresslevel=3) as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    shutil.copy(rec.dir / "record.json", tmp / "record.json")
+    os.replace(tmp, dest)
+
+
+def load_record(saved: Path, scratch: Path) -> Record:
+    """Unpack a saved record into scratch as a raw base image and a plain log."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    run_tool(["qemu-img", "convert", "-f", "qcow2", "-O", "raw", str(saved / "base.qcow2"), str(scratch / "base.img")])
+    with gzip.open(saved / "write.log.gz", "rb") as src, open(scratch / "write.log", "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    shutil.copy(saved / "record.json", scratch / "record.json")
+    return Record.load(scratch)
+
+
+def run_tool(argv: list[str]) -> None:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise InfraError(f"{argv[0]} is missing: install qemu-utils (make deps)") from None
+    if out.returncode != 0:
+        raise InfraError(f"{' '.join(argv)} failed: {out.stderr.strip()}")
+
+
+def write_json(path: Path, doc) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+
+
+def replay(state_dir: Path, image, accel: Accel, scratch: Path) -> dict:
+    """Rebuild a saved state from its record, verify its hash, recheck it."""
+    doc = json.loads((state_dir / "state.json").read_text())
+    rec = load_record((state_dir / doc["record"]).resolve(), scratch / "record")
+    fs = filesystem(doc["fs"])
+    wl = workload(rec.meta["workload"], **rec.meta["params"])
+    entries = list(iter_entries(rec.log))
+    path = scratch / "state.img"
+    sha = materialize(rec.base, rec.log, plan(entries, doc["cut"], doc["model"], doc["seed"]), path)
+    obs = Checker(image, accel, fs, batch=1).check([path])[0]
+    v = classify(fs, obs, wl, required_acks(rec.acks, doc["cut"]))
+    return {"sha256": sha, "sha256_expected": doc["sha256"], "verdict": str(v.verdict),
+            "verdict_expected": doc["verdict"], "reason": v.reason, "lost": [asdict(l) for l in v.lost[:20]]}
+
+
+def is_filesystem_verdict(v: str) -> bool:
+    return v in {str(x) for x in FILESYSTEM_VERDICTS}

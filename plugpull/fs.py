@@ -1,0 +1,93 @@
+"""What plugpull knows of each filesystem and each barrier/cache mode: table rows, not branches."""
+
+from dataclasses import dataclass
+
+from plugpull.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Filesystem:
+    name: str
+    mkfs: tuple[str, ...]
+    fsck: str
+    fsck_clean: frozenset
+    fsck_damage: frozenset
+    nobarrier_option: str | None = None
+
+    def mkfs_argv(self, target: str, extra: tuple[str, ...] = ()) -> list[str]:
+        return [*self.mkfs, *extra, target]
+
+    def fsck_meaning(self, rc: int) -> str:
+        """'clean', 'damage', or 'failed' (the checker itself did not work)."""
+        if rc in self.fsck_clean:
+            return "clean"
+        if rc in self.fsck_damage:
+            return "damage"
+        return "failed"
+
+
+FILESYSTEMS = {
+    fs.name: fs
+    for fs in (
+        # xfs_repair -n: 1 = corruption found; 2 = a dirty log it will not read.
+        Filesystem("xfs", ("mkfs.xfs", "-q", "-f"), "xfs_repair -n",
+                   frozenset({0}), frozenset({1, 2})),
+        # e2fsck -n: 4 = errors left uncorrected (1 and 2 cannot occur read-only); 8+ = its own failure.
+        Filesystem("ext4", ("mkfs.ext4", "-q", "-F"), "e2fsck -fn",
+                   frozenset({0}), frozenset({1, 2, 4}), nobarrier_option="nobarrier"),
+        Filesystem("btrfs", ("mkfs.btrfs", "-q", "-f"), "btrfs check --readonly",
+                   frozenset({0}), frozenset({1}), nobarrier_option="nobarrier"),
+    )
+}
+
+
+def filesystem(name: str) -> Filesystem:
+    try:
+        return FILESYSTEMS[name]
+    except KeyError:
+        raise UsageError(f"unknown filesystem {name!r}; known: {', '.join(FILESYSTEMS)}") from None
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A barrier/write-cache mode (see the README's table).
+
+    `write_cache`: the cache the guest sees. `no_flushes`: the kernel is told to send no
+    FLUSH/FUA although the cache is volatile (ext4's nobarrier; for filesystems without such
+    an option, queue/write_cache = "write through"). `lying`: the disk acknowledges flushes
+    and ignores them, applied by the power-loss model.
+    """
+
+    name: str
+    write_cache: bool
+    no_flushes: bool = False
+    lying: bool = False
+    summary: str = ""
+
+    def mount_options(self, fs: Filesystem) -> list[str]:
+        if self.no_flushes and fs.nobarrier_option:
+            return [fs.nobarrier_option]
+        return []
+
+    def guest_setup(self, fs: Filesystem, disk: str) -> list[str]:
+        if self.no_flushes and not fs.nobarrier_option:
+            return [f'echo "write through" > /sys/block/{disk}/queue/write_cache']
+        return []
+
+
+MODES = {
+    m.name: m
+    for m in (
+        Mode("barrier", True, summary="write cache on, flushes sent and honoured"),
+        Mode("nobarrier", True, no_flushes=True, summary="write cache on, flushes never sent"),
+        Mode("nocache", False, summary="write cache off: a completed write is durable"),
+        Mode("lying", True, lying=True, summary="write cache on, flushes acknowledged and ignored"),
+    )
+}
+
+
+def mode(name: str) -> Mode:
+    try:
+        return MODES[name]
+    except KeyError:
+        raise UsageError(f"unknown mode {name!r}; known: {', '.join(MODES)}") from None

@@ -1,0 +1,100 @@
+"""Acks, what a crash state owes them, and the verdict on a state.
+
+An ack is stamped with the write log's size at the moment the host read it. Why a stamp is
+never earlier than the flush that made the operation durable: the workload writes its ack
+only after fsync returned; fsync returned only after the disk completed the FLUSH; QEMU's
+blklogwrites appends the FLUSH entry to the log after the flush finished and before it
+completes the request to the guest. So when the ack line reaches the host, the FLUSH entry
+(and every write it covers) already lies below the log size the host reads. A state cut at
+entry count `cut` therefore owes every ack whose stamp covers at most `cut` entries.
+"""
+
+import io
+import tarfile
+from dataclasses import dataclass, field
+from enum import Enum
+
+from plugpull.fs import Filesystem
+
+
+class Verdict(str, Enum):
+    CLEAN = "clean"
+    DATA_LOSS = "data-loss"
+    FS_CORRUPT = "fs-corrupt"
+    UNMOUNTABLE = "unmountable"
+    INFRA_ERROR = "infra-error"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+FILESYSTEM_VERDICTS = (Verdict.CLEAN, Verdict.DATA_LOSS, Verdict.FS_CORRUPT, Verdict.UNMOUNTABLE)
+
+
+@dataclass(frozen=True)
+class Ack:
+    ident: int
+    stamp: int  # write-log size in bytes when the host read the ack
+    position: int  # entries complete in the log at that size
+
+
+def required_acks(acks: list[Ack], cut: int) -> list[int]:
+    return [a.ident for a in acks if a.position <= cut]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the checker guest saw on one crash state."""
+
+    mount_rc: int
+    fsck_rc: int
+    umount_rc: int | None = None
+    tar: bytes | None = None
+    tar_rc: str | None = None
+    mount_error: str = ""
+    fsck_output: str = ""
+    kernel_log: str = ""
+    infra_error: str = ""
+
+
+def files_of(tar_bytes: bytes | None) -> dict[str, bytes]:
+    """Regular files of a tar stream; a truncated stream yields what could be read."""
+    files: dict[str, bytes] = {}
+    if not tar_bytes:
+        return files
+    try:
+        with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:") as tar:
+            for member in tar:
+                if member.isfile():
+                    f = tar.extractfile(member)
+                    files[member.name] = f.read() if f else b""
+    except (tarfile.TarError, EOFError, OSError):
+        pass
+    return files
+
+
+@dataclass(frozen=True)
+class StateVerdict:
+    verdict: Verdict
+    reason: str
+    lost: list = field(default_factory=list)
+
+
+def classify(fs: Filesystem, obs: Observation, workload, required: list[int]) -> StateVerdict:
+    """The verdict on one state. A failure of the checker itself is an infra-error, never a
+    filesystem verdict; otherwise the worst finding wins: unmountable, fs-corrupt, data-loss."""
+    if obs.infra_error:
+        return StateVerdict(Verdict.INFRA_ERROR, obs.infra_error)
+    if obs.mount_rc != 0:
+        return StateVerdict(Verdict.UNMOUNTABLE, f"recovery mount failed: {obs.mount_error.strip()[:300]}")
+    fsck = fs.fsck_meaning(obs.fsck_rc)
+    if fsck == "failed":
+        return StateVerdict(Verdict.INFRA_ERROR, f"{fs.fsck} failed to run (rc={obs.fsck_rc})")
+    lost = workload.lost(required, files_of(obs.tar))
+    if fsck == "damage":
+        return StateVerdict(Verdict.FS_CORRUPT, f"{fs.fsck} found damage (rc={obs.fsck_rc})", lost)
+    if obs.umount_rc not in (0, None):
+        return StateVerdict(Verdict.FS_CORRUPT, f"unmount after recovery failed (rc={obs.umount_rc})", lost)
+    if lost:
+        return StateVerdict(Verdict.DATA_LOSS, f"{len(lost)} of {len(required)} acknowledged operations lost", lost)
+    return StateVerdict(Verdict.CLEAN, f"{len(required)} acknowledged operations intact")
