@@ -8,7 +8,7 @@ DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs 
 	fio bonnie++ hdparm dmsetup busybox-static kmod cpio sqlite3 rsync procps python3-venv
 STAMP := $(VENV)/.installed
 
-.PHONY: deps image test test-unit test-vm run bench doctor shell clean
+.PHONY: deps image test test-unit test-vm run bench bench-boot bench-crash doctor shell clean
 
 deps: $(STAMP)
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -48,8 +48,13 @@ test-vm: deps
 run: deps
 	$(PLUGPULL) disks
 
-bench: deps
+bench: bench-boot bench-crash
+
+bench-boot: deps
 	$(PY) bench/boot.py
+
+bench-crash: deps
+	$(PY) bench/crash_states.py
 
 doctor: deps
 	$(PLUGPULL) doctor

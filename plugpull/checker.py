@@ -88,14 +88,11 @@ class Checker:
 
     @staticmethod
     def _devices(m: Machine, count: int) -> dict[int, str]:
-        text = m.run("for d in /sys/class/scsi_disk/*; do echo ${d##*/} $(ls $d/device/block); done").check().text
-        devices = {}
-        for line in text.splitlines():
-            hctl, _, dev = line.partition(" ")
-            if dev:
-                devices[int(hctl.rsplit(":", 1)[1])] = dev.strip()
-        if len(devices) != count:
-            raise InfraError(f"checker guest sees {len(devices)} state disks, expected {count}")
+        """LUN -> kernel name, through the guest's /dev/pp-diskN links (serial plugpullN)."""
+        names = m.run("cd /dev && for l in pp-disk*; do echo ${l#pp-disk} $(readlink $l); done").check().text
+        devices = {int(n): dev for n, _, dev in (line.partition(" ") for line in names.splitlines()) if dev}
+        if sorted(devices) != list(range(count)):
+            raise InfraError(f"checker guest sees state disks {sorted(devices)}, expected {count}")
         return devices
 
     def check_one(self, m: Machine, dev: str) -> Observation:

@@ -22,7 +22,7 @@ from plugpull.config import Accel, Bus
 from plugpull.crashstate import image_sha256, materialize
 from plugpull.errors import InfraError, UsageError
 from plugpull.fs import filesystem, mode
-from plugpull.models import cut_points, parse_model, plan
+from plugpull.models import parse_model, plan, stable_rng
 from plugpull.progress import Progress, say
 from plugpull.record import Record, Trigger, record
 from plugpull.verdict import FILESYSTEM_VERDICTS, Verdict, classify, required_acks
@@ -84,13 +84,11 @@ def model_for(mode_name: str, model: str) -> str:
 
 
 def state_cuts(entries, n: int, seed: int) -> list[int]:
-    """N cut points: the live kill point (the end of the log) and N-1 seeded random ones."""
-    if not entries:
-        return [0]
-    cuts = set(cut_points(entries, "end", seed))
-    if n > 1:
-        cuts |= set(cut_points(entries, f"random:{min(n - 1, len(entries))}", seed))
-    return sorted(cuts)[-n:] if len(cuts) > n else sorted(cuts)
+    """N distinct cut points (fewer if the log is shorter): the live kill point, the end of
+    the log, and N-1 others drawn without replacement, seeded."""
+    end = len(entries)
+    others = stable_rng(seed, "cuts", end).sample(range(end), min(n - 1, end))
+    return sorted({end, *others})
 
 
 def recording_mode(mode_name: str) -> str:

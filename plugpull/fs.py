@@ -5,6 +5,9 @@ from dataclasses import dataclass
 from plugpull.errors import UsageError
 
 
+E2FSCK_BITS = 1 | 2 | 4 | 8 | 16 | 32 | 128
+
+
 @dataclass(frozen=True)
 class Filesystem:
     name: str
@@ -13,6 +16,7 @@ class Filesystem:
     fsck_clean: frozenset
     fsck_damage: frozenset
     nobarrier_option: str | None = None
+    fsck_damage_bits: int = 0  # for fsck tools whose exit code is a bit mask
 
     def mkfs_argv(self, target: str, extra: tuple[str, ...] = ()) -> list[str]:
         return [*self.mkfs, *extra, target]
@@ -23,6 +27,8 @@ class Filesystem:
             return "clean"
         if rc in self.fsck_damage:
             return "damage"
+        if self.fsck_damage_bits and 0 < rc and not rc & ~E2FSCK_BITS and rc & self.fsck_damage_bits:
+            return "damage"
         return "failed"
 
 
@@ -32,9 +38,10 @@ FILESYSTEMS = {
         # xfs_repair -n: 1 = corruption found; 2 = a dirty log it will not read.
         Filesystem("xfs", ("mkfs.xfs", "-q", "-f"), "xfs_repair -n",
                    frozenset({0}), frozenset({1, 2})),
-        # e2fsck -n: 4 = errors left uncorrected (1 and 2 cannot occur read-only); 8+ = its own failure.
+        # e2fsck's exit code is a bit mask: 4 = errors left uncorrected, 8 = operational error.
+        # With -n a damaged fs can give 12 (it found damage, then could not go on): damage.
         Filesystem("ext4", ("mkfs.ext4", "-q", "-F"), "e2fsck -fn",
-                   frozenset({0}), frozenset({1, 2, 4}), nobarrier_option="nobarrier"),
+                   frozenset({0}), frozenset(), nobarrier_option="nobarrier", fsck_damage_bits=1 | 2 | 4),
         Filesystem("btrfs", ("mkfs.btrfs", "-q", "-f"), "btrfs check --readonly",
                    frozenset({0}), frozenset({1}), nobarrier_option="nobarrier"),
     )

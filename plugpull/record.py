@@ -21,7 +21,6 @@ from plugpull.vm import Machine, create_disk
 from plugpull.writelog import entry_index_at, summarize
 
 MOUNTPOINT = "/mnt/test"
-DISK = "sda"
 
 
 @dataclass(frozen=True)
@@ -103,13 +102,14 @@ def record(directory: Path, fs: Filesystem, mode: Mode, workload, trigger: Trigg
     acks: list[tuple[int, int]] = []
     with Machine(spec, image, accel, console_log=directory / "console.log", name="recorder") as m:
         meta["accel"] = str(m.accel)
-        for cmd in mode.guest_setup(fs, DISK):
+        disk_name = m.run("readlink /dev/pp-disk0").check().text.strip()
+        for cmd in mode.guest_setup(fs, disk_name):
             m.run(cmd).check()
         options = ",".join(mode.mount_options(fs))
         opt = f"-o {options} " if options else ""
-        m.run(f"mkdir -p {MOUNTPOINT} && mount -t {fs.name} {opt}/dev/{DISK} {MOUNTPOINT} "
+        m.run(f"mkdir -p {MOUNTPOINT} && mount -t {fs.name} {opt}/dev/{disk_name} {MOUNTPOINT} "
               f"&& mkdir -p {MOUNTPOINT}/pp && sync").check()
-        meta["queue_write_cache"] = m.run(f"cat /sys/block/{DISK}/queue/write_cache").text.strip()
+        meta["queue_write_cache"] = m.run(f"cat /sys/block/{disk_name}/queue/write_cache").text.strip()
         m.acks.set_stamp(lambda: os.stat(log).st_size)
         script = workload.script(MOUNTPOINT)
         m.run("cat > /tmp/workload.sh <<'PLUGPULL_EOF'\n" + script + "PLUGPULL_EOF").check()

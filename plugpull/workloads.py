@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from plugpull.errors import UsageError
 
 DIR = "pp"
+ACK_PORT = "/dev/plugpull-ack"
 
 
 def _line(kind: str, seed: int, ident: int) -> bytes:
@@ -48,8 +49,8 @@ class FsyncFiles:
     def content(self, ident: int) -> bytes:
         return repeated(_line(self.name, self.seed, ident), self.size(ident))
 
-    def script(self, mountpoint: str) -> str:
-        lines = [f"cd {mountpoint}/{DIR} || exit 1", "exec 4>/dev/plugpull-ack"]
+    def script(self, mountpoint: str, ack: str = ACK_PORT) -> str:
+        lines = [f"cd {mountpoint}/{DIR} || exit 1", f"exec 4>{ack}"]
         for i in range(1, self.count + 1):
             name = self.path(i).split("/")[-1]
             lines.append(f"yes '{_line(self.name, self.seed, i).decode()}' | head -c {self.size(i)} > {name}"
@@ -85,8 +86,8 @@ class FsyncAppend:
     def record(self, ident: int) -> bytes:
         return repeated(_line(self.name, self.seed, ident), self.record_size - 1) + b"\n"
 
-    def script(self, mountpoint: str) -> str:
-        lines = [f"cd {mountpoint}/{DIR} || exit 1", "exec 4>/dev/plugpull-ack", ": > journal && sync journal . || exit 2"]
+    def script(self, mountpoint: str, ack: str = ACK_PORT) -> str:
+        lines = [f"cd {mountpoint}/{DIR} || exit 1", f"exec 4>{ack}", ": > journal && sync journal . || exit 2"]
         for i in range(1, self.count + 1):
             lines.append(f"yes '{_line(self.name, self.seed, i).decode()}' | head -c {self.record_size - 1} >> journal"
                          f" && echo >> journal && sync journal && echo 'ack {i}' >&4 || exit 2")

@@ -7,7 +7,7 @@ from plugpull.config import Bus
 
 pytestmark = pytest.mark.vm
 
-ALL = [VmParams(bus, wc) for bus in Bus for wc in (True, False)]
+ALL = [VmParams(bus, wc) for bus in (Bus.AHCI, Bus.IDE) for wc in (True, False)]
 
 
 @pytest.mark.parametrize("vm", ALL, indirect=True, ids=str)
@@ -53,3 +53,12 @@ def test_filesystem_tools_work_on_the_disk(host):
     assert host.run("mkfs.ext4 -q -F /dev/sda").succeeded
     assert host.run("e2fsck -fn /dev/sda").succeeded
     assert host.run("mount -t ext4 /dev/sda /mnt && echo hi > /mnt/f && umount /mnt").succeeded
+
+
+@pytest.mark.parametrize("vm", [VmParams(bus, disks=2) for bus in Bus if bus is not Bus.SCSI] + [VmParams(Bus.SCSI, disks=3)],
+                         indirect=True, ids=lambda p: f"{p}-{p.disks}disks")
+def test_disks_have_stable_names(vm):
+    for i in range(len(vm.spec.disks)):
+        name = vm.run(f"readlink /dev/pp-disk{i}").check().text.strip()
+        serial = vm.run(f"tail -c +5 /sys/block/{name}/device/vpd_pg80").check().text.strip()
+        assert serial == f"plugpull{i}"

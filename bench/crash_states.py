@@ -1,0 +1,84 @@
+"""Crash states checked per minute: the batched checker guest against one boot per state.
+
+    .venv/bin/python bench/crash_states.py [--runs 3] [--states 32] [--single 6] [--fs xfs]
+
+Records one fsync-heavy workload on a 512 MiB disk, then times building and checking crash
+states (reorder model) both ways, in the same run, and reports each rate's median and their
+ratio. Run by hand or `make bench`; never asserted in tests.
+"""
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from plugpull.checker import Checker
+from plugpull.config import Accel
+from plugpull.crash import state_cuts
+from plugpull.crashstate import materialize
+from plugpull.fs import filesystem, mode
+from plugpull.image import build_image
+from plugpull.models import plan
+from plugpull.record import Trigger, record
+from plugpull.verdict import classify, required_acks
+from plugpull.vm import resolve_accel
+from plugpull.workloads import FsyncFiles
+from plugpull.writelog import iter_entries
+
+
+def rate(rec, entries, cuts, checker, scratch: Path, wl, fs) -> tuple[float, dict]:
+    """States per minute for building and checking `cuts`, and the verdict counts."""
+    started = time.monotonic()
+    paths = []
+    for i, cut in enumerate(cuts):
+        p = scratch / f"s{i}.img"
+        materialize(rec.base, rec.log, plan(entries, cut, "reorder", 1), p, digest=False)
+        paths.append(p)
+    observations = checker.check(paths)
+    elapsed = time.monotonic() - started
+    counts: dict = {}
+    for cut, obs in zip(cuts, observations):
+        v = str(classify(fs, obs, wl, required_acks(rec.acks, cut)).verdict)
+        counts[v] = counts.get(v, 0) + 1
+    for p in paths:
+        p.unlink()
+    return 60 * len(cuts) / elapsed, counts
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--states", type=int, default=32, help="states per run on the fast path")
+    ap.add_argument("--single", type=int, default=6, help="states per run, one boot each")
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--fs", default="xfs")
+    ap.add_argument("--accel", type=Accel, choices=list(Accel), default=Accel.AUTO)
+    args = ap.parse_args()
+    image = build_image()
+    accel = resolve_accel(args.accel, image).accel
+    fs = filesystem(args.fs)
+    wl = FsyncFiles(count=60, seed=1)
+    with tempfile.TemporaryDirectory(prefix="plugpull-bench-") as tmp:
+        tmp = Path(tmp)
+        rec = record(tmp / "record", fs, mode("barrier"), wl, Trigger.parse("acks:50"), image, accel, 512)
+        entries = list(iter_entries(rec.log))
+        print(f"{args.fs} 512 MiB, {accel}: recorded {len(entries)} log entries, {len(rec.acks)} acks")
+        cuts = state_cuts(entries, args.states, seed=1)
+        fast, single = [], []
+        for run in range(args.runs):
+            r, counts = rate(rec, entries, cuts, Checker(image, accel, fs, batch=args.batch), tmp, wl, fs)
+            fast.append(r)
+            print(f"run {run + 1}: batched ({args.batch}/boot) {r:6.1f} states/min  {counts}", flush=True)
+            r, counts = rate(rec, entries, cuts[: args.single], Checker(image, accel, fs, batch=1), tmp, wl, fs)
+            single.append(r)
+            print(f"run {run + 1}: one boot per state {r:6.1f} states/min  {counts}", flush=True)
+    f, s = statistics.median(fast), statistics.median(single)
+    print(f"median of {args.runs}: batched {f:.1f} states/min, one boot per state {s:.1f} states/min, "
+          f"ratio {f / s:.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""The engine's pure parts and the CLI's handling of bad input: no VM."""
+
+import pytest
+
+from plugpull.cli import main
+from plugpull.crash import CrashSpec, model_for, state_cuts
+from plugpull.errors import UsageError
+from plugpull.record import Trigger
+from plugpull.writelog import LogEntry
+
+
+@pytest.mark.parametrize("text, kind, value", [
+    ("acks:30", "acks", 30), ("writes:500", "writes", 500), ("time:2.5", "time", 2.5), ("end", "end", 0)])
+def test_trigger_parse(text, kind, value):
+    t = Trigger.parse(text)
+    assert (t.kind, t.value) == (kind, value) and Trigger.parse(str(t)) == t
+
+
+@pytest.mark.parametrize("text", ["acks", "acks:0", "acks:x", "writes:-1", "soon", "end:3", ""])
+def test_bad_trigger(text):
+    with pytest.raises(UsageError):
+        Trigger.parse(text)
+
+
+def entries(n):
+    return [LogEntry(i, i * 8, 8, 0, 512 * (2 + 9 * i), 0) for i in range(n)]
+
+
+def test_state_cuts_are_distinct_seeded_and_include_the_kill_point():
+    cuts = state_cuts(entries(100), 30, seed=1)
+    assert len(cuts) == 30 == len(set(cuts)) and cuts[-1] == 100
+    assert cuts == state_cuts(entries(100), 30, seed=1)
+    assert cuts != state_cuts(entries(100), 30, seed=2)
+
+
+def test_state_cuts_of_a_short_log_take_every_cut():
+    assert state_cuts(entries(5), 30, seed=1) == [0, 1, 2, 3, 4, 5]
+    assert state_cuts([], 3, seed=1) == [0]
+
+
+def test_lying_mode_judges_with_lying_models():
+    assert model_for("lying", "reorder") == "reorder+lying"
+    assert model_for("lying", "reorder+lying") == "reorder+lying"
+    assert model_for("barrier", "reorder") == "reorder"
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"fs": "zfs"}, "unknown filesystem"), ({"mode": "fast"}, "unknown mode"),
+    ({"models": ("bogus",)}, "unknown power-loss model"), ({"trigger": "x"}, "bad trigger"),
+    ({"states": 0}, "states"), ({"workload": "nope"}, "unknown workload"),
+])
+def test_bad_crash_specs(changes, message):
+    with pytest.raises(UsageError, match=message):
+        CrashSpec(**changes).validate()
+
+
+@pytest.mark.parametrize("argv", [
+    ["crash", "--model", "bogus"], ["crash", "--trigger", "soon"], ["crash", "--states", "0"],
+    ["replay", "/nonexistent/state"], ["crash", "--fs", "zfs"], ["shell", "--kernel", "/nonexistent"],
+])
+def test_cli_bad_input_exits_2(argv, capsys):
+    try:
+        rc = main(argv)
+    except SystemExit as e:
+        rc = e.code
+    assert rc == 2
+    assert capsys.readouterr().err.strip()

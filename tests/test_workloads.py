@@ -1,0 +1,77 @@
+"""The workloads' guest scripts run here under the host's busybox: what they write must be
+exactly what the oracle expects, and each ack must come after its data."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from plugpull.errors import UsageError
+from plugpull.workloads import FsyncAppend, FsyncFiles, workload
+
+BUSYBOX = shutil.which("busybox")
+needs_busybox = pytest.mark.skipif(BUSYBOX is None, reason="busybox-static is not installed (make deps)")
+
+
+def run_script(wl, tmp_path):
+    (tmp_path / "pp").mkdir()
+    ack = tmp_path / "acks"
+    script = tmp_path / "wl.sh"
+    script.write_text(wl.script(str(tmp_path), ack=str(ack)))
+    env = {"PATH": f"{tmp_path / 'bin'}"}
+    (tmp_path / "bin").mkdir()
+    for applet in ("yes", "head", "sync", "echo", "sh", "cat"):
+        (tmp_path / "bin" / applet).symlink_to(BUSYBOX)
+    subprocess.run([BUSYBOX, "sh", str(script)], check=True, env=env, timeout=60)
+    files = {str(p.relative_to(tmp_path)): p.read_bytes() for p in (tmp_path / "pp").iterdir()}
+    return files, ack.read_text().split("\n")
+
+
+@needs_busybox
+def test_fsync_files_script_writes_what_the_oracle_expects(tmp_path):
+    wl = FsyncFiles(count=12, seed=7)
+    files, acks = run_script(wl, tmp_path)
+    assert acks[:-1] == [f"ack {i}" for i in range(1, 13)]
+    assert wl.lost(list(range(1, 13)), files) == []
+    assert {len(files[wl.path(i)]) for i in range(1, 13)} == {wl.size(i) for i in range(1, 13)}
+
+
+@needs_busybox
+def test_fsync_append_script_writes_what_the_oracle_expects(tmp_path):
+    wl = FsyncAppend(count=9, seed=3)
+    files, acks = run_script(wl, tmp_path)
+    assert acks[:-1] == [f"ack {i}" for i in range(1, 10)]
+    assert len(files[wl.path]) == 9 * wl.record_size
+    assert wl.lost(list(range(1, 10)), files) == []
+
+
+def test_fsync_files_oracle_catches_missing_and_wrong_files():
+    wl = FsyncFiles(count=3, seed=1)
+    files = {wl.path(1): wl.content(1), wl.path(2): wl.content(2)[:-1] + b"X"}
+    lost = wl.lost([1, 2, 3], files)
+    assert [(l.ack, "missing" in l.reason, "wrong" in l.reason) for l in lost] == [
+        (2, False, True), (3, True, False)]
+    assert wl.lost([], {}) == []
+
+
+def test_fsync_append_oracle_requires_the_prefix():
+    wl = FsyncAppend(count=4, seed=1)
+    data = b"".join(wl.record(i) for i in range(1, 4))
+    assert wl.lost([1, 2, 3], {wl.path: data}) == []
+    assert [l.ack for l in wl.lost([1, 2, 3], {wl.path: data[: 2 * wl.record_size + 5]})] == [3]
+    torn = data[:wl.record_size] + b"\0" * wl.record_size + data[2 * wl.record_size:]
+    assert [l.ack for l in wl.lost([1, 2, 3], {wl.path: torn})] == [2]
+    assert [l.ack for l in wl.lost([1], {})] == [1]
+
+
+def test_content_depends_on_seed_and_id():
+    a, b = FsyncFiles(seed=1), FsyncFiles(seed=2)
+    assert a.content(1) != a.content(2) and a.content(1) != b.content(1)
+    assert a.content(5) == FsyncFiles(seed=1).content(5)
+
+
+def test_unknown_workload_and_bad_params_are_usage_errors():
+    with pytest.raises(UsageError, match="unknown workload"):
+        workload("nope")
+    with pytest.raises(UsageError, match="bad parameters"):
+        workload("fsync-files", colour="red")
