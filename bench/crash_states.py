@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from plugpull.checker import Checker
+from plugpull.checker import Checker, default_workers
 from plugpull.config import Accel
 from plugpull.crash import state_cuts
 from plugpull.crashstate import materialize
@@ -53,6 +53,7 @@ def main() -> int:
     ap.add_argument("--states", type=int, default=32, help="states per run on the fast path")
     ap.add_argument("--single", type=int, default=6, help="states per run, one boot each")
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--workers", type=int, default=default_workers(), help="checker guests at once")
     ap.add_argument("--fs", default="xfs")
     ap.add_argument("--accel", type=Accel, choices=list(Accel), default=Accel.AUTO)
     args = ap.parse_args()
@@ -66,17 +67,21 @@ def main() -> int:
         entries = list(iter_entries(rec.log))
         print(f"{args.fs} 512 MiB, {accel}: recorded {len(entries)} log entries, {len(rec.acks)} acks")
         cuts = state_cuts(entries, args.states, seed=1)
-        fast, single = [], []
+        fast, batched, single = [], [], []
         for run in range(args.runs):
             r, counts = rate(rec, entries, cuts, Checker(image, accel, fs, batch=args.batch), tmp, wl, fs)
-            fast.append(r)
+            batched.append(r)
             print(f"run {run + 1}: batched ({args.batch}/boot) {r:6.1f} states/min  {counts}", flush=True)
+            checker = Checker(image, accel, fs, batch=args.batch // args.workers, workers=args.workers)
+            r, counts = rate(rec, entries, cuts, checker, tmp, wl, fs)
+            fast.append(r)
+            print(f"run {run + 1}: batched on {args.workers} guests {r:6.1f} states/min  {counts}", flush=True)
             r, counts = rate(rec, entries, cuts[: args.single], Checker(image, accel, fs, batch=1), tmp, wl, fs)
             single.append(r)
             print(f"run {run + 1}: one boot per state {r:6.1f} states/min  {counts}", flush=True)
-    f, s = statistics.median(fast), statistics.median(single)
-    print(f"median of {args.runs}: batched {f:.1f} states/min, one boot per state {s:.1f} states/min, "
-          f"ratio {f / s:.1f}x")
+    f, b, s = statistics.median(fast), statistics.median(batched), statistics.median(single)
+    print(f"median of {args.runs}: {args.workers} guests {f:.1f} states/min, one guest {b:.1f}, "
+          f"one boot per state {s:.1f}; ratios {f / s:.1f}x and {b / s:.1f}x over one boot per state")
     return 0
 
 

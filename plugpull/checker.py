@@ -5,6 +5,9 @@ TCG) is paid once per batch rather than once per state. `batch=1` is the one-boo
 path, kept as the reference that the fast path must agree with.
 """
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +50,11 @@ def observation_from(keys: dict, sections: dict, tar: bytes | None) -> Observati
     )
 
 
+def default_workers() -> int:
+    """One checker guest per core: under TCG each guest keeps one core busy."""
+    return max(1, min(2, os.cpu_count() or 1))
+
+
 @dataclass
 class Checker:
     image: object
@@ -54,14 +62,22 @@ class Checker:
     fs: Filesystem
     batch: int = 16
     subdir: str = "pp"
+    workers: int = 1
 
     def check(self, states: list[Path], progress=None) -> list[Observation]:
-        results: list[Observation] = []
-        pending = list(states)
-        while pending:
-            chunk, pending = pending[: self.batch], pending[self.batch:]
-            results += self._check_chunk(chunk, progress)
-        return results
+        """Observations in the order of `states`; chunks of `batch` run on `workers` guests."""
+        chunks = [states[i:i + self.batch] for i in range(0, len(states), self.batch)]
+        if self.workers <= 1 or len(chunks) <= 1:
+            return [obs for chunk in chunks for obs in self._check_chunk(chunk, progress)]
+        lock = threading.Lock()
+
+        def tick():
+            with lock:
+                _tick(progress)
+
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="plugpull-checker") as pool:
+            done = pool.map(lambda chunk: self._check_chunk(chunk, tick), chunks)
+            return [obs for chunk_obs in done for obs in chunk_obs]
 
     def _check_chunk(self, chunk: list[Path], progress) -> list[Observation]:
         """Check a chunk in one guest. If the guest fails on a state, that state is an

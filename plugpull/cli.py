@@ -165,7 +165,7 @@ def cmd_crash(args) -> int:
     spec = CrashSpec(fs=args.fs, mode=args.mode, workload=args.workload, params=params,
                      models=tuple(m for m in args.model.split(",") if m), states=args.states,
                      seed=args.seed, trigger=args.trigger, disk_mib=args.disk_mib, bus=args.bus,
-                     batch=args.batch)
+                     batch=args.batch, workers=args.workers)
     spec.validate()
     out = args.out or Path("results") / f"crash-{args.fs}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
     if args.json and args.json.exists() and args.json.is_dir():
@@ -208,9 +208,9 @@ def cmd_replay(args) -> int:
         r = replay(args.dir, image, accel, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    same_image = r["sha256"] == r["sha256_expected"]
+    same_image = r["digest"] == r["digest_expected"]
     same_verdict = r["verdict"] == r["verdict_expected"]
-    print(f"image   {r['sha256']} ({'matches' if same_image else 'DIFFERS from ' + r['sha256_expected']})")
+    print(f"image   {r['digest']} ({'matches' if same_image else 'DIFFERS from ' + r['digest_expected']})")
     print(f"verdict {r['verdict']}: {r['reason']} "
           f"({'as recorded' if same_verdict else 'recorded: ' + r['verdict_expected']})")
     for lost in r["lost"][:10]:
@@ -256,6 +256,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--bus", type=Bus, choices=[Bus.AHCI, Bus.IDE], default=Bus.AHCI)
     c.add_argument("--disk-mib", type=int, default=512)
     c.add_argument("--batch", type=int, default=16, help="crash states per checker guest boot")
+    c.add_argument("--workers", type=int, default=0, help="checker guests at once (default: one per core, at most 2)")
     c.add_argument("--json", type=Path, help="write the results here (atomically)")
     c.add_argument("--out", type=Path, help="directory for artifacts (default results/crash-...)")
     c.add_argument("--fail-on-unsafe", action="store_true", help="exit 1 if any state is not clean")

@@ -17,9 +17,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from plugpull.checker import Checker
+from plugpull.checker import Checker, default_workers
 from plugpull.config import Accel, Bus
-from plugpull.crashstate import image_sha256, materialize
+from plugpull.crashstate import content_digest, materialize
 from plugpull.errors import InfraError, UsageError
 from plugpull.fs import filesystem, mode
 from plugpull.models import parse_model, plan, stable_rng
@@ -42,7 +42,8 @@ class CrashSpec:
     trigger: str = "acks:30"
     disk_mib: int = 512
     bus: Bus = Bus.AHCI
-    batch: int = 16
+    batch: int = 16  # crash states per checker guest boot
+    workers: int = 0  # checker guests at once; 0: one per core (at most 2)
 
     def validate(self) -> None:
         filesystem(self.fs), mode(self.mode), Trigger.parse(self.trigger)
@@ -56,6 +57,8 @@ class CrashSpec:
             raise UsageError("--states must be at least 1")
         if self.disk_mib < 64:
             raise UsageError("--disk-mib must be at least 64")
+        if self.batch < 1 or self.workers < 0:
+            raise UsageError("--batch must be at least 1 and --workers at least 0")
 
 
 @dataclass(frozen=True)
@@ -139,31 +142,30 @@ def run_crash(spec: CrashSpec, image, accel: Accel, out_dir: Path, keep_record: 
 
 def check_states(rec: Record, entries, jobs, spec: CrashSpec, image, accel, state_dir: Path, wl, fs,
                  out_dir: Path) -> list[StateResult]:
+    """Build every state (sparse, a few MiB each), check them on the checker guests, judge."""
     state_dir.mkdir(parents=True, exist_ok=True)
-    checker = Checker(image, accel, fs, batch=spec.batch)
+    checker = Checker(image, accel, fs, batch=spec.batch, workers=spec.workers or default_workers())
+    paths = []
+    for i, (model, cut) in enumerate(jobs):
+        p = state_dir / f"state-{i:05d}.img"
+        materialize(rec.base, rec.log, plan(entries, cut, model, spec.seed), p, digest=False)
+        paths.append(p)
     bar = Progress("checking states", len(jobs))
+    observations = checker.check(paths, progress=bar.advance)
     results: list[StateResult] = []
-    for start in range(0, len(jobs), spec.batch):
-        chunk = jobs[start:start + spec.batch]
-        paths = []
-        for i, (model, cut) in enumerate(chunk):
-            p = state_dir / f"state-{start + i:05d}.img"
-            materialize(rec.base, rec.log, plan(entries, cut, model, spec.seed), p, digest=False)
-            paths.append(p)
-        observations = checker.check(paths, progress=bar.advance)
-        for (model, cut), path, obs in zip(chunk, paths, observations):
-            required = required_acks(rec.acks, cut)
-            v = classify(fs, obs, wl, required)
-            result = StateResult(
-                fs=spec.fs, mode=spec.mode, workload=spec.workload, model=model, seed=spec.seed, cut=cut,
-                verdict=str(v.verdict), reason=v.reason, acks_required=len(required), acks_lost=len(v.lost),
-                fsck_rc=obs.fsck_rc, lost=[asdict(l) for l in v.lost[:20]],
-            )
-            if v.verdict is not Verdict.CLEAN:
-                artifact = save_artifact(out_dir, rec, result, path, obs)
-                result = StateResult(**{**asdict(result), "artifact": str(artifact)})
-            results.append(result)
-            path.unlink(missing_ok=True)
+    for (model, cut), path, obs in zip(jobs, paths, observations):
+        required = required_acks(rec.acks, cut)
+        v = classify(fs, obs, wl, required)
+        result = StateResult(
+            fs=spec.fs, mode=spec.mode, workload=spec.workload, model=model, seed=spec.seed, cut=cut,
+            verdict=str(v.verdict), reason=v.reason, acks_required=len(required), acks_lost=len(v.lost),
+            fsck_rc=obs.fsck_rc, lost=[asdict(l) for l in v.lost[:20]],
+        )
+        if v.verdict is not Verdict.CLEAN:
+            artifact = save_artifact(out_dir, rec, result, path, obs)
+            result = StateResult(**{**asdict(result), "artifact": str(artifact)})
+        results.append(result)
+        path.unlink(missing_ok=True)
     return results
 
 
@@ -175,7 +177,7 @@ def save_artifact(out_dir: Path, rec: Record, result: StateResult, image: Path, 
     name = f"{result.model.replace(':', '_').replace('+', '_')}-cut{result.cut}"
     state = out_dir / "states" / name
     state.mkdir(parents=True, exist_ok=True)
-    doc = {**asdict(result), "record": os.path.relpath(record_dir, state), "sha256": image_sha256(image),
+    doc = {**asdict(result), "record": os.path.relpath(record_dir, state), "digest": content_digest(image),
            "evidence": {"fsck": obs.fsck_output, "mount": obs.mount_error, "kernel": obs.kernel_log}}
     write_json(state / "state.json", doc)
     return state
@@ -225,10 +227,11 @@ def replay(state_dir: Path, image, accel: Accel, scratch: Path) -> dict:
     wl = workload(rec.meta["workload"], **rec.meta["params"])
     entries = list(iter_entries(rec.log))
     path = scratch / "state.img"
-    sha = materialize(rec.base, rec.log, plan(entries, doc["cut"], doc["model"], doc["seed"]), path)
+    materialize(rec.base, rec.log, plan(entries, doc["cut"], doc["model"], doc["seed"]), path, digest=False)
+    digest = content_digest(path)
     obs = Checker(image, accel, fs, batch=1).check([path])[0]
     v = classify(fs, obs, wl, required_acks(rec.acks, doc["cut"]))
-    return {"sha256": sha, "sha256_expected": doc["sha256"], "verdict": str(v.verdict),
+    return {"digest": digest, "digest_expected": doc["digest"], "verdict": str(v.verdict),
             "verdict_expected": doc["verdict"], "reason": v.reason, "lost": [asdict(l) for l in v.lost[:20]]}
 
 

@@ -127,6 +127,35 @@ def image_sha256(path) -> str:
     return h.hexdigest()
 
 
+DIGEST_BLOCK = 1 << 16
+
+
+def content_digest(path) -> str:
+    """A sha256 that identifies an image's contents in milliseconds for a sparse image: the
+    size, then (offset, bytes) of every 64 KiB block that is not all zeros. Holes and zeros
+    hash alike, so it depends on the contents only, not on how the file is allocated.
+    (image_sha256 gives the plain sha256 of all bytes, at about 0.3 s per 512 MiB.)"""
+    h = hashlib.sha256()
+    zero_block = ZEROS[:DIGEST_BLOCK]
+    with open(path, "rb") as f:
+        fd = f.fileno()
+        size = os.fstat(fd).st_size
+        h.update(size.to_bytes(8, "little"))
+        offset = 0
+        for start, end in _data_extents(fd, 0, size):
+            offset = max(offset, start - start % CHUNK)
+            while offset < end:
+                chunk = os.pread(fd, min(CHUNK, size - offset), offset)
+                if chunk != ZEROS[:len(chunk)]:
+                    for i in range(0, len(chunk), DIGEST_BLOCK):
+                        block = chunk[i:i + DIGEST_BLOCK]
+                        if block != zero_block[:len(block)]:
+                            h.update((offset + i).to_bytes(8, "little"))
+                            h.update(block)
+                offset += CHUNK
+    return h.hexdigest()
+
+
 def _entries_for(log_path, pieces: list[Piece]) -> dict[int, LogEntry]:
     wanted = {p.entry_index for p in pieces}
     found: dict[int, LogEntry] = {}

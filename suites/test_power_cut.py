@@ -88,5 +88,5 @@ def test_replay_rebuilds_the_same_state_and_verdict(nobarrier_run, image, accel,
     assert saved, "no artifact was saved for the states that are not clean"
     first = saved[0]
     r = replay(Path(first["artifact"]), image, accel, tmp_path)
-    assert r["sha256"] == r["sha256_expected"]
+    assert r["digest"] == r["digest_expected"]
     assert r["verdict"] == first["verdict"] == r["verdict_expected"]

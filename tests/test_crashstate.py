@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from plugpull.crashstate import copy_sparse, image_sha256, materialize
+from plugpull.crashstate import content_digest, copy_sparse, image_sha256, materialize
 from plugpull.models import Piece, plan
 from plugpull.writelog import LogWriter, iter_entries
 
@@ -195,3 +195,24 @@ def test_piece_past_the_image_is_refused(tmp_path):
         w.write(MIB // 512, fill(1, 1))
     with pytest.raises(ValueError, match="past the image"):
         materialize(base, log, [Piece(0, MIB // 512, 1)], tmp_path / "bad.img")
+
+
+def test_content_digest_depends_on_contents_only(tmp_path):
+    sparse = tmp_path / "sparse.img"
+    with open(sparse, "wb") as f:
+        f.truncate(8 << 20)
+        f.seek(3 << 20)
+        f.write(b"data in the middle")
+        f.seek((5 << 20) + 100)
+        f.write(b"more")
+    dense = tmp_path / "dense.img"
+    dense.write_bytes(sparse.read_bytes())
+    assert content_digest(sparse) == content_digest(dense)
+    changed = tmp_path / "changed.img"
+    data = bytearray(sparse.read_bytes())
+    data[(5 << 20) + 101] ^= 1
+    changed.write_bytes(bytes(data))
+    assert content_digest(changed) != content_digest(sparse)
+    longer = tmp_path / "longer.img"
+    longer.write_bytes(sparse.read_bytes() + bytes(4096))
+    assert content_digest(longer) != content_digest(sparse)
