@@ -1,19 +1,25 @@
 #!/bin/sh
-# pp-check FS DEV SUBDIR: check one crash state. Recovery mount, a tar of SUBDIR for the
-# host's oracle (/tmp/check.tar), unmount, read-only fsck. Prints key=value lines; the
-# evidence (mount error, fsck output, kernel log) stays in /tmp/check.* for the host.
-fs=$1 dev=$2 sub=$3
+# pp-check FS DEV SUBDIR COLLECT: check one crash state. Recovery mount; what the host's
+# oracle needs from SUBDIR (COLLECT: tar = contents in /tmp/check.tar, sums = sha256 per file
+# in /tmp/check.sums, none); unmount; read-only fsck. Prints key=value lines; the evidence
+# (mount error, fsck output, kernel log) stays in /tmp/check.* for the host.
+fs=$1 dev=$2 sub=$3 collect=${4:-tar}
 mnt=/mnt/check
 mkdir -p $mnt
 rm -f /tmp/check.*
 dmesg -c >/dev/null
 if mount -t "$fs" "$dev" $mnt 2>/tmp/check.mount; then
     echo mount_rc=0
-    if [ -d "$mnt/$sub" ]; then
-        tar -cf /tmp/check.tar -C $mnt "$sub" 2>/tmp/check.tarerr
-        echo tar_rc=$?
+    if [ "$collect" = none ]; then
+        echo collect_rc=skipped
+    elif [ ! -d "$mnt/$sub" ]; then
+        echo collect_rc=absent
+    elif [ "$collect" = sums ]; then
+        (cd $mnt && find "$sub" -type f | sort | xargs -r sha256sum) >/tmp/check.sums 2>/tmp/check.collecterr
+        echo collect_rc=$?
     else
-        echo tar_rc=absent
+        tar -cf /tmp/check.tar -C $mnt "$sub" 2>/tmp/check.collecterr
+        echo collect_rc=$?
     fi
     umount $mnt 2>>/tmp/check.mount
     echo umount_rc=$?

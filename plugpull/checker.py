@@ -14,7 +14,7 @@ from pathlib import Path
 from plugpull.config import Accel, Bus, DiskSpec, MachineSpec
 from plugpull.errors import GuestError, InfraError, LaunchError
 from plugpull.fs import Filesystem
-from plugpull.verdict import Observation
+from plugpull.verdict import Observation, files_of, sums_of
 from plugpull.vm import Machine
 
 CHECK_TIMEOUT = 300.0
@@ -36,7 +36,7 @@ def parse_report(text: str) -> tuple[dict, dict]:
     return keys, {k: "\n".join(v) for k, v in sections.items()}
 
 
-def observation_from(keys: dict, sections: dict, tar: bytes | None) -> Observation:
+def observation_from(keys: dict, sections: dict, files: dict | None) -> Observation:
     try:
         mount_rc = int(keys["mount_rc"])
         fsck_rc = int(keys["fsck_rc"])
@@ -45,7 +45,7 @@ def observation_from(keys: dict, sections: dict, tar: bytes | None) -> Observati
     umount = keys.get("umount_rc")
     return Observation(
         mount_rc=mount_rc, fsck_rc=fsck_rc, umount_rc=int(umount) if umount else None,
-        tar=tar, tar_rc=keys.get("tar_rc"), mount_error=sections.get("mount", ""),
+        files=files, collect_rc=keys.get("collect_rc"), mount_error=sections.get("mount", ""),
         fsck_output=sections.get("fsck", ""), kernel_log=sections.get("dmesg", ""),
     )
 
@@ -64,9 +64,12 @@ class Checker:
     subdir: str = "pp"
     workers: int = 1
 
-    def check(self, states: list[Path], progress=None) -> list[Observation]:
-        """Observations in the order of `states`; chunks of `batch` run on `workers` guests."""
-        chunks = [states[i:i + self.batch] for i in range(0, len(states), self.batch)]
+    def check(self, states: list[Path], progress=None, collect: list[str] | None = None) -> list[Observation]:
+        """Observations in the order of `states`; chunks of `batch` run on `workers` guests.
+        `collect` says per state what the oracle needs back: "tar", "sums" or "none"."""
+        collect = collect or ["tar"] * len(states)
+        jobs = list(zip(states, collect))
+        chunks = [jobs[i:i + self.batch] for i in range(0, len(jobs), self.batch)]
         if self.workers <= 1 or len(chunks) <= 1:
             return [obs for chunk in chunks for obs in self._check_chunk(chunk, progress)]
         lock = threading.Lock()
@@ -79,18 +82,19 @@ class Checker:
             done = pool.map(lambda chunk: self._check_chunk(chunk, tick), chunks)
             return [obs for chunk_obs in done for obs in chunk_obs]
 
-    def _check_chunk(self, chunk: list[Path], progress) -> list[Observation]:
+    def _check_chunk(self, chunk: list[tuple[Path, str]], progress) -> list[Observation]:
         """Check a chunk in one guest. If the guest fails on a state, that state is an
         infra-error and the rest go to a fresh guest; if it never came up, all of them are."""
-        spec = MachineSpec(disks=tuple(DiskSpec(p, Bus.SCSI, True, host_flush=False, snapshot=True) for p in chunk))
+        spec = MachineSpec(disks=tuple(DiskSpec(p, Bus.SCSI, True, host_flush=False, snapshot=True)
+                                       for p, _ in chunk))
         out: list[Observation] = []
         booted = False
         try:
             with Machine(spec, self.image, self.accel, name="checker") as m:
                 devices = self._devices(m, len(chunk))
                 booted = True
-                for lun in range(len(chunk)):
-                    out.append(self.check_one(m, devices[lun]))
+                for lun, (_, collect) in enumerate(chunk):
+                    out.append(self.check_one(m, devices[lun], collect))
                     _tick(progress)
         except (GuestError, LaunchError, InfraError) as e:
             failed = Observation(-1, -1, infra_error=f"checker guest failed: {str(e).splitlines()[0]}")
@@ -111,17 +115,20 @@ class Checker:
             raise InfraError(f"checker guest sees state disks {sorted(devices)}, expected {count}")
         return devices
 
-    def check_one(self, m: Machine, dev: str) -> Observation:
+    def check_one(self, m: Machine, dev: str, collect: str = "tar") -> Observation:
         report = m.run(
-            "pp-check %s %s %s; echo ---fsck; tail -n 40 /tmp/check.fsck; echo ---mount; "
+            "pp-check %s %s %s %s; echo ---fsck; tail -n 40 /tmp/check.fsck; echo ---mount; "
             "cat /tmp/check.mount; echo ---dmesg; tail -n 40 /tmp/check.dmesg",
-            self.fs.name, f"/dev/{dev}", self.subdir, timeout=CHECK_TIMEOUT,
+            self.fs.name, f"/dev/{dev}", self.subdir, collect, timeout=CHECK_TIMEOUT,
         )
         keys, sections = parse_report(report.text)
-        tar = None
-        if keys.get("tar_rc") not in (None, "absent"):
-            tar = m.run("cat /tmp/check.tar", timeout=CHECK_TIMEOUT).stdout
-        return observation_from(keys, sections, tar)
+        files = None
+        if keys.get("collect_rc") not in (None, "absent", "skipped"):
+            if collect == "sums":
+                files = sums_of(m.run("cat /tmp/check.sums", timeout=CHECK_TIMEOUT).text)
+            else:
+                files = files_of(m.run("cat /tmp/check.tar", timeout=CHECK_TIMEOUT).stdout)
+        return observation_from(keys, sections, files)
 
 
 def _tick(progress) -> None:

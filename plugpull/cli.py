@@ -33,6 +33,17 @@ def kernel_source(args):
     return KernelSource(args.kernel, args.modules)
 
 
+def parse_params(items: list[str]) -> list[tuple[str, object]]:
+    """NAME=VALUE pairs; values that read as integers become integers."""
+    out = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--param {item!r}: expected NAME=VALUE")
+        out.append((name, int(value) if value.lstrip("-").isdigit() else value))
+    return out
+
+
 def add_guest_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accel", type=Accel, choices=list(Accel), default=Accel.AUTO)
     p.add_argument("--kernel", type=Path, help="boot this kernel (bzImage) instead of the host's")
@@ -161,7 +172,7 @@ def cmd_crash(args) -> int:
     from plugpull.verdict import Verdict
     from plugpull.vm import resolve_accel
 
-    params = (("count", args.count),) if args.count else ()
+    params = tuple(parse_params(args.param))
     spec = CrashSpec(fs=args.fs, mode=args.mode, workload=args.workload, params=params,
                      models=tuple(m for m in args.model.split(",") if m), states=args.states,
                      seed=args.seed, trigger=args.trigger, disk_mib=args.disk_mib, bus=args.bus,
@@ -246,7 +257,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--fs", choices=list(FILESYSTEMS), default="xfs")
     c.add_argument("--mode", choices=list(MODES), default="barrier")
     c.add_argument("--workload", choices=list(WORKLOADS), default="fsync-files")
-    c.add_argument("--count", type=int, help="operations the workload performs (its scale)")
+    c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a workload parameter, e.g. count=40 (fsync-files), files=2000 (tree-*)")
     c.add_argument("--model", default="reorder",
                    help="power-loss models, comma-separated: prefix, drop-unflushed, reorder, "
                         "cache[:MiB[:fifo|elevator|random]], torn; +lying to ignore flushes")

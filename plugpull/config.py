@@ -54,7 +54,11 @@ class DiskSpec:
 
 @dataclass(frozen=True)
 class MachineSpec:
+    """`payload`: a read-only virtio disk (/dev/vda in the guest) carrying a workload's input,
+    e.g. a tar archive that the guest extracts; it stays off the bus under test."""
+
     disks: tuple[DiskSpec, ...] = ()
+    payload: Path | None = None
     memory_mib: int = 1024
     cpus: int = 1
     accel: Accel = Accel.AUTO

@@ -150,8 +150,10 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, image, accel, stat
         p = state_dir / f"state-{i:05d}.img"
         materialize(rec.base, rec.log, plan(entries, cut, model, spec.seed), p, digest=False)
         paths.append(p)
+    owed = [required_acks(rec.acks, cut) for _, cut in jobs]
+    collect = [wl.collect if required else "none" for required in owed]
     bar = Progress("checking states", len(jobs))
-    observations = checker.check(paths, progress=bar.advance)
+    observations = checker.check(paths, progress=bar.advance, collect=collect)
     results: list[StateResult] = []
     for (model, cut), path, obs in zip(jobs, paths, observations):
         required = required_acks(rec.acks, cut)
@@ -229,8 +231,9 @@ def replay(state_dir: Path, image, accel: Accel, scratch: Path) -> dict:
     path = scratch / "state.img"
     materialize(rec.base, rec.log, plan(entries, doc["cut"], doc["model"], doc["seed"]), path, digest=False)
     digest = content_digest(path)
-    obs = Checker(image, accel, fs, batch=1).check([path])[0]
-    v = classify(fs, obs, wl, required_acks(rec.acks, doc["cut"]))
+    required = required_acks(rec.acks, doc["cut"])
+    obs = Checker(image, accel, fs, batch=1).check([path], collect=[wl.collect if required else "none"])[0]
+    v = classify(fs, obs, wl, required)
     return {"digest": digest, "digest_expected": doc["digest"], "verdict": str(v.verdict),
             "verdict_expected": doc["verdict"], "reason": v.reason, "lost": [asdict(l) for l in v.lost[:20]]}
 

@@ -62,13 +62,15 @@ class Mode:
     `write_cache`: the cache the guest sees. `no_flushes`: the kernel is told to send no
     FLUSH/FUA although the cache is volatile (ext4's nobarrier; for filesystems without such
     an option, queue/write_cache = "write through"). `lying`: the disk acknowledges flushes
-    and ignores them, applied by the power-loss model.
+    and ignores them (the power-loss model ignores them; a throughput run does not pay for
+    them). `external_log`: the journal lives on a second disk.
     """
 
     name: str
     write_cache: bool
     no_flushes: bool = False
     lying: bool = False
+    external_log: bool = False
     summary: str = ""
 
     def mount_options(self, fs: Filesystem) -> list[str]:
@@ -89,6 +91,8 @@ MODES = {
         Mode("nobarrier", True, no_flushes=True, summary="write cache on, flushes never sent"),
         Mode("nocache", False, summary="write cache off: a completed write is durable"),
         Mode("lying", True, lying=True, summary="write cache on, flushes acknowledged and ignored"),
+        Mode("extlog", True, external_log=True,
+             summary="barriers on; the log on a second disk whose flushes cost nothing (seed 003's SSD)"),
     )
 }
 

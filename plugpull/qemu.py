@@ -52,6 +52,8 @@ def kernel_cmdline(spec: MachineSpec) -> str:
     modules = list(BOOT_MODULES)
     if spec.disks:
         modules.append(BUS_MODULES[spec.bus])
+    if spec.payload:
+        modules.append("virtio_blk")
     args = [*BOOT_ARGS, f"plugpull.modules={','.join(modules)}", f"plugpull.disks={len(spec.disks)}"]
     if spec.interactive:
         args.append("plugpull.shell=1")
@@ -94,4 +96,8 @@ def qemu_argv(spec: MachineSpec, image: GuestImage, accel: Accel, fds: ChannelFd
         argv += ["-device", "virtio-scsi-pci,id=scsi"]
     for i, disk in enumerate(spec.disks):
         argv += disk_args(i, disk)
+    if spec.payload:
+        argv += ["-blockdev", f"driver=file,node-name=payload-file,filename={escape(spec.payload)},read-only=on",
+                 "-blockdev", "driver=raw,node-name=payload,file=payload-file,read-only=on",
+                 "-device", "virtio-blk-pci,drive=payload,serial=payload"]
     return argv

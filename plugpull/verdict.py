@@ -49,12 +49,22 @@ class Observation:
     mount_rc: int
     fsck_rc: int
     umount_rc: int | None = None
-    tar: bytes | None = None
-    tar_rc: str | None = None
+    files: dict | None = None  # path -> contents (collect=tar) or sha256 hex (collect=sums)
+    collect_rc: str | None = None
     mount_error: str = ""
     fsck_output: str = ""
     kernel_log: str = ""
     infra_error: str = ""
+
+
+def sums_of(text: str) -> dict[str, str]:
+    """`sha256sum` output -> {path: hex}."""
+    out = {}
+    for line in text.splitlines():
+        digest, _, path = line.partition("  ")
+        if path:
+            out[path] = digest
+    return out
 
 
 def files_of(tar_bytes: bytes | None) -> dict[str, bytes]:
@@ -90,7 +100,7 @@ def classify(fs: Filesystem, obs: Observation, workload, required: list[int]) ->
     fsck = fs.fsck_meaning(obs.fsck_rc)
     if fsck == "failed":
         return StateVerdict(Verdict.INFRA_ERROR, f"{fs.fsck} failed to run (rc={obs.fsck_rc})")
-    lost = workload.lost(required, files_of(obs.tar))
+    lost = workload.lost(required, obs.files or {})
     if fsck == "damage":
         return StateVerdict(Verdict.FS_CORRUPT, f"{fs.fsck} found damage (rc={obs.fsck_rc})", lost)
     if obs.umount_rc not in (0, None):

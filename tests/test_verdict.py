@@ -8,7 +8,7 @@ import pytest
 
 from plugpull.checker import observation_from, parse_report
 from plugpull.fs import filesystem
-from plugpull.verdict import Ack, Observation, Verdict, classify, files_of, required_acks
+from plugpull.verdict import Ack, Observation, Verdict, classify, files_of, required_acks, sums_of
 from plugpull.workloads import FsyncFiles
 
 XFS, EXT4 = filesystem("xfs"), filesystem("ext4")
@@ -25,7 +25,7 @@ def tar_of(files: dict) -> bytes:
     return buf.getvalue()
 
 
-ALL_FILES = tar_of({WL.path(i): WL.content(i) for i in (1, 2, 3)})
+ALL_FILES = files_of(tar_of({WL.path(i): WL.content(i) for i in (1, 2, 3)}))
 
 
 def test_an_ack_is_owed_once_the_cut_covers_its_stamp():
@@ -42,14 +42,14 @@ def test_clean_state():
 
 
 def test_missing_acked_file_is_data_loss_even_when_fsck_is_clean():
-    tar = tar_of({WL.path(1): WL.content(1), WL.path(2): WL.content(2)})
-    v = classify(XFS, Observation(0, 0, 0, tar), WL, [1, 2, 3])
+    files = {WL.path(1): WL.content(1), WL.path(2): WL.content(2)}
+    v = classify(XFS, Observation(0, 0, 0, files), WL, [1, 2, 3])
     assert v.verdict is Verdict.DATA_LOSS and [l.ack for l in v.lost] == [3]
 
 
 def test_unacked_file_may_be_missing():
-    tar = tar_of({WL.path(1): WL.content(1)})
-    assert classify(XFS, Observation(0, 0, 0, tar), WL, [1]).verdict is Verdict.CLEAN
+    files = {WL.path(1): WL.content(1)}
+    assert classify(XFS, Observation(0, 0, 0, files), WL, [1]).verdict is Verdict.CLEAN
 
 
 def test_fsck_damage_wins_over_data_loss_and_keeps_the_lost_acks():
@@ -76,16 +76,17 @@ def test_a_checker_that_failed_is_never_a_filesystem_verdict():
 
 
 def test_truncated_tar_yields_what_it_can():
-    files = files_of(ALL_FILES[: len(ALL_FILES) // 2])
+    tar = tar_of({WL.path(i): WL.content(i) for i in (1, 2, 3)})
+    files = files_of(tar[: len(tar) // 2])
     assert set(files) < {WL.path(i) for i in (1, 2, 3)}
     assert files_of(b"") == {} and files_of(None) == {}
 
 
 def test_report_parsing():
-    text = "mount_rc=0\ntar_rc=0\numount_rc=0\nfsck_rc=1\n---fsck\nbad magic # in agf\n---mount\n---dmesg\nXFS: error\n"
+    text = "mount_rc=0\ncollect_rc=0\numount_rc=0\nfsck_rc=1\n---fsck\nbad magic # in agf\n---mount\n---dmesg\nXFS: error\n"
     keys, sections = parse_report(text)
-    obs = observation_from(keys, sections, b"tar")
-    assert (obs.mount_rc, obs.fsck_rc, obs.umount_rc, obs.tar) == (0, 1, 0, b"tar")
+    obs = observation_from(keys, sections, {"pp/f": b"x"})
+    assert (obs.mount_rc, obs.fsck_rc, obs.umount_rc, obs.files) == (0, 1, 0, {"pp/f": b"x"})
     assert obs.fsck_output == "bad magic # in agf" and obs.kernel_log == "XFS: error"
     assert observation_from(*parse_report("garbage\n"), None).infra_error
 
@@ -117,3 +118,9 @@ def test_e2fsck_flags_a_corrupted_image(tmp_path):
     rc = run_fsck(EXT4, img)
     assert EXT4.fsck_meaning(rc) == "damage"
     assert classify(EXT4, Observation(0, rc, 0, ALL_FILES), WL, [1]).verdict is Verdict.FS_CORRUPT
+
+
+def test_sha256sum_output_parses():
+    text = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855  pp/tree/d0001/f00001.c\n"
+    assert sums_of(text) == {"pp/tree/d0001/f00001.c": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}
+    assert sums_of("garbage\n") == {}

@@ -1,0 +1,86 @@
+"""A guest with the filesystem under test formatted, mounted in a mode, and the workload's
+directory and setup ready: shared by the throughput runs and the recorded power-cut runs."""
+
+import subprocess
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from plugpull.config import Accel, Bus, DiskSpec, MachineSpec
+from plugpull.errors import InfraError, ToolMissing, UsageError
+from plugpull.fs import Filesystem, Mode
+from plugpull.vm import Machine, create_disk
+
+MOUNTPOINT = "/mnt/test"
+EXTERNAL_LOG_MIB = 64
+
+
+@dataclass(frozen=True)
+class Testbed:
+    machine: Machine
+    disk: str  # the kernel's name of the disk under test (sda, sdb...)
+    queue_write_cache: str
+
+
+def run_host(argv: list[str]) -> None:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise ToolMissing(argv[0], "install its Debian package (make deps)") from None
+    if out.returncode != 0:
+        raise InfraError(f"{' '.join(argv)} failed: {out.stderr.strip()}")
+
+
+def format_disks(fs: Filesystem, mode: Mode, disk: Path, log_disk: Path | None) -> None:
+    """mkfs on the host: the same Debian xfsprogs/e2fsprogs the guest has, and no boot needed."""
+    if log_disk is None:
+        run_host(fs.mkfs_argv(str(disk)))
+    elif fs.name == "xfs":
+        run_host(fs.mkfs_argv(str(disk), ("-l", f"logdev={log_disk},size={EXTERNAL_LOG_MIB}m")))
+    else:
+        raise UsageError(f"the extlog mode is implemented for xfs only, not {fs.name}")
+
+
+@contextmanager
+def testbed(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel: Accel,
+            disk_mib: int = 512, bus: Bus = Bus.AHCI, write_log: Path | None = None,
+            base_copy: Path | None = None, timeout: float = 600.0, host_flush: bool | None = None):
+    """Yield a Testbed. With `write_log`, the disk under test is recorded; `base_copy`
+    receives a copy of the freshly formatted disk (the base of every crash state).
+
+    Flushes reach the host (fdatasync) unless the disk is recorded, or lies about them:
+    that is what makes barrier and nocache cost something in a throughput run."""
+    from plugpull.crashstate import copy_sparse
+
+    directory.mkdir(parents=True, exist_ok=True)
+    disk = create_disk(directory / "disk.img", disk_mib)
+    log_disk = create_disk(directory / "logdisk.img", EXTERNAL_LOG_MIB) if mode.external_log else None
+    format_disks(fs, mode, disk, log_disk)
+    if base_copy is not None:
+        copy_sparse(disk, base_copy)
+    if write_log is not None:
+        write_log.write_bytes(b"")
+    if host_flush is None:
+        host_flush = write_log is None and not mode.lying
+    disks = [DiskSpec(disk, bus, mode.write_cache, host_flush=host_flush, write_log=write_log)]
+    if log_disk is not None:
+        disks.append(DiskSpec(log_disk, bus, True, host_flush=False))
+    spec = MachineSpec(disks=tuple(disks), payload=workload.payload(), memory_mib=workload.memory_mib())
+    try:
+        with Machine(spec, image, accel, console_log=directory / "console.log", name="testbed") as m:
+            name = m.run("readlink /dev/pp-disk0").check().text.strip()
+            for cmd in mode.guest_setup(fs, name):
+                m.run(cmd).check()
+            options = mode.mount_options(fs) + (["logdev=/dev/pp-disk1"] if log_disk else [])
+            opt = f"-o {','.join(options)} " if options else ""
+            m.run(f"mkdir -p {MOUNTPOINT} && mount -t {fs.name} {opt}/dev/{name} {MOUNTPOINT} "
+                  f"&& mkdir -p {MOUNTPOINT}/pp && sync").check()
+            queue = m.run(f"cat /sys/block/{name}/queue/write_cache").text.strip()
+            setup = workload.setup(MOUNTPOINT)
+            if setup:
+                m.run(setup, timeout=timeout).check()
+            yield Testbed(m, name, queue)
+    finally:
+        disk.unlink(missing_ok=True)
+        if log_disk is not None:
+            log_disk.unlink(missing_ok=True)
