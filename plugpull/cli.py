@@ -229,6 +229,85 @@ def cmd_replay(args) -> int:
     return EXIT_OK if same_image and same_verdict else EXIT_FOUND
 
 
+def split_list(text: str) -> list[str]:
+    return [item for item in text.split(",") if item]
+
+
+def finish_matrix(docs: list[dict], results: Path, report_dir: Path | None) -> None:
+    from plugpull.report import load_results, render_table, report
+
+    paths = report(results, report_dir or results.parent / f"{results.stem}-report")
+    print(render_table(load_results(results)[0]))
+    print(f"results: {results}")
+    print(f"report:  {paths['html']}")
+    errors = [d for d in docs if d.get("error")]
+    if errors:
+        print(f"{len(errors)} cells failed in the harness (not verdicts); rerun to retry them", file=sys.stderr)
+
+
+def cmd_matrix(args) -> int:
+    from plugpull.image import build_image
+    from plugpull.matrix import cells, run_matrix
+    from plugpull.paths import make_tempdir
+    from plugpull.vm import resolve_accel
+
+    params: dict = {}
+    for name, value in parse_params(args.param):
+        wl, dot, key = name.partition(".")
+        if not dot:
+            raise UsageError(f"--param {name}: expected WORKLOAD.NAME=VALUE, e.g. tree-extract.files=2000")
+        params.setdefault(wl, {})[key] = value
+    todo = cells(split_list(args.fs), split_list(args.mode), split_list(args.workload), params,
+                 bus=args.bus, disk_mib=args.disk_mib, throughput=not args.no_throughput,
+                 crash=not args.no_crash, states=args.states, models=tuple(split_list(args.model)),
+                 seed=args.seed, trigger=args.trigger, overhead=args.overhead)
+    for cell in todo:
+        cell.validate()
+    image = build_image(kernel_source(args))
+    accel = resolve_accel(args.accel, image).accel
+    work = make_tempdir("matrix")
+    try:
+        docs = run_matrix(todo, args.results, image, accel, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    finish_matrix(docs, args.results, args.report)
+    return EXIT_INFRA if any(d.get("error") for d in docs) else EXIT_OK
+
+
+def cmd_reproduce(args) -> int:
+    from plugpull.cases import expectation_failures, load_case
+    from plugpull.image import build_image
+    from plugpull.matrix import load_cells, run_matrix
+    from plugpull.paths import make_tempdir
+    from plugpull.vm import resolve_accel
+
+    if not 0 < args.scale <= 1:
+        raise UsageError("--scale must be in (0, 1]")
+    case = load_case(args.case, args.scale)
+    results = args.results or Path("results") / f"{args.case.stem}.jsonl"
+    print(f"{case.title}\n  {case.source}\n  {len(case.cells)} cells, scale {args.scale:g}", file=sys.stderr)
+    image = build_image(kernel_source(args))
+    accel = resolve_accel(args.accel, image).accel
+    work = make_tempdir("reproduce")
+    try:
+        docs = run_matrix(list(case.cells), results, image, accel, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    finish_matrix(docs, results, args.report)
+    done = load_cells(results)
+    failures = expectation_failures(case, [done[c.key()] for c in case.cells if c.key() in done])
+    for f in failures:
+        print(f"not reproduced: {f}")
+    if any(d.get("error") for d in docs):
+        return EXIT_INFRA
+    return EXIT_FOUND if failures else EXIT_OK
+
+
+def cmd_report(args) -> int:
+    from plugpull.report import report_main
+    return report_main(args.results, args.out)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="plugpull", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version=f"plugpull {__version__}")
@@ -278,6 +357,40 @@ def parser() -> argparse.ArgumentParser:
     add_guest_options(r)
     r.add_argument("dir", type=Path, help="a state directory (results/.../states/NAME)")
     r.set_defaults(func=cmd_replay)
+
+    mx = sub.add_parser("matrix", help="filesystem x mode x workload: throughput and crash safety per cell")
+    add_guest_options(mx)
+    mx.add_argument("--fs", default="xfs,ext4", help="comma-separated (default xfs,ext4)")
+    mx.add_argument("--mode", default="barrier,nobarrier,nocache", help="comma-separated")
+    mx.add_argument("--workload", default="tree-extract,fsync-files", help="comma-separated")
+    mx.add_argument("--param", action="append", default=[], metavar="WORKLOAD.NAME=VALUE",
+                    help="e.g. tree-extract.files=2000")
+    mx.add_argument("--bus", type=Bus, choices=[Bus.AHCI, Bus.IDE], default=Bus.AHCI)
+    mx.add_argument("--disk-mib", type=int, default=512)
+    mx.add_argument("--states", type=int, default=20, help="crash states per model and cell")
+    mx.add_argument("--model", default="reorder")
+    mx.add_argument("--seed", type=int, default=1)
+    mx.add_argument("--trigger", default="end")
+    mx.add_argument("--no-throughput", action="store_true")
+    mx.add_argument("--no-crash", action="store_true")
+    mx.add_argument("--overhead", action="store_true", help="also time the workload under the recorder")
+    mx.add_argument("--results", type=Path, default=Path("results/matrix.jsonl"),
+                    help="JSON lines, appended; cells already there are skipped")
+    mx.add_argument("--report", type=Path, help="report directory (default: beside the results)")
+    mx.set_defaults(func=cmd_matrix)
+
+    rp = sub.add_parser("reproduce", help="run a case file (suites/cases/*.toml)")
+    add_guest_options(rp)
+    rp.add_argument("case", type=Path)
+    rp.add_argument("--scale", type=float, default=1.0, help="shrink the workloads (0 < scale <= 1)")
+    rp.add_argument("--results", type=Path, help="default results/CASE.jsonl")
+    rp.add_argument("--report", type=Path)
+    rp.set_defaults(func=cmd_reproduce)
+
+    rr = sub.add_parser("report", help="table, plot and HTML page from matrix results")
+    rr.add_argument("results", type=Path)
+    rr.add_argument("--out", type=Path, help="report directory (default: beside the results)")
+    rr.set_defaults(func=cmd_report)
     return p
 
 

@@ -1,8 +1,9 @@
 """The guest image: a kernel and an initramfs built from the host's Debian packages.
 
 Built images are cached under `cache_dir()/images/<key>`, where the key hashes every input:
-the recipe, the guest scripts, and the identity (path, size, mtime) of the kernel and of each
-file copied in. A changed package or recipe gives a new key; an unchanged one is reused.
+the recipe, the guest scripts, the sources of the programs compiled for the guest, and the
+identity (path, size, mtime) of the kernel and of each file copied in. A changed package or
+recipe gives a new key; an unchanged one is reused.
 """
 
 import fcntl
@@ -13,7 +14,7 @@ import re
 import shutil
 import subprocess
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from plugpull.cpio import CpioWriter
@@ -25,6 +26,8 @@ BUILDER_VERSION = "2"
 KEEP_IMAGES = 3
 SEARCH_PATH = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
 USRMERGE_LINKS = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
+COMPILER = "cc"
+COMPILE_FLAGS = ("-static", "-O2", "-Wall")
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class Recipe:
     aliases: dict
     files: dict
     text: str
+    build: dict = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path = IMAGES_DIR / "guest.toml") -> "Recipe":
@@ -61,6 +65,7 @@ class Recipe:
             aliases=dict(data.get("aliases", {})),
             files=dict(data.get("files", {})),
             text=text,
+            build=dict(data.get("build", {})),
         )
 
 
@@ -159,6 +164,7 @@ class Plan:
     modules: tuple  # (guest_path, host_path)
     module_index: str  # the generated modules.dep
     module_aliases: str  # modules.alias lines of the modules included (fs-xfs -> xfs)
+    builds: tuple = ()  # (guest_path, C source): compiled into the image when it is built
 
 
 def plan_image(recipe: Recipe, kernel: KernelSource) -> Plan:
@@ -184,7 +190,15 @@ def plan_image(recipe: Recipe, kernel: KernelSource) -> Plan:
         if not source.is_file():
             raise ImageError(f"recipe names {local}, which is not in {IMAGES_DIR}")
         files[guest] = (source, 0o755)
-    links = {k: v for k, v in links.items() if k not in files}
+    builds = {}
+    for guest, local in sorted(recipe.build.items()):
+        source = IMAGES_DIR / local
+        if not source.is_file():
+            raise ImageError(f"recipe builds {local}, which is not in {IMAGES_DIR}")
+        if guest in files:
+            raise ImageError(f"{guest} is both copied and built by the recipe")
+        builds[guest] = source
+    links = {k: v for k, v in links.items() if k not in files and k not in builds}
 
     rel_modules = module_closure(kernel.modules_dir, recipe.modules)
     dep_lines = {}
@@ -206,6 +220,7 @@ def plan_image(recipe: Recipe, kernel: KernelSource) -> Plan:
         modules=modules,
         module_index=index,
         module_aliases=aliases,
+        builds=tuple(builds.items()),
     )
 
 
@@ -231,12 +246,35 @@ def cache_key(recipe: Recipe, kernel: KernelSource, plan: Plan) -> str:
     for guest, host in plan.modules:
         h.update(f"{guest} {_identity(host)}\n".encode())
     h.update(plan.module_aliases.encode())
+    for guest, source in plan.builds:
+        h.update(f"build {guest} {' '.join(COMPILE_FLAGS)}\n".encode())
+        h.update(Path(source).read_bytes())
     return h.hexdigest()[:16]
 
 
 def _identity(path) -> str:
     st = os.stat(path)
     return f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def compile_static(source: Path, out: Path) -> Path:
+    """Compile one C source into a static binary, which runs in the guest without libraries."""
+    compiler = which(COMPILER)
+    if compiler is None:
+        raise ToolMissing(COMPILER, "install the Debian packages gcc libc6-dev (make deps)")
+    argv = [str(compiler), *COMPILE_FLAGS, "-o", str(out), str(source)]
+    result = subprocess.run(argv, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise ImageError(f"{' '.join(argv)} failed (exit code {result.returncode}):\n"
+                         f"{result.stdout}{result.stderr}")
+    return out
+
+
+def _compile_builds(builds, out_dir: Path) -> tuple:
+    """Compile the plan's programs into `out_dir`, as (guest_path, binary, mode) file entries."""
+    out_dir.mkdir()
+    return tuple((guest, compile_static(source, out_dir / guest.strip("/").replace("/", "-")), 0o755)
+                 for guest, source in builds)
 
 
 def write_initramfs(plan: Plan, release: str, out_path: Path) -> None:
@@ -308,6 +346,8 @@ def _build_into(final: Path, plan: Plan, kernel: KernelSource, recipe: Recipe, k
             shutil.copyfile(kernel.kernel, staging / "kernel")
         else:
             (staging / "kernel").write_bytes(elf)
+        if plan.builds:
+            plan = replace(plan, files=plan.files + _compile_builds(plan.builds, staging / "build"))
         write_initramfs(plan, kernel.release, staging / "initramfs.cpio")
         manifest = {
             "key": key,
@@ -318,6 +358,7 @@ def _build_into(final: Path, plan: Plan, kernel: KernelSource, recipe: Recipe, k
             "packages": package_versions(recipe.programs.values()),
             "modules": len(plan.modules),
             "files": len(plan.files),
+            "built": {guest: str(source) for guest, source in plan.builds},
         }
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
         shutil.rmtree(final, ignore_errors=True)

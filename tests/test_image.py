@@ -8,6 +8,7 @@ import pytest
 
 from plugpull.cpio import CpioWriter
 from plugpull.errors import ImageError, ToolMissing
+from plugpull import image as image_mod
 from plugpull.image import KernelSource, Recipe, build_image, cache_key, module_closure, plan_image
 
 RECIPE = """
@@ -114,3 +115,55 @@ def test_old_images_are_pruned(kernel, tmp_path):
     keys = [build_image(kernel, recipe(RECIPE + f"\n# variant {i}\n"), root).key for i in range(5)]
     left = sorted(p.name for p in root.iterdir() if (p / "manifest.json").is_file())
     assert len(left) == 3 and set(left) <= set(keys) and keys[-1] in left
+
+
+HELLO = '#include <stdio.h>\nint main(void) { puts("hello %s"); return 0; }\n'
+
+
+def with_build(source: Path) -> Recipe:
+    return recipe(RECIPE + f'[build]\n"/usr/bin/pp-hello" = "{source}"\n')
+
+
+def extract(initramfs: Path, into: Path) -> Path:
+    into.mkdir()
+    with open(initramfs, "rb") as f:
+        subprocess.run(["cpio", "-id", "--quiet"], cwd=into, stdin=f, check=True)
+    return into
+
+
+def test_build_compiles_a_static_program_and_an_edit_rebuilds(kernel, tmp_path):
+    source = tmp_path / "hello.c"
+    source.write_text(HELLO % "v1")
+    first = build_image(kernel, with_build(source), tmp_path / "cache")
+    binary = extract(first.initramfs, tmp_path / "x1") / "usr/bin/pp-hello"
+    assert subprocess.run([binary], capture_output=True, text=True).stdout == "hello v1\n"
+    headers = subprocess.run(["readelf", "-l", binary], capture_output=True, text=True, check=True).stdout
+    assert "LOAD" in headers and "INTERP" not in headers
+    assert first.manifest["built"] == {"/usr/bin/pp-hello": str(source)}
+
+    source.write_text(HELLO % "v2")
+    second = build_image(kernel, with_build(source), tmp_path / "cache")
+    assert second.key != first.key
+    binary = extract(second.initramfs, tmp_path / "x2") / "usr/bin/pp-hello"
+    assert subprocess.run([binary], capture_output=True, text=True).stdout == "hello v2\n"
+
+
+def test_build_error_shows_the_compiler_output_and_caches_nothing(kernel, tmp_path):
+    source = tmp_path / "broken.c"
+    source.write_text("int main(void) { return no_such_name; }\n")
+    with pytest.raises(ImageError, match="(?s)broken.c.*no_such_name"):
+        build_image(kernel, with_build(source), tmp_path / "cache")
+    assert not list((tmp_path / "cache").glob("*/manifest.json"))
+
+
+def test_missing_compiler_names_its_packages(kernel, tmp_path, monkeypatch):
+    source = tmp_path / "hello.c"
+    source.write_text(HELLO % "v1")
+    monkeypatch.setattr(image_mod, "COMPILER", "pp-no-such-cc")
+    with pytest.raises(ToolMissing, match="gcc libc6-dev"):
+        build_image(kernel, with_build(source), tmp_path / "cache")
+
+
+def test_missing_build_source_is_an_image_error(kernel, tmp_path):
+    with pytest.raises(ImageError, match="nothere.c"):
+        plan_image(with_build(tmp_path / "nothere.c"), kernel)

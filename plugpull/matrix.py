@@ -1,0 +1,165 @@
+"""The matrix runner: filesystem x mode x workload, throughput and crash safety per cell.
+
+Results are JSON lines, one per cell, each appended with a single write and fsynced, so an
+interrupted run leaves at most one truncated last line (readers skip it). A rerun skips the
+cells already done: the key hashes everything that defines a cell.
+"""
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from plugpull.config import Accel, Bus
+from plugpull.crash import CrashSpec, run_crash
+from plugpull.errors import InfraError, UsageError
+from plugpull.fs import filesystem, mode as mode_named
+from plugpull.progress import say
+from plugpull.throughput import measure
+from plugpull.vm import qemu_version
+from plugpull.workloads import workload as workload_named
+
+DISK_BACKING = "raw file on the host's filesystem; a guest flush = the host's fdatasync"
+
+
+@dataclass(frozen=True)
+class Cell:
+    fs: str
+    mode: str
+    workload: str
+    params: tuple = ()
+    bus: Bus = Bus.AHCI
+    disk_mib: int = 512
+    throughput: bool = True
+    crash: bool = True
+    states: int = 20
+    models: tuple = ("reorder",)
+    seed: int = 1
+    trigger: str = "end"
+    overhead: bool = False
+
+    def validate(self) -> None:
+        filesystem(self.fs), mode_named(self.mode), workload_named(self.workload, **dict(self.params))
+        if self.crash:
+            self.crash_spec().validate()
+
+    def key(self) -> str:
+        doc = json.dumps({**asdict(self), "bus": str(self.bus)}, sort_keys=True, default=list)
+        return f"{self.fs}/{self.mode}/{self.workload}/{hashlib.sha256(doc.encode()).hexdigest()[:10]}"
+
+    def crash_spec(self) -> CrashSpec:
+        return CrashSpec(fs=self.fs, mode=self.mode, workload=self.workload, params=self.params,
+                         models=self.models, states=self.states, seed=self.seed, trigger=self.trigger,
+                         disk_mib=self.disk_mib, bus=self.bus)
+
+    @property
+    def crash_possible(self) -> bool:
+        return not mode_named(self.mode).external_log
+
+
+def cells(fss, modes, workloads, params: dict | None = None, **common) -> list[Cell]:
+    """The cross product; `params` maps a workload name to its parameters."""
+    params = params or {}
+    return [Cell(fs, m, w, tuple(sorted(params.get(w, {}).items())), **common)
+            for fs in fss for w in workloads for m in modes]
+
+
+def load_cells(results: Path) -> dict[str, dict]:
+    """key -> the last line written for it; a truncated last line is ignored."""
+    cells_by_key: dict[str, dict] = {}
+    if not results.is_file():
+        return cells_by_key
+    for line in results.read_text().splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and doc.get("kind") == "cell" and "key" in doc:
+            cells_by_key[doc["key"]] = doc
+    return cells_by_key
+
+
+def load_done(results: Path) -> set[str]:
+    """Keys of the cells completed without a harness failure."""
+    return {key for key, doc in load_cells(results).items() if not doc.get("error")}
+
+
+def append_line(results: Path, doc: dict) -> None:
+    """One write of one whole line on an O_APPEND descriptor, then fsync."""
+    results.parent.mkdir(parents=True, exist_ok=True)
+    data = (json.dumps(doc, sort_keys=True) + "\n").encode()
+    fd = os.open(results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        if os.write(fd, data) != len(data):
+            raise OSError(f"short write to {results}")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def environment(image, accel: Accel, bus: Bus) -> dict:
+    return {
+        "accel": str(accel), "qemu": qemu_version(), "kernel": image.kernel_release,
+        "packages": image.manifest.get("packages", {}), "image": image.key,
+        "host": f"{platform.machine()}, {os.cpu_count()} cores, {platform.release()}",
+        "disk_backing": DISK_BACKING, "bus": str(bus),
+    }
+
+
+def run_cell(cell: Cell, image, accel: Accel, work: Path) -> dict:
+    fs, mode = filesystem(cell.fs), mode_named(cell.mode)
+    wl = workload_named(cell.workload, **dict(cell.params))
+    doc = {"kind": "cell", "key": cell.key(), "fs": cell.fs, "mode": cell.mode, "workload": cell.workload,
+           "params": wl.params(), "cell": {**asdict(cell), "bus": str(cell.bus)},
+           "env": environment(image, accel, cell.bus),
+           "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "throughput": None, "crash": None}
+    started = time.monotonic()
+    try:
+        if cell.throughput:
+            say(f"  throughput: {cell.workload} on {cell.fs} ({cell.mode})")
+            doc["throughput"] = measure(work / "throughput", fs, mode, wl, image, accel, cell.disk_mib, cell.bus)
+            if cell.overhead:
+                plain = measure(work / "plain", fs, mode, wl, image, accel, cell.disk_mib, cell.bus, host_flush=False)
+                recorded = measure(work / "recorded", fs, mode, wl, image, accel, cell.disk_mib, cell.bus,
+                                   recorded=True, host_flush=False)
+                doc["throughput"]["recorder_overhead"] = (
+                    sum(p["seconds"] or 0 for p in recorded["phases"]) /
+                    max(1e-9, sum(p["seconds"] or 0 for p in plain["phases"])))
+        if cell.crash and cell.crash_possible:
+            result = run_crash(cell.crash_spec(), image, accel, work / "crash")
+            doc["crash"] = {"states": len(result["states"]), "models": list(cell.models),
+                            "summary": result["summary"], "record": result["record"]["log"],
+                            "states_per_minute": result["timing"]["states_per_minute"]}
+    except InfraError as e:
+        doc["error"] = f"harness failure (not a verdict): {e}"
+    doc["seconds"] = time.monotonic() - started
+    return doc
+
+
+def run_matrix(todo: list[Cell], results: Path, image, accel: Accel, workdir: Path) -> list[dict]:
+    for cell in todo:
+        cell.validate()
+    done = load_done(results)
+    pending = [c for c in todo if c.key() not in done]
+    if len(pending) < len(todo):
+        say(f"{len(todo) - len(pending)} of {len(todo)} cells already in {results}: skipped")
+    out, started = [], time.monotonic()
+    for i, cell in enumerate(pending):
+        elapsed = time.monotonic() - started
+        eta = f", eta {elapsed / i * (len(pending) - i):.0f} s" if i else ""
+        say(f"[cell {i + 1}/{len(pending)}{eta}] {cell.fs} {cell.mode} {cell.workload}")
+        work = workdir / f"cell-{i}"
+        try:
+            doc = run_cell(cell, image, accel, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        append_line(results, doc)
+        out.append(doc)
+        if doc.get("error"):
+            say(f"  {doc['error']}")
+    return out

@@ -1,0 +1,43 @@
+"""Throughput of a workload in a mode: the seeds' side of the trade-off, measured in the same
+guest and disk setup as the crash runs, without the recorder (or with it, to measure its cost)."""
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from plugpull.config import Accel, Bus
+from plugpull.errors import InfraError
+from plugpull.fs import Filesystem, Mode
+from plugpull.parsers import Phase, parse_bonnie, parse_fio, parse_smallfiles
+from plugpull.testbed import MOUNTPOINT, testbed
+
+PARSERS = {"smallfiles": parse_smallfiles, "fio": parse_fio, "bonnie": parse_bonnie}
+STEP_TIMEOUT = 3600.0
+
+
+def measure(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel: Accel,
+            disk_mib: int = 512, bus: Bus = Bus.AHCI, recorded: bool = False,
+            host_flush: bool | None = None) -> dict:
+    """Run the workload's timed steps; returns {"phases": [...], ...}. A step timed by the
+    host includes one channel round trip (about 20 ms), negligible against the phases."""
+    log = directory / "overhead.log" if recorded else None
+    phases: list[Phase] = []
+    with testbed(directory, fs, mode, workload, image, accel, disk_mib, bus, write_log=log,
+                 host_flush=host_flush) as bed:
+        for step in workload.steps(MOUNTPOINT):
+            started = time.monotonic()
+            result = bed.machine.run(step.command, timeout=STEP_TIMEOUT)
+            elapsed = time.monotonic() - started
+            if result.rc != 0:
+                raise InfraError(f"step {step.name} failed in the guest (rc={result.rc}): "
+                                 f"{result.stderr.decode(errors='replace').strip()[-500:]}")
+            if step.parser:
+                phases += PARSERS[step.parser](result.text)
+            else:
+                phases.append(Phase(step.name, elapsed, step.ops, step.bytes))
+        queue = bed.queue_write_cache
+        accel_used = str(bed.machine.accel)
+    if log is not None:
+        log.unlink(missing_ok=True)
+    return {"phases": [asdict(p) for p in phases], "queue_write_cache": queue, "accel": accel_used,
+            "recorded": recorded}
