@@ -9,7 +9,7 @@ DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs 
 	gcc libc6-dev
 STAMP := $(VENV)/.installed
 
-.PHONY: deps image test test-unit test-vm run bench bench-boot bench-crash doctor shell clean
+.PHONY: deps image test test-unit test-vm run cases bench bench-boot bench-crash doctor shell clean
 
 deps: $(STAMP)
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -46,8 +46,17 @@ test-unit: deps
 test-vm: deps
 	$(PY) -m pytest -m vm
 
+# The main job: xfs and ext4, three modes, one metadata and one fsync workload, throughput
+# and crash safety per cell. Resumable: cells already in results/run.jsonl are skipped.
+RUN_ARGS := --fs xfs,ext4 --mode barrier,nobarrier,nocache --workload tree-extract,fsync-files \
+	--param tree-extract.files=2000 --param fsync-files.count=100 --states 20 \
+	--results results/run.jsonl
+
 run: deps
-	$(PLUGPULL) disks
+	$(PLUGPULL) matrix $(RUN_ARGS)
+
+cases: deps
+	for c in suites/cases/seed-*.toml; do $(PLUGPULL) reproduce --scale $${SCALE:-0.1} $$c || exit $$?; done
 
 bench: bench-boot bench-crash
 

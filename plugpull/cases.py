@@ -10,12 +10,13 @@ from plugpull.errors import UsageError
 from plugpull.fs import FILESYSTEMS, MODES
 from plugpull.matrix import Cell, cells
 from plugpull.models import parse_model
+from plugpull.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
 from plugpull.record import Trigger
 from plugpull.workloads import WORKLOADS, workload
 
 SCALABLE = ("files", "count", "transactions", "mib", "files_k")
 TOP = {"title", "source", "summary", "matrix", "workload", "crash", "expect"}
-MATRIX = {"fs", "modes", "workloads", "bus", "disk_mib"}
+MATRIX = {"fs", "modes", "workloads", "bus", "disk_mib", "profile"}
 CRASH = {"states", "models", "seed", "trigger"}
 EXPECT = {"unsafe", "safe"}
 
@@ -88,6 +89,11 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
     if bus is Bus.SCSI:
         raise CaseError(f"{path}: [matrix] bus: expected ahci or ide, got 'scsi'")
     disk_mib = _int(path, "[matrix] disk_mib", m.get("disk_mib", 512), 64)
+    profiles = load_profiles()
+    profile_name = m.get("profile", DEFAULT_PROFILE)
+    if profile_name not in profiles:
+        raise CaseError(f"{path}: [matrix] profile: unknown disk profile {profile_name!r} "
+                        f"(known: {', '.join(profiles)})")
 
     params = {}
     for name, table in data.get("workload", {}).items():
@@ -123,7 +129,7 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
     safe = _list_of(path, "[expect] safe", expect["safe"], modes) if "safe" in expect else []
 
     todo = cells(fss, modes, names, params, bus=bus, disk_mib=disk_mib, states=states,
-                 models=tuple(models), seed=seed, trigger=trigger)
+                 models=tuple(models), seed=seed, trigger=trigger, profile=profile_name)
     return Case(path, data["title"], data.get("source", ""), data.get("summary", "").strip(),
                 tuple(todo), tuple(unsafe), tuple(safe))
 

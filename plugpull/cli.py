@@ -260,7 +260,7 @@ def cmd_matrix(args) -> int:
     todo = cells(split_list(args.fs), split_list(args.mode), split_list(args.workload), params,
                  bus=args.bus, disk_mib=args.disk_mib, throughput=not args.no_throughput,
                  crash=not args.no_crash, states=args.states, models=tuple(split_list(args.model)),
-                 seed=args.seed, trigger=args.trigger, overhead=args.overhead)
+                 seed=args.seed, trigger=args.trigger, overhead=args.overhead, profile=args.disk_profile)
     for cell in todo:
         cell.validate()
     image = build_image(kernel_source(args))
@@ -367,6 +367,9 @@ def parser() -> argparse.ArgumentParser:
                     help="e.g. tree-extract.files=2000")
     mx.add_argument("--bus", type=Bus, choices=[Bus.AHCI, Bus.IDE], default=Bus.AHCI)
     mx.add_argument("--disk-mib", type=int, default=512)
+    mx.add_argument("--disk-profile", default="hdd",
+                    help="flush and write-through latency of the disk a throughput run stands for "
+                         "(vmconfig/disks.toml: host, hdd, ssd; default hdd)")
     mx.add_argument("--states", type=int, default=20, help="crash states per model and cell")
     mx.add_argument("--model", default="reorder")
     mx.add_argument("--seed", type=int, default=1)

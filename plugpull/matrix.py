@@ -18,6 +18,7 @@ from plugpull.config import Accel, Bus
 from plugpull.crash import CrashSpec, run_crash
 from plugpull.errors import InfraError, UsageError
 from plugpull.fs import filesystem, mode as mode_named
+from plugpull.profiles import DEFAULT as DEFAULT_PROFILE, profile as disk_profile
 from plugpull.progress import say
 from plugpull.throughput import measure
 from plugpull.vm import qemu_version
@@ -41,9 +42,11 @@ class Cell:
     seed: int = 1
     trigger: str = "end"
     overhead: bool = False
+    profile: str = DEFAULT_PROFILE
 
     def validate(self) -> None:
         filesystem(self.fs), mode_named(self.mode), workload_named(self.workload, **dict(self.params))
+        disk_profile(self.profile)
         if self.crash:
             self.crash_spec().validate()
 
@@ -101,8 +104,11 @@ def append_line(results: Path, doc: dict) -> None:
         os.close(fd)
 
 
-def environment(image, accel: Accel, bus: Bus) -> dict:
+def environment(image, accel: Accel, bus: Bus, profile_name: str) -> dict:
+    p = disk_profile(profile_name)
     return {
+        "disk_profile": f"{p.name}: {p.summary} (flush {p.flush_ms} ms, write-through write "
+                        f"{p.write_through_ms} ms; throughput runs only)",
         "accel": str(accel), "qemu": qemu_version(), "kernel": image.kernel_release,
         "packages": image.manifest.get("packages", {}), "image": image.key,
         "host": f"{platform.machine()}, {os.cpu_count()} cores, {platform.release()}",
@@ -115,14 +121,15 @@ def run_cell(cell: Cell, image, accel: Accel, work: Path) -> dict:
     wl = workload_named(cell.workload, **dict(cell.params))
     doc = {"kind": "cell", "key": cell.key(), "fs": cell.fs, "mode": cell.mode, "workload": cell.workload,
            "params": wl.params(), "cell": {**asdict(cell), "bus": str(cell.bus)},
-           "env": environment(image, accel, cell.bus),
+           "env": environment(image, accel, cell.bus, cell.profile),
            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "throughput": None, "crash": None}
     started = time.monotonic()
     try:
         if cell.throughput:
             say(f"  throughput: {cell.workload} on {cell.fs} ({cell.mode})")
-            doc["throughput"] = measure(work / "throughput", fs, mode, wl, image, accel, cell.disk_mib, cell.bus)
+            doc["throughput"] = measure(work / "throughput", fs, mode, wl, image, accel, cell.disk_mib, cell.bus,
+                                        profile=disk_profile(cell.profile))
             if cell.overhead:
                 plain = measure(work / "plain", fs, mode, wl, image, accel, cell.disk_mib, cell.bus, host_flush=False)
                 recorded = measure(work / "recorded", fs, mode, wl, image, accel, cell.disk_mib, cell.bus,

@@ -47,7 +47,7 @@ VERDICT_NOTES = {
 MODE_COLORS = {"barrier": "#1e7b3a", "nocache": "#1f5fa8", "extlog": "#148f8a",
                "nobarrier": "#c0392b", "lying": "#d2691e"}
 ENV_FIELDS = (("accel", "accel"), ("qemu", "QEMU"), ("kernel", "guest kernel"), ("host", "host"),
-              ("disk_backing", "disk backing"), ("bus", "disk bus"))
+              ("disk_backing", "disk backing"), ("disk_profile", "disk profile"), ("bus", "disk bus"))
 
 
 def unit_of(phase: Phase) -> str | None:
@@ -105,6 +105,7 @@ class Env:
     packages: tuple[tuple[str, str], ...] = ()
     host: str | None = None
     disk_backing: str | None = None
+    disk_profile: str | None = None
     bus: str | None = None
 
 

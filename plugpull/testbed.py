@@ -9,6 +9,7 @@ from pathlib import Path
 from plugpull.config import Accel, Bus, DiskSpec, MachineSpec
 from plugpull.errors import InfraError, ToolMissing, UsageError
 from plugpull.fs import Filesystem, Mode
+from plugpull.profiles import DiskProfile
 from plugpull.vm import Machine, create_disk
 
 MOUNTPOINT = "/mnt/test"
@@ -41,12 +42,22 @@ def format_disks(fs: Filesystem, mode: Mode, disk: Path, log_disk: Path | None) 
         raise UsageError(f"the extlog mode is implemented for xfs only, not {fs.name}")
 
 
+def delayed(m: Machine, disk: str, profile: DiskProfile, mode: Mode) -> str:
+    """Put a dm-delay device over the disk; returns its kernel name (dm-0)."""
+    sectors = int(m.run(f"blockdev --getsz /dev/{disk}").check().text)
+    table = profile.dm_table(sectors, f"/dev/{disk}", mode.write_cache, flushes_honoured=not mode.lying)
+    m.run(f"modprobe dm_delay && dmsetup create pp-delay --table '{table}'").check()
+    return m.run("basename $(readlink -f /sys/block/dm-*)").check().text.strip()
+
+
 @contextmanager
 def testbed(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel: Accel,
             disk_mib: int = 512, bus: Bus = Bus.AHCI, write_log: Path | None = None,
-            base_copy: Path | None = None, timeout: float = 600.0, host_flush: bool | None = None):
+            base_copy: Path | None = None, timeout: float = 600.0, host_flush: bool | None = None,
+            profile: DiskProfile | None = None):
     """Yield a Testbed. With `write_log`, the disk under test is recorded; `base_copy`
     receives a copy of the freshly formatted disk (the base of every crash state).
+    `profile` adds a disk's flush and write-through latency (dm-delay) under the filesystem.
 
     Flushes reach the host (fdatasync) unless the disk is recorded, or lies about them:
     that is what makes barrier and nocache cost something in a throughput run."""
@@ -69,6 +80,8 @@ def testbed(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel:
     try:
         with Machine(spec, image, accel, console_log=directory / "console.log", name="testbed") as m:
             name = m.run("readlink /dev/pp-disk0").check().text.strip()
+            if profile is not None and profile.adds_delay:
+                name = delayed(m, name, profile, mode)
             for cmd in mode.guest_setup(fs, name):
                 m.run(cmd).check()
             options = mode.mount_options(fs) + (["logdev=/dev/pp-disk1"] if log_disk else [])
