@@ -92,9 +92,15 @@ def load_done(results: Path) -> set[str]:
 
 
 def append_line(results: Path, doc: dict) -> None:
-    """One write of one whole line on an O_APPEND descriptor, then fsync."""
+    """One write of one whole line on an O_APPEND descriptor, then fsync. After a torn last
+    line (an interrupted run) the new line starts on a line of its own."""
     results.parent.mkdir(parents=True, exist_ok=True)
     data = (json.dumps(doc, sort_keys=True) + "\n").encode()
+    if results.is_file() and results.stat().st_size:
+        with open(results, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                data = b"\n" + data
     fd = os.open(results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         if os.write(fd, data) != len(data):

@@ -57,6 +57,8 @@ def test_bad_crash_specs(changes, message):
 @pytest.mark.parametrize("argv", [
     ["crash", "--model", "bogus"], ["crash", "--trigger", "soon"], ["crash", "--states", "0"],
     ["replay", "/nonexistent/state"], ["crash", "--fs", "zfs"], ["shell", "--kernel", "/nonexistent"],
+    ["reproduce", "/nonexistent/case.toml"], ["matrix", "--mode", "fast"], ["matrix", "--disk-profile", "floppy"],
+    ["matrix", "--param", "files=3"], ["report", "/nonexistent/results.jsonl"], ["reproduce", "x.toml", "--scale", "2"],
 ])
 def test_cli_bad_input_exits_2(argv, capsys):
     try:
