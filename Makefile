@@ -38,7 +38,7 @@ image: deps
 	$(PY) -c 'from plugpull.image import build_image; i = build_image(); print(i.key, i.initramfs)'
 
 test: deps
-	$(PY) -m pytest
+	$(PY) -m pytest --junitxml=results/junit.xml
 
 test-unit: deps
 	$(PY) -m pytest -m "not vm"

@@ -2,13 +2,13 @@
 data. `load_case` validates every field and names the one that is wrong."""
 
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.config import Bus
 from plugpull.errors import UsageError
 from plugpull.fs import FILESYSTEMS, MODES
-from plugpull.matrix import Cell, cells
+from plugpull.matrix import cells
 from plugpull.models import parse_model
 from plugpull.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
 from plugpull.record import Trigger

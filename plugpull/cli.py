@@ -176,7 +176,7 @@ def cmd_crash(args) -> int:
     spec = CrashSpec(fs=args.fs, mode=args.mode, workload=args.workload, params=params,
                      models=tuple(m for m in args.model.split(",") if m), states=args.states,
                      seed=args.seed, trigger=args.trigger, disk_mib=args.disk_mib, bus=args.bus,
-                     batch=args.batch, workers=args.workers)
+                     batch=args.batch, workers=args.workers, cuts=args.cuts)
     spec.validate()
     out = args.out or Path("results") / f"crash-{args.fs}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
     if args.json and args.json.exists() and args.json.is_dir():
@@ -343,6 +343,8 @@ def parser() -> argparse.ArgumentParser:
                         "cache[:MiB[:fifo|elevator|random]], torn; +lying to ignore flushes")
     c.add_argument("--states", type=int, default=30, help="crash states per model")
     c.add_argument("--seed", type=int, default=1)
+    c.add_argument("--cuts", default="", help="cut points instead of --states random ones: flushes, "
+                   "every:N (writes), random:N, end, or a comma-separated union")
     c.add_argument("--trigger", default="acks:30", help="acks:N, writes:N, time:SECONDS or end")
     c.add_argument("--bus", type=Bus, choices=[Bus.AHCI, Bus.IDE], default=Bus.AHCI)
     c.add_argument("--disk-mib", type=int, default=512)

@@ -11,7 +11,6 @@ import gzip
 import json
 import os
 import shutil
-import subprocess
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -20,12 +19,13 @@ from pathlib import Path
 from plugpull.checker import Checker, default_workers
 from plugpull.config import Accel, Bus
 from plugpull.crashstate import content_digest, materialize
-from plugpull.errors import InfraError, UsageError
+from plugpull.errors import UsageError
 from plugpull.fs import filesystem, mode
-from plugpull.models import parse_model, plan, stable_rng
+from plugpull.models import cut_points, parse_model, plan, stable_rng
 from plugpull.progress import Progress, say
 from plugpull.record import Record, Trigger, record
-from plugpull.verdict import FILESYSTEM_VERDICTS, Verdict, classify, required_acks
+from plugpull.testbed import run_host
+from plugpull.verdict import Verdict, classify, required_acks
 from plugpull.workloads import workload
 from plugpull.writelog import iter_entries
 
@@ -42,6 +42,7 @@ class CrashSpec:
     trigger: str = "acks:30"
     disk_mib: int = 512
     bus: Bus = Bus.AHCI
+    cuts: str = ""  # cut points: "" = `states` seeded ones and the kill point; else a cut_points spec
     batch: int = 16  # crash states per checker guest boot
     workers: int = 0  # checker guests at once; 0: one per core (at most 2)
 
@@ -57,6 +58,11 @@ class CrashSpec:
             raise UsageError("--states must be at least 1")
         if self.disk_mib < 64:
             raise UsageError("--disk-mib must be at least 64")
+        if self.cuts:
+            try:
+                cut_points([], self.cuts, self.seed)
+            except ValueError as e:
+                raise UsageError(f"--cuts: {e}") from None
         if self.batch < 1 or self.workers < 0:
             raise UsageError("--batch must be at least 1 and --workers at least 0")
 
@@ -116,9 +122,10 @@ def run_crash(spec: CrashSpec, image, accel: Accel, out_dir: Path, keep_record: 
             f"in {rec.meta['workload_seconds']:.1f} s")
         entries = list(iter_entries(rec.log))
         jobs = []
+        cuts = cut_points(entries, spec.cuts, spec.seed) if spec.cuts else state_cuts(entries, spec.states, spec.seed)
         for model in spec.models:
             effective = model_for(spec.mode, model)
-            for cut in state_cuts(entries, spec.states, spec.seed):
+            for cut in cuts:
                 jobs.append((effective, cut))
         results = check_states(rec, entries, jobs, spec, image, accel, work / "states", wl, fs, out_dir)
         checked = time.monotonic()
@@ -189,7 +196,7 @@ def save_record(rec: Record, dest: Path) -> None:
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    run_tool(["qemu-img", "convert", "-c", "-f", "raw", "-O", "qcow2", str(rec.base), str(tmp / "base.qcow2")])
+    run_host(["qemu-img", "convert", "-c", "-f", "raw", "-O", "qcow2", str(rec.base), str(tmp / "base.qcow2")])
     with open(rec.log, "rb") as src, gzip.open(tmp / "write.log.gz", "wb", compresslevel=3) as dst:
         shutil.copyfileobj(src, dst, 1 << 20)
     shutil.copy(rec.dir / "record.json", tmp / "record.json")
@@ -199,20 +206,11 @@ def save_record(rec: Record, dest: Path) -> None:
 def load_record(saved: Path, scratch: Path) -> Record:
     """Unpack a saved record into scratch as a raw base image and a plain log."""
     scratch.mkdir(parents=True, exist_ok=True)
-    run_tool(["qemu-img", "convert", "-f", "qcow2", "-O", "raw", str(saved / "base.qcow2"), str(scratch / "base.img")])
+    run_host(["qemu-img", "convert", "-f", "qcow2", "-O", "raw", str(saved / "base.qcow2"), str(scratch / "base.img")])
     with gzip.open(saved / "write.log.gz", "rb") as src, open(scratch / "write.log", "wb") as dst:
         shutil.copyfileobj(src, dst, 1 << 20)
     shutil.copy(saved / "record.json", scratch / "record.json")
     return Record.load(scratch)
-
-
-def run_tool(argv: list[str]) -> None:
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True)
-    except FileNotFoundError:
-        raise InfraError(f"{argv[0]} is missing: install qemu-utils (make deps)") from None
-    if out.returncode != 0:
-        raise InfraError(f"{' '.join(argv)} failed: {out.stderr.strip()}")
 
 
 def write_json(path: Path, doc) -> None:
@@ -236,7 +234,3 @@ def replay(state_dir: Path, image, accel: Accel, scratch: Path) -> dict:
     v = classify(fs, obs, wl, required)
     return {"digest": digest, "digest_expected": doc["digest"], "verdict": str(v.verdict),
             "verdict_expected": doc["verdict"], "reason": v.reason, "lost": [asdict(l) for l in v.lost[:20]]}
-
-
-def is_filesystem_verdict(v: str) -> bool:
-    return v in {str(x) for x in FILESYSTEM_VERDICTS}

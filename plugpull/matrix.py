@@ -11,12 +11,12 @@ import os
 import platform
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from plugpull.config import Accel, Bus
 from plugpull.crash import CrashSpec, run_crash
-from plugpull.errors import InfraError, UsageError
+from plugpull.errors import InfraError
 from plugpull.fs import filesystem, mode as mode_named
 from plugpull.profiles import DEFAULT as DEFAULT_PROFILE, profile as disk_profile
 from plugpull.progress import say

@@ -28,8 +28,6 @@ class Verdict(str, Enum):
         return self.value
 
 
-FILESYSTEM_VERDICTS = (Verdict.CLEAN, Verdict.DATA_LOSS, Verdict.FS_CORRUPT, Verdict.UNMOUNTABLE)
-
 
 @dataclass(frozen=True)
 class Ack:

@@ -16,7 +16,7 @@ import hashlib
 import random
 import sqlite3
 import tempfile
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from plugpull.errors import UsageError

@@ -47,7 +47,7 @@ def test_lying_mode_judges_with_lying_models():
 @pytest.mark.parametrize("changes, message", [
     ({"fs": "zfs"}, "unknown filesystem"), ({"mode": "fast"}, "unknown mode"),
     ({"models": ("bogus",)}, "unknown power-loss model"), ({"trigger": "x"}, "bad trigger"),
-    ({"states": 0}, "states"), ({"workload": "nope"}, "unknown workload"),
+    ({"states": 0}, "states"), ({"workload": "nope"}, "unknown workload"), ({"cuts": "often"}, "--cuts"),
 ])
 def test_bad_crash_specs(changes, message):
     with pytest.raises(UsageError, match=message):
