@@ -1,22 +1,26 @@
-"""A synthetic source tree shaped like a Linux kernel tree, generated deterministically.
+"""The trees the tree workloads extract, copy and remove, as uncompressed tars that the guest
+reads from a read-only payload disk.
 
 The seeds untar linux-2.6.27 (seed 000) and copy 28,566 files in 2,090 directories, 300 MB
-(seed 002). Downloading a kernel is not allowed at run time, and decompressing one under TCG
-would measure the CPU, not the disk; so plugpull generates a tree of the same shape (files
-per directory, size distribution, depth) from a seed, as an uncompressed tar that the guest
-reads from a read-only payload disk. `files` scales it down for CI.
+(seed 002). By default plugpull generates a tree of that shape (files per directory, size
+distribution, depth) from a seed; `files` scales it down for CI. The other source is the real
+kernel tree of Debian's linux-source-6.1 package, unpacked on the host once (decompressing it
+in the guest under TCG would measure the CPU, not the disk).
 """
 
 import fcntl
+import functools
 import hashlib
 import io
 import json
+import lzma
 import os
 import random
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from plugpull.errors import ToolMissing
 from plugpull.paths import cache_dir
 
 KERNEL_FILES = 28566
@@ -99,13 +103,55 @@ def generate(shape: TreeShape, out: Path) -> tuple[dict, int]:
     return manifest, sum(sizes)
 
 
+DEBIAN_SOURCE = Path("/usr/src/linux-source-6.1.tar.xz")
+
+
 @dataclass(frozen=True)
 class Payload:
     tar: Path
     manifest: dict
     bytes: int
+    root: str = ROOT
 
 
+@functools.lru_cache(maxsize=4)
+def debian_payload(source: Path = DEBIAN_SOURCE, root: Path | None = None) -> Payload:
+    """Debian's kernel source tree, unpacked to a plain tar once and cached with its manifest."""
+    if not source.is_file():
+        raise ToolMissing(str(source), "install the Debian package linux-source-6.1")
+    root = root or cache_dir() / "payloads"
+    root.mkdir(parents=True, exist_ok=True)
+    st = source.stat()
+    key = hashlib.sha256(f"{FORMAT_VERSION} {source} {st.st_size} {st.st_mtime_ns}".encode()).hexdigest()[:16]
+    tar, meta = root / f"debian-{key}.tar", root / f"debian-{key}.json"
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not meta.is_file():
+            tmp = tar.with_suffix(".tmp")
+            manifest, total, top = {}, 0, None
+            with lzma.open(source) as xz, open(tmp, "wb") as out:
+                while chunk := xz.read(1 << 20):
+                    out.write(chunk)
+                out.write(bytes(-out.tell() % 512))
+            with tarfile.open(tmp) as t:
+                for member in t:
+                    top = top or member.name.split("/")[0]
+                    if member.isfile():
+                        digest = hashlib.sha256()
+                        f = t.extractfile(member)
+                        while block := f.read(1 << 20):
+                            digest.update(block)
+                        manifest[member.name] = digest.hexdigest()
+                        total += member.size
+            os.replace(tmp, tar)
+            meta_tmp = meta.with_suffix(".jtmp")
+            meta_tmp.write_text(json.dumps({"manifest": manifest, "bytes": total, "root": top}))
+            os.replace(meta_tmp, meta)
+    doc = json.loads(meta.read_text())
+    return Payload(tar, doc["manifest"], doc["bytes"], doc["root"])
+
+
+@functools.lru_cache(maxsize=8)
 def payload(shape: TreeShape, root: Path | None = None) -> Payload:
     """The tree's tar and manifest, generated once and cached."""
     root = root or cache_dir() / "payloads"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.paths import cache_dir
-from plugpull.tree import TreeShape, payload as tree_payload
+from plugpull.tree import TreeShape, debian_payload, payload as tree_payload
 
 DIR = "pp"
 ACK_PORT = "/dev/plugpull-ack"
@@ -174,25 +174,28 @@ class FsyncAppend(Workload):
 
 
 class _Tree(Workload):
-    """Shared by the workloads that handle the kernel-shaped tree (plugpull.tree)."""
+    """Shared by the workloads that handle a kernel tree (plugpull.tree): `source` is
+    "synthetic" (the seeds' shape, `files` of them) or "debian" (linux-source-6.1; `files`
+    is then ignored)."""
 
     collect = "sums"
     metadata_heavy = True
 
-    def shape(self) -> TreeShape:
-        return TreeShape(self.files, self.seed)
+    def __post_init__(self):
+        if self.source not in ("synthetic", "debian"):
+            raise TypeError("source must be synthetic or debian")
 
     def tree(self):
-        return tree_payload(self.shape())
+        return debian_payload() if self.source == "debian" else tree_payload(TreeShape(self.files, self.seed))
 
     def payload(self) -> Path:
         return self.tree().tar
 
     def ops(self) -> int:
-        return self.files
+        return len(self.tree().manifest)
 
     def memory_mib(self) -> int:
-        return 1024 + 2 * self.shape().total_bytes // (1 << 20)
+        return 1024 + 2 * self.tree().bytes // (1 << 20)
 
     def tree_intact(self, required: list[int], sums: dict) -> list[Lost]:
         if not required:
@@ -212,10 +215,11 @@ class TreeExtract(_Tree):
 
     files: int = 2000
     seed: int = 1
+    source: str = "synthetic"
     name = "tree-extract"
 
     def steps(self, mnt: str) -> list[Step]:
-        return [Step("extract", f"tar -xf {PAYLOAD_DEV} -C {mnt}/{DIR} && sync", self.files, self.tree().bytes)]
+        return [Step("extract", f"tar -xf {PAYLOAD_DEV} -C {mnt}/{DIR} && sync", self.ops(), self.tree().bytes)]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
         return "\n".join(_header(mnt, ack) + [f"tar -xf {PAYLOAD_DEV} && sync && echo 'ack 1' >&4 || exit 2"]) + "\n"
@@ -230,19 +234,20 @@ class TreeRemove(_Tree):
 
     files: int = 2000
     seed: int = 1
+    source: str = "synthetic"
     name = "tree-remove"
 
     def setup(self, mnt: str) -> str:
         return f"tar -xf {PAYLOAD_DEV} -C {mnt}/{DIR} && sync"
 
     def steps(self, mnt: str) -> list[Step]:
-        return [Step("remove", f"rm -rf {mnt}/{DIR}/tree && sync", self.files)]
+        return [Step("remove", f"rm -rf {mnt}/{DIR}/{self.tree().root} && sync", self.ops())]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        return "\n".join(_header(mnt, ack) + ["rm -rf tree && sync && echo 'ack 1' >&4 || exit 2"]) + "\n"
+        return "\n".join(_header(mnt, ack) + [f"rm -rf {self.tree().root} && sync && echo 'ack 1' >&4 || exit 2"]) + "\n"
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
-        back = [p for p in files if p.startswith(f"{DIR}/tree/")]
+        back = [p for p in files if p.startswith(f"{DIR}/{self.tree().root}/")]
         if required and back:
             return [Lost(1, f"{len(back)} files of the removed tree are back (e.g. {back[0]})")]
         return []
@@ -254,16 +259,19 @@ class TreeCopy(_Tree):
 
     files: int = 2000
     seed: int = 1
+    source: str = "synthetic"
     name = "tree-copy"
 
     def setup(self, mnt: str) -> str:
         return f"mkdir -p /tmp/src && tar -xf {PAYLOAD_DEV} -C /tmp/src"
 
     def steps(self, mnt: str) -> list[Step]:
-        return [Step("rsync", f"rsync -a /tmp/src/tree {mnt}/{DIR}/ && sync", self.files, self.tree().bytes)]
+        return [Step("rsync", f"rsync -a /tmp/src/{self.tree().root} {mnt}/{DIR}/ && sync", self.ops(),
+                     self.tree().bytes)]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        return "\n".join(_header(mnt, ack) + ["rsync -a /tmp/src/tree . && sync && echo 'ack 1' >&4 || exit 2"]) + "\n"
+        sync = f"rsync -a /tmp/src/{self.tree().root} . && sync && echo 'ack 1' >&4 || exit 2"
+        return "\n".join(_header(mnt, ack) + [sync]) + "\n"
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
         return self.tree_intact(required, files)

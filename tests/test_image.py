@@ -167,3 +167,17 @@ def test_missing_compiler_names_its_packages(kernel, tmp_path, monkeypatch):
 def test_missing_build_source_is_an_image_error(kernel, tmp_path):
     with pytest.raises(ImageError, match="nothere.c"):
         plan_image(with_build(tmp_path / "nothere.c"), kernel)
+
+
+def test_own_kernel_builds_its_own_image(tmp_path):
+    """A kernel under development: its bzImage and modules tree, wherever they are."""
+    from plugpull.image import host_kernel
+
+    host = host_kernel()
+    own = tmp_path / "bzImage"
+    own.write_bytes(host.kernel.read_bytes())
+    mine = build_image(KernelSource(own, host.modules_dir), root=tmp_path / "cache")
+    theirs_key = cache_key(Recipe.load(), host, plan_image(Recipe.load(), host))
+    assert mine.key != theirs_key, "the kernel's identity must be part of the key"
+    assert mine.kernel_release == host.release and mine.manifest["kernel"] == str(own)
+    assert mine.manifest["boot"] in ("pvh", "bzimage") and mine.kernel.stat().st_size > 0
