@@ -122,7 +122,8 @@ def environment(image, accel: Accel, bus: Bus, profile_name: str) -> dict:
     }
 
 
-def run_cell(cell: Cell, image, accel: Accel, work: Path) -> dict:
+def run_cell(cell: Cell, image, accel: Accel, work: Path, artifacts: Path) -> dict:
+    """Both measurements of one cell; the states that are not clean are saved in `artifacts`."""
     fs, mode = filesystem(cell.fs), mode_named(cell.mode)
     wl = workload_named(cell.workload, **dict(cell.params))
     doc = {"kind": "cell", "key": cell.key(), "fs": cell.fs, "mode": cell.mode, "workload": cell.workload,
@@ -144,10 +145,13 @@ def run_cell(cell: Cell, image, accel: Accel, work: Path) -> dict:
                     sum(p["seconds"] or 0 for p in recorded["phases"]) /
                     max(1e-9, sum(p["seconds"] or 0 for p in plain["phases"])))
         if cell.crash and cell.crash_possible:
-            result = run_crash(cell.crash_spec(), image, accel, work / "crash")
+            result = run_crash(cell.crash_spec(), image, accel, artifacts)
             doc["crash"] = {"states": len(result["states"]), "models": list(cell.models),
                             "summary": result["summary"], "record": result["record"]["log"],
-                            "states_per_minute": result["timing"]["states_per_minute"]}
+                            "states_per_minute": result["timing"]["states_per_minute"],
+                            "artifacts": str(artifacts) if any(artifacts.iterdir()) else None}
+            if not doc["crash"]["artifacts"]:
+                artifacts.rmdir()
     except InfraError as e:
         doc["error"] = f"harness failure (not a verdict): {e}"
     doc["seconds"] = time.monotonic() - started
@@ -167,8 +171,9 @@ def run_matrix(todo: list[Cell], results: Path, image, accel: Accel, workdir: Pa
         eta = f", eta {elapsed / i * (len(pending) - i):.0f} s" if i else ""
         say(f"[cell {i + 1}/{len(pending)}{eta}] {cell.fs} {cell.mode} {cell.workload}")
         work = workdir / f"cell-{i}"
+        artifacts = results.parent / f"{results.stem}-artifacts" / cell.key().replace("/", "-")
         try:
-            doc = run_cell(cell, image, accel, work)
+            doc = run_cell(cell, image, accel, work, artifacts)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         append_line(results, doc)

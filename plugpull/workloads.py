@@ -300,7 +300,7 @@ class BigCopy(Workload):
         return path
 
     def steps(self, mnt: str) -> list[Step]:
-        return [Step("copy", f"cat {PAYLOAD_DEV} > {mnt}/{DIR}/big && sync", 1, self.mib << 20)]
+        return [Step("copy", f"cat {PAYLOAD_DEV} > {mnt}/{DIR}/big && sync", None, self.mib << 20)]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
         return "\n".join(_header(mnt, ack) + [f"cat {PAYLOAD_DEV} > big && sync && echo 'ack 1' >&4 || exit 2"]) + "\n"

@@ -77,6 +77,7 @@ def test_missing_and_malformed_files(tmp_path):
 def test_scale_shrinks_size_knobs_only():
     assert scaled({"files": 28566, "seed": 7, "journal": "wal"}, 0.1) == {"files": 2857, "seed": 7, "journal": "wal"}
     assert scaled({"count": 3}, 0.01) == {"count": 1}
+    assert scaled({"files_k": 16}, 0.1) == {"files_k": 16}
 
 
 def crash_doc(mode, clean, states=10):
