@@ -8,7 +8,7 @@ from pathlib import Path
 from plugpull.config import Bus
 from plugpull.errors import UsageError
 from plugpull.fs import FILESYSTEMS, MODES
-from plugpull.matrix import cells
+from plugpull.matrix import DEFAULT_MODEL, cells
 from plugpull.models import parse_model
 from plugpull.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
 from plugpull.record import Trigger
@@ -108,7 +108,7 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
     crash = data.get("crash", {})
     _check_keys("[crash] ", crash, CRASH, path)
     states = _int(path, "[crash] states", crash.get("states", 20))
-    models = crash.get("models", ["reorder"])
+    models = crash.get("models", [DEFAULT_MODEL])
     if not isinstance(models, list) or not models:
         raise CaseError(f"{path}: [crash] models: expected a non-empty list")
     for i, model in enumerate(models):

@@ -330,6 +330,7 @@ def parser() -> argparse.ArgumentParser:
     k.set_defaults(func=cmd_disks)
 
     from plugpull.fs import FILESYSTEMS, MODES
+    from plugpull.matrix import DEFAULT_MODEL
     from plugpull.workloads import WORKLOADS
     c = sub.add_parser("crash", help="run a workload, pull the plug, check the crash states")
     add_guest_options(c)
@@ -373,7 +374,9 @@ def parser() -> argparse.ArgumentParser:
                     help="flush and write-through latency of the disk a throughput run stands for "
                          "(vmconfig/disks.toml: host, hdd, ssd; default hdd)")
     mx.add_argument("--states", type=int, default=20, help="crash states per model and cell")
-    mx.add_argument("--model", default="reorder")
+    mx.add_argument("--model", default=DEFAULT_MODEL,
+                    help="power-loss models, comma-separated (default: a 32 MiB volatile cache destaged "
+                         "in random order; reorder is the unbounded worst case)")
     mx.add_argument("--seed", type=int, default=1)
     mx.add_argument("--trigger", default="end")
     mx.add_argument("--no-throughput", action="store_true")
@@ -406,6 +409,7 @@ def _terminate(signum, frame):
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `plugpull report ... | head` ends quietly
     for name in ("disk_mib", "batch", "states"):
         if getattr(args, name, 1) <= 0:
             print(f"plugpull: --{name.replace('_', '-')} must be positive", file=sys.stderr)

@@ -257,7 +257,8 @@ class Group:
 
     @property
     def phase_names(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(p.name for c in self.cells for p in c.phases))
+        """Phases measured in at least one cell (bonnie++'s '+++++' phases measure nothing)."""
+        return tuple(dict.fromkeys(p.name for c in self.cells for p in c.phases if unit_of(p) is not None))
 
     @property
     def first_phase(self) -> str | None:
