@@ -8,7 +8,7 @@ path, kept as the reference that the fast path must agree with.
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from plugpull.config import Accel, Bus, DiskSpec, MachineSpec
@@ -63,6 +63,8 @@ class Checker:
     batch: int = 16
     subdir: str = "pp"
     workers: int = 1
+    _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
+    _running: set = field(default_factory=set, init=False, repr=False)
 
     def check(self, states: list[Path], progress=None, collect: list[str] | None = None) -> list[Observation]:
         """Observations in the order of `states`; chunks of `batch` run on `workers` guests.
@@ -78,9 +80,17 @@ class Checker:
             with lock:
                 _tick(progress)
 
-        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="plugpull-checker") as pool:
+        pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="plugpull-checker")
+        try:
             done = pool.map(lambda chunk: self._check_chunk(chunk, tick), chunks)
             return [obs for chunk_obs in done for obs in chunk_obs]
+        except BaseException:
+            self._stop.set()  # Ctrl-C: stop the other guests now, not when their chunks end
+            for m in list(self._running):
+                m.power_cut()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _check_chunk(self, chunk: list[tuple[Path, str]], progress) -> list[Observation]:
         """Check a chunk in one guest. If the guest fails on a state, that state is an
@@ -89,14 +99,20 @@ class Checker:
                                        for p, _ in chunk))
         out: list[Observation] = []
         booted = False
+        machine = Machine(spec, self.image, self.accel, name="checker")
+        self._running.add(machine)
         try:
-            with Machine(spec, self.image, self.accel, name="checker") as m:
+            with machine as m:
                 devices = self._devices(m, len(chunk))
                 booted = True
                 for lun, (_, collect) in enumerate(chunk):
+                    if self._stop.is_set():
+                        raise InfraError("checking was stopped")
                     out.append(self.check_one(m, devices[lun], collect))
                     _tick(progress)
         except (GuestError, LaunchError, InfraError) as e:
+            if self._stop.is_set():
+                raise
             failed = Observation(-1, -1, infra_error=f"checker guest failed: {str(e).splitlines()[0]}")
             casualties = 1 if booted else len(chunk) - len(out)
             for _ in range(casualties):
@@ -104,6 +120,8 @@ class Checker:
                 _tick(progress)
             if len(out) < len(chunk):
                 out += self._check_chunk(chunk[len(out):], progress)
+        finally:
+            self._running.discard(machine)
         return out
 
     @staticmethod

@@ -100,3 +100,34 @@ def test_interrupted_pytest_vm_run_leaves_nothing(tmp_path):
     time.sleep(0.2)
     assert all(gone(q) for q in qemus), out
     assert dirs_of(proc.pid) == [], out
+
+
+CHECK_AND_WAIT = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from plugpull.checker import Checker
+    from plugpull.config import Accel
+    from plugpull.fs import filesystem
+    from plugpull.image import build_image
+    from plugpull.vm import create_disk
+    d = Path(sys.argv[2])
+    states = [create_disk(d / f"s{i}.img", 64) for i in range(48)]
+    print("checking", flush=True)
+    Checker(build_image(), Accel(sys.argv[1]), filesystem("xfs"), batch=24, workers=2).check(
+        states, progress=lambda: print("checked", flush=True))
+""")
+
+
+def test_sigint_while_checking_on_two_guests_stops_both(accel, tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", CHECK_AND_WAIT, accel.value, str(tmp_path)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout.readline().strip() == "checking"
+    assert proc.stdout.readline().strip() == "checked", "no state was checked"
+    qemus = children_qemu(proc.pid)
+    assert len(qemus) == 2, "expected two checker guests at once"
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=60)
+    checked = 1 + rest.split().count("checked")
+    assert checked < 48, "Ctrl-C let the guests check every state before stopping"
+    assert all(gone(q) for q in qemus)
+    assert dirs_of(proc.pid) == []
