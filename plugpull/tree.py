@@ -114,59 +114,62 @@ class Payload:
     root: str = ROOT
 
 
+def _cached_tar(root: Path | None, stem: str, write) -> Payload:
+    """`stem`.tar and its metadata in the payload cache, made once under a lock. `write(tmp)`
+    writes the tar and returns {"manifest", "bytes"[, "root"]}; the tar is padded to whole
+    sectors, since the guest reads it as a disk."""
+    root = root or cache_dir() / "payloads"
+    root.mkdir(parents=True, exist_ok=True)
+    tar, meta = root / f"{stem}.tar", root / f"{stem}.json"
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not meta.is_file():
+            tmp = tar.with_suffix(".tmp")
+            doc = write(tmp)
+            with open(tmp, "ab") as f:
+                f.write(bytes(-tmp.stat().st_size % 512))
+            os.replace(tmp, tar)
+            meta_tmp = meta.with_suffix(".jtmp")
+            meta_tmp.write_text(json.dumps(doc))
+            os.replace(meta_tmp, meta)
+    doc = json.loads(meta.read_text())
+    return Payload(tar, doc["manifest"], doc["bytes"], doc.get("root", ROOT))
+
+
+def _unpack_xz(source: Path, out: Path) -> dict:
+    with lzma.open(source) as xz, open(out, "wb") as dst:
+        while chunk := xz.read(1 << 20):
+            dst.write(chunk)
+    manifest, total, top = {}, 0, None
+    with tarfile.open(out) as t:
+        for member in t:
+            top = top or member.name.split("/")[0]
+            if member.isfile():
+                digest = hashlib.sha256()
+                f = t.extractfile(member)
+                while block := f.read(1 << 20):
+                    digest.update(block)
+                manifest[member.name] = digest.hexdigest()
+                total += member.size
+    return {"manifest": manifest, "bytes": total, "root": top}
+
+
 @functools.lru_cache(maxsize=4)
 def debian_payload(source: Path = DEBIAN_SOURCE, root: Path | None = None) -> Payload:
     """Debian's kernel source tree, unpacked to a plain tar once and cached with its manifest."""
     if not source.is_file():
         raise ToolMissing(str(source), "install the Debian package linux-source-6.1")
-    root = root or cache_dir() / "payloads"
-    root.mkdir(parents=True, exist_ok=True)
     st = source.stat()
     key = hashlib.sha256(f"{FORMAT_VERSION} {source} {st.st_size} {st.st_mtime_ns}".encode()).hexdigest()[:16]
-    tar, meta = root / f"debian-{key}.tar", root / f"debian-{key}.json"
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not meta.is_file():
-            tmp = tar.with_suffix(".tmp")
-            manifest, total, top = {}, 0, None
-            with lzma.open(source) as xz, open(tmp, "wb") as out:
-                while chunk := xz.read(1 << 20):
-                    out.write(chunk)
-                out.write(bytes(-out.tell() % 512))
-            with tarfile.open(tmp) as t:
-                for member in t:
-                    top = top or member.name.split("/")[0]
-                    if member.isfile():
-                        digest = hashlib.sha256()
-                        f = t.extractfile(member)
-                        while block := f.read(1 << 20):
-                            digest.update(block)
-                        manifest[member.name] = digest.hexdigest()
-                        total += member.size
-            os.replace(tmp, tar)
-            meta_tmp = meta.with_suffix(".jtmp")
-            meta_tmp.write_text(json.dumps({"manifest": manifest, "bytes": total, "root": top}))
-            os.replace(meta_tmp, meta)
-    doc = json.loads(meta.read_text())
-    return Payload(tar, doc["manifest"], doc["bytes"], doc["root"])
+    return _cached_tar(root, f"debian-{key}", lambda tmp: _unpack_xz(source, tmp))
 
 
 @functools.lru_cache(maxsize=8)
 def payload(shape: TreeShape, root: Path | None = None) -> Payload:
-    """The tree's tar and manifest, generated once and cached."""
-    root = root or cache_dir() / "payloads"
-    root.mkdir(parents=True, exist_ok=True)
-    tar, meta = root / f"tree-{shape.key()}.tar", root / f"tree-{shape.key()}.json"
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not meta.is_file():
-            tmp = tar.with_suffix(".tmp")
-            manifest, total = generate(shape, tmp)
-            with open(tmp, "ab") as f:
-                f.write(bytes(-tmp.stat().st_size % 512))  # a disk image is whole sectors
-            os.replace(tmp, tar)
-            meta_tmp = meta.with_suffix(".jtmp")
-            meta_tmp.write_text(json.dumps({"manifest": manifest, "bytes": total}))
-            os.replace(meta_tmp, meta)
-    doc = json.loads(meta.read_text())
-    return Payload(tar, doc["manifest"], doc["bytes"])
+    """The synthetic tree's tar and manifest, generated once and cached."""
+
+    def write(tmp: Path) -> dict:
+        manifest, total = generate(shape, tmp)
+        return {"manifest": manifest, "bytes": total}
+
+    return _cached_tar(root, f"tree-{shape.key()}", write)
