@@ -245,6 +245,28 @@ def finish_matrix(docs: list[dict], results: Path, report_dir: Path | None) -> N
         print(f"{len(errors)} cells failed in the harness (not verdicts); rerun to retry them", file=sys.stderr)
 
 
+def checked_real_disk(device: str, erase: bool) -> str:
+    """A block device the user let plugpull erase, and that nothing has mounted."""
+    import stat
+
+    path = Path(device)
+    try:
+        mode = path.stat().st_mode
+    except OSError as e:
+        raise UsageError(f"--real-disk {device}: {e.strerror}") from None
+    if not stat.S_ISBLK(mode):
+        raise UsageError(f"--real-disk {device}: not a block device")
+    name = path.resolve().name
+    mounted = [line.split()[0] for line in Path("/proc/mounts").read_text().splitlines()
+               if Path(line.split()[0]).name.startswith(name)]
+    if mounted:
+        raise UsageError(f"--real-disk {device}: in use ({', '.join(mounted)} mounted)")
+    if not erase:
+        raise UsageError(f"--real-disk {device} is reformatted for every throughput run: "
+                         "add --erase-real-disk to say that is fine")
+    return str(path)
+
+
 def cmd_matrix(args) -> int:
     from plugpull.image import build_image
     from plugpull.matrix import cells, run_matrix
@@ -257,10 +279,12 @@ def cmd_matrix(args) -> int:
         if not dot:
             raise UsageError(f"--param {name}: expected WORKLOAD.NAME=VALUE, e.g. tree-extract.files=2000")
         params.setdefault(wl, {})[key] = value
+    real_disk = checked_real_disk(args.real_disk, args.erase_real_disk) if args.real_disk else None
     todo = cells(split_list(args.fs), split_list(args.mode), split_list(args.workload), params,
                  bus=args.bus, disk_mib=args.disk_mib, throughput=not args.no_throughput,
                  crash=not args.no_crash, states=args.states, models=tuple(split_list(args.model)),
-                 seed=args.seed, trigger=args.trigger, overhead=args.overhead, profile=args.disk_profile)
+                 seed=args.seed, trigger=args.trigger, overhead=args.overhead, profile=args.disk_profile,
+                 real_disk=real_disk)
     for cell in todo:
         cell.validate()
     image = build_image(kernel_source(args))
@@ -373,6 +397,10 @@ def parser() -> argparse.ArgumentParser:
     mx.add_argument("--disk-profile", default="hdd",
                     help="flush and write-through latency of the disk a throughput run stands for "
                          "(vmconfig/disks.toml: host, hdd, ssd; default hdd)")
+    mx.add_argument("--real-disk", metavar="DEV",
+                    help="run the throughput side on this block device, passed through (it is erased); "
+                         "crash states stay modelled on the emulated disk")
+    mx.add_argument("--erase-real-disk", action="store_true", help="consent to erasing --real-disk")
     mx.add_argument("--states", type=int, default=20, help="crash states per model and cell")
     mx.add_argument("--model", default=DEFAULT_MODEL,
                     help="power-loss models, comma-separated (default: a 32 MiB volatile cache destaged "

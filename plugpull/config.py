@@ -38,6 +38,7 @@ class DiskSpec:
     blklogwrites driver), while the writes still reach `path`.
     `snapshot` sends the guest's writes to a throwaway overlay that QEMU deletes itself, so
     `path` stays as it was (a crash state keeps its hash although recovery writes to it).
+    `host_device`: `path` is a block device passed through (a real disk, for throughput).
     """
 
     path: Path
@@ -46,6 +47,7 @@ class DiskSpec:
     host_flush: bool = True
     write_log: Path | None = None
     snapshot: bool = False
+    host_device: bool = False
 
     def __post_init__(self):
         if self.snapshot and self.write_log:

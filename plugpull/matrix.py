@@ -47,6 +47,7 @@ class Cell:
     trigger: str = "end"
     overhead: bool = False
     profile: str = DEFAULT_PROFILE
+    real_disk: str | None = None  # a block device for the throughput run, instead of the emulated disk
 
     def validate(self) -> None:
         filesystem(self.fs), mode_named(self.mode), workload_named(self.workload, **dict(self.params))
@@ -114,15 +115,19 @@ def append_line(results: Path, doc: dict) -> None:
         os.close(fd)
 
 
-def environment(image, accel: Accel, bus: Bus, profile_name: str) -> dict:
+def environment(image, accel: Accel, bus: Bus, profile_name: str, real_disk: str | None = None) -> dict:
     p = disk_profile(profile_name)
+    profile_text = ("none: the real disk's own latency" if real_disk else
+                    f"{p.name}: {p.summary} (flush {p.flush_ms} ms, write-through write "
+                    f"{p.write_through_ms} ms; throughput runs only)")
     return {
-        "disk_profile": f"{p.name}: {p.summary} (flush {p.flush_ms} ms, write-through write "
-                        f"{p.write_through_ms} ms; throughput runs only)",
+        "disk_profile": profile_text,
         "accel": str(accel), "qemu": qemu_version(), "kernel": image.kernel_release,
         "packages": image.manifest.get("packages", {}), "image": image.key,
         "host": f"{platform.machine()}, {os.cpu_count()} cores, {platform.release()}",
-        "disk_backing": DISK_BACKING, "bus": str(bus),
+        "disk_backing": (f"throughput: real disk {real_disk} passed through; crash states: " + DISK_BACKING
+                         if real_disk else DISK_BACKING),
+        "bus": str(bus),
     }
 
 
@@ -132,15 +137,16 @@ def run_cell(cell: Cell, image, accel: Accel, work: Path, artifacts: Path) -> di
     wl = workload_named(cell.workload, **dict(cell.params))
     doc = {"kind": "cell", "key": cell.key(), "fs": cell.fs, "mode": cell.mode, "workload": cell.workload,
            "params": wl.params(), "cell": {**asdict(cell), "bus": str(cell.bus)},
-           "env": environment(image, accel, cell.bus, cell.profile),
+           "env": environment(image, accel, cell.bus, cell.profile, cell.real_disk),
            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "throughput": None, "crash": None}
     started = time.monotonic()
     try:
         if cell.throughput:
             say(f"  throughput: {cell.workload} on {cell.fs} ({cell.mode})")
+            real = Path(cell.real_disk) if cell.real_disk else None
             doc["throughput"] = measure(work / "throughput", fs, mode, wl, image, accel, cell.disk_mib, cell.bus,
-                                        profile=disk_profile(cell.profile))
+                                        profile=None if real else disk_profile(cell.profile), real_disk=real)
             if cell.overhead:
                 plain = measure(work / "plain", fs, mode, wl, image, accel, cell.disk_mib, cell.bus, host_flush=False)
                 recorded = measure(work / "recorded", fs, mode, wl, image, accel, cell.disk_mib, cell.bus,

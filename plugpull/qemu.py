@@ -30,7 +30,8 @@ def disk_args(index: int, disk: DiskSpec) -> list[str]:
                           f"cache.no-flush={no_flush}"]
     else:
         args = [
-            "-blockdev", f"driver=file,node-name={node}-file,filename={escape(disk.path)},cache.no-flush={no_flush}",
+            "-blockdev", f"driver={'host_device' if disk.host_device else 'file'},node-name={node}-file,"
+                         f"filename={escape(disk.path)},cache.no-flush={no_flush}",
             "-blockdev", f"driver=raw,node-name={data_node},file={node}-file",
         ]
     if disk.write_log:

@@ -54,17 +54,21 @@ def delayed(m: Machine, disk: str, profile: DiskProfile, mode: Mode) -> str:
 def testbed(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel: Accel,
             disk_mib: int = 512, bus: Bus = Bus.AHCI, write_log: Path | None = None,
             base_copy: Path | None = None, timeout: float = 600.0, host_flush: bool | None = None,
-            profile: DiskProfile | None = None):
+            profile: DiskProfile | None = None, real_disk: Path | None = None):
     """Yield a Testbed. With `write_log`, the disk under test is recorded; `base_copy`
     receives a copy of the freshly formatted disk (the base of every crash state).
     `profile` adds a disk's flush and write-through latency (dm-delay) under the filesystem.
+    `real_disk`: a block device passed through instead of the emulated disk; it is
+    reformatted (the caller has the user's consent), and its flushes are its own.
 
     Flushes reach the host (fdatasync) unless the disk is recorded, or lies about them:
     that is what makes barrier and nocache cost something in a throughput run."""
     from plugpull.crashstate import copy_sparse
 
     directory.mkdir(parents=True, exist_ok=True)
-    disk = create_disk(directory / "disk.img", disk_mib)
+    if real_disk is not None and (write_log is not None or base_copy is not None):
+        raise UsageError("a real disk is for throughput runs; crash states are modelled on an emulated disk")
+    disk = real_disk or create_disk(directory / "disk.img", disk_mib)
     log_disk = create_disk(directory / "logdisk.img", EXTERNAL_LOG_MIB) if mode.external_log else None
     format_disks(fs, mode, disk, log_disk)
     if base_copy is not None:
@@ -73,7 +77,8 @@ def testbed(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel:
         write_log.write_bytes(b"")
     if host_flush is None:
         host_flush = write_log is None and not mode.lying
-    disks = [DiskSpec(disk, bus, mode.write_cache, host_flush=host_flush, write_log=write_log)]
+    disks = [DiskSpec(disk, bus, mode.write_cache, host_flush=host_flush, write_log=write_log,
+                      host_device=real_disk is not None)]
     if log_disk is not None:
         disks.append(DiskSpec(log_disk, bus, True, host_flush=False))
     spec = MachineSpec(disks=tuple(disks), payload=workload.payload(), memory_mib=workload.memory_mib())
@@ -94,6 +99,7 @@ def testbed(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel:
                 m.run(setup, timeout=timeout).check()
             yield Testbed(m, name, queue)
     finally:
-        disk.unlink(missing_ok=True)
+        if real_disk is None:
+            disk.unlink(missing_ok=True)
         if log_disk is not None:
             log_disk.unlink(missing_ok=True)

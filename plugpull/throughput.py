@@ -18,13 +18,14 @@ STEP_TIMEOUT = 3600.0
 
 def measure(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel: Accel,
             disk_mib: int = 512, bus: Bus = Bus.AHCI, recorded: bool = False,
-            host_flush: bool | None = None, profile: DiskProfile | None = None) -> dict:
+            host_flush: bool | None = None, profile: DiskProfile | None = None,
+            real_disk: Path | None = None) -> dict:
     """Run the workload's timed steps; returns {"phases": [...], ...}. A step timed by the
     host includes one channel round trip (about 20 ms), negligible against the phases."""
     log = directory / "overhead.log" if recorded else None
     phases: list[Phase] = []
     with testbed(directory, fs, mode, workload, image, accel, disk_mib, bus, write_log=log,
-                 host_flush=host_flush, profile=profile) as bed:
+                 host_flush=host_flush, profile=profile, real_disk=real_disk) as bed:
         for step in workload.steps(MOUNTPOINT):
             started = time.monotonic()
             result = bed.machine.run(step.command, timeout=STEP_TIMEOUT)
@@ -41,4 +42,5 @@ def measure(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel:
     if log is not None:
         log.unlink(missing_ok=True)
     return {"phases": [asdict(p) for p in phases], "queue_write_cache": queue, "accel": accel_used,
-            "recorded": recorded, "profile": asdict(profile) if profile else None}
+            "recorded": recorded, "profile": asdict(profile) if profile else None,
+            "real_disk": str(real_disk) if real_disk else None}

@@ -27,6 +27,7 @@ CASES["ahci-wc1-log"] = MachineSpec(disks=(disk(Bus.AHCI, True, log=True, host_f
 CASES["ide-wc1-extlog"] = MachineSpec(disks=(disk(Bus.IDE, True), disk(Bus.IDE, True, index=1)))
 CASES["ahci-wc1-extlog"] = MachineSpec(disks=(disk(Bus.AHCI, True), disk(Bus.AHCI, False, index=1)))
 CASES["nodisk-kvm"] = MachineSpec()
+CASES["ahci-wc1-realdisk"] = MachineSpec(disks=(DiskSpec(Path("/dev/sdz"), Bus.AHCI, True, host_device=True),))
 CASES["ahci-wc1-payload"] = MachineSpec(disks=(disk(Bus.AHCI, True),), payload=Path("/cache/tree.tar"))
 CASES["scsi-checker"] = MachineSpec(disks=tuple(
     DiskSpec(Path(f"/work/state{i}.img"), Bus.SCSI, True, host_flush=False, snapshot=True) for i in range(3)))

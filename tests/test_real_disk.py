@@ -1,0 +1,49 @@
+"""A real disk passed through for the throughput side, exercised on a loop device."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from plugpull.cli import checked_real_disk
+from plugpull.errors import UsageError
+from plugpull.fs import filesystem, mode
+from plugpull.throughput import measure
+from plugpull.workloads import FsyncFiles
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("losetup"),
+                                reason="a loop device needs root and losetup")
+
+
+@pytest.fixture
+def loop_device(tmp_path):
+    backing = tmp_path / "backing.img"
+    with open(backing, "wb") as f:
+        f.truncate(512 << 20)
+    dev = subprocess.run(["losetup", "--find", "--show", str(backing)], capture_output=True, text=True)
+    if dev.returncode != 0:
+        pytest.skip(f"no loop device: {dev.stderr.strip()}")
+    yield dev.stdout.strip()
+    subprocess.run(["losetup", "-d", dev.stdout.strip()], check=False)
+
+
+def test_real_disk_needs_consent_and_a_free_block_device(loop_device, tmp_path):
+    with pytest.raises(UsageError, match="--erase-real-disk"):
+        checked_real_disk(loop_device, erase=False)
+    assert checked_real_disk(loop_device, erase=True) == loop_device
+    with pytest.raises(UsageError, match="not a block device"):
+        checked_real_disk(str(tmp_path), erase=True)
+
+
+@pytest.mark.vm
+def test_throughput_on_a_passed_through_disk(loop_device, image, accel, tmp_path):
+    from pathlib import Path
+
+    result = measure(tmp_path / "run", filesystem("xfs"), mode("barrier"), FsyncFiles(count=10), image, accel,
+                     real_disk=Path(loop_device))
+    assert result["real_disk"] == loop_device and result["profile"] is None
+    assert result["phases"][0]["ops"] == 10 and result["phases"][0]["seconds"] > 0
+    assert result["queue_write_cache"] == "write back"
+    with open(loop_device, "rb") as dev:
+        assert dev.read(4) == b"XFSB", "the filesystem was made on the device itself"
