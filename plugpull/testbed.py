@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.config import Accel, Bus, DiskSpec, MachineSpec
+from plugpull.crashstate import copy_sparse
 from plugpull.errors import InfraError, ToolMissing, UsageError
 from plugpull.fs import Filesystem, Mode
 from plugpull.profiles import DiskProfile
@@ -63,8 +64,6 @@ def testbed(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel:
 
     Flushes reach the host (fdatasync) unless the disk is recorded, or lies about them:
     that is what makes barrier and nocache cost something in a throughput run."""
-    from plugpull.crashstate import copy_sparse
-
     directory.mkdir(parents=True, exist_ok=True)
     if real_disk is not None and (write_log is not None or base_copy is not None):
         raise UsageError("a real disk is for throughput runs; crash states are modelled on an emulated disk")

@@ -119,9 +119,7 @@ class Machine:
             self.qmp = QEMUMonitorProtocol(qmp_sock)
             self.qmp.connect()
             self.guest_release = self._channel.wait_ready(self.boot_timeout)
-        except (GuestError, OSError, Exception) as e:
-            if isinstance(e, KeyboardInterrupt):
-                raise
+        except Exception as e:  # QMP and the channel fail in their own ways when QEMU dies early
             raise LaunchError(f"guest did not become ready: {e}", self.argv,
                               self._exitcode_after(1.0), self._early_output()) from None
         self.boot_seconds = time.monotonic() - started
@@ -194,9 +192,6 @@ class Machine:
             s.close()
         self._sockets = []
         if self._tmp is not None:
-            keep = self.console_log and Path(self.console_log).is_relative_to(self._tmp)
-            if keep and self.console_log.is_file():
-                self.console_text = self.console_log.read_text(errors="replace")
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
