@@ -1,14 +1,16 @@
 #!/bin/sh
-# pp-check FS DEV SUBDIR COLLECT: check one crash state. Recovery mount; what the host's
+# pp-check FS DEV SUBDIR COLLECT [LOGDEV]: check one crash state (LOGDEV: its external log). Recovery mount; what the host's
 # oracle needs from SUBDIR (COLLECT: tar = contents in /tmp/check.tar, sums = sha256 per file
 # in /tmp/check.sums, none); unmount; read-only fsck. Prints key=value lines; the evidence
 # (mount error, fsck output, kernel log) stays in /tmp/check.* for the host.
-fs=$1 dev=$2 sub=$3 collect=${4:-tar}
+fs=$1 dev=$2 sub=$3 collect=${4:-tar} logdev=$5
+mount_opt= repair_opt=
+if [ -n "$logdev" ]; then mount_opt="-o logdev=$logdev" repair_opt="-l $logdev"; fi
 mnt=/mnt/check
 mkdir -p $mnt
 rm -f /tmp/check.*
 dmesg -c >/dev/null
-if mount -t "$fs" "$dev" $mnt 2>/tmp/check.mount; then
+if mount -t "$fs" $mount_opt "$dev" $mnt 2>/tmp/check.mount; then
     echo mount_rc=0
     if [ "$collect" = none ]; then
         echo collect_rc=skipped
@@ -27,7 +29,7 @@ else
     echo mount_rc=$?
 fi
 case "$fs" in
-    xfs) xfs_repair -n "$dev" >/tmp/check.fsck 2>&1 ;;
+    xfs) xfs_repair -n $repair_opt "$dev" >/tmp/check.fsck 2>&1 ;;
     ext4|ext3|ext2) e2fsck -fn "$dev" >/tmp/check.fsck 2>&1 ;;
     btrfs) btrfs check --readonly "$dev" >/tmp/check.fsck 2>&1 ;;
     *) echo "unknown filesystem $fs" >/tmp/check.fsck; false ;;

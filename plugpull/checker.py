@@ -9,7 +9,6 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from plugpull.config import Accel, Bus, DiskSpec, MachineSpec
 from plugpull.errors import GuestError, InfraError, LaunchError
@@ -66,9 +65,10 @@ class Checker:
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
     _running: set = field(default_factory=set, init=False, repr=False)
 
-    def check(self, states: list[Path], progress=None, collect: list[str] | None = None) -> list[Observation]:
+    def check(self, states: list, progress=None, collect: list[str] | None = None) -> list[Observation]:
         """Observations in the order of `states`; chunks of `batch` run on `workers` guests.
-        `collect` says per state what the oracle needs back: "tar", "sums" or "none"."""
+        A state is an image, or a pair (image, external log disk image). `collect` says per
+        state what the oracle needs back: "tar", "sums" or "none"."""
         collect = collect or ["tar"] * len(states)
         jobs = list(zip(states, collect))
         chunks = [jobs[i:i + self.batch] for i in range(0, len(jobs), self.batch)]
@@ -92,23 +92,27 @@ class Checker:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _check_chunk(self, chunk: list[tuple[Path, str]], progress) -> list[Observation]:
+    def _check_chunk(self, chunk: list[tuple], progress) -> list[Observation]:
         """Check a chunk in one guest. If the guest fails on a state, that state is an
         infra-error and the rest go to a fresh guest; if it never came up, all of them are."""
+        images = [p for state, _ in chunk for p in (state if isinstance(state, tuple) else (state,))]
         spec = MachineSpec(disks=tuple(DiskSpec(p, Bus.SCSI, True, host_flush=False, snapshot=True)
-                                       for p, _ in chunk))
+                                       for p in images))
         out: list[Observation] = []
         booted = False
         machine = Machine(spec, self.image, self.accel, name="checker")
         self._running.add(machine)
         try:
             with machine as m:
-                devices = self._devices(m, len(chunk))
+                devices = self._devices(m, len(images))
                 booted = True
-                for lun, (_, collect) in enumerate(chunk):
+                lun = 0
+                for state, collect in chunk:
                     if self._stop.is_set():
                         raise InfraError("checking was stopped")
-                    out.append(self.check_one(m, devices[lun], collect))
+                    logdev = devices[lun + 1] if isinstance(state, tuple) else None
+                    out.append(self.check_one(m, devices[lun], collect, logdev))
+                    lun += 2 if logdev else 1
                     _tick(progress)
         except (GuestError, LaunchError, InfraError) as e:
             if self._stop.is_set():
@@ -133,11 +137,12 @@ class Checker:
             raise InfraError(f"checker guest sees state disks {sorted(devices)}, expected {count}")
         return devices
 
-    def check_one(self, m: Machine, dev: str, collect: str = "tar") -> Observation:
+    def check_one(self, m: Machine, dev: str, collect: str = "tar", logdev: str | None = None) -> Observation:
         report = m.run(
-            "pp-check %s %s %s %s; echo ---fsck; tail -n 40 /tmp/check.fsck; echo ---mount; "
+            "pp-check %s %s %s %s %s; echo ---fsck; tail -n 40 /tmp/check.fsck; echo ---mount; "
             "cat /tmp/check.mount; echo ---dmesg; tail -n 40 /tmp/check.dmesg",
-            self.fs.name, f"/dev/{dev}", self.subdir, collect, timeout=CHECK_TIMEOUT,
+            self.fs.name, f"/dev/{dev}", self.subdir, collect, f"/dev/{logdev}" if logdev else "",
+            timeout=CHECK_TIMEOUT,
         )
         keys, sections = parse_report(report.text)
         files = None

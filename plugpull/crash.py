@@ -24,7 +24,7 @@ from plugpull.fs import filesystem, mode
 from plugpull.models import cut_points, parse_model, plan, stable_rng
 from plugpull.progress import Progress, say
 from plugpull.record import Record, Trigger, record
-from plugpull.testbed import run_host
+from plugpull.testbed import run_host, second
 from plugpull.verdict import Verdict, classify, required_acks
 from plugpull.workloads import workload
 from plugpull.writelog import iter_entries
@@ -82,6 +82,7 @@ class StateResult:
     fsck_rc: int
     lost: list = field(default_factory=list)
     artifact: str | None = None
+    cut2: int | None = None  # the cut in the external log disk's write log (extlog mode)
 
 
 def model_for(mode_name: str, model: str) -> str:
@@ -98,6 +99,13 @@ def state_cuts(entries, n: int, seed: int) -> list[int]:
     end = len(entries)
     others = stable_rng(seed, "cuts", end).sample(range(end), min(n - 1, end))
     return sorted({end, *others})
+
+
+def pair_cuts(pairs: list, n: int, seed: int) -> list[tuple[int, int]]:
+    """N of the consistent cuts sampled across the two disks' logs, always with the last."""
+    pairs = [tuple(p) for p in pairs]
+    others = stable_rng(seed, "pair-cuts", len(pairs)).sample(pairs[:-1], min(n - 1, len(pairs) - 1))
+    return sorted({pairs[-1], *others})
 
 
 def recording_mode(mode_name: str) -> str:
@@ -121,12 +129,13 @@ def run_crash(spec: CrashSpec, image, accel: Accel, out_dir: Path, keep_record: 
         say(f"recorded {len(rec.acks)} acks, {log['writes']} writes, {log['flushes']} flushes "
             f"in {rec.meta['workload_seconds']:.1f} s")
         entries = list(iter_entries(rec.log))
-        jobs = []
-        cuts = cut_points(entries, spec.cuts, spec.seed) if spec.cuts else state_cuts(entries, spec.states, spec.seed)
-        for model in spec.models:
-            effective = model_for(spec.mode, model)
-            for cut in cuts:
-                jobs.append((effective, cut))
+        if rec.two_disks:
+            cuts = pair_cuts(rec.meta["cut_pairs"], spec.states, spec.seed)
+        elif spec.cuts:
+            cuts = [(c, None) for c in cut_points(entries, spec.cuts, spec.seed)]
+        else:
+            cuts = [(c, None) for c in state_cuts(entries, spec.states, spec.seed)]
+        jobs = [(model_for(spec.mode, model), cut, cut2) for model in spec.models for cut, cut2 in cuts]
         results = check_states(rec, entries, jobs, spec, image, accel, work / "states", wl, fs, out_dir)
         checked = time.monotonic()
         summary = dict(Counter(r.verdict for r in results))
@@ -147,46 +156,60 @@ def run_crash(spec: CrashSpec, image, accel: Accel, out_dir: Path, keep_record: 
             shutil.rmtree(work, ignore_errors=True)
 
 
+def build_state(rec: Record, entries, entries2, model: str, cut: int, cut2: int | None, seed: int, path: Path):
+    """The crash state's image at `path`; with an external log disk, the pair (path, path2)."""
+    materialize(rec.base, rec.log, plan(entries, cut, model, seed), path, digest=False)
+    if cut2 is None:
+        return path
+    path2 = second(path)
+    materialize(second(rec.base), second(rec.log), plan(entries2, cut2, model, seed), path2, digest=False)
+    return path, path2
+
+
 def check_states(rec: Record, entries, jobs, spec: CrashSpec, image, accel, state_dir: Path, wl, fs,
                  out_dir: Path) -> list[StateResult]:
     """Build every state (sparse, a few MiB each), check them on the checker guests, judge."""
     state_dir.mkdir(parents=True, exist_ok=True)
     checker = Checker(image, accel, fs, batch=spec.batch, workers=spec.workers or default_workers())
-    paths = []
-    for i, (model, cut) in enumerate(jobs):
-        p = state_dir / f"state-{i:05d}.img"
-        materialize(rec.base, rec.log, plan(entries, cut, model, spec.seed), p, digest=False)
-        paths.append(p)
-    owed = [required_acks(rec.acks, cut) for _, cut in jobs]
+    entries2 = list(iter_entries(second(rec.log))) if rec.two_disks else None
+    states = [build_state(rec, entries, entries2, model, cut, cut2, spec.seed, state_dir / f"state-{i:05d}.img")
+              for i, (model, cut, cut2) in enumerate(jobs)]
+    owed = [required_acks(rec.acks, cut, cut2) for _, cut, cut2 in jobs]
     collect = [wl.collect if required else "none" for required in owed]
     bar = Progress("checking states", len(jobs))
-    observations = checker.check(paths, progress=bar.advance, collect=collect)
+    observations = checker.check(states, progress=bar.advance, collect=collect)
     results: list[StateResult] = []
-    for (model, cut), path, obs in zip(jobs, paths, observations):
-        required = required_acks(rec.acks, cut)
+    for (model, cut, cut2), state, required, obs in zip(jobs, states, owed, observations):
         v = classify(fs, obs, wl, required)
         result = StateResult(
             fs=spec.fs, mode=spec.mode, workload=spec.workload, model=model, seed=spec.seed, cut=cut,
             verdict=str(v.verdict), reason=v.reason, acks_required=len(required), acks_lost=len(v.lost),
-            fsck_rc=obs.fsck_rc, lost=[asdict(l) for l in v.lost[:20]],
+            fsck_rc=obs.fsck_rc, lost=[asdict(l) for l in v.lost[:20]], cut2=cut2,
         )
         if v.verdict is not Verdict.CLEAN:
-            artifact = save_artifact(out_dir, rec, result, path, obs)
+            artifact = save_artifact(out_dir, rec, result, state, obs)
             result = StateResult(**{**asdict(result), "artifact": str(artifact)})
         results.append(result)
-        path.unlink(missing_ok=True)
+        for p in (state if isinstance(state, tuple) else (state,)):
+            p.unlink(missing_ok=True)
     return results
 
 
-def save_artifact(out_dir: Path, rec: Record, result: StateResult, image: Path, obs) -> Path:
+def state_digest(state) -> str:
+    return "".join(content_digest(p) for p in (state if isinstance(state, tuple) else (state,)))
+
+
+def save_artifact(out_dir: Path, rec: Record, result: StateResult, images, obs) -> Path:
     """A state directory with what rebuilds and rechecks it; the record is stored once per run."""
     record_dir = out_dir / "record"
     if not (record_dir / "record.json").is_file():
         save_record(rec, record_dir)
     name = f"{result.model.replace(':', '_').replace('+', '_')}-cut{result.cut}"
+    if result.cut2 is not None:
+        name += f"-{result.cut2}"
     state = out_dir / "states" / name
     state.mkdir(parents=True, exist_ok=True)
-    doc = {**asdict(result), "record": os.path.relpath(record_dir, state), "digest": content_digest(image),
+    doc = {**asdict(result), "record": os.path.relpath(record_dir, state), "digest": state_digest(images),
            "evidence": {"fsck": obs.fsck_output, "mount": obs.mount_error, "kernel": obs.kernel_log}}
     write_json(state / "state.json", doc)
     return state
@@ -196,9 +219,12 @@ def save_record(rec: Record, dest: Path) -> None:
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    run_host(["qemu-img", "convert", "-c", "-f", "raw", "-O", "qcow2", str(rec.base), str(tmp / "base.qcow2")])
-    with open(rec.log, "rb") as src, gzip.open(tmp / "write.log.gz", "wb", compresslevel=3) as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
+    pairs = [(rec.base, rec.log)] + ([(second(rec.base), second(rec.log))] if rec.two_disks else [])
+    for base, log in pairs:
+        run_host(["qemu-img", "convert", "-c", "-f", "raw", "-O", "qcow2", str(base),
+                  str(tmp / base.with_suffix(".qcow2").name)])
+        with open(log, "rb") as src, gzip.open(tmp / f"{log.name}.gz", "wb", compresslevel=3) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
     shutil.copy(rec.dir / "record.json", tmp / "record.json")
     os.replace(tmp, dest)
 
@@ -206,9 +232,14 @@ def save_record(rec: Record, dest: Path) -> None:
 def load_record(saved: Path, scratch: Path) -> Record:
     """Unpack a saved record into scratch as a raw base image and a plain log."""
     scratch.mkdir(parents=True, exist_ok=True)
-    run_host(["qemu-img", "convert", "-f", "qcow2", "-O", "raw", str(saved / "base.qcow2"), str(scratch / "base.img")])
-    with gzip.open(saved / "write.log.gz", "rb") as src, open(scratch / "write.log", "wb") as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
+    for stem in ("base", "base2"):
+        if (saved / f"{stem}.qcow2").is_file():
+            run_host(["qemu-img", "convert", "-f", "qcow2", "-O", "raw", str(saved / f"{stem}.qcow2"),
+                      str(scratch / f"{stem}.img")])
+    for name in ("write.log", "write2.log"):
+        if (saved / f"{name}.gz").is_file():
+            with gzip.open(saved / f"{name}.gz", "rb") as src, open(scratch / name, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
     shutil.copy(saved / "record.json", scratch / "record.json")
     return Record.load(scratch)
 
@@ -226,11 +257,12 @@ def replay(state_dir: Path, image, accel: Accel, scratch: Path) -> dict:
     fs = filesystem(doc["fs"])
     wl = workload(rec.meta["workload"], **rec.meta["params"])
     entries = list(iter_entries(rec.log))
-    path = scratch / "state.img"
-    materialize(rec.base, rec.log, plan(entries, doc["cut"], doc["model"], doc["seed"]), path, digest=False)
-    digest = content_digest(path)
-    required = required_acks(rec.acks, doc["cut"])
-    obs = Checker(image, accel, fs, batch=1).check([path], collect=[wl.collect if required else "none"])[0]
+    entries2 = list(iter_entries(second(rec.log))) if rec.two_disks else None
+    cut2 = doc.get("cut2")
+    state = build_state(rec, entries, entries2, doc["model"], doc["cut"], cut2, doc["seed"], scratch / "state.img")
+    digest = state_digest(state)
+    required = required_acks(rec.acks, doc["cut"], cut2)
+    obs = Checker(image, accel, fs, batch=1).check([state], collect=[wl.collect if required else "none"])[0]
     v = classify(fs, obs, wl, required)
     return {"digest": digest, "digest_expected": doc["digest"], "verdict": str(v.verdict),
             "verdict_expected": doc["verdict"], "reason": v.reason, "lost": [asdict(l) for l in v.lost[:20]]}

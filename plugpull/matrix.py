@@ -64,10 +64,6 @@ class Cell:
                          models=self.models, states=self.states, seed=self.seed, trigger=self.trigger,
                          disk_mib=self.disk_mib, bus=self.bus)
 
-    @property
-    def crash_possible(self) -> bool:
-        return not mode_named(self.mode).external_log
-
 
 def cells(fss, modes, workloads, params: dict | None = None, **common) -> list[Cell]:
     """The cross product; `params` maps a workload name to its parameters."""
@@ -154,7 +150,7 @@ def run_cell(cell: Cell, image, accel: Accel, work: Path, artifacts: Path) -> di
                 doc["throughput"]["recorder_overhead"] = (
                     sum(p["seconds"] or 0 for p in recorded["phases"]) /
                     max(1e-9, sum(p["seconds"] or 0 for p in plain["phases"])))
-        if cell.crash and cell.crash_possible:
+        if cell.crash:
             result = run_crash(cell.crash_spec(), image, accel, artifacts)
             doc["crash"] = {"states": len(result["states"]), "models": list(cell.models),
                             "summary": result["summary"], "record": result["record"]["log"],

@@ -5,8 +5,10 @@ sparse copy kept as the base; QEMU's blklogwrites driver then logs every write a
 guest makes while it writes through to the disk. A trigger decides when the plug is pulled.
 """
 
+import bisect
 import json
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -14,9 +16,9 @@ from pathlib import Path
 from plugpull.config import Accel, Bus
 from plugpull.errors import GuestTimeout, InfraError, UsageError
 from plugpull.fs import Filesystem, Mode
-from plugpull.testbed import MOUNTPOINT, testbed
+from plugpull.testbed import MOUNTPOINT, second, testbed
 from plugpull.verdict import Ack
-from plugpull.writelog import entry_index_at, summarize
+from plugpull.writelog import entry_index_at, iter_entries, summarize
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,11 @@ class Record:
     def log(self) -> Path:
         return self.dir / "write.log"
 
+    @property
+    def two_disks(self) -> bool:
+        """An external log disk was recorded too (base2.img, write2.log)."""
+        return "log2" in self.meta
+
     def save(self) -> None:
         tmp = self.dir / "record.json.tmp"
         tmp.write_text(json.dumps({**self.meta, "acks": [asdict(a) for a in self.acks]}, indent=1))
@@ -74,10 +81,9 @@ class Record:
 def record(directory: Path, fs: Filesystem, mode: Mode, workload, trigger: Trigger, image,
            accel: Accel, disk_mib: int = 512, bus: Bus = Bus.AHCI, timeout: float = 600.0,
            progress=None) -> Record:
-    if mode.external_log:
-        raise UsageError("crash states of the extlog mode need a write log per disk; not recorded yet")
     directory.mkdir(parents=True, exist_ok=True)
     log = directory / "write.log"
+    log2 = second(log) if mode.external_log else None
     meta = {
         "fs": fs.name, "mode": mode.name, "workload": workload.name, "params": workload.params(),
         "trigger": str(trigger), "disk_mib": disk_mib, "bus": str(bus), "image": image.key,
@@ -89,7 +95,9 @@ def record(directory: Path, fs: Filesystem, mode: Mode, workload, trigger: Trigg
         m = bed.machine
         meta["accel"] = str(m.accel)
         meta["queue_write_cache"] = bed.queue_write_cache
-        m.acks.set_stamp(lambda: os.stat(log).st_size)
+        sizes = (lambda: (os.stat(log).st_size, os.stat(log2).st_size)) if log2 else (lambda: os.stat(log).st_size)
+        m.acks.set_stamp(sizes)
+        sampler = _Sampler(sizes) if log2 else None
         script = workload.script(MOUNTPOINT)
         m.run("cat > /tmp/workload.sh <<'PLUGPULL_EOF'\n" + script + "PLUGPULL_EOF").check()
         started = time.monotonic()
@@ -120,13 +128,51 @@ def record(directory: Path, fs: Filesystem, mode: Mode, workload, trigger: Trigg
             detail = m.run("tail -n 20 /tmp/workload.out").text
         m.power_cut()
         meta["workload_seconds"] = time.monotonic() - started
+        if sampler:
+            sampler.stop()
     if finished not in (None, 0):
         raise InfraError(f"the workload failed in the guest (exit {finished}):\n{detail}")
     meta["workload_finished"] = finished == 0
     meta["log"] = asdict(summarize(log))
-    rec = Record(directory, meta, [Ack(i, s, entry_index_at(log, s)) for i, s in acks])
+    index = _indexer(log)
+    if log2 is None:
+        rec_acks = [Ack(i, s, index(s)) for i, s in acks]
+    else:
+        meta["log2"] = asdict(summarize(log2))
+        index2 = _indexer(log2)
+        rec_acks = [Ack(i, s1, index(s1), index2(s2)) for i, (s1, s2) in acks]
+        pairs = {(index(s1), index2(s2)) for s1, s2 in sampler.samples + [sizes()]}
+        meta["cut_pairs"] = sorted(pairs)
+    rec = Record(directory, meta, rec_acks)
     rec.save()
     return rec
+
+
+def _indexer(log: Path):
+    """log size in bytes -> entries complete below it, by bisection over the entries' ends."""
+    ends = [e.end_offset for e in iter_entries(log)]
+    return lambda size: bisect.bisect_right(ends, size)
+
+
+class _Sampler:
+    """Samples both write logs' sizes every few ms. Each sample is a moment at which both
+    logs held exactly those prefixes: a consistent cut across the two disks, which have no
+    order between them otherwise."""
+
+    def __init__(self, sizes, interval: float = 0.005):
+        self.samples: list = []
+        self._sizes, self._interval = sizes, interval
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="plugpull-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(self._interval):
+            self.samples.append(self._sizes())
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 def _triggered(trigger: Trigger, n_acks: int, log: Path, started: float) -> bool:

@@ -43,6 +43,11 @@ def format_disks(fs: Filesystem, mode: Mode, disk: Path, log_disk: Path | None) 
         raise UsageError(f"the extlog mode is implemented for xfs only, not {fs.name}")
 
 
+def second(path: Path) -> Path:
+    """Where the external log disk's file goes beside the data disk's: write.log -> write2.log."""
+    return path.with_name(f"{path.stem}2{path.suffix}")
+
+
 def delayed(m: Machine, disk: str, profile: DiskProfile, mode: Mode) -> str:
     """Put a dm-delay device over the disk; returns its kernel name (dm-0)."""
     sectors = int(m.run(f"blockdev --getsz /dev/{disk}").check().text)
@@ -70,16 +75,20 @@ def testbed(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel:
     disk = real_disk or create_disk(directory / "disk.img", disk_mib)
     log_disk = create_disk(directory / "logdisk.img", EXTERNAL_LOG_MIB) if mode.external_log else None
     format_disks(fs, mode, disk, log_disk)
+    log_disk_log = second(write_log) if write_log is not None and log_disk is not None else None
     if base_copy is not None:
         copy_sparse(disk, base_copy)
-    if write_log is not None:
-        write_log.write_bytes(b"")
+        if log_disk is not None:
+            copy_sparse(log_disk, second(base_copy))
+    for log in (write_log, log_disk_log):
+        if log is not None:
+            log.write_bytes(b"")
     if host_flush is None:
         host_flush = write_log is None and not mode.lying
     disks = [DiskSpec(disk, bus, mode.write_cache, host_flush=host_flush, write_log=write_log,
                       host_device=real_disk is not None)]
     if log_disk is not None:
-        disks.append(DiskSpec(log_disk, bus, True, host_flush=False))
+        disks.append(DiskSpec(log_disk, bus, True, host_flush=False, write_log=log_disk_log))
     spec = MachineSpec(disks=tuple(disks), payload=workload.payload(), memory_mib=workload.memory_mib())
     try:
         with Machine(spec, image, accel, console_log=directory / "console.log", name="testbed") as m:

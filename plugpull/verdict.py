@@ -34,10 +34,14 @@ class Ack:
     ident: int
     stamp: int  # write-log size in bytes when the host read the ack
     position: int  # entries complete in the log at that size
+    position2: int | None = None  # the same in the external log disk's write log, if any
 
 
-def required_acks(acks: list[Ack], cut: int) -> list[int]:
-    return [a.ident for a in acks if a.position <= cut]
+def required_acks(acks: list[Ack], cut: int, cut2: int | None = None) -> list[int]:
+    """With an external log disk, a state cut at (cut, cut2) owes an ack only if both logs
+    had reached the ack's positions."""
+    return [a.ident for a in acks
+            if a.position <= cut and (cut2 is None or a.position2 is None or a.position2 <= cut2)]
 
 
 @dataclass(frozen=True)

@@ -90,3 +90,15 @@ def test_replay_rebuilds_the_same_state_and_verdict(nobarrier_run, image, accel,
     r = replay(Path(first["artifact"]), image, accel, tmp_path)
     assert r["digest"] == r["digest_expected"]
     assert r["verdict"] == first["verdict"] == r["verdict_expected"]
+
+
+def test_external_log_disk_keeps_acknowledged_data_unless_it_lies(crash_run):
+    """extlog: both disks recorded, cut at moments sampled across both logs, judged per disk."""
+    doc = crash_run(spec("xfs", "extlog", SAFE_MODELS + LYING_MODELS, 20))
+    assert doc["record"]["log2"]["writes"] > 0 and doc["record"]["log2"]["flushes"] > 0
+    states = by_model(doc)
+    for model in SAFE_MODELS:
+        assert len(states[model]) >= 10 and unsafe(states[model]) == []
+        assert all(s["cut2"] is not None for s in states[model])
+    for model in LYING_MODELS:
+        assert "data-loss" in [s["verdict"] for s in states[model]]

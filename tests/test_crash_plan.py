@@ -67,3 +67,19 @@ def test_cli_bad_input_exits_2(argv, capsys):
         rc = e.code
     assert rc == 2
     assert capsys.readouterr().err.strip()
+
+
+def test_pair_cuts_are_sampled_pairs_with_the_last():
+    from plugpull.crash import pair_cuts
+    pairs = [[i, i + 3] for i in range(40)]
+    cuts = pair_cuts(pairs, 10, seed=1)
+    assert len(cuts) == 10 and (39, 42) in cuts and all((a, b) in map(tuple, pairs) for a, b in cuts)
+    assert cuts == pair_cuts(pairs, 10, seed=1) != pair_cuts(pairs, 10, seed=2)
+
+
+def test_two_disk_ack_is_owed_only_when_both_logs_reached_it():
+    from plugpull.verdict import Ack, required_acks
+    acks = [Ack(1, 0, 5, 10), Ack(2, 0, 8, 20)]
+    assert required_acks(acks, 8, 15) == [1]
+    assert required_acks(acks, 8, 20) == [1, 2]
+    assert required_acks(acks, 4, 99) == []
