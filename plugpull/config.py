@@ -1,11 +1,11 @@
 """Frozen configuration: what a machine and its disks look like. Built once, never mutated."""
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 
-class Bus(str, Enum):
+class Bus(StrEnum):
     """AHCI (SATA) and IDE are the buses under test; SCSI (virtio-scsi) carries the crash
     states to the checker guest, where the bus does not matter but the number of disks does."""
 
@@ -13,17 +13,11 @@ class Bus(str, Enum):
     IDE = "ide"
     SCSI = "scsi"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Accel(str, Enum):
+class Accel(StrEnum):
     AUTO = "auto"
     KVM = "kvm"
     TCG = "tcg"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

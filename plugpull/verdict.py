@@ -12,21 +12,17 @@ entry count `cut` therefore owes every ack whose stamp covers at most `cut` entr
 import io
 import tarfile
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from plugpull.fs import Filesystem
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     CLEAN = "clean"
     DATA_LOSS = "data-loss"
     FS_CORRUPT = "fs-corrupt"
     UNMOUNTABLE = "unmountable"
     INFRA_ERROR = "infra-error"
-
-    def __str__(self) -> str:
-        return self.value
-
 
 
 @dataclass(frozen=True)
