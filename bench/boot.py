@@ -12,9 +12,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from plugpull.config import Accel, Bus, DiskSpec, MachineSpec
-from plugpull.image import build_image
-from plugpull.vm import Machine, create_disk, resolve_accel
+from plugpull.guest.config import Accel, Bus, DiskSpec, MachineSpec
+from plugpull.guest.image import build_image
+from plugpull.guest.machine import Machine, create_disk, resolve_accel
 
 
 def main() -> int:

@@ -14,18 +14,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from plugpull.checker import Checker, default_workers
-from plugpull.config import Accel
-from plugpull.crash import state_cuts
-from plugpull.crashstate import materialize
-from plugpull.fs import filesystem, mode
-from plugpull.image import build_image
-from plugpull.models import plan
-from plugpull.record import Trigger, record
-from plugpull.verdict import classify, required_acks
-from plugpull.vm import resolve_accel
-from plugpull.workloads import FsyncFiles
-from plugpull.writelog import iter_entries
+from plugpull.lab.checker import Checker, default_workers
+from plugpull.guest.config import Accel
+from plugpull.lab.crash import state_cuts
+from plugpull.powerloss.crashstate import materialize
+from plugpull.lab.fs import filesystem, mode
+from plugpull.guest.image import build_image
+from plugpull.powerloss.models import plan
+from plugpull.lab.record import Trigger, record
+from plugpull.lab.verdict import classify, required_acks
+from plugpull.guest.machine import resolve_accel
+from plugpull.lab.workloads import FsyncFiles
+from plugpull.powerloss.writelog import iter_entries
 
 
 def rate(rec, entries, cuts, checker, scratch: Path, wl, fs) -> tuple[float, dict]:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from plugpull import __version__
-from plugpull.config import Accel, Bus, DiskSpec, MachineSpec
+from plugpull.guest.config import Accel, Bus, DiskSpec, MachineSpec
 from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
@@ -22,7 +22,7 @@ def on_off(text: str) -> bool:
 
 
 def kernel_source(args):
-    from plugpull.image import KernelSource
+    from plugpull.guest.image import KernelSource
     if args.kernel is None:
         return None
     if args.modules is None:
@@ -51,9 +51,9 @@ def add_guest_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_doctor(args) -> int:
-    from plugpull import image as image_mod
-    from plugpull.accel import kvm_device_usable
-    from plugpull.vm import cached_probe, qemu_version
+    from plugpull.guest import image as image_mod
+    from plugpull.guest.accel import kvm_device_usable
+    from plugpull.guest.machine import cached_probe, qemu_version
 
     rows, missing = [], []
 
@@ -109,15 +109,15 @@ def cmd_doctor(args) -> int:
 
 
 def boot_spec(args, disk_dir: Path, interactive=False) -> MachineSpec:
-    from plugpull.vm import create_disk
+    from plugpull.guest.machine import create_disk
     disks = [DiskSpec(create_disk(disk_dir / "sda.img", args.disk_mib), args.bus, args.write_cache)]
     return MachineSpec(disks=tuple(disks), accel=args.accel, interactive=interactive)
 
 
 def cmd_shell(args) -> int:
-    from plugpull.image import build_image
+    from plugpull.guest.image import build_image
     from plugpull.paths import make_tempdir
-    from plugpull.vm import Machine
+    from plugpull.guest.machine import Machine
 
     image = build_image(kernel_source(args))
     work = make_tempdir("shell")
@@ -134,9 +134,9 @@ def cmd_shell(args) -> int:
 
 def cmd_disks(args) -> int:
     """Boot one guest per bus and cache setting and show the disk as the guest sees it."""
-    from plugpull.image import build_image
+    from plugpull.guest.image import build_image
     from plugpull.paths import make_tempdir
-    from plugpull.vm import Machine
+    from plugpull.guest.machine import Machine
 
     started = time.monotonic()
     image = build_image(kernel_source(args))
@@ -167,10 +167,10 @@ def print_table(header, rows) -> None:
 
 
 def cmd_crash(args) -> int:
-    from plugpull.crash import CrashSpec, run_crash, write_json
-    from plugpull.image import build_image
-    from plugpull.verdict import Verdict
-    from plugpull.vm import resolve_accel
+    from plugpull.lab.crash import CrashSpec, run_crash, write_json
+    from plugpull.guest.image import build_image
+    from plugpull.lab.verdict import Verdict
+    from plugpull.guest.machine import resolve_accel
 
     params = tuple(parse_params(args.param))
     spec = CrashSpec(fs=args.fs, mode=args.mode, workload=args.workload, params=params,
@@ -205,10 +205,10 @@ def cmd_crash(args) -> int:
 
 
 def cmd_replay(args) -> int:
-    from plugpull.crash import replay
-    from plugpull.image import build_image
+    from plugpull.lab.crash import replay
+    from plugpull.guest.image import build_image
     from plugpull.paths import make_tempdir
-    from plugpull.vm import resolve_accel
+    from plugpull.guest.machine import resolve_accel
 
     if not (args.dir / "state.json").is_file():
         raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
@@ -268,10 +268,10 @@ def checked_real_disk(device: str, erase: bool) -> str:
 
 
 def cmd_matrix(args) -> int:
-    from plugpull.image import build_image
-    from plugpull.matrix import cells, run_matrix
+    from plugpull.guest.image import build_image
+    from plugpull.lab.matrix import cells, run_matrix
     from plugpull.paths import make_tempdir
-    from plugpull.vm import resolve_accel
+    from plugpull.guest.machine import resolve_accel
 
     params: dict = {}
     for name, value in parse_params(args.param):
@@ -299,11 +299,11 @@ def cmd_matrix(args) -> int:
 
 
 def cmd_reproduce(args) -> int:
-    from plugpull.cases import expectation_failures, load_case
-    from plugpull.image import build_image
-    from plugpull.matrix import load_cells, run_matrix
+    from plugpull.lab.cases import expectation_failures, load_case
+    from plugpull.guest.image import build_image
+    from plugpull.lab.matrix import load_cells, run_matrix
     from plugpull.paths import make_tempdir
-    from plugpull.vm import resolve_accel
+    from plugpull.guest.machine import resolve_accel
 
     if not 0 < args.scale <= 1:
         raise UsageError("--scale must be in (0, 1]")
@@ -353,9 +353,9 @@ def parser() -> argparse.ArgumentParser:
     k.add_argument("--disk-mib", type=int, default=512)
     k.set_defaults(func=cmd_disks)
 
-    from plugpull.fs import FILESYSTEMS, MODES
-    from plugpull.matrix import DEFAULT_MODEL
-    from plugpull.workloads import WORKLOADS
+    from plugpull.lab.fs import FILESYSTEMS, MODES
+    from plugpull.lab.matrix import DEFAULT_MODEL
+    from plugpull.lab.workloads import WORKLOADS
     c = sub.add_parser("crash", help="run a workload, pull the plug, check the crash states")
     add_guest_options(c)
     c.add_argument("--fs", choices=list(FILESYSTEMS), default="xfs")

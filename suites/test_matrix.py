@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from plugpull.matrix import cells, load_done, run_matrix
+from plugpull.lab.matrix import cells, load_done, run_matrix
 from plugpull.report import report
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]

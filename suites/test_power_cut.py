@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.crash import CrashSpec, replay
+from plugpull.lab.crash import CrashSpec, replay
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 

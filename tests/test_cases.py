@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.cases import CaseError, expectation_failures, load_case, scaled
+from plugpull.lab.cases import CaseError, expectation_failures, load_case, scaled
 from plugpull.paths import ROOT
 
 CASES = sorted((ROOT / "suites" / "cases").glob("*.toml"))

@@ -7,12 +7,12 @@ import subprocess
 
 import pytest
 
-from plugpull.checker import Checker
-from plugpull.config import DiskSpec, MachineSpec
-from plugpull.fs import filesystem
-from plugpull.verdict import Verdict, classify
-from plugpull.vm import Machine, create_disk
-from plugpull.workloads import FsyncFiles
+from plugpull.lab.checker import Checker
+from plugpull.guest.config import DiskSpec, MachineSpec
+from plugpull.lab.fs import filesystem
+from plugpull.lab.verdict import Verdict, classify
+from plugpull.guest.machine import Machine, create_disk
+from plugpull.lab.workloads import FsyncFiles
 
 pytestmark = pytest.mark.vm
 

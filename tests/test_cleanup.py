@@ -16,9 +16,9 @@ pytestmark = pytest.mark.vm
 
 BOOT_AND_WAIT = textwrap.dedent("""
     import sys, time
-    from plugpull.config import MachineSpec, Accel
-    from plugpull.image import build_image
-    from plugpull.vm import Machine
+    from plugpull.guest.config import MachineSpec, Accel
+    from plugpull.guest.image import build_image
+    from plugpull.guest.machine import Machine
     with Machine(MachineSpec(), build_image(), Accel(sys.argv[1])) as m:
         print("qemu", m.pid, flush=True)
         time.sleep(600)
@@ -105,11 +105,11 @@ def test_interrupted_pytest_vm_run_leaves_nothing(tmp_path):
 CHECK_AND_WAIT = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from plugpull.checker import Checker
-    from plugpull.config import Accel
-    from plugpull.fs import filesystem
-    from plugpull.image import build_image
-    from plugpull.vm import create_disk
+    from plugpull.lab.checker import Checker
+    from plugpull.guest.config import Accel
+    from plugpull.lab.fs import filesystem
+    from plugpull.guest.image import build_image
+    from plugpull.guest.machine import create_disk
     d = Path(sys.argv[2])
     states = [create_disk(d / f"s{i}.img", 64) for i in range(48)]
     print("checking", flush=True)

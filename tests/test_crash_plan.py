@@ -3,10 +3,10 @@
 import pytest
 
 from plugpull.cli import main
-from plugpull.crash import CrashSpec, model_for, state_cuts
+from plugpull.lab.crash import CrashSpec, model_for, state_cuts
 from plugpull.errors import UsageError
-from plugpull.record import Trigger
-from plugpull.writelog import LogEntry
+from plugpull.lab.record import Trigger
+from plugpull.powerloss.writelog import LogEntry
 
 
 @pytest.mark.parametrize("text, kind, value", [
@@ -70,7 +70,7 @@ def test_cli_bad_input_exits_2(argv, capsys):
 
 
 def test_pair_cuts_are_sampled_pairs_with_the_last():
-    from plugpull.crash import pair_cuts
+    from plugpull.lab.crash import pair_cuts
     pairs = [[i, i + 3] for i in range(40)]
     cuts = pair_cuts(pairs, 10, seed=1)
     assert len(cuts) == 10 and (39, 42) in cuts and all((a, b) in map(tuple, pairs) for a, b in cuts)
@@ -78,7 +78,7 @@ def test_pair_cuts_are_sampled_pairs_with_the_last():
 
 
 def test_two_disk_ack_is_owed_only_when_both_logs_reached_it():
-    from plugpull.verdict import Ack, required_acks
+    from plugpull.lab.verdict import Ack, required_acks
     acks = [Ack(1, 0, 5, 10), Ack(2, 0, 8, 20)]
     assert required_acks(acks, 8, 15) == [1]
     assert required_acks(acks, 8, 20) == [1, 2]

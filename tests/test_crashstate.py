@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from plugpull.crashstate import content_digest, copy_sparse, image_sha256, materialize
-from plugpull.models import Piece, plan
-from plugpull.writelog import LogWriter, iter_entries
+from plugpull.powerloss.crashstate import content_digest, copy_sparse, image_sha256, materialize
+from plugpull.powerloss.models import Piece, plan
+from plugpull.powerloss.writelog import LogWriter, iter_entries
 
 MIB = 1 << 20
 

@@ -3,7 +3,7 @@
 import pytest
 
 from fixtures.plugin import VmParams
-from plugpull.config import Bus
+from plugpull.guest.config import Bus
 
 pytestmark = pytest.mark.vm
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.cpio import CpioWriter
+from plugpull.guest.cpio import CpioWriter
 from plugpull.errors import ImageError, ToolMissing
-from plugpull import image as image_mod
-from plugpull.image import KernelSource, Recipe, build_image, cache_key, module_closure, plan_image
+from plugpull.guest import image as image_mod
+from plugpull.guest.image import KernelSource, Recipe, build_image, cache_key, module_closure, plan_image
 
 RECIPE = """
 [kernel]
@@ -171,7 +171,7 @@ def test_missing_build_source_is_an_image_error(kernel, tmp_path):
 
 def test_own_kernel_builds_its_own_image(tmp_path):
     """A kernel under development: its bzImage and modules tree, wherever they are."""
-    from plugpull.image import host_kernel
+    from plugpull.guest.image import host_kernel
 
     host = host_kernel()
     own = tmp_path / "bzImage"

@@ -1,6 +1,6 @@
 import json
 
-from plugpull.matrix import Cell, append_line, cells, load_cells, load_done
+from plugpull.lab.matrix import Cell, append_line, cells, load_cells, load_done
 
 
 def test_cells_are_the_cross_product_with_distinct_keys():

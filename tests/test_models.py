@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.models import ModelSpec, Piece, cut_points, parse_model, plan
-from plugpull.writelog import FLUSH, LogEntry, LogWriter, iter_entries
+from plugpull.powerloss.models import ModelSpec, Piece, cut_points, parse_model, plan
+from plugpull.powerloss.writelog import FLUSH, LogEntry, LogWriter, iter_entries
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -178,7 +178,7 @@ def test_same_inputs_same_plan_other_seed_other_plan(tmp_path):
 
 def test_plan_ignores_python_hash_salt(tmp_path):
     build(tmp_path, [("w", i * 8, 8) for i in range(16)])
-    code = ("import sys; from plugpull.writelog import iter_entries; from plugpull.models import plan;"
+    code = ("import sys; from plugpull.powerloss.writelog import iter_entries; from plugpull.powerloss.models import plan;"
             "print(plan(list(iter_entries(sys.argv[1])), 16, 'torn', 9))")
     outputs = {
         subprocess.run([sys.executable, "-c", code, str(tmp_path / "log")], cwd=REPO, check=True,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.image import IMAGES_DIR, compile_static
-from plugpull.parsers import (MIB, SMALLFILES_PHASES, Phase, parse_bonnie, parse_fio,
+from plugpull.guest.image import IMAGES_DIR, compile_static
+from plugpull.lab.parsers import (MIB, SMALLFILES_PHASES, Phase, parse_bonnie, parse_fio,
                               parse_smallfiles)
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
-from plugpull.image import GuestImage
-from plugpull.qemu import kernel_cmdline, qemu_argv
+from plugpull.guest.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
+from plugpull.guest.image import GuestImage
+from plugpull.guest.qemu import kernel_cmdline, qemu_argv
 
 GOLDEN = Path(__file__).parent / "golden"
 IMAGE = GuestImage("0123456789abcdef", Path("/cache/kernel"), Path("/cache/initramfs.cpio"), "6.1.0-test")

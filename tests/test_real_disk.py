@@ -8,9 +8,9 @@ import pytest
 
 from plugpull.cli import checked_real_disk
 from plugpull.errors import UsageError
-from plugpull.fs import filesystem, mode
-from plugpull.throughput import measure
-from plugpull.workloads import FsyncFiles
+from plugpull.lab.fs import filesystem, mode
+from plugpull.lab.throughput import measure
+from plugpull.lab.workloads import FsyncFiles
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("losetup"),
                                 reason="a loop device needs root and losetup")

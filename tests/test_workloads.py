@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from plugpull.errors import UsageError
-from plugpull.workloads import FsyncAppend, FsyncFiles, workload
+from plugpull.lab.workloads import FsyncAppend, FsyncFiles, workload
 
 BUSYBOX = shutil.which("busybox")
 needs_busybox = pytest.mark.skipif(BUSYBOX is None, reason="busybox-static is not installed (make deps)")

@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from plugpull.writelog import (DISCARD, FLUSH, FUA, MAGIC, MARK, LogEntry, LogFormatError, LogWriter,
+from plugpull.powerloss.writelog import (DISCARD, FLUSH, FUA, MAGIC, MARK, LogEntry, LogFormatError, LogWriter,
                                entry_index_at, iter_entries, read_data, read_superblock, summarize)
 
 

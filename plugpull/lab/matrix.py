@@ -14,15 +14,15 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from plugpull.config import Accel, Bus
-from plugpull.crash import CrashSpec, run_crash
+from plugpull.guest.config import Accel, Bus
+from plugpull.lab.crash import CrashSpec, run_crash
 from plugpull.errors import InfraError
-from plugpull.fs import filesystem, mode as mode_named
-from plugpull.profiles import DEFAULT as DEFAULT_PROFILE, profile as disk_profile
+from plugpull.lab.fs import filesystem, mode as mode_named
+from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, profile as disk_profile
 from plugpull.progress import say
-from plugpull.throughput import measure
-from plugpull.vm import qemu_version
-from plugpull.workloads import workload as workload_named
+from plugpull.lab.throughput import measure
+from plugpull.guest.machine import qemu_version
+from plugpull.lab.workloads import workload as workload_named
 
 DISK_BACKING = "raw file on the host's filesystem; a guest flush = the host's fdatasync"
 # A disk's volatile cache as it is: 32 MiB, destaged in any order. `reorder` (any subset of all

@@ -17,9 +17,9 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from plugpull.cpio import CpioWriter
+from plugpull.guest.cpio import CpioWriter
 from plugpull.errors import ImageError, ToolMissing
-from plugpull.kernel import pvh_kernel
+from plugpull.guest.kernel import pvh_kernel
 from plugpull.paths import IMAGES_DIR, cache_dir
 
 BUILDER_VERSION = "2"

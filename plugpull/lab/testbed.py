@@ -6,12 +6,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from plugpull.config import Accel, Bus, DiskSpec, MachineSpec
-from plugpull.crashstate import copy_sparse
+from plugpull.guest.config import Accel, Bus, DiskSpec, MachineSpec
+from plugpull.powerloss.crashstate import copy_sparse
 from plugpull.errors import InfraError, ToolMissing, UsageError
-from plugpull.fs import Filesystem, Mode
-from plugpull.profiles import DiskProfile
-from plugpull.vm import Machine, create_disk
+from plugpull.lab.fs import Filesystem, Mode
+from plugpull.lab.profiles import DiskProfile
+from plugpull.guest.machine import Machine, create_disk
 
 MOUNTPOINT = "/mnt/test"
 EXTERNAL_LOG_MIB = 64

@@ -14,7 +14,7 @@ import tarfile
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from plugpull.fs import Filesystem
+from plugpull.lab.fs import Filesystem
 
 
 class Verdict(StrEnum):

@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from plugpull.models import Piece
-from plugpull.writelog import SECTOR, LogEntry, iter_entries
+from plugpull.powerloss.models import Piece
+from plugpull.powerloss.writelog import SECTOR, LogEntry, iter_entries
 
 CHUNK = 1 << 20
 ZEROS = bytes(CHUNK)

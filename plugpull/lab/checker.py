@@ -10,11 +10,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from plugpull.config import Accel, Bus, DiskSpec, MachineSpec
+from plugpull.guest.config import Accel, Bus, DiskSpec, MachineSpec
 from plugpull.errors import GuestError, InfraError, LaunchError
-from plugpull.fs import Filesystem
-from plugpull.verdict import Observation, files_of, sums_of
-from plugpull.vm import Machine
+from plugpull.lab.fs import Filesystem
+from plugpull.lab.verdict import Observation, files_of, sums_of
+from plugpull.guest.machine import Machine
 
 CHECK_TIMEOUT = 300.0
 SECTIONS = ("fsck", "mount", "dmesg")

@@ -18,13 +18,13 @@ from pathlib import Path
 
 from qemu.qmp.legacy import QEMUMonitorProtocol
 
-from plugpull import accel as accel_mod
-from plugpull.channel import CommandChannel, GuestResult, LineStream, quote_command
-from plugpull.config import Accel, ChannelFds, MachineSpec
+from plugpull.guest import accel as accel_mod
+from plugpull.guest.channel import CommandChannel, GuestResult, LineStream, quote_command
+from plugpull.guest.config import Accel, ChannelFds, MachineSpec
 from plugpull.errors import GuestError, LaunchError, ToolMissing
-from plugpull.image import GuestImage
+from plugpull.guest.image import GuestImage
 from plugpull.paths import cache_dir, make_tempdir
-from plugpull.qemu import QEMU_BINARY, qemu_argv
+from plugpull.guest.qemu import QEMU_BINARY, qemu_argv
 
 PR_SET_PDEATHSIG = 1
 KVM_PROBE_TIMEOUT = 20.0

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.paths import cache_dir
-from plugpull.tree import TreeShape, debian_payload, payload as tree_payload
+from plugpull.lab.tree import TreeShape, debian_payload, payload as tree_payload
 
 DIR = "pp"
 ACK_PORT = "/dev/plugpull-ack"
@@ -174,7 +174,7 @@ class FsyncAppend(Workload):
 
 
 class _Tree(Workload):
-    """Shared by the workloads that handle a kernel tree (plugpull.tree): `source` is
+    """Shared by the workloads that handle a kernel tree (plugpull.lab.tree): `source` is
     "synthetic" (the seeds' shape, `files` of them) or "debian" (linux-source-6.1; `files`
     is then ignored)."""
 

@@ -13,12 +13,12 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from plugpull.config import Accel, Bus
+from plugpull.guest.config import Accel, Bus
 from plugpull.errors import GuestTimeout, InfraError, UsageError
-from plugpull.fs import Filesystem, Mode
-from plugpull.testbed import MOUNTPOINT, second, testbed
-from plugpull.verdict import Ack
-from plugpull.writelog import entry_index_at, iter_entries, summarize
+from plugpull.lab.fs import Filesystem, Mode
+from plugpull.lab.testbed import MOUNTPOINT, second, testbed
+from plugpull.lab.verdict import Ack
+from plugpull.powerloss.writelog import entry_index_at, iter_entries, summarize
 
 
 @dataclass(frozen=True)

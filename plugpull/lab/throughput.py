@@ -5,12 +5,12 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from plugpull.config import Accel, Bus
+from plugpull.guest.config import Accel, Bus
 from plugpull.errors import InfraError
-from plugpull.fs import Filesystem, Mode
-from plugpull.profiles import DiskProfile
-from plugpull.parsers import Phase, parse_bonnie, parse_fio, parse_smallfiles
-from plugpull.testbed import MOUNTPOINT, testbed
+from plugpull.lab.fs import Filesystem, Mode
+from plugpull.lab.profiles import DiskProfile
+from plugpull.lab.parsers import Phase, parse_bonnie, parse_fio, parse_smallfiles
+from plugpull.lab.testbed import MOUNTPOINT, testbed
 
 PARSERS = {"smallfiles": parse_smallfiles, "fio": parse_fio, "bonnie": parse_bonnie}
 STEP_TIMEOUT = 3600.0

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from plugpull.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
-from plugpull.image import GuestImage
+from plugpull.guest.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
+from plugpull.guest.image import GuestImage
 
 QEMU_BINARY = "qemu-system-x86_64"
 BOOT_ARGS = ("console=ttyS0", "panic=-1", "quiet", "mitigations=off", "tsc=reliable",

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.errors import UsageError
-from plugpull.fs import MODES
-from plugpull.parsers import Phase
+from plugpull.lab.fs import MODES
+from plugpull.lab.parsers import Phase
 
 OPS, MBS = "op/s", "MiB/s"
 BASELINE = "barrier"

@@ -25,7 +25,7 @@ import random
 from dataclasses import dataclass
 from typing import Sequence
 
-from plugpull.writelog import LogEntry
+from plugpull.powerloss.writelog import LogEntry
 
 MODEL_NAMES = ("prefix", "drop-unflushed", "reorder", "cache", "torn")
 DESTAGE_POLICIES = ("fifo", "elevator", "random")

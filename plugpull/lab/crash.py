@@ -16,18 +16,18 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from plugpull.checker import Checker, default_workers
-from plugpull.config import Accel, Bus
-from plugpull.crashstate import content_digest, materialize
+from plugpull.lab.checker import Checker, default_workers
+from plugpull.guest.config import Accel, Bus
+from plugpull.powerloss.crashstate import content_digest, materialize
 from plugpull.errors import UsageError
-from plugpull.fs import filesystem, mode
-from plugpull.models import cut_points, parse_model, plan, stable_rng
+from plugpull.lab.fs import filesystem, mode
+from plugpull.powerloss.models import cut_points, parse_model, plan, stable_rng
 from plugpull.progress import Progress, say
-from plugpull.record import Record, Trigger, record
-from plugpull.testbed import run_host, second
-from plugpull.verdict import Verdict, classify, required_acks
-from plugpull.workloads import workload
-from plugpull.writelog import iter_entries
+from plugpull.lab.record import Record, Trigger, record
+from plugpull.lab.testbed import run_host, second
+from plugpull.lab.verdict import Verdict, classify, required_acks
+from plugpull.lab.workloads import workload
+from plugpull.powerloss.writelog import iter_entries
 
 
 @dataclass(frozen=True)

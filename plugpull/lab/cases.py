@@ -5,14 +5,14 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from plugpull.config import Bus
+from plugpull.guest.config import Bus
 from plugpull.errors import UsageError
-from plugpull.fs import FILESYSTEMS, MODES
-from plugpull.matrix import DEFAULT_MODEL, cells
-from plugpull.models import parse_model
-from plugpull.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
-from plugpull.record import Trigger
-from plugpull.workloads import WORKLOADS, workload
+from plugpull.lab.fs import FILESYSTEMS, MODES
+from plugpull.lab.matrix import DEFAULT_MODEL, cells
+from plugpull.powerloss.models import parse_model
+from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
+from plugpull.lab.record import Trigger
+from plugpull.lab.workloads import WORKLOADS, workload
 
 SCALABLE = ("files", "count", "transactions", "mib")  # bonnie++ -n stays: fewer than 16k files are too fast to time
 TOP = {"title", "source", "summary", "matrix", "workload", "crash", "expect"}
