@@ -1,6 +1,7 @@
 """The image builder on a tiny recipe (busybox only) and a fake kernel: no VM, a few ms."""
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -181,3 +182,38 @@ def test_own_kernel_builds_its_own_image(tmp_path):
     assert mine.key != theirs_key, "the kernel's identity must be part of the key"
     assert mine.kernel_release == host.release and mine.manifest["kernel"] == str(own)
     assert mine.manifest["boot"] in ("pvh", "bzimage") and mine.kernel.stat().st_size > 0
+
+
+KEY_OF_CHECKOUT = """
+from plugpull.guest.image import Recipe, cache_key, host_kernel, plan_image
+k = host_kernel()
+print(cache_key(Recipe.load(), k, plan_image(Recipe.load(), k)))
+"""
+
+
+def _key_in(checkout: Path) -> str:
+    out = subprocess.run(["python3", "-c", KEY_OF_CHECKOUT], cwd=checkout, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(checkout)})
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_same_sources_give_the_same_key_in_any_checkout(tmp_path):
+    """The repo's own files are keyed by content: another path and newer mtimes change nothing,
+    a changed byte in a guest script does."""
+    try:
+        image_mod.host_kernel()
+    except ToolMissing:
+        pytest.skip("no host kernel to key")
+    repo = Path(__file__).resolve().parent.parent
+    copies = []
+    for name in ("a", "b"):
+        dest = tmp_path / name
+        for tree in ("plugpull", "images"):
+            shutil.copytree(repo / tree, dest / tree, ignore=shutil.ignore_patterns("__pycache__"))
+        copies.append(dest)
+    agent = copies[1] / "images" / "agent.sh"
+    os.utime(agent, ns=(0, 123))
+    assert _key_in(copies[0]) == _key_in(copies[1])
+    agent.write_text(agent.read_text() + "\n# changed\n")
+    assert _key_in(copies[0]) != _key_in(copies[1])

@@ -20,6 +20,7 @@ from pathlib import Path
 from plugpull.guest.cpio import CpioWriter
 from plugpull.errors import ImageError, ToolMissing
 from plugpull.guest.kernel import pvh_kernel
+from plugpull.files import atomic_path
 from plugpull.paths import IMAGES_DIR, cache_dir
 
 BUILDER_VERSION = "2"
@@ -239,8 +240,6 @@ def cache_key(recipe: Recipe, kernel: KernelSource, plan: Plan) -> str:
     h.update(_identity(kernel.kernel).encode())
     for guest, host, mode in plan.files:
         h.update(f"{guest} {mode:o} {_identity(host)}\n".encode())
-        if Path(host).is_relative_to(IMAGES_DIR):
-            h.update(Path(host).read_bytes())
     for guest, target in plan.symlinks:
         h.update(f"{guest} -> {target}\n".encode())
     for guest, host in plan.modules:
@@ -253,8 +252,14 @@ def cache_key(recipe: Recipe, kernel: KernelSource, plan: Plan) -> str:
 
 
 def _identity(path) -> str:
+    """The repo's own files by their content alone, so that the same sources give the same
+    key in any checkout; the host's files (from Debian packages) by path, size and mtime."""
+    real = Path(os.path.realpath(path))
+    if real.is_relative_to(IMAGES_DIR.resolve()):
+        digest = hashlib.sha256(real.read_bytes()).hexdigest()
+        return f"images/{real.relative_to(IMAGES_DIR.resolve())}:{digest}"
     st = os.stat(path)
-    return f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}"
+    return f"{real}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def compile_static(source: Path, out: Path) -> Path:
@@ -337,10 +342,7 @@ def build_image(kernel: KernelSource | None = None, recipe: Recipe | None = None
 
 
 def _build_into(final: Path, plan: Plan, kernel: KernelSource, recipe: Recipe, key: str) -> None:
-    staging = final.with_name(final.name + ".tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    try:
+    with atomic_path(final, directory=True) as staging:
         elf = pvh_kernel(kernel.kernel.read_bytes())
         if elf is None:
             shutil.copyfile(kernel.kernel, staging / "kernel")
@@ -361,11 +363,7 @@ def _build_into(final: Path, plan: Plan, kernel: KernelSource, recipe: Recipe, k
             "built": {guest: str(source) for guest, source in plan.builds},
         }
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-        shutil.rmtree(final, ignore_errors=True)
-        os.replace(staging, final)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        os.chmod(staging, 0o755)
 
 
 def prune_cache(root: Path, keep: int) -> list[Path]:

@@ -23,6 +23,7 @@ from plugpull.guest.channel import CommandChannel, GuestResult, LineStream, quot
 from plugpull.guest.config import Accel, ChannelFds, MachineSpec
 from plugpull.errors import GuestError, LaunchError, ToolMissing
 from plugpull.guest.image import GuestImage
+from plugpull.files import atomic_write_json
 from plugpull.paths import cache_dir, make_tempdir
 from plugpull.guest.qemu import QEMU_BINARY, qemu_argv
 
@@ -229,9 +230,7 @@ def probe_kvm(image: GuestImage) -> dict:
     result["identity"] = _probe_identity()
     path = _probe_file()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, path)
+    atomic_write_json(path, result)
     return result
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from plugpull.lab.checker import Checker, default_workers
 from plugpull.guest.config import Accel, Bus
 from plugpull.powerloss.crashstate import content_digest, materialize
+from plugpull.files import atomic_path, atomic_write_json
 from plugpull.errors import UsageError
 from plugpull.lab.fs import filesystem, mode
 from plugpull.powerloss.models import cut_points, parse_model, plan, stable_rng
@@ -216,17 +217,16 @@ def save_artifact(out_dir: Path, rec: Record, result: StateResult, images, obs) 
 
 
 def save_record(rec: Record, dest: Path) -> None:
-    tmp = dest.with_name(dest.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
     pairs = [(rec.base, rec.log)] + ([(second(rec.base), second(rec.log))] if rec.two_disks else [])
-    for base, log in pairs:
-        run_host(["qemu-img", "convert", "-c", "-f", "raw", "-O", "qcow2", str(base),
-                  str(tmp / base.with_suffix(".qcow2").name)])
-        with open(log, "rb") as src, gzip.open(tmp / f"{log.name}.gz", "wb", compresslevel=3) as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-    shutil.copy(rec.dir / "record.json", tmp / "record.json")
-    os.replace(tmp, dest)
+    with atomic_path(dest, directory=True) as tmp:
+        for base, log in pairs:
+            run_host(["qemu-img", "convert", "-c", "-f", "raw", "-O", "qcow2", str(base),
+                      str(tmp / base.with_suffix(".qcow2").name)])
+            with open(log, "rb") as src, gzip.open(tmp / f"{log.name}.gz", "wb", compresslevel=3) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        shutil.copy(rec.dir / "record.json", tmp / "record.json")
+        os.chmod(tmp, 0o755)
 
 
 def load_record(saved: Path, scratch: Path) -> Record:
@@ -245,9 +245,7 @@ def load_record(saved: Path, scratch: Path) -> Record:
 
 
 def write_json(path: Path, doc) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
-    os.replace(tmp, path)
+    atomic_write_json(path, doc)
 
 
 def replay(state_dir: Path, image, accel: Accel, scratch: Path) -> dict:

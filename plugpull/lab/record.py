@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from plugpull.guest.config import Accel, Bus
+from plugpull.files import atomic_write_json
 from plugpull.errors import GuestTimeout, InfraError, UsageError
 from plugpull.lab.fs import Filesystem, Mode
 from plugpull.lab.testbed import MOUNTPOINT, second, testbed
@@ -67,9 +68,7 @@ class Record:
         return "log2" in self.meta
 
     def save(self) -> None:
-        tmp = self.dir / "record.json.tmp"
-        tmp.write_text(json.dumps({**self.meta, "acks": [asdict(a) for a in self.acks]}, indent=1))
-        os.replace(tmp, self.dir / "record.json")
+        atomic_write_json(self.dir / "record.json", {**self.meta, "acks": [asdict(a) for a in self.acks]})
 
     @classmethod
     def load(cls, directory: Path) -> "Record":

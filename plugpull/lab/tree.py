@@ -14,12 +14,12 @@ import hashlib
 import io
 import json
 import lzma
-import os
 import random
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from plugpull.files import atomic_path, atomic_write_json
 from plugpull.errors import ToolMissing
 from plugpull.paths import cache_dir
 
@@ -124,14 +124,11 @@ def _cached_tar(root: Path | None, stem: str, write) -> Payload:
     with open(root / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not meta.is_file():
-            tmp = tar.with_suffix(".tmp")
-            doc = write(tmp)
-            with open(tmp, "ab") as f:
-                f.write(bytes(-tmp.stat().st_size % 512))
-            os.replace(tmp, tar)
-            meta_tmp = meta.with_suffix(".jtmp")
-            meta_tmp.write_text(json.dumps(doc))
-            os.replace(meta_tmp, meta)
+            with atomic_path(tar) as tmp:
+                doc = write(tmp)
+                with open(tmp, "ab") as f:
+                    f.write(bytes(-tmp.stat().st_size % 512))
+            atomic_write_json(meta, doc, indent=None)
     doc = json.loads(meta.read_text())
     return Payload(tar, doc["manifest"], doc["bytes"], doc.get("root", ROOT))
 

@@ -11,10 +11,10 @@ import errno
 import hashlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from plugpull.files import atomic_path
 from plugpull.powerloss.models import Piece
 from plugpull.powerloss.writelog import SECTOR, LogEntry, iter_entries
 
@@ -218,16 +218,9 @@ def materialize(base_image, log_path, pieces: Iterable[Piece], out_path, digest:
     The image is built in a temporary file beside out_path and renamed over it, so
     out_path is never seen half-built. Nothing is fsynced: crash states are scratch.
     """
-    out = Path(out_path)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with atomic_path(Path(out_path)) as tmp:
         copy_sparse(base_image, tmp)
         os.chmod(tmp, stat.S_IMODE(os.stat(base_image).st_mode))
         apply_pieces(tmp, log_path, pieces)
         sha = image_sha256(tmp) if digest else None
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return sha

@@ -10,18 +10,16 @@ bytes), how much slower than barrier the mode is, then what the crash states sho
 """
 
 import base64
-import contextlib
 import html
 import io
 import json
 import math
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from plugpull.files import atomic_write
 from plugpull.errors import UsageError
 from plugpull.lab.fs import MODES
 from plugpull.lab.parsers import Phase
@@ -434,19 +432,7 @@ def render_text(cells: list[Cell], warnings: Sequence[str] = ()) -> str:
 
 # --- files ---------------------------------------------------------------------------------
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temp file in the same directory, so a reader never sees half a file."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+write_atomic = atomic_write
 
 
 # --- plot ----------------------------------------------------------------------------------
