@@ -19,11 +19,10 @@ from plugpull.guest.config import Accel
 from plugpull.lab.crash import state_cuts
 from plugpull.powerloss.crashstate import materialize
 from plugpull.lab.fs import filesystem, mode
-from plugpull.guest.image import build_image
+from plugpull.guest.rig import prepare_rig
 from plugpull.powerloss.models import plan
 from plugpull.lab.record import Trigger, record
 from plugpull.lab.verdict import classify, required_acks
-from plugpull.guest.machine import resolve_accel
 from plugpull.lab.workloads import FsyncFiles
 from plugpull.powerloss.writelog import iter_entries
 
@@ -57,26 +56,25 @@ def main() -> int:
     ap.add_argument("--fs", default="xfs")
     ap.add_argument("--accel", type=Accel, choices=list(Accel), default=Accel.AUTO)
     args = ap.parse_args()
-    image = build_image()
-    accel = resolve_accel(args.accel, image).accel
+    rig = prepare_rig(args.accel)
     fs = filesystem(args.fs)
     wl = FsyncFiles(count=60, seed=1)
     with tempfile.TemporaryDirectory(prefix="plugpull-bench-") as tmp:
         tmp = Path(tmp)
-        rec = record(tmp / "record", fs, mode("barrier"), wl, Trigger.parse("acks:50"), image, accel, 512)
+        rec = record(tmp / "record", fs, mode("barrier"), wl, Trigger.parse("acks:50"), rig, 512)
         entries = list(iter_entries(rec.log))
-        print(f"{args.fs} 512 MiB, {accel}: recorded {len(entries)} log entries, {len(rec.acks)} acks")
+        print(f"{args.fs} 512 MiB, {rig.accel}: recorded {len(entries)} log entries, {len(rec.acks)} acks")
         cuts = state_cuts(entries, args.states, seed=1)
         fast, batched, single = [], [], []
         for run in range(args.runs):
-            r, counts = rate(rec, entries, cuts, Checker(image, accel, fs, batch=args.batch), tmp, wl, fs)
+            r, counts = rate(rec, entries, cuts, Checker(rig, fs, batch=args.batch), tmp, wl, fs)
             batched.append(r)
             print(f"run {run + 1}: batched ({args.batch}/boot) {r:6.1f} states/min  {counts}", flush=True)
-            checker = Checker(image, accel, fs, batch=args.batch // args.workers, workers=args.workers)
+            checker = Checker(rig, fs, batch=args.batch // args.workers, workers=args.workers)
             r, counts = rate(rec, entries, cuts, checker, tmp, wl, fs)
             fast.append(r)
             print(f"run {run + 1}: batched on {args.workers} guests {r:6.1f} states/min  {counts}", flush=True)
-            r, counts = rate(rec, entries, cuts[: args.single], Checker(image, accel, fs, batch=1), tmp, wl, fs)
+            r, counts = rate(rec, entries, cuts[: args.single], Checker(rig, fs, batch=1), tmp, wl, fs)
             single.append(r)
             print(f"run {run + 1}: one boot per state {r:6.1f} states/min  {counts}", flush=True)
     f, b, s = statistics.median(fast), statistics.median(batched), statistics.median(single)

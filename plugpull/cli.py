@@ -11,6 +11,7 @@ from pathlib import Path
 from plugpull import __version__
 from plugpull.guest.config import Accel, Bus, DiskSpec, MachineSpec
 from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError
+from plugpull.guest.rig import prepare_rig
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
@@ -115,16 +116,14 @@ def boot_spec(args, disk_dir: Path, interactive=False) -> MachineSpec:
 
 
 def cmd_shell(args) -> int:
-    from plugpull.guest.image import build_image
     from plugpull.paths import make_tempdir
-    from plugpull.guest.machine import Machine
 
-    image = build_image(kernel_source(args))
+    rig = prepare_rig(args.accel, kernel_source(args))
     work = make_tempdir("shell")
     try:
         spec = boot_spec(args, work, interactive=True)
         print(f"booting {spec.test_id()} (disk {args.disk_mib} MiB, scratch) ...", file=sys.stderr)
-        with Machine(spec, image) as m:
+        with rig.machine(spec) as m:
             print(f"ready in {m.boot_seconds:.1f} s under {m.accel}; the guest's shell follows", file=sys.stderr)
             m.wait()
     finally:
@@ -134,13 +133,12 @@ def cmd_shell(args) -> int:
 
 def cmd_disks(args) -> int:
     """Boot one guest per bus and cache setting and show the disk as the guest sees it."""
-    from plugpull.guest.image import build_image
     from plugpull.paths import make_tempdir
-    from plugpull.guest.machine import Machine
 
     started = time.monotonic()
-    image = build_image(kernel_source(args))
-    print(f"image {image.key} ({image.kernel_release}) ready in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    rig = prepare_rig(args.accel, kernel_source(args))
+    print(f"image {rig.image.key} ({rig.image.kernel_release}) ready in {time.monotonic() - started:.1f} s",
+          file=sys.stderr)
     header = ("bus", "qemu write-cache", "guest queue/write_cache", "hdparm -W", "accel", "boot s")
     rows = []
     combos = [(bus, wc) for bus in Bus for wc in (True, False)]
@@ -149,7 +147,7 @@ def cmd_disks(args) -> int:
         for i, (bus, wc) in enumerate(combos, 1):
             print(f"[{i}/{len(combos)}] booting {bus}, write cache {'on' if wc else 'off'} ...", file=sys.stderr)
             args.bus, args.write_cache = bus, wc
-            with Machine(boot_spec(args, work), image) as m:
+            with rig.machine(boot_spec(args, work)) as m:
                 queue = m.run("cat /sys/block/sda/queue/write_cache").check().text.strip()
                 hd = m.run("hdparm -W /dev/sda").check().text
                 hd_state = "on" if "(on)" in hd else "off" if "(off)" in hd else "?"
@@ -168,9 +166,7 @@ def print_table(header, rows) -> None:
 
 def cmd_crash(args) -> int:
     from plugpull.lab.crash import CrashSpec, run_crash, write_json
-    from plugpull.guest.image import build_image
     from plugpull.lab.verdict import Verdict
-    from plugpull.guest.machine import resolve_accel
 
     params = tuple(parse_params(args.param))
     spec = CrashSpec(fs=args.fs, mode=args.mode, workload=args.workload, params=params,
@@ -181,9 +177,8 @@ def cmd_crash(args) -> int:
     out = args.out or Path("results") / f"crash-{args.fs}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
     if args.json and args.json.exists() and args.json.is_dir():
         raise UsageError(f"--json {args.json} is a directory")
-    image = build_image(kernel_source(args))
-    accel = resolve_accel(args.accel, image).accel
-    doc = run_crash(spec, image, accel, out)
+    rig = prepare_rig(args.accel, kernel_source(args))
+    doc = run_crash(spec, rig, out)
     rows = []
     for model in dict.fromkeys(s["model"] for s in doc["states"]):
         states = [s for s in doc["states"] if s["model"] == model]
@@ -192,7 +187,7 @@ def cmd_crash(args) -> int:
     print_table(("fs", "mode", "model", "states", *(str(v) for v in Verdict)), rows)
     t = doc["timing"]
     print(f"record {t['record_s']:.1f} s, check {t['check_s']:.1f} s "
-          f"({t['states_per_minute']:.0f} states/min, {accel})")
+          f"({t['states_per_minute']:.0f} states/min, {rig.accel})")
     unsafe = [s for s in doc["states"] if s["verdict"] not in ("clean", "infra-error")]
     if unsafe:
         print(f"artifacts of the {len(unsafe)} states that are not clean: {out / 'states'}")
@@ -206,17 +201,14 @@ def cmd_crash(args) -> int:
 
 def cmd_replay(args) -> int:
     from plugpull.lab.crash import replay
-    from plugpull.guest.image import build_image
     from plugpull.paths import make_tempdir
-    from plugpull.guest.machine import resolve_accel
 
     if not (args.dir / "state.json").is_file():
         raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
-    image = build_image(kernel_source(args))
-    accel = resolve_accel(args.accel, image).accel
+    rig = prepare_rig(args.accel, kernel_source(args))
     scratch = make_tempdir("replay")
     try:
-        r = replay(args.dir, image, accel, scratch)
+        r = replay(args.dir, rig, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     same_image = r["digest"] == r["digest_expected"]
@@ -268,10 +260,8 @@ def checked_real_disk(device: str, erase: bool) -> str:
 
 
 def cmd_matrix(args) -> int:
-    from plugpull.guest.image import build_image
     from plugpull.lab.matrix import cells, run_matrix
     from plugpull.paths import make_tempdir
-    from plugpull.guest.machine import resolve_accel
 
     params: dict = {}
     for name, value in parse_params(args.param):
@@ -287,11 +277,10 @@ def cmd_matrix(args) -> int:
                  real_disk=real_disk)
     for cell in todo:
         cell.validate()
-    image = build_image(kernel_source(args))
-    accel = resolve_accel(args.accel, image).accel
+    rig = prepare_rig(args.accel, kernel_source(args))
     work = make_tempdir("matrix")
     try:
-        docs = run_matrix(todo, args.results, image, accel, work)
+        docs = run_matrix(todo, args.results, rig, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     finish_matrix(docs, args.results, args.report)
@@ -300,21 +289,18 @@ def cmd_matrix(args) -> int:
 
 def cmd_reproduce(args) -> int:
     from plugpull.lab.cases import expectation_failures, load_case
-    from plugpull.guest.image import build_image
     from plugpull.lab.matrix import load_cells, run_matrix
     from plugpull.paths import make_tempdir
-    from plugpull.guest.machine import resolve_accel
 
     if not 0 < args.scale <= 1:
         raise UsageError("--scale must be in (0, 1]")
     case = load_case(args.case, args.scale)
     results = args.results or Path("results") / f"{args.case.stem}.jsonl"
     print(f"{case.title}\n  {case.source}\n  {len(case.cells)} cells, scale {args.scale:g}", file=sys.stderr)
-    image = build_image(kernel_source(args))
-    accel = resolve_accel(args.accel, image).accel
+    rig = prepare_rig(args.accel, kernel_source(args))
     work = make_tempdir("reproduce")
     try:
-        docs = run_matrix(list(case.cells), results, image, accel, work)
+        docs = run_matrix(list(case.cells), results, rig, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     finish_matrix(docs, results, args.report)

@@ -83,11 +83,11 @@ def test_nobarrier_loses_acknowledged_data(nobarrier_run):
     assert doc["summary"]["infra-error"] == 0
 
 
-def test_replay_rebuilds_the_same_state_and_verdict(nobarrier_run, image, accel, tmp_path):
+def test_replay_rebuilds_the_same_state_and_verdict(nobarrier_run, rig, tmp_path):
     saved = [s for s in nobarrier_run["states"] if s["artifact"]]
     assert saved, "no artifact was saved for the states that are not clean"
     first = saved[0]
-    r = replay(Path(first["artifact"]), image, accel, tmp_path)
+    r = replay(Path(first["artifact"]), rig, tmp_path)
     assert r["digest"] == r["digest_expected"]
     assert r["verdict"] == first["verdict"] == r["verdict_expected"]
 

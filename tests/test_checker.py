@@ -57,20 +57,20 @@ def verdicts(checker: Checker, states: dict) -> dict:
     return {n: classify(XFS, o, WL, [1, 2]).verdict for n, o in zip(names, observations)}
 
 
-def test_checker_flags_each_kind_of_damage(states, image, accel):
-    got = verdicts(Checker(image, accel, XFS, batch=16), states)
+def test_checker_flags_each_kind_of_damage(states, rig):
+    got = verdicts(Checker(rig, XFS, batch=16), states)
     assert got == {name: expected for name, (_, expected) in states.items()}
 
 
-def test_fast_path_agrees_with_one_boot_per_state(states, image, accel):
-    fast = verdicts(Checker(image, accel, XFS, batch=16), states)
-    slow = verdicts(Checker(image, accel, XFS, batch=1), states)
+def test_fast_path_agrees_with_one_boot_per_state(states, rig):
+    fast = verdicts(Checker(rig, XFS, batch=16), states)
+    slow = verdicts(Checker(rig, XFS, batch=1), states)
     assert fast == slow
     assert Verdict.FS_CORRUPT in fast.values()
 
 
-def test_checking_leaves_the_state_image_untouched(states, image, accel):
+def test_checking_leaves_the_state_image_untouched(states, rig):
     path = states["good"][0]
     before = path.read_bytes()
-    Checker(image, accel, XFS).check([path])
+    Checker(rig, XFS).check([path])
     assert path.read_bytes() == before

@@ -37,10 +37,10 @@ def test_real_disk_needs_consent_and_a_free_block_device(loop_device, tmp_path):
 
 
 @pytest.mark.vm
-def test_throughput_on_a_passed_through_disk(loop_device, image, accel, tmp_path):
+def test_throughput_on_a_passed_through_disk(loop_device, rig, tmp_path):
     from pathlib import Path
 
-    result = measure(tmp_path / "run", filesystem("xfs"), mode("barrier"), FsyncFiles(count=10), image, accel,
+    result = measure(tmp_path / "run", filesystem("xfs"), mode("barrier"), FsyncFiles(count=10), rig,
                      real_disk=Path(loop_device))
     assert result["real_disk"] == loop_device and result["profile"] is None
     assert result["phases"][0]["ops"] == 10 and result["phases"][0]["seconds"] > 0

@@ -10,7 +10,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from plugpull.guest.config import Accel, Bus, DiskSpec, MachineSpec
+from plugpull.guest.config import Bus, DiskSpec, MachineSpec
+from plugpull.guest.rig import Rig
 from plugpull.errors import GuestError, InfraError, LaunchError
 from plugpull.lab.fs import Filesystem
 from plugpull.lab.verdict import Observation, files_of, sums_of
@@ -56,8 +57,7 @@ def default_workers() -> int:
 
 @dataclass
 class Checker:
-    image: object
-    accel: Accel
+    rig: Rig
     fs: Filesystem
     batch: int = 16
     subdir: str = "pp"
@@ -100,7 +100,7 @@ class Checker:
                                        for p in images))
         out: list[Observation] = []
         booted = False
-        machine = Machine(spec, self.image, self.accel, name="checker")
+        machine = self.rig.machine(spec, name="checker")
         self._running.add(machine)
         try:
             with machine as m:

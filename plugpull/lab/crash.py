@@ -1,7 +1,7 @@
 """The power-cut engine: record a workload, build crash states, check them, write results.
 
     result = run_crash(CrashSpec(fs="xfs", mode="nobarrier", workload="fsync-files",
-                                 models=("reorder",), states=50, seed=1), image, accel, out_dir)
+                                 models=("reorder",), states=50, seed=1), rig, out_dir)
 
 Every state that is not clean is saved as an artifact that `replay` rebuilds and rechecks
 without rerunning the workload.
@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from plugpull.lab.checker import Checker, default_workers
-from plugpull.guest.config import Accel, Bus
+from plugpull.guest.config import Bus
+from plugpull.guest.rig import Rig
 from plugpull.powerloss.crashstate import content_digest, materialize
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.errors import UsageError
@@ -113,7 +114,7 @@ def recording_mode(mode_name: str) -> str:
     return "barrier" if mode(mode_name).lying else mode_name
 
 
-def run_crash(spec: CrashSpec, image, accel: Accel, out_dir: Path, keep_record: bool = False) -> dict:
+def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = False) -> dict:
     spec.validate()
     fs = filesystem(spec.fs)
     wl = workload(spec.workload, **dict(spec.params))
@@ -124,7 +125,7 @@ def run_crash(spec: CrashSpec, image, accel: Accel, out_dir: Path, keep_record: 
     try:
         say(f"recording {spec.workload} on {spec.fs} ({spec.mode}, {spec.bus}), power cut at {spec.trigger} ...")
         rec = record(work / "record", fs, mode(recording_mode(spec.mode)), wl, Trigger.parse(spec.trigger),
-                     image, accel, spec.disk_mib, spec.bus)
+                     rig, spec.disk_mib, spec.bus)
         recorded = time.monotonic()
         log = rec.meta["log"]
         say(f"recorded {len(rec.acks)} acks, {log['writes']} writes, {log['flushes']} flushes "
@@ -137,7 +138,7 @@ def run_crash(spec: CrashSpec, image, accel: Accel, out_dir: Path, keep_record: 
         else:
             cuts = [(c, None) for c in state_cuts(entries, spec.states, spec.seed)]
         jobs = [(model_for(spec.mode, model), cut, cut2) for model in spec.models for cut, cut2 in cuts]
-        results = check_states(rec, entries, jobs, spec, image, accel, work / "states", wl, fs, out_dir)
+        results = check_states(rec, entries, jobs, spec, rig, work / "states", wl, fs, out_dir)
         checked = time.monotonic()
         summary = dict(Counter(r.verdict for r in results))
         doc = {
@@ -167,11 +168,11 @@ def build_state(rec: Record, entries, entries2, model: str, cut: int, cut2: int 
     return path, path2
 
 
-def check_states(rec: Record, entries, jobs, spec: CrashSpec, image, accel, state_dir: Path, wl, fs,
+def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_dir: Path, wl, fs,
                  out_dir: Path) -> list[StateResult]:
     """Build every state (sparse, a few MiB each), check them on the checker guests, judge."""
     state_dir.mkdir(parents=True, exist_ok=True)
-    checker = Checker(image, accel, fs, batch=spec.batch, workers=spec.workers or default_workers())
+    checker = Checker(rig, fs, batch=spec.batch, workers=spec.workers or default_workers())
     entries2 = list(iter_entries(second(rec.log))) if rec.two_disks else None
     states = [build_state(rec, entries, entries2, model, cut, cut2, spec.seed, state_dir / f"state-{i:05d}.img")
               for i, (model, cut, cut2) in enumerate(jobs)]
@@ -248,7 +249,7 @@ def write_json(path: Path, doc) -> None:
     atomic_write_json(path, doc)
 
 
-def replay(state_dir: Path, image, accel: Accel, scratch: Path) -> dict:
+def replay(state_dir: Path, rig: Rig, scratch: Path) -> dict:
     """Rebuild a saved state from its record, verify its hash, recheck it."""
     doc = json.loads((state_dir / "state.json").read_text())
     rec = load_record((state_dir / doc["record"]).resolve(), scratch / "record")
@@ -260,7 +261,7 @@ def replay(state_dir: Path, image, accel: Accel, scratch: Path) -> dict:
     state = build_state(rec, entries, entries2, doc["model"], doc["cut"], cut2, doc["seed"], scratch / "state.img")
     digest = state_digest(state)
     required = required_acks(rec.acks, doc["cut"], cut2)
-    obs = Checker(image, accel, fs, batch=1).check([state], collect=[wl.collect if required else "none"])[0]
+    obs = Checker(rig, fs, batch=1).check([state], collect=[wl.collect if required else "none"])[0]
     v = classify(fs, obs, wl, required)
     return {"digest": digest, "digest_expected": doc["digest"], "verdict": str(v.verdict),
             "verdict_expected": doc["verdict"], "reason": v.reason, "lost": [asdict(l) for l in v.lost[:20]]}

@@ -14,7 +14,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from plugpull.guest.config import Accel, Bus
+from plugpull.guest.config import Bus
+from plugpull.guest.rig import Rig
 from plugpull.lab.crash import CrashSpec, run_crash
 from plugpull.errors import InfraError
 from plugpull.lab.fs import filesystem, mode as mode_named
@@ -111,15 +112,15 @@ def append_line(results: Path, doc: dict) -> None:
         os.close(fd)
 
 
-def environment(image, accel: Accel, bus: Bus, profile_name: str, real_disk: str | None = None) -> dict:
+def environment(rig: Rig, bus: Bus, profile_name: str, real_disk: str | None = None) -> dict:
     p = disk_profile(profile_name)
     profile_text = ("none: the real disk's own latency" if real_disk else
                     f"{p.name}: {p.summary} (flush {p.flush_ms} ms, write-through write "
                     f"{p.write_through_ms} ms; throughput runs only)")
     return {
         "disk_profile": profile_text,
-        "accel": str(accel), "qemu": qemu_version(), "kernel": image.kernel_release,
-        "packages": image.manifest.get("packages", {}), "image": image.key,
+        "accel": str(rig.accel), "qemu": qemu_version(), "kernel": rig.image.kernel_release,
+        "packages": rig.image.manifest.get("packages", {}), "image": rig.image.key,
         "host": f"{platform.machine()}, {os.cpu_count()} cores, {platform.release()}",
         "disk_backing": (f"throughput: real disk {real_disk} passed through; crash states: " + DISK_BACKING
                          if real_disk else DISK_BACKING),
@@ -127,13 +128,13 @@ def environment(image, accel: Accel, bus: Bus, profile_name: str, real_disk: str
     }
 
 
-def run_cell(cell: Cell, image, accel: Accel, work: Path, artifacts: Path) -> dict:
+def run_cell(cell: Cell, rig: Rig, work: Path, artifacts: Path) -> dict:
     """Both measurements of one cell; the states that are not clean are saved in `artifacts`."""
     fs, mode = filesystem(cell.fs), mode_named(cell.mode)
     wl = workload_named(cell.workload, **dict(cell.params))
     doc = {"kind": "cell", "key": cell.key(), "fs": cell.fs, "mode": cell.mode, "workload": cell.workload,
            "params": wl.params(), "cell": {**asdict(cell), "bus": str(cell.bus)},
-           "env": environment(image, accel, cell.bus, cell.profile, cell.real_disk),
+           "env": environment(rig, cell.bus, cell.profile, cell.real_disk),
            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "throughput": None, "crash": None}
     started = time.monotonic()
@@ -141,17 +142,17 @@ def run_cell(cell: Cell, image, accel: Accel, work: Path, artifacts: Path) -> di
         if cell.throughput:
             say(f"  throughput: {cell.workload} on {cell.fs} ({cell.mode})")
             real = Path(cell.real_disk) if cell.real_disk else None
-            doc["throughput"] = measure(work / "throughput", fs, mode, wl, image, accel, cell.disk_mib, cell.bus,
+            doc["throughput"] = measure(work / "throughput", fs, mode, wl, rig, cell.disk_mib, cell.bus,
                                         profile=None if real else disk_profile(cell.profile), real_disk=real)
             if cell.overhead:
-                plain = measure(work / "plain", fs, mode, wl, image, accel, cell.disk_mib, cell.bus, host_flush=False)
-                recorded = measure(work / "recorded", fs, mode, wl, image, accel, cell.disk_mib, cell.bus,
+                plain = measure(work / "plain", fs, mode, wl, rig, cell.disk_mib, cell.bus, host_flush=False)
+                recorded = measure(work / "recorded", fs, mode, wl, rig, cell.disk_mib, cell.bus,
                                    recorded=True, host_flush=False)
                 doc["throughput"]["recorder_overhead"] = (
                     sum(p["seconds"] or 0 for p in recorded["phases"]) /
                     max(1e-9, sum(p["seconds"] or 0 for p in plain["phases"])))
         if cell.crash:
-            result = run_crash(cell.crash_spec(), image, accel, artifacts)
+            result = run_crash(cell.crash_spec(), rig, artifacts)
             doc["crash"] = {"states": len(result["states"]), "models": list(cell.models),
                             "summary": result["summary"], "record": result["record"]["log"],
                             "states_per_minute": result["timing"]["states_per_minute"],
@@ -164,7 +165,7 @@ def run_cell(cell: Cell, image, accel: Accel, work: Path, artifacts: Path) -> di
     return doc
 
 
-def run_matrix(todo: list[Cell], results: Path, image, accel: Accel, workdir: Path) -> list[dict]:
+def run_matrix(todo: list[Cell], results: Path, rig: Rig, workdir: Path) -> list[dict]:
     for cell in todo:
         cell.validate()
     done = load_done(results)
@@ -179,7 +180,7 @@ def run_matrix(todo: list[Cell], results: Path, image, accel: Accel, workdir: Pa
         work = workdir / f"cell-{i}"
         artifacts = results.parent / f"{results.stem}-artifacts" / cell.key().replace("/", "-")
         try:
-            doc = run_cell(cell, image, accel, work, artifacts)
+            doc = run_cell(cell, rig, work, artifacts)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         append_line(results, doc)

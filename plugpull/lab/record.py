@@ -13,7 +13,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from plugpull.guest.config import Accel, Bus
+from plugpull.guest.config import Bus
+from plugpull.guest.rig import Rig
 from plugpull.files import atomic_write_json
 from plugpull.errors import GuestTimeout, InfraError, UsageError
 from plugpull.lab.fs import Filesystem, Mode
@@ -77,19 +78,19 @@ class Record:
         return cls(directory, data, acks)
 
 
-def record(directory: Path, fs: Filesystem, mode: Mode, workload, trigger: Trigger, image,
-           accel: Accel, disk_mib: int = 512, bus: Bus = Bus.AHCI, timeout: float = 600.0,
+def record(directory: Path, fs: Filesystem, mode: Mode, workload, trigger: Trigger, rig: Rig,
+           disk_mib: int = 512, bus: Bus = Bus.AHCI, timeout: float = 600.0,
            progress=None) -> Record:
     directory.mkdir(parents=True, exist_ok=True)
     log = directory / "write.log"
     log2 = second(log) if mode.external_log else None
     meta = {
         "fs": fs.name, "mode": mode.name, "workload": workload.name, "params": workload.params(),
-        "trigger": str(trigger), "disk_mib": disk_mib, "bus": str(bus), "image": image.key,
-        "kernel": image.kernel_release, "packages": image.manifest.get("packages", {}),
+        "trigger": str(trigger), "disk_mib": disk_mib, "bus": str(bus), "image": rig.image.key,
+        "kernel": rig.image.kernel_release, "packages": rig.image.manifest.get("packages", {}),
     }
     acks: list[tuple[int, int]] = []
-    with testbed(directory, fs, mode, workload, image, accel, disk_mib, bus, write_log=log,
+    with testbed(directory, fs, mode, workload, rig, disk_mib, bus, write_log=log,
                  base_copy=directory / "base.img", timeout=timeout) as bed:
         m = bed.machine
         meta["accel"] = str(m.accel)

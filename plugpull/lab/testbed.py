@@ -6,7 +6,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from plugpull.guest.config import Accel, Bus, DiskSpec, MachineSpec
+from plugpull.guest.config import Bus, DiskSpec, MachineSpec
+from plugpull.guest.rig import Rig
 from plugpull.powerloss.crashstate import copy_sparse
 from plugpull.errors import InfraError, ToolMissing, UsageError
 from plugpull.lab.fs import Filesystem, Mode
@@ -57,7 +58,7 @@ def delayed(m: Machine, disk: str, profile: DiskProfile, mode: Mode) -> str:
 
 
 @contextmanager
-def testbed(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel: Accel,
+def testbed(directory: Path, fs: Filesystem, mode: Mode, workload, rig: Rig,
             disk_mib: int = 512, bus: Bus = Bus.AHCI, write_log: Path | None = None,
             base_copy: Path | None = None, timeout: float = 600.0, host_flush: bool | None = None,
             profile: DiskProfile | None = None, real_disk: Path | None = None):
@@ -91,7 +92,7 @@ def testbed(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel:
         disks.append(DiskSpec(log_disk, bus, True, host_flush=False, write_log=log_disk_log))
     spec = MachineSpec(disks=tuple(disks), payload=workload.payload(), memory_mib=workload.memory_mib())
     try:
-        with Machine(spec, image, accel, console_log=directory / "console.log", name="testbed") as m:
+        with rig.machine(spec, console_log=directory / "console.log", name="testbed") as m:
             name = m.run("readlink /dev/pp-disk0").check().text.strip()
             if profile is not None and profile.adds_delay:
                 name = delayed(m, name, profile, mode)

@@ -5,7 +5,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from plugpull.guest.config import Accel, Bus
+from plugpull.guest.config import Bus
+from plugpull.guest.rig import Rig
 from plugpull.errors import InfraError
 from plugpull.lab.fs import Filesystem, Mode
 from plugpull.lab.profiles import DiskProfile
@@ -16,7 +17,7 @@ PARSERS = {"smallfiles": parse_smallfiles, "fio": parse_fio, "bonnie": parse_bon
 STEP_TIMEOUT = 3600.0
 
 
-def measure(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel: Accel,
+def measure(directory: Path, fs: Filesystem, mode: Mode, workload, rig: Rig,
             disk_mib: int = 512, bus: Bus = Bus.AHCI, recorded: bool = False,
             host_flush: bool | None = None, profile: DiskProfile | None = None,
             real_disk: Path | None = None) -> dict:
@@ -24,7 +25,7 @@ def measure(directory: Path, fs: Filesystem, mode: Mode, workload, image, accel:
     host includes one channel round trip (about 20 ms), negligible against the phases."""
     log = directory / "overhead.log" if recorded else None
     phases: list[Phase] = []
-    with testbed(directory, fs, mode, workload, image, accel, disk_mib, bus, write_log=log,
+    with testbed(directory, fs, mode, workload, rig, disk_mib, bus, write_log=log,
                  host_flush=host_flush, profile=profile, real_disk=real_disk) as bed:
         for step in workload.steps(MOUNTPOINT):
             started = time.monotonic()
