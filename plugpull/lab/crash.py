@@ -48,6 +48,10 @@ class CrashSpec:
     batch: int = 16  # crash states per checker guest boot
     workers: int = 0  # checker guests at once; 0: one per core (at most 2)
 
+    def to_json(self) -> dict:
+        """The spec's settings as a JSON object, as stored in `crash --json` results."""
+        return {**asdict(self), "bus": str(self.bus), "params": dict(self.params)}
+
     def validate(self) -> None:
         filesystem(self.fs), mode(self.mode), Trigger.parse(self.trigger)
         workload(self.workload, **dict(self.params))
@@ -142,7 +146,7 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
         checked = time.monotonic()
         summary = dict(Counter(r.verdict for r in results))
         doc = {
-            "spec": {**asdict(spec), "bus": str(spec.bus), "params": dict(spec.params)},
+            "spec": spec.to_json(),
             "record": {k: v for k, v in rec.meta.items() if k != "acks"},
             "states": [asdict(r) for r in results],
             "summary": {str(v): summary.get(str(v), 0) for v in Verdict},

@@ -56,8 +56,12 @@ class Cell:
         if self.crash:
             self.crash_spec().validate()
 
+    def to_json(self) -> dict:
+        """The cell's settings as a JSON object, as stored in each result line."""
+        return {**asdict(self), "bus": str(self.bus)}
+
     def key(self) -> str:
-        doc = json.dumps({**asdict(self), "bus": str(self.bus)}, sort_keys=True, default=list)
+        doc = json.dumps(self.to_json(), sort_keys=True, default=list)
         return f"{self.fs}/{self.mode}/{self.workload}/{hashlib.sha256(doc.encode()).hexdigest()[:10]}"
 
     def crash_spec(self) -> CrashSpec:
@@ -133,7 +137,7 @@ def run_cell(cell: Cell, rig: Rig, work: Path, artifacts: Path) -> dict:
     fs, mode = filesystem(cell.fs), mode_named(cell.mode)
     wl = workload_named(cell.workload, **dict(cell.params))
     doc = {"kind": "cell", "key": cell.key(), "fs": cell.fs, "mode": cell.mode, "workload": cell.workload,
-           "params": wl.params(), "cell": {**asdict(cell), "bus": str(cell.bus)},
+           "params": wl.params(), "cell": cell.to_json(),
            "env": environment(rig, cell.bus, cell.profile, cell.real_disk),
            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "throughput": None, "crash": None}
