@@ -22,6 +22,7 @@ from plugpull.lab.fs import filesystem, mode
 from plugpull.guest.rig import prepare_rig
 from plugpull.powerloss.models import plan
 from plugpull.lab.record import Trigger, record
+from plugpull.lab.testbed import BedSpec
 from plugpull.lab.verdict import classify, required_acks
 from plugpull.lab.workloads import FsyncFiles
 from plugpull.powerloss.writelog import iter_entries
@@ -61,7 +62,7 @@ def main() -> int:
     wl = FsyncFiles(count=60, seed=1)
     with tempfile.TemporaryDirectory(prefix="plugpull-bench-") as tmp:
         tmp = Path(tmp)
-        rec = record(tmp / "record", fs, mode("barrier"), wl, Trigger.parse("acks:50"), rig, 512)
+        rec = record(tmp / "record", BedSpec(fs, mode("barrier"), wl, 512), Trigger.parse("acks:50"), rig)
         entries = list(iter_entries(rec.log))
         print(f"{args.fs} 512 MiB, {rig.accel}: recorded {len(entries)} log entries, {len(rec.acks)} acks")
         cuts = state_cuts(entries, args.states, seed=1)

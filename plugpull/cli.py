@@ -165,14 +165,13 @@ def print_table(header, rows) -> None:
 
 
 def cmd_crash(args) -> int:
-    from plugpull.lab.crash import CrashSpec, run_crash, write_json
+    from plugpull.lab.crash import run_crash, write_json
+    from plugpull.lab.settings import settings_of
+    from plugpull.lab.spec import CrashSpec
     from plugpull.lab.verdict import Verdict
 
-    params = tuple(parse_params(args.param))
-    spec = CrashSpec(fs=args.fs, mode=args.mode, workload=args.workload, params=params,
-                     models=tuple(m for m in args.model.split(",") if m), states=args.states,
-                     seed=args.seed, trigger=args.trigger, disk_mib=args.disk_mib, bus=args.bus,
-                     batch=args.batch, workers=args.workers, cuts=args.cuts)
+    spec = CrashSpec(params=tuple(parse_params(args.param)),
+                     **{s.key: getattr(args, s.key) for s in settings_of("crash")})
     spec.validate()
     out = args.out or Path("results") / f"crash-{args.fs}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
     if args.json and args.json.exists() and args.json.is_dir():
@@ -261,6 +260,8 @@ def checked_real_disk(device: str, erase: bool) -> str:
 
 def cmd_matrix(args) -> int:
     from plugpull.lab.matrix import cells, run_matrix
+    from plugpull.lab.settings import settings_of
+    from plugpull.lab.spec import CrashSpec
     from plugpull.paths import make_tempdir
 
     params: dict = {}
@@ -270,11 +271,10 @@ def cmd_matrix(args) -> int:
             raise UsageError(f"--param {name}: expected WORKLOAD.NAME=VALUE, e.g. tree-extract.files=2000")
         params.setdefault(wl, {})[key] = value
     real_disk = checked_real_disk(args.real_disk, args.erase_real_disk) if args.real_disk else None
-    todo = cells(split_list(args.fs), split_list(args.mode), split_list(args.workload), params,
-                 bus=args.bus, disk_mib=args.disk_mib, throughput=not args.no_throughput,
-                 crash=not args.no_crash, states=args.states, models=tuple(split_list(args.model)),
-                 seed=args.seed, trigger=args.trigger, overhead=args.overhead, profile=args.disk_profile,
-                 real_disk=real_disk)
+    per_cell = ("fs", "mode", "workload", "profile")
+    base = CrashSpec(**{s.key: getattr(args, s.key) for s in settings_of("matrix") if s.key not in per_cell})
+    todo = cells(base, args.fs, args.mode, args.workload, params, throughput=not args.no_throughput,
+                 crash=not args.no_crash, overhead=args.overhead, profile=args.profile, real_disk=real_disk)
     for cell in todo:
         cell.validate()
     rig = prepare_rig(args.accel, kernel_source(args))
@@ -339,28 +339,12 @@ def parser() -> argparse.ArgumentParser:
     k.add_argument("--disk-mib", type=int, default=512)
     k.set_defaults(func=cmd_disks)
 
-    from plugpull.lab.fs import FILESYSTEMS, MODES
-    from plugpull.lab.matrix import DEFAULT_MODEL
-    from plugpull.lab.workloads import WORKLOADS
+    from plugpull.lab.settings import add_options
     c = sub.add_parser("crash", help="run a workload, pull the plug, check the crash states")
     add_guest_options(c)
-    c.add_argument("--fs", choices=list(FILESYSTEMS), default="xfs")
-    c.add_argument("--mode", choices=list(MODES), default="barrier")
-    c.add_argument("--workload", choices=list(WORKLOADS), default="fsync-files")
+    add_options(c, "crash")
     c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="a workload parameter, e.g. count=40 (fsync-files), files=2000 (tree-*)")
-    c.add_argument("--model", default="reorder",
-                   help="power-loss models, comma-separated: prefix, drop-unflushed, reorder, "
-                        "cache[:MiB[:fifo|elevator|random]], torn; +lying to ignore flushes")
-    c.add_argument("--states", type=int, default=30, help="crash states per model")
-    c.add_argument("--seed", type=int, default=1)
-    c.add_argument("--cuts", default="", help="cut points instead of --states random ones: flushes, "
-                   "every:N (writes), random:N, end, or a comma-separated union")
-    c.add_argument("--trigger", default="acks:30", help="acks:N, writes:N, time:SECONDS or end")
-    c.add_argument("--bus", type=Bus, choices=[Bus.AHCI, Bus.IDE], default=Bus.AHCI)
-    c.add_argument("--disk-mib", type=int, default=512)
-    c.add_argument("--batch", type=int, default=16, help="crash states per checker guest boot")
-    c.add_argument("--workers", type=int, default=0, help="checker guests at once (default: one per core, at most 2)")
     c.add_argument("--json", type=Path, help="write the results here (atomically)")
     c.add_argument("--out", type=Path, help="directory for artifacts (default results/crash-...)")
     c.add_argument("--fail-on-unsafe", action="store_true", help="exit 1 if any state is not clean")
@@ -373,26 +357,13 @@ def parser() -> argparse.ArgumentParser:
 
     mx = sub.add_parser("matrix", help="filesystem x mode x workload: throughput and crash safety per cell")
     add_guest_options(mx)
-    mx.add_argument("--fs", default="xfs,ext4", help="comma-separated (default xfs,ext4)")
-    mx.add_argument("--mode", default="barrier,nobarrier,nocache", help="comma-separated")
-    mx.add_argument("--workload", default="tree-extract,fsync-files", help="comma-separated")
+    add_options(mx, "matrix")
     mx.add_argument("--param", action="append", default=[], metavar="WORKLOAD.NAME=VALUE",
                     help="e.g. tree-extract.files=2000")
-    mx.add_argument("--bus", type=Bus, choices=[Bus.AHCI, Bus.IDE], default=Bus.AHCI)
-    mx.add_argument("--disk-mib", type=int, default=512)
-    mx.add_argument("--disk-profile", default="hdd",
-                    help="flush and write-through latency of the disk a throughput run stands for "
-                         "(vmconfig/disks.toml: host, hdd, ssd; default hdd)")
     mx.add_argument("--real-disk", metavar="DEV",
                     help="run the throughput side on this block device, passed through (it is erased); "
                          "crash states stay modelled on the emulated disk")
     mx.add_argument("--erase-real-disk", action="store_true", help="consent to erasing --real-disk")
-    mx.add_argument("--states", type=int, default=20, help="crash states per model and cell")
-    mx.add_argument("--model", default=DEFAULT_MODEL,
-                    help="power-loss models, comma-separated (default: a 32 MiB volatile cache destaged "
-                         "in random order; reorder is the unbounded worst case)")
-    mx.add_argument("--seed", type=int, default=1)
-    mx.add_argument("--trigger", default="end")
     mx.add_argument("--no-throughput", action="store_true")
     mx.add_argument("--no-crash", action="store_true")
     mx.add_argument("--overhead", action="store_true", help="also time the workload under the recorder")

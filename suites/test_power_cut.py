@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.lab.crash import CrashSpec, replay
+from plugpull.lab.crash import replay
+from plugpull.lab.spec import CrashSpec
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 

@@ -3,7 +3,8 @@
 import pytest
 
 from plugpull.cli import main
-from plugpull.lab.crash import CrashSpec, model_for, state_cuts
+from plugpull.lab.crash import state_cuts
+from plugpull.lab.spec import CrashSpec
 from plugpull.errors import UsageError
 from plugpull.lab.record import Trigger
 from plugpull.powerloss.writelog import LogEntry
@@ -38,10 +39,15 @@ def test_state_cuts_of_a_short_log_take_every_cut():
     assert state_cuts([], 3, seed=1) == [0]
 
 
+def judged_models(mode: str, models: tuple) -> list[str]:
+    return [str(m) for m in CrashSpec(mode=mode, models=models).resolve().models]
+
+
 def test_lying_mode_judges_with_lying_models():
-    assert model_for("lying", "reorder") == "reorder+lying"
-    assert model_for("lying", "reorder+lying") == "reorder+lying"
-    assert model_for("barrier", "reorder") == "reorder"
+    assert judged_models("lying", ("reorder",)) == ["reorder+lying"]
+    assert judged_models("lying", ("reorder+lying",)) == ["reorder+lying"]
+    assert judged_models("barrier", ("reorder",)) == ["reorder"]
+    assert CrashSpec(mode="lying").resolve().recording_mode.name == "barrier"
 
 
 @pytest.mark.parametrize("changes, message", [

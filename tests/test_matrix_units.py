@@ -1,19 +1,21 @@
 import json
 
+from plugpull.lab.spec import CrashSpec
 from plugpull.lab.matrix import Cell, append_line, cells, load_cells, load_done
 
 
 def test_cells_are_the_cross_product_with_distinct_keys():
-    todo = cells(["xfs", "ext4"], ["barrier", "nobarrier"], ["fsync-files"], {"fsync-files": {"count": 5}})
+    todo = cells(CrashSpec(), ["xfs", "ext4"], ["barrier", "nobarrier"], ["fsync-files"], {"fsync-files": {"count": 5}})
     assert len(todo) == 4 and len({c.key() for c in todo}) == 4
     assert all(dict(c.params) == {"count": 5} for c in todo)
 
 
 def test_key_changes_with_anything_that_defines_a_cell():
-    base = Cell("xfs", "barrier", "fsync-files")
-    assert base.key() == Cell("xfs", "barrier", "fsync-files").key()
-    for other in (Cell("xfs", "barrier", "fsync-files", states=7), Cell("xfs", "barrier", "fsync-files", profile="host"),
-                  Cell("xfs", "barrier", "fsync-files", params=(("count", 3),))):
+    base = Cell(CrashSpec("xfs", "barrier", "fsync-files"))
+    assert base.key() == Cell(CrashSpec("xfs", "barrier", "fsync-files")).key()
+    for other in (Cell(CrashSpec("xfs", "barrier", "fsync-files", states=7)),
+                  Cell(CrashSpec("xfs", "barrier", "fsync-files"), profile="host"),
+                  Cell(CrashSpec("xfs", "barrier", "fsync-files", params=(("count", 3),)))):
         assert other.key() != base.key()
 
 

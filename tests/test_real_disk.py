@@ -9,6 +9,7 @@ import pytest
 from plugpull.cli import checked_real_disk
 from plugpull.errors import UsageError
 from plugpull.lab.fs import filesystem, mode
+from plugpull.lab.testbed import BedSpec
 from plugpull.lab.throughput import measure
 from plugpull.lab.workloads import FsyncFiles
 
@@ -40,8 +41,8 @@ def test_real_disk_needs_consent_and_a_free_block_device(loop_device, tmp_path):
 def test_throughput_on_a_passed_through_disk(loop_device, rig, tmp_path):
     from pathlib import Path
 
-    result = measure(tmp_path / "run", filesystem("xfs"), mode("barrier"), FsyncFiles(count=10), rig,
-                     real_disk=Path(loop_device))
+    bed = BedSpec(filesystem("xfs"), mode("barrier"), FsyncFiles(count=10), real_disk=Path(loop_device))
+    result = measure(tmp_path / "run", bed, rig)
     assert result["real_disk"] == loop_device and result["profile"] is None
     assert result["phases"][0]["ops"] == 10 and result["phases"][0]["seconds"] > 0
     assert result["queue_write_cache"] == "write back"

@@ -4,21 +4,18 @@ data. `load_case` validates every field and names the one that is wrong."""
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any
 
-from plugpull.guest.config import Bus
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
+
 from plugpull.errors import UsageError
-from plugpull.lab.fs import FILESYSTEMS, MODES
-from plugpull.lab.matrix import DEFAULT_MODEL, cells
-from plugpull.powerloss.models import parse_model
-from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
-from plugpull.lab.record import Trigger
-from plugpull.lab.workloads import WORKLOADS, workload
+from plugpull.lab.matrix import cells
+from plugpull.lab.settings import SETTINGS, Setting
+from plugpull.lab.spec import CrashSpec
+from plugpull.lab.workloads import workload
 
 SCALABLE = ("files", "count", "transactions", "mib")  # bonnie++ -n stays: fewer than 16k files are too fast to time
-TOP = {"title", "source", "summary", "matrix", "workload", "crash", "expect"}
-MATRIX = {"fs", "modes", "workloads", "bus", "disk_mib", "profile"}
-CRASH = {"states", "models", "seed", "trigger"}
-EXPECT = {"unsafe", "safe"}
+STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 @dataclass(frozen=True)
@@ -36,25 +33,52 @@ class CaseError(UsageError):
     pass
 
 
-def _check_keys(where: str, table: dict, allowed: set, path: Path) -> None:
-    for key in table:
-        if key not in allowed:
-            raise CaseError(f"{path}: {where}{key}: unknown field (known: {', '.join(sorted(allowed))})")
+def _field(setting: Setting):
+    """The case file's field for a settings row: its kind's type, checked by the kind; a
+    list where the CLI takes a comma-separated list."""
+    value = Annotated[setting.kind.annotation, AfterValidator(setting.kind.check)]
+    if setting.many:
+        value = Annotated[list[value], Field(min_length=1)]
+    if setting.case_default is None:
+        return (value, ...)
+    default = list(setting.case_default) if isinstance(setting.case_default, tuple) else setting.case_default
+    return (value, default)
 
 
-def _list_of(path: Path, where: str, value, known) -> list:
-    if not isinstance(value, list) or not value:
-        raise CaseError(f"{path}: {where}: expected a non-empty list")
-    for i, item in enumerate(value):
-        if item not in known:
-            raise CaseError(f"{path}: {where}[{i}]: unknown value {item!r} (known: {', '.join(known)})")
-    return value
+def _section(name: str):
+    rows = [s for s in SETTINGS if s.case and s.case.startswith(name + ".")]
+    return create_model(f"{name.title()}Section", __config__=STRICT,
+                        **{s.case.partition(".")[2]: _field(s) for s in rows})
 
 
-def _int(path: Path, where: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise CaseError(f"{path}: {where}: expected a whole number >= {minimum}, got {value!r}")
-    return value
+class ExpectSection(BaseModel):
+    model_config = STRICT
+    unsafe: list[str] = []
+    safe: list[str] = []
+
+
+MatrixSection = _section("matrix")
+CrashSection = _section("crash")
+CaseFile = create_model(
+    "CaseFile", __config__=STRICT, title=(str, ...), source=(str, ""), summary=(str, ""),
+    matrix=(MatrixSection, ...), workload=(dict[str, dict[str, Any]], {}),
+    crash=(CrashSection, CrashSection()), expect=(ExpectSection, ExpectSection()))
+
+
+def _where(loc: tuple) -> str:
+    """("matrix", "modes", 1) -> "[matrix] modes[1]"; ("colour",) -> "colour"."""
+    head, *rest = loc
+    if not rest:
+        return str(head)
+    where = f"[{head}] {rest[0]}" if head != "workload" else f"[workload.{rest[0]}]"
+    return where + "".join(f"[{part}]" for part in rest[1:] if isinstance(part, int))
+
+
+def _first_error(path: Path, error: ValidationError) -> CaseError:
+    e = error.errors()[0]
+    message = "unknown field" if e["type"] == "extra_forbidden" else (
+        "required field is missing" if e["type"] == "missing" else e["msg"].removeprefix("Value error, "))
+    return CaseError(f"{path}: {_where(e['loc'])}: {message}")
 
 
 def scaled(params: dict, factor: float) -> dict:
@@ -63,75 +87,50 @@ def scaled(params: dict, factor: float) -> dict:
             for k, v in params.items()}
 
 
-def load_case(path: Path, scale: float = 1.0) -> Case:
+def _read(path: Path):
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise CaseError(f"{path}: no such case file") from None
     except tomllib.TOMLDecodeError as e:
         raise CaseError(f"{path}: not valid TOML: {e}") from None
-    _check_keys("", data, TOP, path)
-    for key in ("title", "matrix"):
-        if key not in data:
-            raise CaseError(f"{path}: {key}: required field is missing")
-    m = data["matrix"]
-    _check_keys("[matrix] ", m, MATRIX, path)
-    for key in ("fs", "modes", "workloads"):
-        if key not in m:
-            raise CaseError(f"{path}: [matrix] {key}: required field is missing")
-    fss = _list_of(path, "[matrix] fs", m["fs"], list(FILESYSTEMS))
-    modes = _list_of(path, "[matrix] modes", m["modes"], list(MODES))
-    names = _list_of(path, "[matrix] workloads", m["workloads"], list(WORKLOADS))
     try:
-        bus = Bus(m.get("bus", "ahci"))
-    except ValueError:
-        raise CaseError(f"{path}: [matrix] bus: expected ahci or ide, got {m.get('bus')!r}") from None
-    if bus is Bus.SCSI:
-        raise CaseError(f"{path}: [matrix] bus: expected ahci or ide, got 'scsi'")
-    disk_mib = _int(path, "[matrix] disk_mib", m.get("disk_mib", 512), 64)
-    profiles = load_profiles()
-    profile_name = m.get("profile", DEFAULT_PROFILE)
-    if profile_name not in profiles:
-        raise CaseError(f"{path}: [matrix] profile: unknown disk profile {profile_name!r} "
-                        f"(known: {', '.join(profiles)})")
+        return CaseFile.model_validate(data)
+    except ValidationError as e:
+        raise _first_error(path, e) from None
 
+
+def _workload_params(path: Path, doc, scale: float) -> dict:
     params = {}
-    for name, table in data.get("workload", {}).items():
-        if name not in names:
+    for name, table in doc.workload.items():
+        if name not in doc.matrix.workloads:
             raise CaseError(f"{path}: [workload.{name}]: not one of [matrix] workloads")
         try:
             workload(name, **table)
         except UsageError as e:
             raise CaseError(f"{path}: [workload.{name}]: {e}") from None
         params[name] = scaled(table, scale)
+    return params
 
-    crash = data.get("crash", {})
-    _check_keys("[crash] ", crash, CRASH, path)
-    states = _int(path, "[crash] states", crash.get("states", 20))
-    models = crash.get("models", [DEFAULT_MODEL])
-    if not isinstance(models, list) or not models:
-        raise CaseError(f"{path}: [crash] models: expected a non-empty list")
-    for i, model in enumerate(models):
-        try:
-            parse_model(model)
-        except ValueError as e:
-            raise CaseError(f"{path}: [crash] models[{i}]: {e}") from None
-    seed = _int(path, "[crash] seed", crash.get("seed", 1), 0)
-    trigger = crash.get("trigger", "end")
-    try:
-        Trigger.parse(trigger)
-    except UsageError as e:
-        raise CaseError(f"{path}: [crash] trigger: {e}") from None
 
-    expect = data.get("expect", {})
-    _check_keys("[expect] ", expect, EXPECT, path)
-    unsafe = _list_of(path, "[expect] unsafe", expect["unsafe"], modes) if "unsafe" in expect else []
-    safe = _list_of(path, "[expect] safe", expect["safe"], modes) if "safe" in expect else []
+def _expected(path: Path, doc, which: str) -> tuple:
+    modes = getattr(doc.expect, which)
+    for i, mode in enumerate(modes):
+        if mode not in doc.matrix.modes:
+            raise CaseError(f"{path}: [expect] {which}[{i}]: unknown value {mode!r} "
+                            f"(known: {', '.join(doc.matrix.modes)})")
+    return tuple(modes)
 
-    todo = cells(fss, modes, names, params, bus=bus, disk_mib=disk_mib, states=states,
-                 models=tuple(models), seed=seed, trigger=trigger, profile=profile_name)
-    return Case(path, data["title"], data.get("source", ""), data.get("summary", "").strip(),
-                tuple(todo), tuple(unsafe), tuple(safe))
+
+def load_case(path: Path, scale: float = 1.0) -> Case:
+    doc = _read(path)
+    crash = doc.crash
+    base = CrashSpec(models=tuple(crash.models), states=crash.states, seed=crash.seed, trigger=crash.trigger,
+                     bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib)
+    todo = cells(base, doc.matrix.fs, doc.matrix.modes, doc.matrix.workloads, _workload_params(path, doc, scale),
+                 profile=doc.matrix.profile)
+    return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo),
+                _expected(path, doc, "unsafe"), _expected(path, doc, "safe"))
 
 
 def expectation_failures(case: Case, docs: list[dict]) -> list[str]:

@@ -17,60 +17,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from plugpull.lab.checker import Checker, default_workers
-from plugpull.guest.config import Bus
+from plugpull.lab.spec import CrashSpec
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.crashstate import content_digest, materialize
 from plugpull.files import atomic_path, atomic_write_json
-from plugpull.errors import UsageError
-from plugpull.lab.fs import filesystem, mode
-from plugpull.powerloss.models import cut_points, parse_model, plan, stable_rng
+from plugpull.lab.fs import filesystem
+from plugpull.powerloss.models import cut_points, plan, stable_rng
 from plugpull.progress import Progress, say
-from plugpull.lab.record import Record, Trigger, record
+from plugpull.lab.record import Record, record
 from plugpull.lab.testbed import run_host, second
 from plugpull.lab.verdict import Verdict, classify, required_acks
 from plugpull.lab.workloads import workload
 from plugpull.powerloss.writelog import iter_entries
-
-
-@dataclass(frozen=True)
-class CrashSpec:
-    fs: str = "xfs"
-    mode: str = "barrier"
-    workload: str = "fsync-files"
-    params: tuple = ()  # (name, value) pairs for the workload
-    models: tuple = ("reorder",)
-    states: int = 30  # per model
-    seed: int = 1
-    trigger: str = "acks:30"
-    disk_mib: int = 512
-    bus: Bus = Bus.AHCI
-    cuts: str = ""  # cut points: "" = `states` seeded ones and the kill point; else a cut_points spec
-    batch: int = 16  # crash states per checker guest boot
-    workers: int = 0  # checker guests at once; 0: one per core (at most 2)
-
-    def to_json(self) -> dict:
-        """The spec's settings as a JSON object, as stored in `crash --json` results."""
-        return {**asdict(self), "bus": str(self.bus), "params": dict(self.params)}
-
-    def validate(self) -> None:
-        filesystem(self.fs), mode(self.mode), Trigger.parse(self.trigger)
-        workload(self.workload, **dict(self.params))
-        for m in self.models:
-            try:
-                parse_model(m)
-            except ValueError as e:
-                raise UsageError(str(e)) from None
-        if self.states < 1:
-            raise UsageError("--states must be at least 1")
-        if self.disk_mib < 64:
-            raise UsageError("--disk-mib must be at least 64")
-        if self.cuts:
-            try:
-                cut_points([], self.cuts, self.seed)
-            except ValueError as e:
-                raise UsageError(f"--cuts: {e}") from None
-        if self.batch < 1 or self.workers < 0:
-            raise UsageError("--batch must be at least 1 and --workers at least 0")
 
 
 @dataclass(frozen=True)
@@ -91,14 +49,6 @@ class StateResult:
     cut2: int | None = None  # the cut in the external log disk's write log (extlog mode)
 
 
-def model_for(mode_name: str, model: str) -> str:
-    """The lying mode is a barrier recording under a model whose flushes do nothing."""
-    spec = parse_model(model)
-    if mode(mode_name).lying and not spec.lying:
-        return str(parse_model(f"{model}+lying"))
-    return str(spec)
-
-
 def state_cuts(entries, n: int, seed: int) -> list[int]:
     """N distinct cut points (fewer if the log is shorter): the live kill point, the end of
     the log, and N-1 others drawn without replacement, seeded."""
@@ -114,35 +64,22 @@ def pair_cuts(pairs: list, n: int, seed: int) -> list[tuple[int, int]]:
     return sorted({pairs[-1], *others})
 
 
-def recording_mode(mode_name: str) -> str:
-    return "barrier" if mode(mode_name).lying else mode_name
-
-
 def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = False) -> dict:
-    spec.validate()
-    fs = filesystem(spec.fs)
-    wl = workload(spec.workload, **dict(spec.params))
+    plan = spec.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     work = out_dir / ".work"
     shutil.rmtree(work, ignore_errors=True)
     started = time.monotonic()
     try:
         say(f"recording {spec.workload} on {spec.fs} ({spec.mode}, {spec.bus}), power cut at {spec.trigger} ...")
-        rec = record(work / "record", fs, mode(recording_mode(spec.mode)), wl, Trigger.parse(spec.trigger),
-                     rig, spec.disk_mib, spec.bus)
+        rec = record(work / "record", plan.recording_bed, plan.trigger, rig)
         recorded = time.monotonic()
         log = rec.meta["log"]
         say(f"recorded {len(rec.acks)} acks, {log['writes']} writes, {log['flushes']} flushes "
             f"in {rec.meta['workload_seconds']:.1f} s")
         entries = list(iter_entries(rec.log))
-        if rec.two_disks:
-            cuts = pair_cuts(rec.meta["cut_pairs"], spec.states, spec.seed)
-        elif spec.cuts:
-            cuts = [(c, None) for c in cut_points(entries, spec.cuts, spec.seed)]
-        else:
-            cuts = [(c, None) for c in state_cuts(entries, spec.states, spec.seed)]
-        jobs = [(model_for(spec.mode, model), cut, cut2) for model in spec.models for cut, cut2 in cuts]
-        results = check_states(rec, entries, jobs, spec, rig, work / "states", wl, fs, out_dir)
+        jobs = [(str(model), cut, cut2) for model in plan.models for cut, cut2 in crash_cuts(rec, entries, spec)]
+        results = check_states(rec, entries, jobs, spec, rig, work / "states", plan.workload, plan.fs, out_dir)
         checked = time.monotonic()
         summary = dict(Counter(r.verdict for r in results))
         doc = {
@@ -160,6 +97,15 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
     finally:
         if not keep_record:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def crash_cuts(rec: Record, entries, spec: CrashSpec) -> list[tuple[int, int | None]]:
+    """The cut points of a run: (cut, cut in the external log disk's log or None)."""
+    if rec.two_disks:
+        return pair_cuts(rec.meta["cut_pairs"], spec.states, spec.seed)
+    if spec.cuts:
+        return [(c, None) for c in cut_points(entries, spec.cuts, spec.seed)]
+    return [(c, None) for c in state_cuts(entries, spec.states, spec.seed)]
 
 
 def build_state(rec: Record, entries, entries2, model: str, cut: int, cut2: int | None, seed: int, path: Path):

@@ -11,69 +11,70 @@ import os
 import platform
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from plugpull.guest.config import Bus
 from plugpull.guest.rig import Rig
-from plugpull.lab.crash import CrashSpec, run_crash
+from plugpull.lab.crash import run_crash
+from plugpull.lab.spec import CrashSpec
 from plugpull.errors import InfraError
-from plugpull.lab.fs import filesystem, mode as mode_named
 from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, profile as disk_profile
 from plugpull.progress import say
+from plugpull.lab.testbed import BedSpec
 from plugpull.lab.throughput import measure
 from plugpull.guest.machine import qemu_version
-from plugpull.lab.workloads import workload as workload_named
 
 DISK_BACKING = "raw file on the host's filesystem; a guest flush = the host's fdatasync"
-# A disk's volatile cache as it is: 32 MiB, destaged in any order. `reorder` (any subset of all
-# unflushed writes) is harsher: on XFS it can drop a log write far behind the head, beyond the
-# in-flight window log recovery expects, and so finds unmountable states even with barriers.
-DEFAULT_MODEL = "cache:32:random"
 
 
 @dataclass(frozen=True)
 class Cell:
-    fs: str
-    mode: str
-    workload: str
-    params: tuple = ()
-    bus: Bus = Bus.AHCI
-    disk_mib: int = 512
+    """One cell of the matrix: a crash spec, and how its throughput is measured.
+    `real_disk`: a block device for the throughput run, instead of the emulated disk."""
+
+    spec: CrashSpec
     throughput: bool = True
     crash: bool = True
-    states: int = 20
-    models: tuple = (DEFAULT_MODEL,)
-    seed: int = 1
-    trigger: str = "end"
     overhead: bool = False
     profile: str = DEFAULT_PROFILE
-    real_disk: str | None = None  # a block device for the throughput run, instead of the emulated disk
+    real_disk: str | None = None
+
+    fs = property(lambda self: self.spec.fs)
+    mode = property(lambda self: self.spec.mode)
+    workload = property(lambda self: self.spec.workload)
+    params = property(lambda self: self.spec.params)
+    bus = property(lambda self: self.spec.bus)
+    disk_mib = property(lambda self: self.spec.disk_mib)
+    models = property(lambda self: self.spec.models)
 
     def validate(self) -> None:
-        filesystem(self.fs), mode_named(self.mode), workload_named(self.workload, **dict(self.params))
+        self.spec.resolve()
         disk_profile(self.profile)
-        if self.crash:
-            self.crash_spec().validate()
 
     def to_json(self) -> dict:
-        """The cell's settings as a JSON object, as stored in each result line."""
-        return {**asdict(self), "bus": str(self.bus)}
+        """The cell's settings as one flat JSON object, as stored in each result line."""
+        spec = self.spec
+        return {"fs": spec.fs, "mode": spec.mode, "workload": spec.workload, "params": list(spec.params),
+                "bus": str(spec.bus), "disk_mib": spec.disk_mib, "throughput": self.throughput,
+                "crash": self.crash, "states": spec.states, "models": list(spec.models), "seed": spec.seed,
+                "trigger": spec.trigger, "overhead": self.overhead, "profile": self.profile,
+                "real_disk": self.real_disk}
 
     def key(self) -> str:
         doc = json.dumps(self.to_json(), sort_keys=True, default=list)
         return f"{self.fs}/{self.mode}/{self.workload}/{hashlib.sha256(doc.encode()).hexdigest()[:10]}"
 
     def crash_spec(self) -> CrashSpec:
-        return CrashSpec(fs=self.fs, mode=self.mode, workload=self.workload, params=self.params,
-                         models=self.models, states=self.states, seed=self.seed, trigger=self.trigger,
-                         disk_mib=self.disk_mib, bus=self.bus)
+        return self.spec
 
 
-def cells(fss, modes, workloads, params: dict | None = None, **common) -> list[Cell]:
-    """The cross product; `params` maps a workload name to its parameters."""
+def cells(base: CrashSpec, fss, modes, workloads, params: dict | None = None, **options) -> list[Cell]:
+    """The cross product over `base`; `params` maps a workload name to its parameters, and
+    `options` are the cells' own (throughput, crash, overhead, profile, real_disk)."""
     params = params or {}
-    return [Cell(fs, m, w, tuple(sorted(params.get(w, {}).items())), **common)
+    return [Cell(replace(base, fs=fs, mode=m, workload=w, params=tuple(sorted(params.get(w, {}).items()))),
+                 **options)
             for fs in fss for w in workloads for m in modes]
 
 
@@ -134,8 +135,8 @@ def environment(rig: Rig, bus: Bus, profile_name: str, real_disk: str | None = N
 
 def run_cell(cell: Cell, rig: Rig, work: Path, artifacts: Path) -> dict:
     """Both measurements of one cell; the states that are not clean are saved in `artifacts`."""
-    fs, mode = filesystem(cell.fs), mode_named(cell.mode)
-    wl = workload_named(cell.workload, **dict(cell.params))
+    plan = cell.spec.resolve()
+    fs, mode, wl = plan.fs, plan.mode, plan.workload
     doc = {"kind": "cell", "key": cell.key(), "fs": cell.fs, "mode": cell.mode, "workload": cell.workload,
            "params": wl.params(), "cell": cell.to_json(),
            "env": environment(rig, cell.bus, cell.profile, cell.real_disk),
@@ -146,12 +147,12 @@ def run_cell(cell: Cell, rig: Rig, work: Path, artifacts: Path) -> dict:
         if cell.throughput:
             say(f"  throughput: {cell.workload} on {cell.fs} ({cell.mode})")
             real = Path(cell.real_disk) if cell.real_disk else None
-            doc["throughput"] = measure(work / "throughput", fs, mode, wl, rig, cell.disk_mib, cell.bus,
-                                        profile=None if real else disk_profile(cell.profile), real_disk=real)
+            bed = BedSpec(fs, mode, wl, cell.disk_mib, cell.bus, None if real else disk_profile(cell.profile), real)
+            doc["throughput"] = measure(work / "throughput", bed, rig)
             if cell.overhead:
-                plain = measure(work / "plain", fs, mode, wl, rig, cell.disk_mib, cell.bus, host_flush=False)
-                recorded = measure(work / "recorded", fs, mode, wl, rig, cell.disk_mib, cell.bus,
-                                   recorded=True, host_flush=False)
+                bare = BedSpec(fs, mode, wl, cell.disk_mib, cell.bus, host_flush=False)
+                plain = measure(work / "plain", bare, rig)
+                recorded = measure(work / "recorded", bare, rig, recorded=True)
                 doc["throughput"]["recorder_overhead"] = (
                     sum(p["seconds"] or 0 for p in recorded["phases"]) /
                     max(1e-9, sum(p["seconds"] or 0 for p in plain["phases"])))

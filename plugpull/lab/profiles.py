@@ -5,6 +5,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from plugpull.errors import UsageError
 from plugpull.paths import VMCONFIG_DIR
 
@@ -34,15 +36,24 @@ class DiskProfile:
         return f"0 {sectors} delay {device} 0 0 {device} 0 {write} {device} 0 {flush}"
 
 
+class _ProfileDoc(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    summary: str = ""
+    flush_ms: int = Field(0, ge=0)
+    write_through_ms: int = Field(0, ge=0)
+
+
 def load_profiles(path: Path = VMCONFIG_DIR / "disks.toml") -> dict[str, DiskProfile]:
+    """The profiles of `path`; a field that is unknown or of the wrong type is named."""
     data = tomllib.loads(path.read_text())
     out = {}
     for name, table in data.items():
-        unknown = set(table) - {"summary", "flush_ms", "write_through_ms"}
-        if unknown:
-            raise UsageError(f"{path}: [{name}] {sorted(unknown)[0]}: unknown field")
-        out[name] = DiskProfile(name, table.get("summary", ""), int(table.get("flush_ms", 0)),
-                                int(table.get("write_through_ms", 0)))
+        try:
+            doc = _ProfileDoc.model_validate(table)
+        except ValidationError as e:
+            first = e.errors()[0]
+            raise UsageError(f"{path}: [{name}] {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        out[name] = DiskProfile(name, doc.summary, doc.flush_ms, doc.write_through_ms)
     return out
 
 

@@ -13,12 +13,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from plugpull.guest.config import Bus
 from plugpull.guest.rig import Rig
 from plugpull.files import atomic_write_json
 from plugpull.errors import GuestTimeout, InfraError, UsageError
-from plugpull.lab.fs import Filesystem, Mode
-from plugpull.lab.testbed import MOUNTPOINT, second, testbed
+from plugpull.lab.testbed import MOUNTPOINT, BedSpec, second, testbed
 from plugpull.lab.verdict import Ack
 from plugpull.powerloss.writelog import entry_index_at, iter_entries, summarize
 
@@ -78,23 +76,22 @@ class Record:
         return cls(directory, data, acks)
 
 
-def record(directory: Path, fs: Filesystem, mode: Mode, workload, trigger: Trigger, rig: Rig,
-           disk_mib: int = 512, bus: Bus = Bus.AHCI, timeout: float = 600.0,
+def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: float = 600.0,
            progress=None) -> Record:
+    fs, mode, workload = bed.fs, bed.mode, bed.workload
     directory.mkdir(parents=True, exist_ok=True)
     log = directory / "write.log"
     log2 = second(log) if mode.external_log else None
     meta = {
         "fs": fs.name, "mode": mode.name, "workload": workload.name, "params": workload.params(),
-        "trigger": str(trigger), "disk_mib": disk_mib, "bus": str(bus), "image": rig.image.key,
+        "trigger": str(trigger), "disk_mib": bed.disk_mib, "bus": str(bed.bus), "image": rig.image.key,
         "kernel": rig.image.kernel_release, "packages": rig.image.manifest.get("packages", {}),
     }
     acks: list[tuple[int, int]] = []
-    with testbed(directory, fs, mode, workload, rig, disk_mib, bus, write_log=log,
-                 base_copy=directory / "base.img", timeout=timeout) as bed:
-        m = bed.machine
+    with testbed(directory, bed, rig, write_log=log, base_copy=directory / "base.img", timeout=timeout) as running:
+        m = running.machine
         meta["accel"] = str(m.accel)
-        meta["queue_write_cache"] = bed.queue_write_cache
+        meta["queue_write_cache"] = running.queue_write_cache
         sizes = (lambda: (os.stat(log).st_size, os.stat(log2).st_size)) if log2 else (lambda: os.stat(log).st_size)
         m.acks.set_stamp(sizes)
         sampler = _Sampler(sizes) if log2 else None

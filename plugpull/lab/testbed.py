@@ -57,23 +57,37 @@ def delayed(m: Machine, disk: str, profile: DiskProfile, mode: Mode) -> str:
     return m.run("basename $(readlink -f /sys/block/dm-*)").check().text.strip()
 
 
-@contextmanager
-def testbed(directory: Path, fs: Filesystem, mode: Mode, workload, rig: Rig,
-            disk_mib: int = 512, bus: Bus = Bus.AHCI, write_log: Path | None = None,
-            base_copy: Path | None = None, timeout: float = 600.0, host_flush: bool | None = None,
-            profile: DiskProfile | None = None, real_disk: Path | None = None):
-    """Yield a Testbed. With `write_log`, the disk under test is recorded; `base_copy`
-    receives a copy of the freshly formatted disk (the base of every crash state).
+@dataclass(frozen=True)
+class BedSpec:
+    """What a testbed is: the filesystem in a mode on a disk, ready for a workload.
+
     `profile` adds a disk's flush and write-through latency (dm-delay) under the filesystem.
     `real_disk`: a block device passed through instead of the emulated disk; it is
     reformatted (the caller has the user's consent), and its flushes are its own.
+    `host_flush`: whether a guest flush reaches the host (fdatasync); by default it does
+    unless the disk is recorded or lies about flushes: that is what makes barrier and
+    nocache cost something in a throughput run."""
 
-    Flushes reach the host (fdatasync) unless the disk is recorded, or lies about them:
-    that is what makes barrier and nocache cost something in a throughput run."""
+    fs: Filesystem
+    mode: Mode
+    workload: object
+    disk_mib: int = 512
+    bus: Bus = Bus.AHCI
+    profile: DiskProfile | None = None
+    real_disk: Path | None = None
+    host_flush: bool | None = None
+
+
+@contextmanager
+def testbed(directory: Path, bed: BedSpec, rig: Rig, write_log: Path | None = None,
+            base_copy: Path | None = None, timeout: float = 600.0):
+    """Yield a Testbed. With `write_log`, the disk under test is recorded; `base_copy`
+    receives a copy of the freshly formatted disk (the base of every crash state)."""
+    fs, mode, workload, real_disk = bed.fs, bed.mode, bed.workload, bed.real_disk
     directory.mkdir(parents=True, exist_ok=True)
     if real_disk is not None and (write_log is not None or base_copy is not None):
         raise UsageError("a real disk is for throughput runs; crash states are modelled on an emulated disk")
-    disk = real_disk or create_disk(directory / "disk.img", disk_mib)
+    disk = real_disk or create_disk(directory / "disk.img", bed.disk_mib)
     log_disk = create_disk(directory / "logdisk.img", EXTERNAL_LOG_MIB) if mode.external_log else None
     format_disks(fs, mode, disk, log_disk)
     log_disk_log = second(write_log) if write_log is not None and log_disk is not None else None
@@ -84,18 +98,19 @@ def testbed(directory: Path, fs: Filesystem, mode: Mode, workload, rig: Rig,
     for log in (write_log, log_disk_log):
         if log is not None:
             log.write_bytes(b"")
+    host_flush = bed.host_flush
     if host_flush is None:
         host_flush = write_log is None and not mode.lying
-    disks = [DiskSpec(disk, bus, mode.write_cache, host_flush=host_flush, write_log=write_log,
+    disks = [DiskSpec(disk, bed.bus, mode.write_cache, host_flush=host_flush, write_log=write_log,
                       host_device=real_disk is not None)]
     if log_disk is not None:
-        disks.append(DiskSpec(log_disk, bus, True, host_flush=False, write_log=log_disk_log))
+        disks.append(DiskSpec(log_disk, bed.bus, True, host_flush=False, write_log=log_disk_log))
     spec = MachineSpec(disks=tuple(disks), payload=workload.payload(), memory_mib=workload.memory_mib())
     try:
         with rig.machine(spec, console_log=directory / "console.log", name="testbed") as m:
             name = m.run("readlink /dev/pp-disk0").check().text.strip()
-            if profile is not None and profile.adds_delay:
-                name = delayed(m, name, profile, mode)
+            if bed.profile is not None and bed.profile.adds_delay:
+                name = delayed(m, name, bed.profile, mode)
             for cmd in mode.guest_setup(fs, name):
                 m.run(cmd).check()
             options = mode.mount_options(fs) + (["logdev=/dev/pp-disk1"] if log_disk else [])

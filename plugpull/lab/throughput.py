@@ -5,31 +5,24 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from plugpull.guest.config import Bus
 from plugpull.guest.rig import Rig
 from plugpull.errors import InfraError
-from plugpull.lab.fs import Filesystem, Mode
-from plugpull.lab.profiles import DiskProfile
 from plugpull.lab.parsers import Phase, parse_bonnie, parse_fio, parse_smallfiles
-from plugpull.lab.testbed import MOUNTPOINT, testbed
+from plugpull.lab.testbed import MOUNTPOINT, BedSpec, testbed
 
 PARSERS = {"smallfiles": parse_smallfiles, "fio": parse_fio, "bonnie": parse_bonnie}
 STEP_TIMEOUT = 3600.0
 
 
-def measure(directory: Path, fs: Filesystem, mode: Mode, workload, rig: Rig,
-            disk_mib: int = 512, bus: Bus = Bus.AHCI, recorded: bool = False,
-            host_flush: bool | None = None, profile: DiskProfile | None = None,
-            real_disk: Path | None = None) -> dict:
+def measure(directory: Path, bed: BedSpec, rig: Rig, recorded: bool = False) -> dict:
     """Run the workload's timed steps; returns {"phases": [...], ...}. A step timed by the
     host includes one channel round trip (about 20 ms), negligible against the phases."""
     log = directory / "overhead.log" if recorded else None
     phases: list[Phase] = []
-    with testbed(directory, fs, mode, workload, rig, disk_mib, bus, write_log=log,
-                 host_flush=host_flush, profile=profile, real_disk=real_disk) as bed:
-        for step in workload.steps(MOUNTPOINT):
+    with testbed(directory, bed, rig, write_log=log) as running:
+        for step in bed.workload.steps(MOUNTPOINT):
             started = time.monotonic()
-            result = bed.machine.run(step.command, timeout=STEP_TIMEOUT)
+            result = running.machine.run(step.command, timeout=STEP_TIMEOUT)
             elapsed = time.monotonic() - started
             if result.rc != 0:
                 raise InfraError(f"step {step.name} failed in the guest (rc={result.rc}): "
@@ -38,10 +31,10 @@ def measure(directory: Path, fs: Filesystem, mode: Mode, workload, rig: Rig,
                 phases += PARSERS[step.parser](result.text)
             else:
                 phases.append(Phase(step.name, elapsed, step.ops, step.bytes))
-        queue = bed.queue_write_cache
-        accel_used = str(bed.machine.accel)
+        queue = running.queue_write_cache
+        accel_used = str(running.machine.accel)
     if log is not None:
         log.unlink(missing_ok=True)
     return {"phases": [asdict(p) for p in phases], "queue_write_cache": queue, "accel": accel_used,
-            "recorded": recorded, "profile": asdict(profile) if profile else None,
-            "real_disk": str(real_disk) if real_disk else None}
+            "recorded": recorded, "profile": asdict(bed.profile) if bed.profile else None,
+            "real_disk": str(bed.real_disk) if bed.real_disk else None}

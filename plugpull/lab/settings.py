@@ -1,0 +1,175 @@
+"""Every setting of a crash run and of a matrix cell, declared once.
+
+A row of `SETTINGS` drives the CLI option of `plugpull crash` and `plugpull matrix`, the
+case file's field (validated by a model built from the same rows) and the JSON key, which is
+the field's name in `CrashSpec` and `Cell`. A value is checked where it enters, by the row's
+kind; below the CLI and the case loader nothing looks a name up again (`CrashSpec.resolve`).
+"""
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from plugpull.errors import UsageError
+from plugpull.guest.config import Bus
+from plugpull.lab.fs import FILESYSTEMS, MODES
+from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
+from plugpull.lab.record import Trigger
+from plugpull.lab.workloads import WORKLOADS
+from plugpull.powerloss.models import cut_points, parse_model
+
+# A disk's volatile cache as it is: 32 MiB, destaged in any order. `reorder` (any subset of all
+# unflushed writes) is harsher: on XFS it can drop a log write far behind the head, beyond the
+# in-flight window log recovery expects, and so finds unmountable states even with barriers.
+DEFAULT_MODEL = "cache:32:random"
+RECORDED_BUSES = (str(Bus.AHCI), str(Bus.IDE))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a closed set of names."""
+
+    what: str
+    known: Callable[[], Iterable[str]]
+    annotation = str
+
+    def check(self, value):
+        known = list(self.known())
+        if value not in known:
+            raise ValueError(f"unknown {self.what} {value!r}; known: {', '.join(known)}")
+        return value
+
+    parse = check
+
+
+@dataclass(frozen=True)
+class Whole:
+    """A whole number of at least `minimum`."""
+
+    minimum: int
+    annotation = int
+
+    def check(self, value):
+        if isinstance(value, bool) or not isinstance(value, int) or value < self.minimum:
+            raise ValueError(f"expected a whole number >= {self.minimum}, got {value!r}")
+        return value
+
+    def parse(self, text: str):
+        try:
+            return self.check(int(text))
+        except ValueError:
+            raise ValueError(f"expected a whole number >= {self.minimum}, got {text!r}") from None
+
+
+@dataclass(frozen=True)
+class Spelled:
+    """A text in a small language of its own (a model, a trigger, cut points), checked by
+    the parser that reads it later."""
+
+    reader: Callable[[str], object]
+    annotation = str
+
+    def check(self, value):
+        try:
+            self.reader(value)
+        except UsageError as e:
+            raise ValueError(str(e)) from None
+        return value
+
+    parse = check
+
+
+@dataclass(frozen=True)
+class Setting:
+    """`key`: the field in CrashSpec/Cell and the JSON key. `defaults`: per command
+    ("crash", "matrix") that has the option. `many`: commands where the option is a
+    comma-separated list. `case`: the case file's "section.field", if it has one."""
+
+    key: str
+    kind: object
+    help: str
+    defaults: dict = field(default_factory=dict)
+    many: tuple[str, ...] = ()
+    case: str | None = None
+    case_default: object = None
+    option: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return self.option or "--" + self.key.replace("_", "-")
+
+    def parse(self, text: str, command: str):
+        """The CLI's text for `command` -> the value (a tuple for a list option)."""
+        if command not in self.many:
+            return self.kind.parse(text)
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if not items:
+            raise ValueError(f"{self.flag}: expected a comma-separated list, got {text!r}")
+        return tuple(self.kind.parse(item) for item in items)
+
+
+def _cuts(text: str) -> None:
+    """"" (the default) means `--states` seeded cuts and the kill point."""
+    try:
+        if text:
+            cut_points([], text, 1)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def _model(text: str) -> None:
+    try:
+        parse_model(text)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+SETTINGS = (
+    Setting("fs", Choice("filesystem", lambda: FILESYSTEMS), "filesystem under test",
+            {"crash": "xfs", "matrix": "xfs,ext4"}, many=("matrix",), case="matrix.fs"),
+    Setting("mode", Choice("mode", lambda: MODES), "barrier / write-cache mode",
+            {"crash": "barrier", "matrix": "barrier,nobarrier,nocache"}, many=("matrix",), case="matrix.modes"),
+    Setting("workload", Choice("workload", lambda: WORKLOADS), "what runs in the guest",
+            {"crash": "fsync-files", "matrix": "tree-extract,fsync-files"}, many=("matrix",),
+            case="matrix.workloads"),
+    Setting("models", Spelled(_model), "power-loss models, comma-separated: prefix, drop-unflushed, reorder, "
+            "cache[:MiB[:fifo|elevator|random]], torn; +lying to ignore flushes",
+            {"crash": "reorder", "matrix": DEFAULT_MODEL}, many=("crash", "matrix"), case="crash.models",
+            case_default=(DEFAULT_MODEL,), option="--model"),
+    Setting("states", Whole(1), "crash states per model", {"crash": "30", "matrix": "20"},
+            case="crash.states", case_default=20),
+    Setting("seed", Whole(0), "seed of the cut points and the models", {"crash": "1", "matrix": "1"},
+            case="crash.seed", case_default=1),
+    Setting("trigger", Spelled(Trigger.parse), "when to pull the plug: acks:N, writes:N, time:SECONDS or end",
+            {"crash": "acks:30", "matrix": "end"}, case="crash.trigger", case_default="end"),
+    Setting("cuts", Spelled(_cuts), "cut points instead of --states random ones: flushes, every:N (writes), "
+            "random:N, end, or a comma-separated union", {"crash": ""}),
+    Setting("bus", Choice("bus", lambda: RECORDED_BUSES), "the disk's controller: ahci (SATA) or ide",
+            {"crash": "ahci", "matrix": "ahci"}, case="matrix.bus", case_default="ahci"),
+    Setting("disk_mib", Whole(64), "size of the disk under test", {"crash": "512", "matrix": "512"},
+            case="matrix.disk_mib", case_default=512),
+    Setting("batch", Whole(1), "crash states per checker guest boot", {"crash": "16"}),
+    Setting("workers", Whole(0), "checker guests at once (default: one per core, at most 2)", {"crash": "0"}),
+    Setting("profile", Choice("disk profile", load_profiles),
+            "flush and write-through latency of the disk a throughput run stands for "
+            "(vmconfig/disks.toml: host, hdd, ssd)", {"matrix": DEFAULT_PROFILE}, case="matrix.profile",
+            case_default=DEFAULT_PROFILE, option="--disk-profile"),
+)
+
+
+def settings_of(command: str) -> list[Setting]:
+    return [s for s in SETTINGS if command in s.defaults]
+
+
+def add_options(parser, command: str) -> None:
+    """Add the command's options; each value is checked by its row's kind as it is parsed."""
+    import argparse
+
+    for s in settings_of(command):
+        def typed(text, s=s):
+            try:
+                return s.parse(text, command)
+            except ValueError as e:
+                raise argparse.ArgumentTypeError(str(e)) from None
+        default = s.defaults[command]
+        parser.add_argument(s.flag, dest=s.key, type=typed, default=typed(default) if default else "",
+                            metavar=s.key.upper(), help=f"{s.help} (default: {default or 'none'})")
