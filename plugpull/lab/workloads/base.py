@@ -19,6 +19,11 @@ def repeated(line: bytes, size: int) -> bytes:
     return (unit * (size // len(unit) + 1))[:size]
 
 
+def yes_head(line: bytes, size: int) -> str:
+    """The guest command that writes `repeated(line, size)` to its stdout."""
+    return f"yes '{line.decode()}' | head -c {size}"
+
+
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -72,5 +77,11 @@ class Workload:
         raise NotImplementedError
 
 
-def script_header(mnt: str, ack: str) -> list[str]:
-    return [f"cd {mnt}/{DIR} || exit 1", f"exec 4>{ack}"]
+def acked(command: str, ident: int = 1) -> str:
+    """`command`, then `ack IDENT` on the ack port (fd 4) once it succeeded; else the script stops."""
+    return f"{command} && echo 'ack {ident}' >&4 || exit 2"
+
+
+def shell_script(mnt: str, ack: str, lines: list[str]) -> str:
+    """A power-cut script: `lines` run in the work directory with fd 4 open on the ack port."""
+    return "\n".join([f"cd {mnt}/{DIR} || exit 1", f"exec 4>{ack}", *lines]) + "\n"

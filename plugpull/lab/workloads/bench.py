@@ -8,15 +8,27 @@ from pathlib import Path
 
 from plugpull.paths import cache_dir
 from plugpull.lab.tree import TreeShape, debian_payload, payload as tree_payload
-from plugpull.lab.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Lost, Step, Workload, script_header,
-                                         sha256)
+from plugpull.lab.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Lost, Step, Workload, acked, sha256,
+                                         shell_script)
 
 
+def _came_back(required: list[int], files: dict, prefix: str, what: str) -> list[Lost]:
+    """After a removal that was acked: the files under `prefix` that the crash state still has."""
+    back = [p for p in files if p.startswith(prefix)]
+    if required and back:
+        return [Lost(1, f"{len(back)} {what} are back (e.g. {back[0]})")]
+    return []
+
+
+@dataclass(frozen=True)
 class _Tree(Workload):
     """Shared by the workloads that handle a kernel tree (plugpull.lab.tree): `source` is
     "synthetic" (the seeds' shape, `files` of them) or "debian" (linux-source-6.1; `files`
-    is then ignored)."""
+    is then ignored). Once acked, the whole tree must be there with the right content."""
 
+    files: int = 2000
+    seed: int = 1
+    source: str = "synthetic"
     collect = "sums"
     metadata_heavy = True
 
@@ -36,12 +48,12 @@ class _Tree(Workload):
     def memory_mib(self) -> int:
         return 1024 + 2 * self.tree().bytes // (1 << 20)
 
-    def tree_intact(self, required: list[int], sums: dict) -> list[Lost]:
+    def lost(self, required: list[int], files: dict) -> list[Lost]:
         if not required:
             return []
         manifest = self.tree().manifest
-        missing = [p for p in manifest if f"{DIR}/{p}" not in sums]
-        wrong = [p for p in manifest if f"{DIR}/{p}" in sums and sums[f"{DIR}/{p}"] != manifest[p]]
+        missing = [p for p in manifest if f"{DIR}/{p}" not in files]
+        wrong = [p for p in manifest if f"{DIR}/{p}" in files and files[f"{DIR}/{p}"] != manifest[p]]
         if missing or wrong:
             return [Lost(1, f"{len(missing)} files of the tree missing, {len(wrong)} with wrong content"
                             f" (e.g. {(missing + wrong)[0]})")]
@@ -52,28 +64,19 @@ class _Tree(Workload):
 class TreeExtract(_Tree):
     """tar -xf of the kernel-shaped tree, then sync (seed 000's untar; seed 002's shape)."""
 
-    files: int = 2000
-    seed: int = 1
-    source: str = "synthetic"
     name = "tree-extract"
 
     def steps(self, mnt: str) -> list[Step]:
         return [Step("extract", f"tar -xf {PAYLOAD_DEV} -C {mnt}/{DIR} && sync", self.ops(), self.tree().bytes)]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        return "\n".join(script_header(mnt, ack) + [f"tar -xf {PAYLOAD_DEV} && sync && echo 'ack 1' >&4 || exit 2"]) + "\n"
-
-    def lost(self, required: list[int], files: dict) -> list[Lost]:
-        return self.tree_intact(required, files)
+        return shell_script(mnt, ack, [acked(f"tar -xf {PAYLOAD_DEV} && sync")])
 
 
 @dataclass(frozen=True)
 class TreeRemove(_Tree):
     """rm -rf of the extracted tree, then sync (seed 000's and 002's rm)."""
 
-    files: int = 2000
-    seed: int = 1
-    source: str = "synthetic"
     name = "tree-remove"
 
     def setup(self, mnt: str) -> str:
@@ -83,22 +86,16 @@ class TreeRemove(_Tree):
         return [Step("remove", f"rm -rf {mnt}/{DIR}/{self.tree().root} && sync", self.ops())]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        return "\n".join(script_header(mnt, ack) + [f"rm -rf {self.tree().root} && sync && echo 'ack 1' >&4 || exit 2"]) + "\n"
+        return shell_script(mnt, ack, [acked(f"rm -rf {self.tree().root} && sync")])
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
-        back = [p for p in files if p.startswith(f"{DIR}/{self.tree().root}/")]
-        if required and back:
-            return [Lost(1, f"{len(back)} files of the removed tree are back (e.g. {back[0]})")]
-        return []
+        return _came_back(required, files, f"{DIR}/{self.tree().root}/", "files of the removed tree")
 
 
 @dataclass(frozen=True)
 class TreeCopy(_Tree):
     """rsync -a of the tree from the guest's RAM onto the filesystem (seed 002, case 1)."""
 
-    files: int = 2000
-    seed: int = 1
-    source: str = "synthetic"
     name = "tree-copy"
 
     def setup(self, mnt: str) -> str:
@@ -109,11 +106,7 @@ class TreeCopy(_Tree):
                      self.tree().bytes)]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        sync = f"rsync -a /tmp/src/{self.tree().root} . && sync && echo 'ack 1' >&4 || exit 2"
-        return "\n".join(script_header(mnt, ack) + [sync]) + "\n"
-
-    def lost(self, required: list[int], files: dict) -> list[Lost]:
-        return self.tree_intact(required, files)
+        return shell_script(mnt, ack, [acked(f"rsync -a /tmp/src/{self.tree().root} . && sync")])
 
 
 @dataclass(frozen=True)
@@ -142,7 +135,7 @@ class BigCopy(Workload):
         return [Step("copy", f"cat {PAYLOAD_DEV} > {mnt}/{DIR}/big && sync", None, self.mib << 20)]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        return "\n".join(script_header(mnt, ack) + [f"cat {PAYLOAD_DEV} > big && sync && echo 'ack 1' >&4 || exit 2"]) + "\n"
+        return shell_script(mnt, ack, [acked(f"cat {PAYLOAD_DEV} > big && sync")])
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
         if required and files.get(f"{DIR}/big") != sha256(self.source()):
@@ -167,13 +160,10 @@ class SmallFiles(Workload):
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
         run = f"pp-smallfiles sf {self.count} {self.size} {self.seed} >/dev/null"
-        return "\n".join(script_header(mnt, ack) + [f"{run} && sync && echo 'ack 1' >&4 || exit 2"]) + "\n"
+        return shell_script(mnt, ack, [acked(f"{run} && sync")])
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
-        back = [p for p in files if p.startswith(f"{DIR}/sf/")]
-        if required and back:
-            return [Lost(1, f"{len(back)} deleted files are back (e.g. {back[0]})")]
-        return []
+        return _came_back(required, files, f"{DIR}/sf/", "deleted files")
 
 
 @dataclass(frozen=True)
@@ -195,7 +185,7 @@ class Bonnie(Workload):
         return [Step("bonnie", self._argv(f"{mnt}/{DIR}"), parser="bonnie")]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        return "\n".join(script_header(mnt, ack) + [f"{self._argv('.')} >/dev/null || exit 2"]) + "\n"
+        return shell_script(mnt, ack, [f"{self._argv('.')} >/dev/null || exit 2"])
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
         return []
@@ -230,7 +220,7 @@ class Fio(Workload):
         return [Step(self.job, prep + self._argv(f"{mnt}/{DIR}/fio.dat"), parser="fio")]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        return "\n".join(script_header(mnt, ack) + [f"{self._argv('fio.dat')} >/dev/null && echo 'ack 1' >&4 || exit 2"]) + "\n"
+        return shell_script(mnt, ack, [acked(f"{self._argv('fio.dat')} >/dev/null")])
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
         if required and f"{DIR}/fio.dat" not in files:

@@ -6,8 +6,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from plugpull.lab.workloads.base import (ACK_PORT, DIR, Lost, Workload, content_line, repeated,
-                                         script_header)
+from plugpull.lab.workloads.base import (ACK_PORT, DIR, Lost, Workload, acked, content_line, repeated,
+                                         shell_script, yes_head)
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,12 @@ class FsyncFiles(Workload):
         return repeated(content_line(self.name, self.seed, ident), self.size(ident))
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        lines = script_header(mnt, ack)
+        lines = []
         for i in range(1, self.count + 1):
             name = self.path(i).split("/")[-1]
-            lines.append(f"yes '{content_line(self.name, self.seed, i).decode()}' | head -c {self.size(i)} > {name}"
-                         f" && sync {name} . && echo 'ack {i}' >&4 || exit 2")
-        return "\n".join(lines) + "\n"
+            write = yes_head(content_line(self.name, self.seed, i), self.size(i))
+            lines.append(acked(f"{write} > {name} && sync {name} .", i))
+        return shell_script(mnt, ack, lines)
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
         out = []
@@ -68,11 +68,11 @@ class FsyncAppend(Workload):
         return repeated(content_line(self.name, self.seed, ident), self.record_size - 1) + b"\n"
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        lines = script_header(mnt, ack) + [": > journal && sync journal . || exit 2"]
+        lines = [": > journal && sync journal . || exit 2"]
         for i in range(1, self.count + 1):
-            lines.append(f"yes '{content_line(self.name, self.seed, i).decode()}' | head -c {self.record_size - 1} >> journal"
-                         f" && echo >> journal && sync journal && echo 'ack {i}' >&4 || exit 2")
-        return "\n".join(lines) + "\n"
+            write = yes_head(content_line(self.name, self.seed, i), self.record_size - 1)
+            lines.append(acked(f"{write} >> journal && echo >> journal && sync journal", i))
+        return shell_script(mnt, ack, lines)
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
         if not required:
@@ -118,11 +118,9 @@ class Sqlite(Workload):
                 f"CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);' >/dev/null && sync")
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        lines = script_header(mnt, ack)
-        for i in range(1, self.transactions + 1):
-            lines.append(f"sqlite3 db \"PRAGMA synchronous={self.synchronous}; INSERT INTO t VALUES ({i}, '{self.row(i)}');\""
-                         f" && echo 'ack {i}' >&4 || exit 2")
-        return "\n".join(lines) + "\n"
+        insert = "sqlite3 db \"PRAGMA synchronous={}; INSERT INTO t VALUES ({}, '{}');\""
+        return shell_script(mnt, ack, [acked(insert.format(self.synchronous, i, self.row(i)), i)
+                                       for i in range(1, self.transactions + 1)])
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
         if not required:
