@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from plugpull.cli import parser
 from plugpull.log import add_log_options, run_log, setup_logging
 
 log = logging.getLogger("plugpull.lab.example")
@@ -87,3 +88,9 @@ def test_run_log_appends_a_resumed_run(tmp_path):
     text = (tmp_path / "run.log").read_text()
     assert text.index("first") < text.index("second")
 
+
+@pytest.mark.parametrize("argv", [["doctor"], ["shell"], ["disks"], ["crash"], ["replay", "d"], ["matrix"],
+                                  ["reproduce", "c.toml"], ["report", "r.jsonl"]], ids=lambda a: a[0])
+def test_every_subcommand_takes_the_log_options(argv, tmp_path):
+    args = parser().parse_args([*argv, "-vv", "--log-file", str(tmp_path / "x.log")])
+    assert (args.verbose, args.log_file) == (2, tmp_path / "x.log")
