@@ -6,20 +6,28 @@ import logging
 
 import pytest
 
+import plugpull.log
 from plugpull.cli import parser
+from plugpull.errors import GuestTimeout
+from plugpull.guest.channel import GuestResult
+from plugpull.guest.config import Accel, MachineSpec
+from plugpull.guest.machine import Machine
 from plugpull.log import add_log_options, run_log, setup_logging
 
 log = logging.getLogger("plugpull.lab.example")
 
 
 @pytest.fixture(autouse=True)
-def restore_plugpull_logger():
+def fresh_plugpull_logger(monkeypatch):
+    """No handler from an earlier test (a test of the CLI sets logging up); the level back after."""
     logger = logging.getLogger("plugpull")
-    handlers, level = list(logger.handlers), logger.level
+    level = logger.level
+    monkeypatch.setattr(logger, "handlers", [])
+    monkeypatch.setattr(plugpull.log, "_installed", [])
     yield
-    for handler in logger.handlers[len(handlers):]:
+    for handler in logger.handlers:
         handler.close()
-    logger.handlers[:], logger.level = handlers, level
+    logger.setLevel(level)
 
 
 def options(*argv):
@@ -94,3 +102,25 @@ def test_run_log_appends_a_resumed_run(tmp_path):
 def test_every_subcommand_takes_the_log_options(argv, tmp_path):
     args = parser().parse_args([*argv, "-vv", "--log-file", str(tmp_path / "x.log")])
     assert (args.verbose, args.log_file) == (2, tmp_path / "x.log")
+
+
+class FakeChannel:
+    def run(self, command, timeout):
+        if command.startswith("sleep"):
+            raise GuestTimeout("no answer in 1 s")
+        return GuestResult(command, 3, b"", b"")
+
+
+def test_guest_commands_and_power_cuts_are_debug_lines(caplog):
+    m = Machine(MachineSpec(), image=None, accel=Accel.TCG, name="checker")
+    m._channel = FakeChannel()
+    with caplog.at_level(logging.DEBUG, logger="plugpull"):
+        m.run("cat > /tmp/w.sh <<'EOF'\n" + "x" * 300 + "\nEOF")
+        with pytest.raises(GuestTimeout):
+            m.run("sleep %s", "9")
+        m.power_cut()
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert [level for level, _ in lines] == [logging.DEBUG] * 3
+    assert lines[0][1].startswith("checker: rc 3 in ") and lines[0][1].endswith(": cat > /tmp/w.sh <<'EOF' ...")
+    assert "failed after" in lines[1][1] and "no answer in 1 s" in lines[1][1] and lines[1][1].endswith("sleep 9")
+    assert lines[2][1] == "checker: power cut"

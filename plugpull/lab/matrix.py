@@ -7,6 +7,7 @@ cells already done: the key hashes everything that defines a cell.
 
 import hashlib
 import json
+import logging
 import os
 import platform
 import shutil
@@ -20,10 +21,11 @@ from plugpull.lab.crash import CrashSpec, run_crash
 from plugpull.errors import InfraError
 from plugpull.lab.fs import filesystem, mode as mode_named
 from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, profile as disk_profile
-from plugpull.progress import say
 from plugpull.lab.throughput import measure
 from plugpull.guest.machine import qemu_version
 from plugpull.lab.workloads import workload as workload_named
+
+log = logging.getLogger(__name__)
 
 DISK_BACKING = "raw file on the host's filesystem; a guest flush = the host's fdatasync"
 # A disk's volatile cache as it is: 32 MiB, destaged in any order. `reorder` (any subset of all
@@ -144,7 +146,7 @@ def run_cell(cell: Cell, rig: Rig, work: Path, artifacts: Path) -> dict:
     started = time.monotonic()
     try:
         if cell.throughput:
-            say(f"  throughput: {cell.workload} on {cell.fs} ({cell.mode})")
+            log.info(f"  throughput: {cell.workload} on {cell.fs} ({cell.mode})")
             real = Path(cell.real_disk) if cell.real_disk else None
             doc["throughput"] = measure(work / "throughput", fs, mode, wl, rig, cell.disk_mib, cell.bus,
                                         profile=None if real else disk_profile(cell.profile), real_disk=real)
@@ -175,12 +177,12 @@ def run_matrix(todo: list[Cell], results: Path, rig: Rig, workdir: Path) -> list
     done = load_done(results)
     pending = [c for c in todo if c.key() not in done]
     if len(pending) < len(todo):
-        say(f"{len(todo) - len(pending)} of {len(todo)} cells already in {results}: skipped")
+        log.info(f"{len(todo) - len(pending)} of {len(todo)} cells already in {results}: skipped")
     out, started = [], time.monotonic()
     for i, cell in enumerate(pending):
         elapsed = time.monotonic() - started
         eta = f", eta {elapsed / i * (len(pending) - i):.0f} s" if i else ""
-        say(f"[cell {i + 1}/{len(pending)}{eta}] {cell.fs} {cell.mode} {cell.workload}")
+        log.info(f"[cell {i + 1}/{len(pending)}{eta}] {cell.fs} {cell.mode} {cell.workload}")
         work = workdir / f"cell-{i}"
         artifacts = results.parent / f"{results.stem}-artifacts" / cell.key().replace("/", "-")
         try:
@@ -190,5 +192,5 @@ def run_matrix(todo: list[Cell], results: Path, rig: Rig, workdir: Path) -> list
         append_line(results, doc)
         out.append(doc)
         if doc.get("error"):
-            say(f"  {doc['error']}")
+            log.warning(f"  {doc['error']}")
     return out

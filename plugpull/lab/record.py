@@ -7,6 +7,7 @@ guest makes while it writes through to the disk. A trigger decides when the plug
 
 import bisect
 import json
+import logging
 import os
 import threading
 import time
@@ -21,6 +22,8 @@ from plugpull.lab.fs import Filesystem, Mode
 from plugpull.lab.testbed import MOUNTPOINT, second, testbed
 from plugpull.lab.verdict import Ack
 from plugpull.powerloss.writelog import entry_index_at, iter_entries, summarize
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,8 @@ def record(directory: Path, fs: Filesystem, mode: Mode, workload, trigger: Trigg
                 break
         if finished not in (None, 0):
             detail = m.run("tail -n 20 /tmp/workload.out").text
+        log.debug("pulling the plug after %d acks (trigger %s; the workload %s)", len(acks), trigger,
+                  "was still running" if finished is None else f"had exited with {finished}")
         m.power_cut()
         meta["workload_seconds"] = time.monotonic() - started
         if sampler:
