@@ -12,6 +12,7 @@ from plugpull import __version__
 from plugpull.guest.config import Accel, Bus, DiskSpec, MachineSpec
 from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError
 from plugpull.guest.rig import prepare_rig
+from plugpull.log import add_log_options, run_log, setup_logging
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
@@ -49,6 +50,7 @@ def add_guest_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accel", type=Accel, choices=list(Accel), default=Accel.AUTO)
     p.add_argument("--kernel", type=Path, help="boot this kernel (bzImage) instead of the host's")
     p.add_argument("--modules", type=Path, help="with --kernel: its lib/modules/RELEASE tree")
+    add_log_options(p)
 
 
 def cmd_doctor(args) -> int:
@@ -176,8 +178,9 @@ def cmd_crash(args) -> int:
     out = args.out or Path("results") / f"crash-{args.fs}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
     if args.json and args.json.exists() and args.json.is_dir():
         raise UsageError(f"--json {args.json} is a directory")
-    rig = prepare_rig(args.accel, kernel_source(args))
-    doc = run_crash(spec, rig, out)
+    with run_log(out / "crash.log"):
+        rig = prepare_rig(args.accel, kernel_source(args))
+        doc = run_crash(spec, rig, out)
     rows = []
     for model in dict.fromkeys(s["model"] for s in doc["states"]):
         states = [s for s in doc["states"] if s["model"] == model]
@@ -277,12 +280,13 @@ def cmd_matrix(args) -> int:
                  crash=not args.no_crash, overhead=args.overhead, profile=args.profile, real_disk=real_disk)
     for cell in todo:
         cell.validate()
-    rig = prepare_rig(args.accel, kernel_source(args))
-    work = make_tempdir("matrix")
-    try:
-        docs = run_matrix(todo, args.results, rig, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with run_log(args.results.with_suffix(".log")):
+        rig = prepare_rig(args.accel, kernel_source(args))
+        work = make_tempdir("matrix")
+        try:
+            docs = run_matrix(todo, args.results, rig, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     finish_matrix(docs, args.results, args.report)
     return EXIT_INFRA if any(d.get("error") for d in docs) else EXIT_OK
 
@@ -297,12 +301,13 @@ def cmd_reproduce(args) -> int:
     case = load_case(args.case, args.scale)
     results = args.results or Path("results") / f"{args.case.stem}.jsonl"
     print(f"{case.title}\n  {case.source}\n  {len(case.cells)} cells, scale {args.scale:g}", file=sys.stderr)
-    rig = prepare_rig(args.accel, kernel_source(args))
-    work = make_tempdir("reproduce")
-    try:
-        docs = run_matrix(list(case.cells), results, rig, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with run_log(results.with_suffix(".log")):
+        rig = prepare_rig(args.accel, kernel_source(args))
+        work = make_tempdir("reproduce")
+        try:
+            docs = run_matrix(list(case.cells), results, rig, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     finish_matrix(docs, results, args.report)
     done = load_cells(results)
     failures = expectation_failures(case, [done[c.key()] for c in case.cells if c.key() in done])
@@ -383,6 +388,7 @@ def parser() -> argparse.ArgumentParser:
     rr = sub.add_parser("report", help="table, plot and HTML page from matrix results")
     rr.add_argument("results", type=Path)
     rr.add_argument("--out", type=Path, help="report directory (default: beside the results)")
+    add_log_options(rr)
     rr.set_defaults(func=cmd_report)
     return p
 
@@ -393,6 +399,7 @@ def _terminate(signum, frame):
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    setup_logging(args)
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `plugpull report ... | head` ends quietly
     for name in ("disk_mib", "batch", "states"):

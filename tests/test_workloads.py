@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from plugpull.errors import UsageError
-from plugpull.lab.workloads import FsyncAppend, FsyncFiles, workload
+from plugpull.lab.workloads import FsyncAppend, FsyncFiles, SmallFiles, TreeCopy, TreeExtract, TreeRemove, workload
 
 BUSYBOX = shutil.which("busybox")
 needs_busybox = pytest.mark.skipif(BUSYBOX is None, reason="busybox-static is not installed (make deps)")
@@ -75,3 +75,29 @@ def test_unknown_workload_and_bad_params_are_usage_errors():
         workload("nope")
     with pytest.raises(UsageError, match="bad parameters"):
         workload("fsync-files", colour="red")
+
+
+def test_tree_oracles_want_the_whole_tree_after_an_extract_or_a_copy(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path))
+    for wl in (TreeExtract(files=30, seed=9), TreeCopy(files=30, seed=9)):
+        manifest = wl.tree().manifest
+        sums = {f"pp/{p}": digest for p, digest in manifest.items()}
+        first = next(iter(manifest))
+        assert wl.lost([1], sums) == [] and wl.lost([], {}) == []
+        missing = wl.lost([1], {k: v for k, v in sums.items() if k != f"pp/{first}"})
+        assert [(l.ack, "1 files of the tree missing, 0 with wrong" in l.reason) for l in missing] == [(1, True)]
+        wrong = wl.lost([1], {**sums, f"pp/{first}": "0" * 64})
+        assert [(l.ack, "0 files of the tree missing, 1 with wrong" in l.reason) for l in wrong] == [(1, True)]
+
+
+def test_removal_oracles_report_files_that_came_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path))
+    remove = TreeRemove(files=30, seed=9)
+    back = {f"pp/{remove.tree().root}/a": "x", "pp/other": "y"}
+    assert [(l.ack, l.reason.startswith("1 files of the removed tree are back")) for l in remove.lost([1], back)] == [
+        (1, True)]
+    assert remove.lost([], back) == [] and remove.lost([1], {"pp/other": "y"}) == []
+    small = SmallFiles(count=5)
+    assert [l.reason for l in small.lost([1], {"pp/sf/1": b"", "pp/sf/2": b""})] == [
+        "2 deleted files are back (e.g. pp/sf/1)"]
+    assert small.lost([], {"pp/sf/1": b""}) == [] and small.lost([1], {"pp/x": b""}) == []

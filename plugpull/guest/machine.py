@@ -8,7 +8,9 @@ connection, its channels and its temp dir: leaving the `with` block guarantees a
 
 import ctypes
 import json
+import logging
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -27,6 +29,8 @@ from plugpull.files import atomic_write_json
 from plugpull.paths import cache_dir, make_tempdir
 from plugpull.guest.qemu import QEMU_BINARY, qemu_argv
 
+log = logging.getLogger(__name__)
+
 PR_SET_PDEATHSIG = 1
 KVM_PROBE_TIMEOUT = 20.0
 
@@ -35,6 +39,12 @@ def _die_with_parent() -> None:
     """Runs in the child before exec: QEMU gets SIGKILL if plugpull dies without cleanup."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _first_line(command: str, width: int = 160) -> str:
+    """A command as a log line shows it: its first line, cut to `width` characters."""
+    line = command.split("\n", 1)[0]
+    return line if len(line) <= width and "\n" not in command else line[:width] + " ..."
 
 
 def create_disk(path: Path, size_mib: int) -> Path:
@@ -98,6 +108,7 @@ class Machine:
         fds = ChannelFds(*(s.fileno() for s in theirs))
         self.argv = qemu_argv(self.spec, self.image, self.accel, fds, self.console_log)
         stderr_path = self._tmp / "qemu.stderr"
+        log.debug("%s: %s", self.name, shlex.join(self.argv))
         started = time.monotonic()
         with open(stderr_path, "wb") as err:
             interactive = self.spec.interactive
@@ -121,9 +132,12 @@ class Machine:
             self.qmp.connect()
             self.guest_release = self._channel.wait_ready(self.boot_timeout)
         except Exception as e:  # QMP and the channel fail in their own ways when QEMU dies early
+            log.debug("%s did not become ready under %s: %s", self.name, self.accel, e)
             raise LaunchError(f"guest did not become ready: {e}", self.argv,
                               self._exitcode_after(1.0), self._early_output()) from None
         self.boot_seconds = time.monotonic() - started
+        log.debug("%s booted in %.1f s under %s (kernel %s)", self.name, self.boot_seconds, self.accel,
+                  self.guest_release)
 
     def _exitcode_after(self, seconds: float):
         try:
@@ -142,9 +156,13 @@ class Machine:
         """Run a shell command in the guest; arguments are quoted (`run("ls %s", path)`)."""
         if self._channel is None:
             raise GuestError("machine not launched")
+        text, started = quote_command(command, *args), time.monotonic()
         try:
-            return self._channel.run(quote_command(command, *args), timeout)
+            result = self._channel.run(text, timeout)
+            log.debug("%s: rc %d in %.2f s: %s", self.name, result.rc, time.monotonic() - started, _first_line(text))
+            return result
         except GuestError as e:
+            log.debug("%s: failed after %.2f s (%s): %s", self.name, time.monotonic() - started, e, _first_line(text))
             if self._proc and self._proc.poll() is not None and not self.power_was_cut:
                 raise GuestError(f"QEMU exited (code {self._proc.returncode}): {e}") from None
             raise
@@ -158,6 +176,7 @@ class Machine:
 
     def power_cut(self) -> None:
         """Pull the plug: SIGKILL QEMU. Expected, so not an error."""
+        log.debug("%s: power cut", self.name)
         self.power_was_cut = True
         if self.alive():
             self._proc.kill()

@@ -9,6 +9,7 @@ without rerunning the workload.
 
 import gzip
 import json
+import logging
 import os
 import shutil
 import time
@@ -23,12 +24,14 @@ from plugpull.powerloss.crashstate import content_digest, materialize
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.lab.fs import filesystem
 from plugpull.powerloss.models import cut_points, plan, stable_rng
-from plugpull.progress import Progress, say
+from plugpull.progress import Progress
 from plugpull.lab.record import Record, record
 from plugpull.lab.testbed import run_host, second
 from plugpull.lab.verdict import Verdict, classify, required_acks
 from plugpull.lab.workloads import workload
 from plugpull.powerloss.writelog import iter_entries
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -71,12 +74,12 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
     shutil.rmtree(work, ignore_errors=True)
     started = time.monotonic()
     try:
-        say(f"recording {spec.workload} on {spec.fs} ({spec.mode}, {spec.bus}), power cut at {spec.trigger} ...")
+        log.info(f"recording {spec.workload} on {spec.fs} ({spec.mode}, {spec.bus}), power cut at {spec.trigger} ...")
         rec = record(work / "record", plan.recording_bed, plan.trigger, rig)
         recorded = time.monotonic()
-        log = rec.meta["log"]
-        say(f"recorded {len(rec.acks)} acks, {log['writes']} writes, {log['flushes']} flushes "
-            f"in {rec.meta['workload_seconds']:.1f} s")
+        written = rec.meta["log"]
+        log.info(f"recorded {len(rec.acks)} acks, {written['writes']} writes, {written['flushes']} flushes "
+                 f"in {rec.meta['workload_seconds']:.1f} s")
         entries = list(iter_entries(rec.log))
         jobs = [(str(model), cut, cut2) for model in plan.models for cut, cut2 in crash_cuts(rec, entries, spec)]
         results = check_states(rec, entries, jobs, spec, rig, work / "states", plan.workload, plan.fs, out_dir)
@@ -128,6 +131,8 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
               for i, (model, cut, cut2) in enumerate(jobs)]
     owed = [required_acks(rec.acks, cut, cut2) for _, cut, cut2 in jobs]
     collect = [wl.collect if required else "none" for required in owed]
+    log.debug("checking %d crash states: %d per checker boot, %d checkers at once", len(jobs), spec.batch,
+              checker.workers)
     bar = Progress("checking states", len(jobs))
     observations = checker.check(states, progress=bar.advance, collect=collect)
     results: list[StateResult] = []
@@ -141,6 +146,9 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
         if v.verdict is not Verdict.CLEAN:
             artifact = save_artifact(out_dir, rec, result, state, obs)
             result = StateResult(**{**asdict(result), "artifact": str(artifact)})
+        log.debug("%s cut %s%s: %s, %s (%d acks owed, %d lost, fsck rc %d)", model, cut,
+                  "" if cut2 is None else f" and {cut2}", result.verdict, result.reason, len(required),
+                  len(v.lost), obs.fsck_rc)
         results.append(result)
         for p in (state if isinstance(state, tuple) else (state,)):
             p.unlink(missing_ok=True)

@@ -7,6 +7,7 @@ cells already done: the key hashes everything that defines a cell.
 
 import hashlib
 import json
+import logging
 import os
 import platform
 import shutil
@@ -20,10 +21,11 @@ from plugpull.lab.crash import run_crash
 from plugpull.lab.spec import CrashSpec
 from plugpull.errors import InfraError
 from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, profile as disk_profile
-from plugpull.progress import say
 from plugpull.lab.testbed import BedSpec
 from plugpull.lab.throughput import measure
 from plugpull.guest.machine import qemu_version
+
+log = logging.getLogger(__name__)
 
 DISK_BACKING = "raw file on the host's filesystem; a guest flush = the host's fdatasync"
 
@@ -145,7 +147,7 @@ def run_cell(cell: Cell, rig: Rig, work: Path, artifacts: Path) -> dict:
     started = time.monotonic()
     try:
         if cell.throughput:
-            say(f"  throughput: {cell.workload} on {cell.fs} ({cell.mode})")
+            log.info(f"  throughput: {cell.workload} on {cell.fs} ({cell.mode})")
             real = Path(cell.real_disk) if cell.real_disk else None
             bed = BedSpec(fs, mode, wl, cell.disk_mib, cell.bus, None if real else disk_profile(cell.profile), real)
             doc["throughput"] = measure(work / "throughput", bed, rig)
@@ -176,12 +178,12 @@ def run_matrix(todo: list[Cell], results: Path, rig: Rig, workdir: Path) -> list
     done = load_done(results)
     pending = [c for c in todo if c.key() not in done]
     if len(pending) < len(todo):
-        say(f"{len(todo) - len(pending)} of {len(todo)} cells already in {results}: skipped")
+        log.info(f"{len(todo) - len(pending)} of {len(todo)} cells already in {results}: skipped")
     out, started = [], time.monotonic()
     for i, cell in enumerate(pending):
         elapsed = time.monotonic() - started
         eta = f", eta {elapsed / i * (len(pending) - i):.0f} s" if i else ""
-        say(f"[cell {i + 1}/{len(pending)}{eta}] {cell.fs} {cell.mode} {cell.workload}")
+        log.info(f"[cell {i + 1}/{len(pending)}{eta}] {cell.fs} {cell.mode} {cell.workload}")
         work = workdir / f"cell-{i}"
         artifacts = results.parent / f"{results.stem}-artifacts" / cell.key().replace("/", "-")
         try:
@@ -191,5 +193,5 @@ def run_matrix(todo: list[Cell], results: Path, rig: Rig, workdir: Path) -> list
         append_line(results, doc)
         out.append(doc)
         if doc.get("error"):
-            say(f"  {doc['error']}")
+            log.warning(f"  {doc['error']}")
     return out

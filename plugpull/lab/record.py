@@ -7,6 +7,7 @@ guest makes while it writes through to the disk. A trigger decides when the plug
 
 import bisect
 import json
+import logging
 import os
 import threading
 import time
@@ -19,6 +20,8 @@ from plugpull.errors import GuestTimeout, InfraError, UsageError
 from plugpull.lab.testbed import MOUNTPOINT, BedSpec, second, testbed
 from plugpull.lab.verdict import Ack
 from plugpull.powerloss.writelog import entry_index_at, iter_entries, summarize
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,8 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
                 break
         if finished not in (None, 0):
             detail = m.run("tail -n 20 /tmp/workload.out").text
+        log.debug("pulling the plug after %d acks (trigger %s; the workload %s)", len(acks), trigger,
+                  "was still running" if finished is None else f"had exited with {finished}")
         m.power_cut()
         meta["workload_seconds"] = time.monotonic() - started
         if sampler:

@@ -1,0 +1,39 @@
+"""Workloads: what runs in the guest, what it promises, and how fast it went.
+
+Each workload gives
+- `steps(mnt)`: the timed guest commands of a throughput run (one phase each, unless the
+  command reports its own phases: smallfiles, fio, bonnie++);
+- `script(mnt, ack)`: the power-cut run, a busybox shell script that writes `ack ID` to fd 4
+  (the ack port) only after what ID stands for is durable (fsync/sync returned);
+- `lost(required, files)`: which of the owed acks a crash state broke, given the files the
+  checker brought back (`collect`: "tar" = contents, "sums" = sha256 per file);
+- optionally `payload()`: a read-only disk image the guest reads as /dev/vda (a tar to
+  extract, a large file to copy), and `setup(mnt)`: untimed commands before the work.
+Content is a pure function of the parameters and seed, so the host regenerates it.
+"""
+
+from plugpull.errors import UsageError
+from plugpull.lab.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Lost, Step, Workload, content_line,
+                                         repeated, sha256)
+from plugpull.lab.workloads.bench import (FIO_JOBS, BigCopy, Bonnie, Fio, SmallFiles, TreeCopy, TreeExtract,
+                                          TreeRemove)
+from plugpull.lab.workloads.oracle import FsyncAppend, FsyncFiles, Sqlite
+
+__all__ = ["ACK_PORT", "DIR", "PAYLOAD_DEV", "FIO_JOBS", "WORKLOADS", "BigCopy", "Bonnie", "Fio", "FsyncAppend",
+           "FsyncFiles", "Lost", "SmallFiles", "Sqlite", "Step", "TreeCopy", "TreeExtract", "TreeRemove",
+           "Workload", "content_line", "repeated", "sha256", "workload"]
+
+
+WORKLOADS = {w.name: w for w in (FsyncFiles, FsyncAppend, TreeExtract, TreeRemove, TreeCopy, BigCopy,
+                                 SmallFiles, Bonnie, Fio, Sqlite)}
+
+
+def workload(name: str, **params) -> Workload:
+    try:
+        cls = WORKLOADS[name]
+    except KeyError:
+        raise UsageError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}") from None
+    try:
+        return cls(**params)
+    except TypeError as e:
+        raise UsageError(f"bad parameters for workload {name}: {e}") from None

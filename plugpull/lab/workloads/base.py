@@ -1,0 +1,87 @@
+"""What every workload shares: the guest-side names, the base class and its timed `Step`."""
+
+import hashlib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+DIR = "pp"
+ACK_PORT = "/dev/plugpull-ack"
+PAYLOAD_DEV = "/dev/vda"
+
+
+def content_line(kind: str, seed: int, ident: int) -> bytes:
+    return f"plugpull {kind} seed={seed} id={ident}".encode()
+
+
+def repeated(line: bytes, size: int) -> bytes:
+    """What `yes LINE | head -c SIZE` writes."""
+    unit = line + b"\n"
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def yes_head(line: bytes, size: int) -> str:
+    """The guest command that writes `repeated(line, size)` to its stdout."""
+    return f"yes '{line.decode()}' | head -c {size}"
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Lost:
+    ack: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """A timed guest command. `parser` names a parser of its output ("smallfiles", "fio",
+    "bonnie") when the command measures its own phases."""
+
+    name: str
+    command: str
+    ops: int | None = None
+    bytes: int | None = None
+    parser: str | None = None
+
+
+class Workload:
+    name = ""
+    collect = "tar"
+    metadata_heavy = False
+
+    def params(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def payload(self) -> Path | None:
+        return None
+
+    def setup(self, mnt: str) -> str:
+        return ""
+
+    def memory_mib(self) -> int:
+        return 1024
+
+    def script(self, mnt: str, ack: str = ACK_PORT) -> str:
+        raise NotImplementedError
+
+    def steps(self, mnt: str) -> list[Step]:
+        """By default the power-cut script itself, timed, with its acks thrown away."""
+        return [Step(self.name, self.script(mnt, ack="/dev/null"), ops=self.ops())]
+
+    def ops(self) -> int | None:
+        return None
+
+    def lost(self, required: list[int], files: dict) -> list[Lost]:
+        raise NotImplementedError
+
+
+def acked(command: str, ident: int = 1) -> str:
+    """`command`, then `ack IDENT` on the ack port (fd 4) once it succeeded; else the script stops."""
+    return f"{command} && echo 'ack {ident}' >&4 || exit 2"
+
+
+def shell_script(mnt: str, ack: str, lines: list[str]) -> str:
+    """A power-cut script: `lines` run in the work directory with fd 4 open on the ack port."""
+    return "\n".join([f"cd {mnt}/{DIR} || exit 1", f"exec 4>{ack}", *lines]) + "\n"

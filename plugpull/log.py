@@ -1,0 +1,90 @@
+"""Logging: the console shows the step lines users read, `-v` adds detail, and each run keeps
+its whole DEBUG log in a file beside its results.
+
+Every module logs through its own logger, under the `plugpull` one:
+
+    log = logging.getLogger(__name__)
+    log.info("recording fsync-files on xfs ...")   # a step line: on stderr, as plain text
+    log.debug("checker booted in 3.1 s under tcg")  # with -vv, and always in the run's log file
+"""
+
+import logging
+import shlex
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from plugpull import __version__
+
+ROOT = "plugpull"
+DETAILED = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+IN_FILES = "%(asctime)s %(levelname)-7s %(threadName)s %(name)s: %(message)s"
+
+_installed: list[logging.Handler] = []
+
+
+class _Stderr(logging.StreamHandler):
+    """Writes to `sys.stderr` as it is when a record comes, so that a progress bar that
+    redirects stderr while it is drawn, or a test that captures it, gets the line."""
+
+    def __init__(self, level: int):
+        logging.Handler.__init__(self, level)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+
+def add_log_options(parser) -> None:
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="more on stderr: -v adds times, levels and sources; -vv debug messages")
+    parser.add_argument("--log-file", type=Path, metavar="PATH",
+                        help="also append the debug log (every guest boot and command) to PATH")
+
+
+def _file_handler(path: Path) -> logging.Handler:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setLevel(logging.DEBUG)
+    handler.setFormatter(logging.Formatter(IN_FILES))
+    return handler
+
+
+def setup_logging(args) -> None:
+    """The console handler `args.verbose` asks for, and the `--log-file`; called again, it
+    replaces what it installed before."""
+    logger = logging.getLogger(ROOT)
+    for handler in _installed:
+        logger.removeHandler(handler)
+        handler.close()
+    _installed.clear()
+    verbose = getattr(args, "verbose", 0) or 0
+    console = _Stderr(logging.DEBUG if verbose >= 2 else logging.INFO)
+    console.setFormatter(logging.Formatter(DETAILED if verbose else "%(message)s", "%H:%M:%S"))
+    _installed.append(console)
+    if getattr(args, "log_file", None):
+        _installed.append(_file_handler(args.log_file))
+    for handler in _installed:
+        logger.addHandler(handler)
+    logger.setLevel(min(handler.level for handler in _installed))
+
+
+@contextmanager
+def run_log(path: Path):
+    """For the duration of a run, also its whole DEBUG log in `path` (appended: a resumed run
+    adds to it). An exception that ends the run is logged there with its traceback."""
+    logger = logging.getLogger(ROOT)
+    handler = _file_handler(path)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.debug("plugpull %s started: %s", __version__, shlex.join(sys.argv))
+    try:
+        yield path
+    except BaseException as e:
+        logger.debug("the run ended with %s: %s", type(e).__name__, e, exc_info=isinstance(e, Exception))
+        raise
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+        logger.setLevel(level)
