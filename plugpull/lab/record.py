@@ -83,19 +83,20 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
            progress=None) -> Record:
     fs, mode, workload = bed.fs, bed.mode, bed.workload
     directory.mkdir(parents=True, exist_ok=True)
-    log = directory / "write.log"
-    log2 = second(log) if mode.external_log else None
+    write_log = directory / "write.log"
+    log2 = second(write_log) if mode.external_log else None
     meta = {
         "fs": fs.name, "mode": mode.name, "workload": workload.name, "params": workload.params(),
         "trigger": str(trigger), "disk_mib": bed.disk_mib, "bus": str(bed.bus), "image": rig.image.key,
         "kernel": rig.image.kernel_release, "packages": rig.image.manifest.get("packages", {}),
     }
-    acks: list[tuple[int, int]] = []
-    with testbed(directory, bed, rig, write_log=log, base_copy=directory / "base.img", timeout=timeout) as running:
+    with testbed(directory, bed, rig, write_log=write_log, base_copy=directory / "base.img",
+                 timeout=timeout) as running:
         m = running.machine
         meta["accel"] = str(m.accel)
         meta["queue_write_cache"] = running.queue_write_cache
-        sizes = (lambda: (os.stat(log).st_size, os.stat(log2).st_size)) if log2 else (lambda: os.stat(log).st_size)
+        sizes = ((lambda: (os.stat(write_log).st_size, os.stat(log2).st_size)) if log2
+                 else (lambda: os.stat(write_log).st_size))
         m.acks.set_stamp(sizes)
         sampler = _Sampler(sizes) if log2 else None
         script = workload.script(MOUNTPOINT)
@@ -103,29 +104,8 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
         started = time.monotonic()
         m.run("(sh /tmp/workload.sh > /tmp/workload.out 2>&1; echo \"done $?\" > /dev/plugpull-ack) "
               "</dev/null >/dev/null 2>&1 &").check()
-        finished = None
-        deadline = started + timeout
-        while True:
-            if _triggered(trigger, len(acks), log, started):
-                break
-            try:
-                line = m.acks.get(timeout=min(1.0, max(0.01, deadline - time.monotonic())))
-            except GuestTimeout:
-                if time.monotonic() > deadline:
-                    raise GuestTimeout(f"workload did not finish in {timeout:.0f} s") from None
-                continue
-            if line is None:
-                raise InfraError("the ack stream closed before the power cut (QEMU died?)")
-            words = line.text.split()
-            if words[:1] == ["ack"]:
-                acks.append((int(words[1]), line.stamp))
-                if progress:
-                    progress(len(acks))
-            elif words[:1] == ["done"]:
-                finished = int(words[1])
-                break
-        if finished not in (None, 0):
-            detail = m.run("tail -n 20 /tmp/workload.out").text
+        acks, finished = _until_cut(m, trigger, write_log, started, timeout, progress)
+        detail = m.run("tail -n 20 /tmp/workload.out").text if finished not in (None, 0) else ""
         log.debug("pulling the plug after %d acks (trigger %s; the workload %s)", len(acks), trigger,
                   "was still running" if finished is None else f"had exited with {finished}")
         m.power_cut()
@@ -135,24 +115,50 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
     if finished not in (None, 0):
         raise InfraError(f"the workload failed in the guest (exit {finished}):\n{detail}")
     meta["workload_finished"] = finished == 0
-    meta["log"] = asdict(summarize(log))
-    index = _indexer(log)
-    if log2 is None:
-        rec_acks = [Ack(i, s, index(s)) for i, s in acks]
-    else:
-        meta["log2"] = asdict(summarize(log2))
-        index2 = _indexer(log2)
-        rec_acks = [Ack(i, s1, index(s1), index2(s2)) for i, (s1, s2) in acks]
-        pairs = {(index(s1), index2(s2)) for s1, s2 in sampler.samples + [sizes()]}
-        meta["cut_pairs"] = sorted(pairs)
-    rec = Record(directory, meta, rec_acks)
+    rec = Record(directory, meta, _stamped_acks(meta, acks, write_log, log2, sampler, sizes))
     rec.save()
     return rec
 
 
-def _indexer(log: Path):
+def _until_cut(m, trigger: Trigger, write_log: Path, started: float, timeout: float, progress):
+    """Read acks until the trigger fires or the workload ends: ([(ack, stamp)], exit code or None)."""
+    acks: list[tuple] = []
+    deadline = started + timeout
+    while not _triggered(trigger, len(acks), write_log, started):
+        try:
+            line = m.acks.get(timeout=min(1.0, max(0.01, deadline - time.monotonic())))
+        except GuestTimeout:
+            if time.monotonic() > deadline:
+                raise GuestTimeout(f"workload did not finish in {timeout:.0f} s") from None
+            continue
+        if line is None:
+            raise InfraError("the ack stream closed before the power cut (QEMU died?)")
+        words = line.text.split()
+        if words[:1] == ["ack"]:
+            acks.append((int(words[1]), line.stamp))
+            if progress:
+                progress(len(acks))
+        elif words[:1] == ["done"]:
+            return acks, int(words[1])
+    return acks, None
+
+
+def _stamped_acks(meta: dict, acks: list, write_log: Path, log2: Path | None, sampler, sizes) -> list[Ack]:
+    """Acks with the log positions their stamps stand for; with a second disk, also the
+    consistent cut pairs the sampler saw (into `meta`)."""
+    meta["log"] = asdict(summarize(write_log))
+    index = _indexer(write_log)
+    if log2 is None:
+        return [Ack(i, s, index(s)) for i, s in acks]
+    meta["log2"] = asdict(summarize(log2))
+    index2 = _indexer(log2)
+    meta["cut_pairs"] = sorted({(index(s1), index2(s2)) for s1, s2 in sampler.samples + [sizes()]})
+    return [Ack(i, s1, index(s1), index2(s2)) for i, (s1, s2) in acks]
+
+
+def _indexer(write_log: Path):
     """log size in bytes -> entries complete below it, by bisection over the entries' ends."""
-    ends = [e.end_offset for e in iter_entries(log)]
+    ends = [e.end_offset for e in iter_entries(write_log)]
     return lambda size: bisect.bisect_right(ends, size)
 
 
@@ -177,11 +183,11 @@ class _Sampler:
         self._thread.join()
 
 
-def _triggered(trigger: Trigger, n_acks: int, log: Path, started: float) -> bool:
+def _triggered(trigger: Trigger, n_acks: int, write_log: Path, started: float) -> bool:
     if trigger.kind == "acks":
         return n_acks >= trigger.value
     if trigger.kind == "time":
         return time.monotonic() - started >= trigger.value
     if trigger.kind == "writes":
-        return entry_index_at(log, os.stat(log).st_size) >= trigger.value
+        return entry_index_at(write_log, os.stat(write_log).st_size) >= trigger.value
     return False
