@@ -62,3 +62,16 @@ def test_disks_have_stable_names(vm):
         name = vm.run(f"readlink /dev/pp-disk{i}").check().text.strip()
         serial = vm.run(f"tail -c +5 /sys/block/{name}/device/vpd_pg80").check().text.strip()
         assert serial == f"plugpull{i}"
+
+
+AWKWARD = (b"#!/bin/sh\necho 'quoted' \"twice\" $(reboot) `halt` \\\nPLUGPULL_EOF\nEOF\n\0\0\0 end\n"
+           + bytes(range(256)) * 200)  # several upload chunks, every byte value
+
+
+def test_write_file_carries_any_bytes(vm):
+    vm.write_file("/tmp/upload.bin", AWKWARD, mode=0o750)
+    assert vm.run("cat /tmp/upload.bin").stdout == AWKWARD
+    assert vm.run("stat -c %a /tmp/upload.bin").text.strip() == "750"
+    assert "pp-partial" not in vm.run("ls /tmp").text
+    vm.write_file("/tmp/upload.bin", "short\n")
+    assert vm.run("cat /tmp/upload.bin").stdout == b"short\n"

@@ -1,5 +1,6 @@
-"""One QEMU process per `Machine`, a context manager that owns the process, its QMP
-connection, its channels and its temp dir: leaving the `with` block guarantees all are gone.
+"""The "qemu" backend (see `backend`): one QEMU process per `Machine`, a context manager
+that owns the process, its QMP connection, its channels and its temp dir: leaving the `with`
+block guarantees all are gone.
 
     with Machine(MachineSpec(disks=(DiskSpec(path),)), image) as m:
         m.run("cat /sys/block/sda/queue/write_cache")
@@ -14,11 +15,13 @@ import signal
 import socket
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from qemu.qmp.legacy import QEMUMonitorProtocol
 
 from plugpull.guest import accel as accel_mod
+from plugpull.guest.backend import upload
 from plugpull.guest.channel import CommandChannel, GuestResult, LineStream, quote_command
 from plugpull.guest.config import Accel, ChannelFds, MachineSpec
 from plugpull.errors import GuestError, LaunchError, ToolMissing
@@ -149,6 +152,10 @@ class Machine:
                 raise GuestError(f"QEMU exited (code {self._proc.returncode}): {e}") from None
             raise
 
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        """Put `data` at `path` in the guest, through the command channel."""
+        upload(self, path, data, mode)
+
     def wait(self) -> int:
         """Until QEMU exits by itself (an interactive guest powered off)."""
         return self._proc.wait()
@@ -195,6 +202,20 @@ class Machine:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+
+@dataclass(frozen=True)
+class QemuBackend:
+    """The backend whose guests are `Machine`s: QEMU started directly, controlled over QMP."""
+
+    name: str = "qemu"
+
+    def machine(self, spec: MachineSpec, image: GuestImage, accel: Accel, *, console_log: Path | None = None,
+                name: str | None = None, boot_timeout: float = 120.0) -> Machine:
+        return Machine(spec, image, accel, console_log=console_log, boot_timeout=boot_timeout, name=name)
+
+
+QEMU = QemuBackend()
 
 
 def qemu_version() -> str:
