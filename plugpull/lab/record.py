@@ -98,8 +98,7 @@ def record(directory: Path, fs: Filesystem, mode: Mode, workload, trigger: Trigg
         sizes = (lambda: (os.stat(log).st_size, os.stat(log2).st_size)) if log2 else (lambda: os.stat(log).st_size)
         m.acks.set_stamp(sizes)
         sampler = _Sampler(sizes) if log2 else None
-        script = workload.script(MOUNTPOINT)
-        m.run("cat > /tmp/workload.sh <<'PLUGPULL_EOF'\n" + script + "PLUGPULL_EOF").check()
+        m.write_file("/tmp/workload.sh", workload.script(MOUNTPOINT))
         started = time.monotonic()
         m.run("(sh /tmp/workload.sh > /tmp/workload.out 2>&1; echo \"done $?\" > /dev/plugpull-ack) "
               "</dev/null >/dev/null 2>&1 &").check()
