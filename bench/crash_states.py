@@ -17,7 +17,7 @@ from pathlib import Path
 from plugpull.lab.checker import Checker, default_workers
 from plugpull.guest.config import Accel
 from plugpull.lab.crash import state_cuts
-from plugpull.powerloss.crashstate import materialize
+from plugpull.powerloss.crashstate import CrashState, materialize
 from plugpull.lab.fs import filesystem, mode
 from plugpull.guest.rig import prepare_rig
 from plugpull.powerloss.models import plan
@@ -34,15 +34,15 @@ def rate(rec, entries, cuts, checker, scratch: Path, wl, fs) -> tuple[float, dic
     for i, cut in enumerate(cuts):
         p = scratch / f"s{i}.img"
         materialize(rec.base, rec.log, plan(entries, cut, "reorder", 1), p, digest=False)
-        paths.append(p)
+        paths.append(CrashState.of(p))
     observations = checker.check(paths)
     elapsed = time.monotonic() - started
     counts: dict = {}
     for cut, obs in zip(cuts, observations):
         v = str(classify(fs, obs, wl, required_acks(rec.acks, cut)).verdict)
         counts[v] = counts.get(v, 0) + 1
-    for p in paths:
-        p.unlink()
+    for state in paths:
+        state.remove()
     return 60 * len(cuts) / elapsed, counts
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from plugpull.lab.checker import Checker, default_workers
 from plugpull.guest.config import Bus
 from plugpull.guest.rig import Rig
-from plugpull.powerloss.crashstate import content_digest, materialize
+from plugpull.powerloss.crashstate import CrashState, materialize
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.errors import UsageError
 from plugpull.lab.fs import filesystem, mode
@@ -162,14 +162,15 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
             shutil.rmtree(work, ignore_errors=True)
 
 
-def build_state(rec: Record, entries, entries2, model: str, cut: int, cut2: int | None, seed: int, path: Path):
-    """The crash state's image at `path`; with an external log disk, the pair (path, path2)."""
+def build_state(rec: Record, entries, entries2, model: str, cut: int, cut2: int | None, seed: int,
+                path: Path) -> CrashState:
+    """The crash state's image at `path`; with an external log disk, its image beside it."""
     materialize(rec.base, rec.log, plan(entries, cut, model, seed), path, digest=False)
     if cut2 is None:
-        return path
+        return CrashState.of(path)
     path2 = second(path)
     materialize(second(rec.base), second(rec.log), plan(entries2, cut2, model, seed), path2, digest=False)
-    return path, path2
+    return CrashState.of(path, path2)
 
 
 def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_dir: Path, wl, fs,
@@ -196,16 +197,11 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
             artifact = save_artifact(out_dir, rec, result, state, obs)
             result = StateResult(**{**asdict(result), "artifact": str(artifact)})
         results.append(result)
-        for p in (state if isinstance(state, tuple) else (state,)):
-            p.unlink(missing_ok=True)
+        state.remove()
     return results
 
 
-def state_digest(state) -> str:
-    return "".join(content_digest(p) for p in (state if isinstance(state, tuple) else (state,)))
-
-
-def save_artifact(out_dir: Path, rec: Record, result: StateResult, images, obs) -> Path:
+def save_artifact(out_dir: Path, rec: Record, result: StateResult, state: CrashState, obs) -> Path:
     """A state directory with what rebuilds and rechecks it; the record is stored once per run."""
     record_dir = out_dir / "record"
     if not (record_dir / "record.json").is_file():
@@ -213,12 +209,12 @@ def save_artifact(out_dir: Path, rec: Record, result: StateResult, images, obs) 
     name = f"{result.model.replace(':', '_').replace('+', '_')}-cut{result.cut}"
     if result.cut2 is not None:
         name += f"-{result.cut2}"
-    state = out_dir / "states" / name
-    state.mkdir(parents=True, exist_ok=True)
-    doc = {**asdict(result), "record": os.path.relpath(record_dir, state), "digest": state_digest(images),
+    where = out_dir / "states" / name
+    where.mkdir(parents=True, exist_ok=True)
+    doc = {**asdict(result), "record": os.path.relpath(record_dir, where), "digest": state.digest(),
            "evidence": {"fsck": obs.fsck_output, "mount": obs.mount_error, "kernel": obs.kernel_log}}
-    write_json(state / "state.json", doc)
-    return state
+    write_json(where / "state.json", doc)
+    return where
 
 
 def save_record(rec: Record, dest: Path) -> None:
@@ -263,7 +259,7 @@ def replay(state_dir: Path, rig: Rig, scratch: Path) -> dict:
     entries2 = list(iter_entries(second(rec.log))) if rec.two_disks else None
     cut2 = doc.get("cut2")
     state = build_state(rec, entries, entries2, doc["model"], doc["cut"], cut2, doc["seed"], scratch / "state.img")
-    digest = state_digest(state)
+    digest = state.digest()
     required = required_acks(rec.acks, doc["cut"], cut2)
     obs = Checker(rig, fs, batch=1).check([state], collect=[wl.collect if required else "none"])[0]
     v = classify(fs, obs, wl, required)
