@@ -19,15 +19,16 @@ from pathlib import Path
 from plugpull.lab.checker import Checker, default_workers
 from plugpull.guest.config import Bus
 from plugpull.guest.rig import Rig
-from plugpull.powerloss.crashstate import CrashState, materialize
+from plugpull.powerloss.crashstate import CrashState
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.errors import UsageError
 from plugpull.lab.fs import filesystem, mode
-from plugpull.powerloss.models import cut_points, parse_model, plan, stable_rng
+from plugpull.lab.judge import StateJob, judge
+from plugpull.powerloss.models import cut_points, parse_model, stable_rng
 from plugpull.progress import Progress, say
 from plugpull.lab.record import Record, Trigger, record
 from plugpull.lab.testbed import run_host, second
-from plugpull.lab.verdict import Verdict, classify, required_acks
+from plugpull.lab.verdict import Verdict
 from plugpull.lab.workloads import workload
 from plugpull.powerloss.writelog import iter_entries
 
@@ -162,32 +163,14 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
             shutil.rmtree(work, ignore_errors=True)
 
 
-def build_state(rec: Record, entries, entries2, model: str, cut: int, cut2: int | None, seed: int,
-                path: Path) -> CrashState:
-    """The crash state's image at `path`; with an external log disk, its image beside it."""
-    materialize(rec.base, rec.log, plan(entries, cut, model, seed), path, digest=False)
-    if cut2 is None:
-        return CrashState.of(path)
-    path2 = second(path)
-    materialize(second(rec.base), second(rec.log), plan(entries2, cut2, model, seed), path2, digest=False)
-    return CrashState.of(path, path2)
-
-
 def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_dir: Path, wl, fs,
                  out_dir: Path) -> list[StateResult]:
-    """Build every state (sparse, a few MiB each), check them on the checker guests, judge."""
-    state_dir.mkdir(parents=True, exist_ok=True)
+    """Judge every state on the checker guests; save an artifact for each that is not clean."""
     checker = Checker(rig, fs, batch=spec.batch, workers=spec.workers or default_workers())
-    entries2 = list(iter_entries(second(rec.log))) if rec.two_disks else None
-    states = [build_state(rec, entries, entries2, model, cut, cut2, spec.seed, state_dir / f"state-{i:05d}.img")
-              for i, (model, cut, cut2) in enumerate(jobs)]
-    owed = [required_acks(rec.acks, cut, cut2) for _, cut, cut2 in jobs]
-    collect = [wl.collect if required else "none" for required in owed]
     bar = Progress("checking states", len(jobs))
-    observations = checker.check(states, progress=bar.advance, collect=collect)
+    judged = judge(rec, jobs, checker, wl, spec.seed, state_dir, entries, progress=bar.advance)
     results: list[StateResult] = []
-    for (model, cut, cut2), state, required, obs in zip(jobs, states, owed, observations):
-        v = classify(fs, obs, wl, required)
+    for (model, cut, cut2), (v, obs, state, required) in zip(jobs, judged):
         result = StateResult(
             fs=spec.fs, mode=spec.mode, workload=spec.workload, model=model, seed=spec.seed, cut=cut,
             verdict=str(v.verdict), reason=v.reason, acks_required=len(required), acks_lost=len(v.lost),
@@ -253,15 +236,11 @@ def replay(state_dir: Path, rig: Rig, scratch: Path) -> dict:
     """Rebuild a saved state from its record, verify its hash, recheck it."""
     doc = json.loads((state_dir / "state.json").read_text())
     rec = load_record((state_dir / doc["record"]).resolve(), scratch / "record")
-    fs = filesystem(doc["fs"])
     wl = workload(rec.meta["workload"], **rec.meta["params"])
-    entries = list(iter_entries(rec.log))
-    entries2 = list(iter_entries(second(rec.log))) if rec.two_disks else None
-    cut2 = doc.get("cut2")
-    state = build_state(rec, entries, entries2, doc["model"], doc["cut"], cut2, doc["seed"], scratch / "state.img")
+    checker = Checker(rig, filesystem(doc["fs"]), batch=1)
+    job = StateJob(doc["model"], doc["cut"], doc.get("cut2"))
+    [(v, _, state, _)] = judge(rec, [job], checker, wl, doc["seed"], scratch / "states")
     digest = state.digest()
-    required = required_acks(rec.acks, doc["cut"], cut2)
-    obs = Checker(rig, fs, batch=1).check([state], collect=[wl.collect if required else "none"])[0]
-    v = classify(fs, obs, wl, required)
+    state.remove()
     return {"digest": digest, "digest_expected": doc["digest"], "verdict": str(v.verdict),
             "verdict_expected": doc["verdict"], "reason": v.reason, "lost": [asdict(l) for l in v.lost[:20]]}
