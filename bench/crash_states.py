@@ -12,39 +12,29 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from plugpull.lab.checker import Checker, default_workers
 from plugpull.guest.config import Accel
 from plugpull.lab.crash import state_cuts
-from plugpull.powerloss.crashstate import materialize
 from plugpull.lab.fs import filesystem, mode
 from plugpull.guest.rig import prepare_rig
-from plugpull.powerloss.models import plan
+from plugpull.lab.judge import StateJob, judge
 from plugpull.lab.record import Trigger, record
 from plugpull.lab.testbed import BedSpec
-from plugpull.lab.verdict import classify, required_acks
 from plugpull.lab.workloads import FsyncFiles
 from plugpull.powerloss.writelog import iter_entries
 
 
-def rate(rec, entries, cuts, checker, scratch: Path, wl, fs) -> tuple[float, dict]:
+def rate(rec, entries, cuts, checker, scratch: Path, wl) -> tuple[float, dict]:
     """States per minute for building and checking `cuts`, and the verdict counts."""
     started = time.monotonic()
-    paths = []
-    for i, cut in enumerate(cuts):
-        p = scratch / f"s{i}.img"
-        materialize(rec.base, rec.log, plan(entries, cut, "reorder", 1), p, digest=False)
-        paths.append(p)
-    observations = checker.check(paths)
+    judged = judge(rec, [StateJob("reorder", cut) for cut in cuts], checker, wl, 1, scratch, entries)
     elapsed = time.monotonic() - started
-    counts: dict = {}
-    for cut, obs in zip(cuts, observations):
-        v = str(classify(fs, obs, wl, required_acks(rec.acks, cut)).verdict)
-        counts[v] = counts.get(v, 0) + 1
-    for p in paths:
-        p.unlink()
-    return 60 * len(cuts) / elapsed, counts
+    for j in judged:
+        j.state.remove()
+    return 60 * len(cuts) / elapsed, dict(Counter(str(j.verdict.verdict) for j in judged))
 
 
 def main() -> int:
@@ -68,14 +58,14 @@ def main() -> int:
         cuts = state_cuts(entries, args.states, seed=1)
         fast, batched, single = [], [], []
         for run in range(args.runs):
-            r, counts = rate(rec, entries, cuts, Checker(rig, fs, batch=args.batch), tmp, wl, fs)
+            r, counts = rate(rec, entries, cuts, Checker(rig, fs, batch=args.batch), tmp, wl)
             batched.append(r)
             print(f"run {run + 1}: batched ({args.batch}/boot) {r:6.1f} states/min  {counts}", flush=True)
             checker = Checker(rig, fs, batch=args.batch // args.workers, workers=args.workers)
-            r, counts = rate(rec, entries, cuts, checker, tmp, wl, fs)
+            r, counts = rate(rec, entries, cuts, checker, tmp, wl)
             fast.append(r)
             print(f"run {run + 1}: batched on {args.workers} guests {r:6.1f} states/min  {counts}", flush=True)
-            r, counts = rate(rec, entries, cuts[: args.single], Checker(rig, fs, batch=1), tmp, wl, fs)
+            r, counts = rate(rec, entries, cuts[: args.single], Checker(rig, fs, batch=1), tmp, wl)
             single.append(r)
             print(f"run {run + 1}: one boot per state {r:6.1f} states/min  {counts}", flush=True)
     f, b, s = statistics.median(fast), statistics.median(batched), statistics.median(single)

@@ -13,6 +13,7 @@ from plugpull.lab.fs import filesystem
 from plugpull.lab.verdict import Verdict, classify
 from plugpull.guest.machine import Machine, create_disk
 from plugpull.lab.workloads import FsyncFiles
+from plugpull.powerloss.crashstate import CrashState
 
 pytestmark = pytest.mark.vm
 
@@ -31,7 +32,8 @@ def states(tmp_path_factory, image, accel):
     with Machine(MachineSpec(disks=(DiskSpec(good), DiskSpec(partial))), image, accel) as m:
         for n in (0, 1):
             m.run(f"mkdir -p /mnt/{n} && mount -t xfs /dev/pp-disk{n} /mnt/{n} && mkdir /mnt/{n}/pp").check()
-            m.run(f"cat > /tmp/wl.sh <<'EOF'\n{WL.script(f'/mnt/{n}')}EOF\nsh /tmp/wl.sh").check()
+            m.write_file("/tmp/wl.sh", WL.script(f"/mnt/{n}"))
+            m.run("sh /tmp/wl.sh").check()
         m.run("rm /mnt/1/pp/f00002 && umount /mnt/0 /mnt/1").check()
     corrupt = d / "corrupt.img"
     shutil.copyfile(good, corrupt)
@@ -53,7 +55,7 @@ def corrupt_free_space_btree(image) -> None:
 
 def verdicts(checker: Checker, states: dict) -> dict:
     names = list(states)
-    observations = checker.check([states[n][0] for n in names])
+    observations = checker.check([CrashState.of(states[n][0]) for n in names])
     return {n: classify(XFS, o, WL, [1, 2]).verdict for n, o in zip(names, observations)}
 
 
@@ -72,5 +74,5 @@ def test_fast_path_agrees_with_one_boot_per_state(states, rig):
 def test_checking_leaves_the_state_image_untouched(states, rig):
     path = states["good"][0]
     before = path.read_bytes()
-    Checker(rig, XFS).check([path])
+    Checker(rig, XFS).check([CrashState.of(path)])
     assert path.read_bytes() == before

@@ -3,7 +3,8 @@
 import pytest
 
 from fixtures.plugin import VmParams
-from plugpull.guest.config import Bus
+from plugpull.guest.config import Bus, DiskSpec
+from plugpull.guest.machine import create_disk
 
 pytestmark = pytest.mark.vm
 
@@ -62,3 +63,36 @@ def test_disks_have_stable_names(vm):
         name = vm.run(f"readlink /dev/pp-disk{i}").check().text.strip()
         serial = vm.run(f"tail -c +5 /sys/block/{name}/device/vpd_pg80").check().text.strip()
         assert serial == f"plugpull{i}"
+
+
+AWKWARD = (b"#!/bin/sh\necho 'quoted' \"twice\" $(reboot) `halt` \\\nPLUGPULL_EOF\nEOF\n\0\0\0 end\n"
+           + bytes(range(256)) * 200)  # several upload chunks, every byte value
+
+
+def test_write_file_carries_any_bytes(vm):
+    vm.write_file("/tmp/upload.bin", AWKWARD, mode=0o750)
+    assert vm.run("cat /tmp/upload.bin").stdout == AWKWARD
+    assert vm.run("stat -c %a /tmp/upload.bin").text.strip() == "750"
+    assert "pp-partial" not in vm.run("ls /tmp").text
+    vm.write_file("/tmp/upload.bin", "short\n")
+    assert vm.run("cat /tmp/upload.bin").stdout == b"short\n"
+
+
+@pytest.mark.parametrize("vm", [VmParams(Bus.SCSI, disk_mib=64)], indirect=True, ids=str)
+def test_attached_disk_is_seen_written_and_detached(vm, tmp_path):
+    state = create_disk(tmp_path / "state.img", 16)
+    with open(state, "r+b") as f:
+        f.write(b"pattern!")
+    before = state.read_bytes()
+    disk = vm.attach_disk(DiskSpec(state, Bus.SCSI, host_flush=False, snapshot=True))
+    assert disk.device != vm.run("readlink /dev/pp-disk0").check().text.strip()
+    assert vm.run("head -c 8 /dev/%s", disk.device).stdout == b"pattern!"
+    vm.run("printf overwritten | dd of=/dev/%s conv=fsync 2>/dev/null", disk.device).check()
+    assert vm.run("head -c 11 /dev/%s", disk.device).stdout == b"overwritten"
+    vm.detach_disk(disk)
+    assert disk.device not in vm.run("ls /sys/block").text.split()
+    assert state.read_bytes() == before, "a snapshot disk's file must stay byte-identical"
+    again = vm.attach_disk(DiskSpec(state, Bus.SCSI, host_flush=False, snapshot=True))
+    assert again.serial != disk.serial
+    assert vm.run("head -c 8 /dev/%s", again.device).stdout == b"pattern!"
+    vm.detach_disk(again)

@@ -1,5 +1,6 @@
-"""One QEMU process per `Machine`, a context manager that owns the process, its QMP
-connection, its channels and its temp dir: leaving the `with` block guarantees all are gone.
+"""The "qemu" backend (see `backend`): one QEMU process per `Machine`, a context manager
+that owns the process, its QMP connection, its channels and its temp dir: leaving the `with`
+block guarantees all are gone.
 
     with Machine(MachineSpec(disks=(DiskSpec(path),)), image) as m:
         m.run("cat /sys/block/sda/queue/write_cache")
@@ -16,13 +17,16 @@ import signal
 import socket
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from qemu.qmp.legacy import QEMUMonitorProtocol
 
 from plugpull.guest import accel as accel_mod
+from plugpull.guest import hotplug
+from plugpull.guest.backend import AttachedDisk, upload, wait_for_disk
 from plugpull.guest.channel import CommandChannel, GuestResult, LineStream, quote_command
-from plugpull.guest.config import Accel, ChannelFds, MachineSpec
+from plugpull.guest.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
 from plugpull.errors import GuestError, LaunchError, ToolMissing
 from plugpull.guest.image import GuestImage
 from plugpull.files import atomic_write_json
@@ -33,6 +37,7 @@ log = logging.getLogger(__name__)
 
 PR_SET_PDEATHSIG = 1
 KVM_PROBE_TIMEOUT = 20.0
+UNPLUG_TIMEOUT = 30.0
 
 
 def _die_with_parent() -> None:
@@ -74,6 +79,8 @@ class Machine:
         self._tmp: Path | None = None
         self._sockets: list[socket.socket] = []
         self._channel: CommandChannel | None = None
+        self._next_lun = len(spec.disks)
+        self._overlays: dict[str, Path] = {}
 
     def __enter__(self) -> "Machine":
         try:
@@ -167,6 +174,60 @@ class Machine:
                 raise GuestError(f"QEMU exited (code {self._proc.returncode}): {e}") from None
             raise
 
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        """Put `data` at `path` in the guest, through the command channel."""
+        upload(self, path, data, mode)
+
+    def attach_disk(self, disk: DiskSpec) -> AttachedDisk:
+        """Plug a disk into the running guest's virtio-scsi controller; returns once the
+        guest sees it. With `disk.snapshot` the file is only read."""
+        hotplug.check_pluggable(disk)
+        if self.spec.bus is not Bus.SCSI:
+            raise ValueError("hot-plugging needs the virtio-scsi controller: boot with a SCSI disk")
+        lun = self._next_lun
+        self._next_lun += 1
+        node = f"hotdisk{lun}"
+        overlay = hotplug.create_overlay(disk.path, self.tempdir / f"{node}.qcow2") if disk.snapshot else None
+        if overlay:
+            self._overlays[node] = overlay
+        self._qmp("blockdev-add", hotplug.blockdev_options(disk, node, overlay))
+        try:
+            self._qmp("device_add", hotplug.scsi_device_options(node, lun, disk))
+        except GuestError:
+            self._qmp("blockdev-del", {"node-name": node})
+            raise
+        serial = f"plugpull{lun}"
+        return AttachedDisk(node, serial, wait_for_disk(self, serial))
+
+    def detach_disk(self, disk: AttachedDisk) -> None:
+        """Unplug a disk that attach_disk plugged in; returns once the guest lost it."""
+        self._qmp("device_del", {"id": disk.handle})
+        self._wait_deleted(disk.handle)
+        self._qmp("blockdev-del", {"node-name": disk.handle})
+        overlay = self._overlays.pop(disk.handle, None)
+        if overlay:
+            overlay.unlink(missing_ok=True)
+        wait_for_disk(self, disk.serial, present=False)
+
+    def _qmp(self, command: str, arguments: dict) -> object:
+        if self.qmp is None:
+            raise GuestError("machine not launched")
+        try:
+            return self.qmp.cmd(command, **arguments)
+        except Exception as e:  # qemu.qmp raises its own tree: an error reply, a lost socket
+            raise GuestError(f"QMP {command} failed: {e}") from None
+
+    def _wait_deleted(self, device: str) -> None:
+        deadline = time.monotonic() + UNPLUG_TIMEOUT
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                event = self.qmp.pull_event(wait=float(left))
+            except Exception:
+                break
+            if event and event.get("event") == "DEVICE_DELETED" and event.get("data", {}).get("device") == device:
+                return
+        raise GuestError(f"QEMU did not report {device} unplugged within {UNPLUG_TIMEOUT:.0f} s")
+
     def wait(self) -> int:
         """Until QEMU exits by itself (an interactive guest powered off)."""
         return self._proc.wait()
@@ -214,6 +275,20 @@ class Machine:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+
+@dataclass(frozen=True)
+class QemuBackend:
+    """The backend whose guests are `Machine`s: QEMU started directly, controlled over QMP."""
+
+    name: str = "qemu"
+
+    def machine(self, spec: MachineSpec, image: GuestImage, accel: Accel, *, console_log: Path | None = None,
+                name: str | None = None, boot_timeout: float = 120.0) -> Machine:
+        return Machine(spec, image, accel, console_log=console_log, boot_timeout=boot_timeout, name=name)
+
+
+QEMU = QemuBackend()
 
 
 def qemu_version() -> str:

@@ -10,12 +10,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from plugpull.guest.backend import Guest
 from plugpull.guest.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.rig import Rig
 from plugpull.errors import GuestError, InfraError, LaunchError
 from plugpull.lab.fs import Filesystem
 from plugpull.lab.verdict import Observation, files_of, sums_of
-from plugpull.guest.machine import Machine
+from plugpull.powerloss.crashstate import CrashState
 
 CHECK_TIMEOUT = 300.0
 SECTIONS = ("fsck", "mount", "dmesg")
@@ -65,10 +66,9 @@ class Checker:
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
     _running: set = field(default_factory=set, init=False, repr=False)
 
-    def check(self, states: list, progress=None, collect: list[str] | None = None) -> list[Observation]:
+    def check(self, states: list[CrashState], progress=None, collect: list[str] | None = None) -> list[Observation]:
         """Observations in the order of `states`; chunks of `batch` run on `workers` guests.
-        A state is an image, or a pair (image, external log disk image). `collect` says per
-        state what the oracle needs back: "tar", "sums" or "none"."""
+        `collect` says per state what the oracle needs back: "tar", "sums" or "none"."""
         collect = collect or ["tar"] * len(states)
         jobs = list(zip(states, collect))
         chunks = [jobs[i:i + self.batch] for i in range(0, len(jobs), self.batch)]
@@ -95,7 +95,7 @@ class Checker:
     def _check_chunk(self, chunk: list[tuple], progress) -> list[Observation]:
         """Check a chunk in one guest. If the guest fails on a state, that state is an
         infra-error and the rest go to a fresh guest; if it never came up, all of them are."""
-        images = [p for state, _ in chunk for p in (state if isinstance(state, tuple) else (state,))]
+        images = [p for state, _ in chunk for p in state.images]
         spec = MachineSpec(disks=tuple(DiskSpec(p, Bus.SCSI, True, host_flush=False, snapshot=True)
                                        for p in images))
         out: list[Observation] = []
@@ -110,9 +110,9 @@ class Checker:
                 for state, collect in chunk:
                     if self._stop.is_set():
                         raise InfraError("checking was stopped")
-                    logdev = devices[lun + 1] if isinstance(state, tuple) else None
+                    logdev = devices[lun + 1] if state.log_disk else None
                     out.append(self.check_one(m, devices[lun], collect, logdev))
-                    lun += 2 if logdev else 1
+                    lun += len(state.images)
                     _tick(progress)
         except (GuestError, LaunchError, InfraError) as e:
             if self._stop.is_set():
@@ -129,7 +129,7 @@ class Checker:
         return out
 
     @staticmethod
-    def _devices(m: Machine, count: int) -> dict[int, str]:
+    def _devices(m: Guest, count: int) -> dict[int, str]:
         """LUN -> kernel name, through the guest's /dev/pp-diskN links (serial plugpullN)."""
         names = m.run("cd /dev && for l in pp-disk*; do echo ${l#pp-disk} $(readlink $l); done").check().text
         devices = {int(n): dev for n, _, dev in (line.partition(" ") for line in names.splitlines()) if dev}
@@ -137,7 +137,7 @@ class Checker:
             raise InfraError(f"checker guest sees state disks {sorted(devices)}, expected {count}")
         return devices
 
-    def check_one(self, m: Machine, dev: str, collect: str = "tar", logdev: str | None = None) -> Observation:
+    def check_one(self, m: Guest, dev: str, collect: str = "tar", logdev: str | None = None) -> Observation:
         report = m.run(
             "pp-check %s %s %s %s %s; echo ---fsck; tail -n 40 /tmp/check.fsck; echo ---mount; "
             "cat /tmp/check.mount; echo ---dmesg; tail -n 40 /tmp/check.dmesg",

@@ -20,14 +20,15 @@ from pathlib import Path
 from plugpull.lab.checker import Checker, default_workers
 from plugpull.lab.spec import CrashSpec
 from plugpull.guest.rig import Rig
-from plugpull.powerloss.crashstate import content_digest, materialize
+from plugpull.powerloss.crashstate import CrashState
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.lab.fs import filesystem
-from plugpull.powerloss.models import cut_points, plan, stable_rng
+from plugpull.lab.judge import StateJob, judge
+from plugpull.powerloss.models import cut_points, stable_rng
 from plugpull.progress import Progress
 from plugpull.lab.record import Record, record
 from plugpull.lab.testbed import run_host, second
-from plugpull.lab.verdict import Verdict, classify, required_acks
+from plugpull.lab.verdict import Verdict
 from plugpull.lab.workloads import workload
 from plugpull.powerloss.writelog import iter_entries
 
@@ -111,33 +112,16 @@ def crash_cuts(rec: Record, entries, spec: CrashSpec) -> list[tuple[int, int | N
     return [(c, None) for c in state_cuts(entries, spec.states, spec.seed)]
 
 
-def build_state(rec: Record, entries, entries2, model: str, cut: int, cut2: int | None, seed: int, path: Path):
-    """The crash state's image at `path`; with an external log disk, the pair (path, path2)."""
-    materialize(rec.base, rec.log, plan(entries, cut, model, seed), path, digest=False)
-    if cut2 is None:
-        return path
-    path2 = second(path)
-    materialize(second(rec.base), second(rec.log), plan(entries2, cut2, model, seed), path2, digest=False)
-    return path, path2
-
-
 def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_dir: Path, wl, fs,
                  out_dir: Path) -> list[StateResult]:
-    """Build every state (sparse, a few MiB each), check them on the checker guests, judge."""
-    state_dir.mkdir(parents=True, exist_ok=True)
+    """Judge every state on the checker guests; save an artifact for each that is not clean."""
     checker = Checker(rig, fs, batch=spec.batch, workers=spec.workers or default_workers())
-    entries2 = list(iter_entries(second(rec.log))) if rec.two_disks else None
-    states = [build_state(rec, entries, entries2, model, cut, cut2, spec.seed, state_dir / f"state-{i:05d}.img")
-              for i, (model, cut, cut2) in enumerate(jobs)]
-    owed = [required_acks(rec.acks, cut, cut2) for _, cut, cut2 in jobs]
-    collect = [wl.collect if required else "none" for required in owed]
     log.debug("checking %d crash states: %d per checker boot, %d checkers at once", len(jobs), spec.batch,
               checker.workers)
     bar = Progress("checking states", len(jobs))
-    observations = checker.check(states, progress=bar.advance, collect=collect)
+    judged = judge(rec, jobs, checker, wl, spec.seed, state_dir, entries, progress=bar.advance)
     results: list[StateResult] = []
-    for (model, cut, cut2), state, required, obs in zip(jobs, states, owed, observations):
-        v = classify(fs, obs, wl, required)
+    for (model, cut, cut2), (v, obs, state, required) in zip(jobs, judged):
         result = StateResult(
             fs=spec.fs, mode=spec.mode, workload=spec.workload, model=model, seed=spec.seed, cut=cut,
             verdict=str(v.verdict), reason=v.reason, acks_required=len(required), acks_lost=len(v.lost),
@@ -150,16 +134,11 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
                   "" if cut2 is None else f" and {cut2}", result.verdict, result.reason, len(required),
                   len(v.lost), obs.fsck_rc)
         results.append(result)
-        for p in (state if isinstance(state, tuple) else (state,)):
-            p.unlink(missing_ok=True)
+        state.remove()
     return results
 
 
-def state_digest(state) -> str:
-    return "".join(content_digest(p) for p in (state if isinstance(state, tuple) else (state,)))
-
-
-def save_artifact(out_dir: Path, rec: Record, result: StateResult, images, obs) -> Path:
+def save_artifact(out_dir: Path, rec: Record, result: StateResult, state: CrashState, obs) -> Path:
     """A state directory with what rebuilds and rechecks it; the record is stored once per run."""
     record_dir = out_dir / "record"
     if not (record_dir / "record.json").is_file():
@@ -167,12 +146,12 @@ def save_artifact(out_dir: Path, rec: Record, result: StateResult, images, obs) 
     name = f"{result.model.replace(':', '_').replace('+', '_')}-cut{result.cut}"
     if result.cut2 is not None:
         name += f"-{result.cut2}"
-    state = out_dir / "states" / name
-    state.mkdir(parents=True, exist_ok=True)
-    doc = {**asdict(result), "record": os.path.relpath(record_dir, state), "digest": state_digest(images),
+    where = out_dir / "states" / name
+    where.mkdir(parents=True, exist_ok=True)
+    doc = {**asdict(result), "record": os.path.relpath(record_dir, where), "digest": state.digest(),
            "evidence": {"fsck": obs.fsck_output, "mount": obs.mount_error, "kernel": obs.kernel_log}}
-    write_json(state / "state.json", doc)
-    return state
+    write_json(where / "state.json", doc)
+    return where
 
 
 def save_record(rec: Record, dest: Path) -> None:
@@ -211,15 +190,11 @@ def replay(state_dir: Path, rig: Rig, scratch: Path) -> dict:
     """Rebuild a saved state from its record, verify its hash, recheck it."""
     doc = json.loads((state_dir / "state.json").read_text())
     rec = load_record((state_dir / doc["record"]).resolve(), scratch / "record")
-    fs = filesystem(doc["fs"])
     wl = workload(rec.meta["workload"], **rec.meta["params"])
-    entries = list(iter_entries(rec.log))
-    entries2 = list(iter_entries(second(rec.log))) if rec.two_disks else None
-    cut2 = doc.get("cut2")
-    state = build_state(rec, entries, entries2, doc["model"], doc["cut"], cut2, doc["seed"], scratch / "state.img")
-    digest = state_digest(state)
-    required = required_acks(rec.acks, doc["cut"], cut2)
-    obs = Checker(rig, fs, batch=1).check([state], collect=[wl.collect if required else "none"])[0]
-    v = classify(fs, obs, wl, required)
+    checker = Checker(rig, filesystem(doc["fs"]), batch=1)
+    job = StateJob(doc["model"], doc["cut"], doc.get("cut2"))
+    [(v, _, state, _)] = judge(rec, [job], checker, wl, doc["seed"], scratch / "states")
+    digest = state.digest()
+    state.remove()
     return {"digest": digest, "digest_expected": doc["digest"], "verdict": str(v.verdict),
             "verdict_expected": doc["verdict"], "reason": v.reason, "lost": [asdict(l) for l in v.lost[:20]]}

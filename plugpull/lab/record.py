@@ -99,8 +99,7 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
                  else (lambda: os.stat(write_log).st_size))
         m.acks.set_stamp(sizes)
         sampler = _Sampler(sizes) if log2 else None
-        script = workload.script(MOUNTPOINT)
-        m.run("cat > /tmp/workload.sh <<'PLUGPULL_EOF'\n" + script + "PLUGPULL_EOF").check()
+        m.write_file("/tmp/workload.sh", workload.script(MOUNTPOINT))
         started = time.monotonic()
         m.run("(sh /tmp/workload.sh > /tmp/workload.out 2>&1; echo \"done $?\" > /dev/plugpull-ack) "
               "</dev/null >/dev/null 2>&1 &").check()

@@ -12,7 +12,8 @@ from plugpull.powerloss.crashstate import copy_sparse
 from plugpull.errors import InfraError, ToolMissing, UsageError
 from plugpull.lab.fs import Filesystem, Mode
 from plugpull.lab.profiles import DiskProfile
-from plugpull.guest.machine import Machine, create_disk
+from plugpull.guest.backend import Guest
+from plugpull.guest.machine import create_disk
 
 MOUNTPOINT = "/mnt/test"
 EXTERNAL_LOG_MIB = 64
@@ -20,7 +21,7 @@ EXTERNAL_LOG_MIB = 64
 
 @dataclass(frozen=True)
 class Testbed:
-    machine: Machine
+    machine: Guest
     disk: str  # the kernel's name of the disk under test (sda, sdb...)
     queue_write_cache: str
 
@@ -49,7 +50,7 @@ def second(path: Path) -> Path:
     return path.with_name(f"{path.stem}2{path.suffix}")
 
 
-def delayed(m: Machine, disk: str, profile: DiskProfile, mode: Mode) -> str:
+def delayed(m: Guest, disk: str, profile: DiskProfile, mode: Mode) -> str:
     """Put a dm-delay device over the disk; returns its kernel name (dm-0)."""
     sectors = int(m.run(f"blockdev --getsz /dev/{disk}").check().text)
     table = profile.dm_table(sectors, f"/dev/{disk}", mode.write_cache, flushes_honoured=not mode.lying)

@@ -11,6 +11,7 @@ import errno
 import hashlib
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -224,3 +225,35 @@ def materialize(base_image, log_path, pieces: Iterable[Piece], out_path, digest:
         apply_pieces(tmp, log_path, pieces)
         sha = image_sha256(tmp) if digest else None
     return sha
+
+
+@dataclass(frozen=True)
+class CrashState:
+    """A crash state as the checker takes it: its disk images, the data disk first, then the
+    external log disk when the filesystem keeps its log on one (the extlog mode)."""
+
+    images: tuple[Path, ...]
+
+    def __post_init__(self):
+        if len(self.images) not in (1, 2):
+            raise ValueError(f"a crash state has a disk and at most a log disk, not {len(self.images)} images")
+
+    @classmethod
+    def of(cls, disk: Path, log_disk: Path | None = None) -> "CrashState":
+        return cls((Path(disk),) if log_disk is None else (Path(disk), Path(log_disk)))
+
+    @property
+    def disk(self) -> Path:
+        return self.images[0]
+
+    @property
+    def log_disk(self) -> Path | None:
+        return self.images[1] if len(self.images) > 1 else None
+
+    def digest(self) -> str:
+        """The content digests of its images, in order: what a replay must reproduce."""
+        return "".join(content_digest(p) for p in self.images)
+
+    def remove(self) -> None:
+        for path in self.images:
+            path.unlink(missing_ok=True)

@@ -1,0 +1,124 @@
+"""The backend contract: the few operations the lab needs from a guest, whatever runs it.
+
+A backend is a factory of guests, `backend.machine(spec, image, accel, ...)`; the guest it
+returns is not running yet and is used as a context manager:
+
+    with rig.backend.machine(spec, image, accel, name="checker") as g:   # enter boots
+        g.run("ls %s", path).check()                                    # -> GuestResult
+        g.write_file("/tmp/workload.sh", script, mode=0o755)
+        disk = g.attach_disk(DiskSpec(state, Bus.SCSI, snapshot=True))   # hot-plugged
+        g.detach_disk(disk)
+        g.acks.set_stamp(log_size); g.acks.get(timeout=1.0)              # a line, or None at EOF
+        g.power_cut()                                                    # expected, not an error
+                                                                         # exit: the guest is gone
+
+Failures keep to plugpull's error tree: `LaunchError` when the guest never came up (enter),
+`GuestError` when it stopped answering (run, write_file, attach, detach), `GuestTimeout` when
+an answer came too late. None of them is ever a filesystem verdict.
+
+Backends: "qemu" (`plugpull.guest.machine`), one QEMU process per guest. The shared logic
+below (uploading a file, finding a hot-plugged disk) uses nothing but `run`.
+"""
+
+import base64
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol, runtime_checkable
+
+from plugpull.errors import GuestError
+from plugpull.guest.channel import GuestResult, StampedLine
+from plugpull.guest.config import Accel, DiskSpec, MachineSpec
+from plugpull.guest.image import GuestImage
+
+UPLOAD_CHUNK = 32 << 10  # bytes per command: the agent reads each command line byte by byte
+DISK_WAIT_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class AttachedDisk:
+    """A disk plugged into a running guest: the backend's handle and the guest's name for it."""
+
+    handle: str
+    serial: str
+    device: str  # the guest kernel's name: sdq
+
+
+class AckStream(Protocol):
+    """Lines the guest writes to its ack port, each stamped by the host on arrival."""
+
+    lines: list[StampedLine]
+
+    def set_stamp(self, stamp: Callable[[], object]) -> None: ...
+
+    def get(self, timeout: float | None = None) -> StampedLine | None: ...
+
+    def drain(self) -> list[StampedLine]: ...
+
+
+@runtime_checkable
+class Guest(Protocol):
+    spec: MachineSpec
+    name: str
+    accel: Accel
+    boot_seconds: float | None  # set once booted
+    console_log: Path | None
+    acks: AckStream | None  # set once booted
+
+    def __enter__(self) -> "Guest": ...
+
+    def __exit__(self, *exc) -> None: ...
+
+    def run(self, command: str, *args, timeout: float | None = 120.0) -> GuestResult: ...
+
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None: ...
+
+    def attach_disk(self, disk: DiskSpec) -> AttachedDisk: ...
+
+    def detach_disk(self, disk: AttachedDisk) -> None: ...
+
+    def alive(self) -> bool: ...
+
+    def power_cut(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def machine(self, spec: MachineSpec, image: GuestImage, accel: Accel, *,
+                console_log: Path | None = None, name: str | None = None,
+                boot_timeout: float = 120.0) -> Guest: ...
+
+
+def upload(guest: Guest, path: str, data: bytes | str, mode: int = 0o644) -> None:
+    """Write `data` to `path` in the guest through `run` alone: base64 chunks appended to a
+    temporary beside `path`, renamed over it at the end. Every argument is quoted by `run`."""
+    if isinstance(data, str):
+        data = data.encode()
+    partial = f"{path}.pp-partial"
+    guest.run(": > %s", partial).check()
+    for start in range(0, len(data), UPLOAD_CHUNK):
+        chunk = base64.b64encode(data[start:start + UPLOAD_CHUNK]).decode()
+        guest.run("echo %s | base64 -d >> %s", chunk, partial).check()
+    guest.run("chmod %s %s && mv -f %s %s", f"{mode:o}", partial, partial, path).check()
+
+
+FIND_DISK = ("serial_of() { tail -c +5 $1/device/vpd_pg80 2>/dev/null | tr -d ' \\000'; }; "
+             "lookup() { for d in /sys/block/sd*; do [ \"$(serial_of $d)\" = %s ] && echo ${d##*/} && return 0; "
+             "done; return 1; }; "
+             "want=%s i=0; while [ $i -lt %s ]; do "
+             "if name=$(lookup); then [ $want = present ] && echo $name && exit 0; "
+             "else [ $want = gone ] && exit 0; fi; "
+             "usleep 10000; i=$((i + 1)); done; exit 1")
+
+
+def wait_for_disk(guest: Guest, serial: str, present: bool = True) -> str:
+    """The guest's name of the disk with this serial once it shows up (present=True), or ""
+    once no disk has it any more (present=False). The guest has no hotplug daemon, so the
+    disk is looked up by serial in sysfs."""
+    want = "present" if present else "gone"
+    result = guest.run(FIND_DISK, serial, want, DISK_WAIT_SECONDS * 100, timeout=DISK_WAIT_SECONDS + 30)
+    if result.rc != 0:
+        raise GuestError(f"disk {serial} is not {want} in the guest after {DISK_WAIT_SECONDS} s")
+    return result.text.strip()

@@ -1,0 +1,60 @@
+"""QMP arguments that plug a disk into a running QEMU guest: pure functions, unit-tested.
+
+A disk goes on the virtio-scsi controller (`bus=scsi.0`) at its own LUN, with the serial
+`plugpullN` that the guest finds it by. With `snapshot`, the guest's writes land in a
+throwaway qcow2 overlay over the file, which is opened read-only: the file stays
+byte-identical, as with `-drive snapshot=on` at boot.
+"""
+
+import subprocess
+from pathlib import Path
+
+from plugpull.errors import InfraError, ToolMissing
+from plugpull.guest.config import Bus, DiskSpec
+
+SCSI_BUS = "scsi.0"
+
+
+def check_pluggable(disk: DiskSpec) -> None:
+    if disk.bus is not Bus.SCSI:
+        raise ValueError(f"disks are hot-plugged on the virtio-scsi controller, not {disk.bus}")
+    if disk.write_log:
+        raise ValueError("a hot-plugged disk records nothing: give it no write_log")
+
+
+def _file_node(disk: DiskSpec, read_only: bool) -> dict:
+    return {"driver": "host_device" if disk.host_device else "file", "filename": str(disk.path),
+            "read-only": read_only, "cache": {"no-flush": not disk.host_flush}}
+
+
+def blockdev_options(disk: DiskSpec, node: str, overlay: Path | None = None) -> dict:
+    """`blockdev-add` arguments: the raw file, or (snapshot) an overlay over it read-only."""
+    if not disk.snapshot:
+        return {"driver": "raw", "node-name": node, "file": _file_node(disk, read_only=False)}
+    if overlay is None:
+        raise ValueError("a snapshot disk needs an overlay file")
+    return {
+        "driver": "qcow2", "node-name": node,
+        "file": {"driver": "file", "filename": str(overlay), "cache": {"no-flush": True}},
+        "backing": {"driver": "raw", "read-only": True, "file": _file_node(disk, read_only=True)},
+    }
+
+
+def scsi_device_options(node: str, lun: int, disk: DiskSpec) -> dict:
+    """`device_add` arguments: a SCSI disk at `lun`, named by QEMU as the node it reads."""
+    return {"driver": "scsi-hd", "id": node, "drive": node, "bus": SCSI_BUS, "channel": 0,
+            "scsi-id": 0, "lun": lun, "write-cache": "on" if disk.write_cache else "off",
+            "serial": f"plugpull{lun}"}
+
+
+def create_overlay(backing: Path, overlay: Path) -> Path:
+    """An empty qcow2 overlay over a raw image (host side: qemu-img)."""
+    argv = ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", str(Path(backing).resolve()),
+            str(overlay)]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise ToolMissing("qemu-img", "install the Debian package qemu-utils (make deps)") from None
+    if out.returncode != 0:
+        raise InfraError(f"{' '.join(argv)} failed: {out.stderr.strip()}")
+    return overlay

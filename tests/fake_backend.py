@@ -1,0 +1,204 @@
+"""A backend without QEMU, for testing what drives guests (the checker, the recorder).
+
+Each guest the backend creates follows the next `Plan` given to it: it boots or raises
+LaunchError, streams scripted ack lines, and dies after a number of commands. It answers the
+commands the lab sends: the checker's disk listing and `pp-check` (with the report
+images/check.sh prints, for an `Outcome` that the test decides per disk image), the
+testbed's `readlink`, and anything else with success and no output.
+
+    backend = FakeBackend([Plan(dies_after=3), Plan()], outcome_of=lambda image: Outcome())
+    rig = Rig(image=None, accel=Accel.TCG, backend=backend)
+"""
+
+import hashlib
+import io
+import shlex
+import tarfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from plugpull.errors import GuestError, GuestTimeout, LaunchError
+from plugpull.guest.backend import AttachedDisk
+from plugpull.guest.channel import GuestResult, StampedLine, quote_command
+from plugpull.guest.config import Accel, DiskSpec, MachineSpec
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What pp-check finds on one disk: the recovery mount's and fsck's exit codes, and the
+    files under the mount (path -> contents) that the oracle gets back."""
+
+    mount_rc: int = 0
+    fsck_rc: int = 0
+    files: dict = field(default_factory=dict)
+
+    def report(self, collect: str) -> str:
+        lines = [f"mount_rc={self.mount_rc}"]
+        if self.mount_rc == 0:
+            lines += ["collect_rc=skipped" if collect == "none" else "collect_rc=0", "umount_rc=0"]
+        mount_error = "" if self.mount_rc == 0 else "mount: /mnt/check: wrong fs type, bad superblock"
+        lines += [f"fsck_rc={self.fsck_rc}", "---fsck", "---mount", mount_error, "---dmesg"]
+        return "\n".join(lines) + "\n"
+
+    def tar(self) -> bytes:
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w") as tar:
+            for path, data in self.files.items():
+                info = tarfile.TarInfo(path)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        return out.getvalue()
+
+    def sums(self) -> str:
+        return "".join(f"{hashlib.sha256(data).hexdigest()}  {path}\n" for path, data in self.files.items())
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One guest's behaviour. `dies_after`: commands answered before it dies (None: never).
+    `ack_lines` are streamed on the ack port; then it closes if `acks_end`, else stays quiet."""
+
+    boots: bool = True
+    dies_after: int | None = None
+    ack_lines: tuple[str, ...] = ()
+    acks_end: bool = False
+
+
+def kernel_name(index: int) -> str:
+    """sda, sdb, ... sdz, sdaa: the kernel's names for SCSI disks in probe order."""
+    letters, n = "", index + 1
+    while n:
+        n, r = divmod(n - 1, 26)
+        letters = chr(ord("a") + r) + letters
+    return f"sd{letters}"
+
+
+class FakeAcks:
+    def __init__(self, lines: tuple[str, ...], ends: bool):
+        self._pending = list(lines)
+        self._ends = ends
+        self._stamp: Callable[[], object] = lambda: None
+        self.lines: list[StampedLine] = []
+
+    def set_stamp(self, stamp: Callable[[], object]) -> None:
+        self._stamp = stamp
+
+    def end(self) -> None:
+        self._pending, self._ends = [], True
+
+    def get(self, timeout: float | None = None) -> StampedLine | None:
+        if self._pending:
+            line = StampedLine(self._stamp(), time.monotonic(), self._pending.pop(0))
+            self.lines.append(line)
+            return line
+        if self._ends:
+            return None
+        time.sleep(min(timeout or 0.01, 0.01))
+        raise GuestTimeout("no line on the stream in time")
+
+    def drain(self) -> list[StampedLine]:
+        out = []
+        while self._pending:
+            out.append(self.get())
+        return out
+
+
+class FakeGuest:
+    def __init__(self, spec: MachineSpec, plan: Plan, outcome_of: Callable[[Path], Outcome], accel: Accel,
+                 console_log: Path | None, name: str):
+        self.spec, self.plan, self.accel, self.console_log, self.name = spec, plan, accel, console_log, name
+        self.boot_seconds: float | None = None
+        self.acks: FakeAcks | None = None
+        self.commands: list[str] = []
+        self.files: dict[str, bytes] = {}
+        self.power_was_cut = False
+        self._outcome_of = outcome_of
+        self._disks = [d.path for d in spec.disks]
+        self._booted = self._gone = False
+        self._last: tuple[Outcome, str] | None = None
+
+    def __enter__(self) -> "FakeGuest":
+        if not self.plan.boots:
+            self._gone = True
+            raise LaunchError("guest did not become ready: fake guest never boots", ["fake"], 1, "no console")
+        self._booted, self.boot_seconds = True, 0.0
+        self.acks = FakeAcks(self.plan.ack_lines, self.plan.acks_end)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def alive(self) -> bool:
+        return self._booted and not self._gone
+
+    def run(self, command: str, *args, timeout: float | None = 120.0) -> GuestResult:
+        if self.alive() and self.plan.dies_after is not None and len(self.commands) >= self.plan.dies_after:
+            self._die()
+        if not self.alive():
+            raise GuestError("guest channel closed (the VM is gone)")
+        text = quote_command(command, *args)
+        self.commands.append(text)
+        out = self._answer(text)
+        return GuestResult(text, 0, out.encode() if isinstance(out, str) else out, b"")
+
+    def _answer(self, text: str) -> str | bytes:
+        if text.startswith("cd /dev && for l in pp-disk"):
+            return "".join(f"{i} {kernel_name(i)}\n" for i in range(len(self._disks)))
+        if text.startswith("readlink /dev/pp-disk"):
+            return kernel_name(int(text.removeprefix("readlink /dev/pp-disk"))) + "\n"
+        if text.startswith("pp-check "):
+            _, _, dev, _, collect, *_ = shlex.split(text.split(";", 1)[0])
+            index = [kernel_name(i) for i in range(len(self._disks))].index(dev.removeprefix("/dev/"))
+            self._last = (self._outcome_of(self._disks[index]), collect)
+            return self._last[0].report(collect)
+        if text == "cat /tmp/check.tar" and self._last:
+            return self._last[0].tar()
+        if text == "cat /tmp/check.sums" and self._last:
+            return self._last[0].sums()
+        return ""
+
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        self.run(": write %s", path)
+        self.files[path] = data.encode() if isinstance(data, str) else bytes(data)
+
+    def attach_disk(self, disk: DiskSpec) -> AttachedDisk:
+        self.run(": attach %s", disk.path)
+        self._disks.append(disk.path)
+        index = len(self._disks) - 1
+        return AttachedDisk(f"fake{index}", f"plugpull{index}", kernel_name(index))
+
+    def detach_disk(self, disk: AttachedDisk) -> None:
+        self.run(": detach %s", disk.handle)
+
+    def _die(self) -> None:
+        self._gone = True
+        if self.acks:
+            self.acks.end()
+
+    def power_cut(self) -> None:
+        self.power_was_cut = True
+        self._die()
+
+    def close(self) -> None:
+        self._die()
+
+
+class FakeBackend:
+    name = "fake"
+
+    def __init__(self, plans=(), outcome_of: Callable[[Path], Outcome] = lambda image: Outcome()):
+        self.plans = list(plans)
+        self.outcome_of = outcome_of
+        self.guests: list[FakeGuest] = []
+        self._lock = threading.Lock()
+
+    def machine(self, spec: MachineSpec, image, accel: Accel, *, console_log: Path | None = None,
+                name: str | None = None, boot_timeout: float = 120.0) -> FakeGuest:
+        with self._lock:
+            plan = self.plans.pop(0) if self.plans else Plan()
+            guest = FakeGuest(spec, plan, self.outcome_of, accel, console_log, name or "fake")
+            self.guests.append(guest)
+        return guest
