@@ -12,8 +12,7 @@ import json
 import os
 import shutil
 import time
-from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from plugpull.lab.checker import Checker, default_workers
@@ -25,6 +24,7 @@ from plugpull.errors import UsageError
 from plugpull.lab.fs import filesystem, mode
 from plugpull.powerloss.models import cut_points, parse_model, plan, stable_rng
 from plugpull.progress import Progress, say
+from plugpull.results import CrashRun, CrashTiming, StateResult
 from plugpull.lab.record import Record, Trigger, record
 from plugpull.lab.testbed import run_host, second
 from plugpull.lab.verdict import Verdict, classify, required_acks
@@ -73,24 +73,6 @@ class CrashSpec:
             raise UsageError("--batch must be at least 1 and --workers at least 0")
 
 
-@dataclass(frozen=True)
-class StateResult:
-    fs: str
-    mode: str
-    workload: str
-    model: str
-    seed: int
-    cut: int
-    verdict: str
-    reason: str
-    acks_required: int
-    acks_lost: int
-    fsck_rc: int
-    lost: list = field(default_factory=list)
-    artifact: str | None = None
-    cut2: int | None = None  # the cut in the external log disk's write log (extlog mode)
-
-
 def model_for(mode_name: str, model: str) -> str:
     """The lying mode is a barrier recording under a model whose flushes do nothing."""
     spec = parse_model(model)
@@ -118,7 +100,7 @@ def recording_mode(mode_name: str) -> str:
     return "barrier" if mode(mode_name).lying else mode_name
 
 
-def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = False) -> dict:
+def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = False) -> CrashRun:
     spec.validate()
     fs = filesystem(spec.fs)
     wl = workload(spec.workload, **dict(spec.params))
@@ -144,19 +126,10 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
         jobs = [(model_for(spec.mode, model), cut, cut2) for model in spec.models for cut, cut2 in cuts]
         results = check_states(rec, entries, jobs, spec, rig, work / "states", wl, fs, out_dir)
         checked = time.monotonic()
-        summary = dict(Counter(r.verdict for r in results))
-        doc = {
-            "spec": spec.to_json(),
-            "record": {k: v for k, v in rec.meta.items() if k != "acks"},
-            "states": [asdict(r) for r in results],
-            "summary": {str(v): summary.get(str(v), 0) for v in Verdict},
-            "timing": {
-                "record_s": recorded - started,
-                "check_s": checked - recorded,
-                "states_per_minute": 60 * len(results) / max(checked - recorded, 1e-9),
-            },
-        }
-        return doc
+        timing = CrashTiming(record_s=recorded - started, check_s=checked - recorded,
+                             states_per_minute=60 * len(results) / max(checked - recorded, 1e-9))
+        return CrashRun(spec=spec.to_json(), record={k: v for k, v in rec.meta.items() if k != "acks"},
+                        states=tuple(results), timing=timing)
     finally:
         if not keep_record:
             shutil.rmtree(work, ignore_errors=True)

@@ -10,8 +10,9 @@ from plugpull.guest.rig import Rig
 from plugpull.errors import InfraError
 from plugpull.lab.fs import Filesystem, Mode
 from plugpull.lab.profiles import DiskProfile
-from plugpull.lab.parsers import Phase, parse_bonnie, parse_fio, parse_smallfiles
+from plugpull.lab.parsers import parse_bonnie, parse_fio, parse_smallfiles
 from plugpull.lab.testbed import MOUNTPOINT, testbed
+from plugpull.results import Phase, Throughput
 
 PARSERS = {"smallfiles": parse_smallfiles, "fio": parse_fio, "bonnie": parse_bonnie}
 STEP_TIMEOUT = 3600.0
@@ -20,8 +21,8 @@ STEP_TIMEOUT = 3600.0
 def measure(directory: Path, fs: Filesystem, mode: Mode, workload, rig: Rig,
             disk_mib: int = 512, bus: Bus = Bus.AHCI, recorded: bool = False,
             host_flush: bool | None = None, profile: DiskProfile | None = None,
-            real_disk: Path | None = None) -> dict:
-    """Run the workload's timed steps; returns {"phases": [...], ...}. A step timed by the
+            real_disk: Path | None = None) -> Throughput:
+    """Run the workload's timed steps and time their phases. A step timed by the
     host includes one channel round trip (about 20 ms), negligible against the phases."""
     log = directory / "overhead.log" if recorded else None
     phases: list[Phase] = []
@@ -42,6 +43,5 @@ def measure(directory: Path, fs: Filesystem, mode: Mode, workload, rig: Rig,
         accel_used = str(bed.machine.accel)
     if log is not None:
         log.unlink(missing_ok=True)
-    return {"phases": [asdict(p) for p in phases], "queue_write_cache": queue, "accel": accel_used,
-            "recorded": recorded, "profile": asdict(profile) if profile else None,
-            "real_disk": str(real_disk) if real_disk else None}
+    return Throughput(phases=tuple(phases), queue_write_cache=queue, accel=accel_used, recorded=recorded,
+                      profile=asdict(profile) if profile else None, real_disk=str(real_disk) if real_disk else None)
