@@ -1,14 +1,10 @@
 """The shape of every result plugpull writes and reads: one schema, as frozen dataclasses.
 
-Two documents are written, each carrying `"schema": SCHEMA_VERSION`:
-- a matrix results file: JSON lines, one `CellResult` per line (`"kind": "cell"`), appended
-  as each cell finishes (`append_line`) and read back by `read_cells`;
-- the `crash --json` document: one `CrashRun`.
-
-Version 1 is what plugpull wrote before the schema was versioned: the same shapes without a
-`schema` key; it still loads. A document of a newer version than this plugpull knows is
-refused with a `SchemaError` that names the version. Reading is lenient about values (a
-number that is not one becomes None), strict about what identifies a cell.
+Two kinds of documents carry `"schema": SCHEMA_VERSION`: the lines of a matrix results file,
+one `CellResult` each (`append_line`, `read_cells`), and the `crash --json` `CrashRun`.
+Version 1, written before results had a version, has the same shapes without the key and
+still loads; a newer version is refused with a `SchemaError` naming it. Reading is lenient
+about values (a number that is not one becomes None), strict about what names a cell.
 """
 
 import json
@@ -23,25 +19,22 @@ MIB = 1 << 20
 VERDICTS = ("clean", "data-loss", "fs-corrupt", "unmountable", "infra-error")
 UNSAFE_VERDICTS = ("data-loss", "fs-corrupt", "unmountable")
 INFRA = "infra-error"
-TRUNCATED = "truncated (an interrupted run?)"
 
 
 class SchemaError(ValueError):
     """A document written in a results schema this plugpull cannot read."""
 
 
-def schema_of(doc: dict) -> int:
-    """The document's schema version (1 if it has none); SchemaError if it is unknown."""
+def check_schema(doc: dict) -> None:
+    """SchemaError unless the document's schema version (1 if it has none) is one this
+    plugpull reads."""
     version = doc.get("schema", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise SchemaError(f"results schema {version!r} is not a schema version")
     if version > SCHEMA_VERSION:
         raise SchemaError(f"results schema {version} is newer than this plugpull reads "
                           f"(up to {SCHEMA_VERSION}): upgrade plugpull")
-    return version
 
-
-# --- lenient values ------------------------------------------------------------------------
 
 def _number(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -50,31 +43,38 @@ def _number(value) -> float | None:
 
 
 def _count(value) -> int | None:
-    number = _number(value)
-    return int(number) if number is not None else None
+    return None if (number := _number(value)) is None else int(number)
 
 
 def _text(value) -> str | None:
     return None if value is None else str(value)
 
 
-def _dict(value) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value) -> list:
-    return value if isinstance(value, list) else []
+def _of(kind: type, value):
+    """`value` if it is a `kind` (dict, list), else None."""
+    return value if isinstance(value, kind) else None
 
 
 def _plain(value):
     """A JSON value as it reads back from JSON (tuples become lists), so a result that holds
     it compares equal to itself after a round trip."""
-    return None if value is None else json.loads(json.dumps(value))
+    return json.loads(json.dumps(value))
 
 
-def _freeze_plain(obj, *names: str) -> None:
-    for name in names:
-        object.__setattr__(obj, name, _plain(getattr(obj, name)))
+def _settle(obj, **values) -> None:
+    """Set fields of a frozen result in __post_init__; a dict field in its JSON form."""
+    for name, value in values.items():
+        object.__setattr__(obj, name, _plain(value) if isinstance(value, dict) else value)
+
+
+_LENIENT = {float | None: _number, int | None: _count, str | None: _text}
+
+
+def _lenient(cls, doc: dict, **given):
+    """A `cls` from a JSON object: the fields in `given` as given; those typed `float | None`,
+    `int | None` or `str | None` from the key of their name (None if it holds no such value)."""
+    found = {f.name: _LENIENT[f.type](doc.get(f.name)) for f in fields(cls) if f.type in _LENIENT}
+    return cls(**{**found, **given})
 
 
 def param_text(value) -> str:
@@ -88,10 +88,19 @@ def _pairs(value) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted((str(k), _plain(v)) for k, v in items))
 
 
-# --- throughput ----------------------------------------------------------------------------
+class _Fields:
+    """A result whose JSON object holds its fields as they are."""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: dict):
+        return cls(**{f.name: doc[f.name] for f in fields(cls) if f.name in doc})
+
 
 @dataclass(frozen=True)
-class Phase:
+class Phase(_Fields):
     """One timed part of a benchmark run.
 
     `seconds` is None when the benchmark gives only a rate (bonnie++) or no result at all.
@@ -127,14 +136,9 @@ class Phase:
     def measured(self) -> bool:
         return self.seconds is not None or self.ops_per_s is not None or self.mb_per_s is not None
 
-    def to_json(self) -> dict:
-        return asdict(self)
-
     @classmethod
     def from_json(cls, doc: dict) -> "Phase":
-        return cls(name=str(doc.get("name")), seconds=_number(doc.get("seconds")), ops=_number(doc.get("ops")),
-                   bytes=_number(doc.get("bytes")), ops_per_s=_number(doc.get("ops_per_s")),
-                   mb_per_s=_number(doc.get("mb_per_s")))
+        return _lenient(cls, doc, name=str(doc.get("name")))
 
 
 @dataclass(frozen=True)
@@ -150,30 +154,21 @@ class Throughput:
     real_disk: str | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "phases", tuple(self.phases))
-        _freeze_plain(self, "profile")
+        _settle(self, phases=tuple(self.phases), profile=self.profile)
 
     def to_json(self) -> dict:
-        return {"phases": [p.to_json() for p in self.phases], "recorder_overhead": self.recorder_overhead,
-                "queue_write_cache": self.queue_write_cache, "accel": self.accel, "recorded": self.recorded,
-                "profile": self.profile, "real_disk": self.real_disk}
+        return {**asdict(self), "phases": [p.to_json() for p in self.phases]}
 
     @classmethod
     def from_json(cls, doc: dict) -> "Throughput":
-        phases = [p for p in _list(doc.get("phases")) if isinstance(p, dict)]
-        profile = doc.get("profile")
-        return cls(phases=tuple(Phase.from_json({**p, "name": p.get("name") or f"phase {i + 1}"})
-                                for i, p in enumerate(phases)),
-                   recorder_overhead=_number(doc.get("recorder_overhead")),
-                   queue_write_cache=_text(doc.get("queue_write_cache")), accel=_text(doc.get("accel")),
-                   recorded=doc.get("recorded") is True, profile=profile if isinstance(profile, dict) else None,
-                   real_disk=_text(doc.get("real_disk")))
+        phases = [p for p in _of(list, doc.get("phases")) or [] if isinstance(p, dict)]
+        return _lenient(cls, doc, recorded=doc.get("recorded") is True, profile=_of(dict, doc.get("profile")),
+                        phases=tuple(Phase.from_json({**p, "name": p.get("name") or f"phase {i + 1}"})
+                                     for i, p in enumerate(phases)))
 
-
-# --- crash states --------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class StateResult:
+class StateResult(_Fields):
     """The verdict on one crash state, and where it came from."""
 
     fs: str
@@ -190,14 +185,6 @@ class StateResult:
     lost: list = field(default_factory=list)
     artifact: str | None = None
     cut2: int | None = None  # the cut in the external log disk's write log (extlog mode)
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, doc: dict) -> "StateResult":
-        names = [f.name for f in fields(cls)]
-        return cls(**{name: doc[name] for name in names if name in doc})
 
 
 def _verdict_field(verdict: str) -> str:
@@ -221,8 +208,7 @@ class CrashSummary:
     artifacts: str | None = None  # where the states that are not clean were saved
 
     def __post_init__(self):
-        object.__setattr__(self, "models", tuple(self.models))
-        _freeze_plain(self, "log")
+        _settle(self, models=tuple(self.models), log=self.log)
 
     def count(self, verdict: str) -> int | None:
         return getattr(self, _verdict_field(verdict))
@@ -255,26 +241,17 @@ class CrashSummary:
 
     @classmethod
     def from_json(cls, doc: dict) -> "CrashSummary":
-        summary = _dict(doc.get("summary"))
-        log = doc.get("record")
-        return cls(states=_count(doc.get("states")), models=tuple(str(m) for m in _list(doc.get("models"))),
-                   log=log if isinstance(log, dict) else None,
-                   states_per_minute=_number(doc.get("states_per_minute")), artifacts=_text(doc.get("artifacts")),
-                   **{_verdict_field(v): _count(summary.get(v)) for v in VERDICTS})
+        summary = _of(dict, doc.get("summary")) or {}
+        counts = {_verdict_field(v): summary.get(v) for v in VERDICTS}
+        return _lenient(cls, {**doc, **counts}, models=tuple(str(m) for m in _of(list, doc.get("models")) or []),
+                        log=_of(dict, doc.get("record")))
 
 
 @dataclass(frozen=True)
-class CrashTiming:
+class CrashTiming(_Fields):
     record_s: float
     check_s: float
     states_per_minute: float
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, doc: dict) -> "CrashTiming":
-        return cls(doc["record_s"], doc["check_s"], doc["states_per_minute"])
 
 
 @dataclass(frozen=True)
@@ -288,8 +265,7 @@ class CrashRun:
     timing: CrashTiming
 
     def __post_init__(self):
-        object.__setattr__(self, "states", tuple(self.states))
-        _freeze_plain(self, "spec", "record")
+        _settle(self, states=tuple(self.states), spec=self.spec, record=self.record)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -310,13 +286,11 @@ class CrashRun:
 
     @classmethod
     def from_json(cls, doc: dict) -> "CrashRun":
-        schema_of(doc)
-        return cls(spec=_dict(doc.get("spec")), record=_dict(doc.get("record")),
-                   states=tuple(StateResult.from_json(s) for s in _list(doc.get("states"))),
-                   timing=CrashTiming.from_json(_dict(doc.get("timing"))))
+        check_schema(doc)
+        return cls(spec=_of(dict, doc.get("spec")) or {}, record=_of(dict, doc.get("record")) or {},
+                   states=tuple(StateResult.from_json(s) for s in _of(list, doc.get("states")) or []),
+                   timing=CrashTiming.from_json(_of(dict, doc.get("timing")) or {}))
 
-
-# --- matrix cells --------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Env:
@@ -333,15 +307,14 @@ class Env:
     bus: str | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "packages", tuple((k, str(v)) for k, v in _pairs(self.packages)))
+        _settle(self, packages=tuple((k, str(v)) for k, v in _pairs(self.packages)))
 
     def to_json(self) -> dict:
         return {**asdict(self), "packages": dict(self.packages)}
 
     @classmethod
     def from_json(cls, doc: dict) -> "Env":
-        texts = {f.name: _text(doc.get(f.name)) for f in fields(cls) if f.name != "packages"}
-        return cls(packages=_pairs(_dict(doc.get("packages"))), **texts)
+        return _lenient(cls, doc, packages=_pairs(_of(dict, doc.get("packages")) or {}))
 
 
 def _optional(kind, value):
@@ -367,12 +340,7 @@ class CellResult:
     error: str | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "params", _pairs(self.params))
-        _freeze_plain(self, "settings")
-
-    @property
-    def param_texts(self) -> tuple[tuple[str, str], ...]:
-        return tuple((k, param_text(v)) for k, v in self.params)
+        _settle(self, params=_pairs(self.params), settings=self.settings)
 
     @property
     def phases(self) -> tuple[Phase, ...]:
@@ -392,30 +360,25 @@ class CellResult:
     def from_json(cls, doc: dict) -> "CellResult":
         """ValueError if the line names no fs, mode or workload; SchemaError (a ValueError)
         if it was written in a newer schema."""
-        schema_of(doc)
+        check_schema(doc)
         names = {f: doc.get(f) for f in ("fs", "mode", "workload")}
         absent = [f for f, v in names.items() if not isinstance(v, str) or not v]
         if absent:
             raise ValueError(f"a cell without {', '.join(absent)}")
-        params = _pairs(_dict(doc.get("params")))
+        params = _pairs(_of(dict, doc.get("params")) or {})
         key = doc.get("key") if isinstance(doc.get("key"), str) else "/".join(
             [*names.values(), *(f"{k}={param_text(v)}" for k, v in params)])
-        settings = doc.get("cell")
-        return cls(key=key, **names, params=params, settings=settings if isinstance(settings, dict) else None,
-                   env=_optional(Env, doc.get("env")), started=_text(doc.get("started")),
-                   seconds=_number(doc.get("seconds")), throughput=_optional(Throughput, doc.get("throughput")),
-                   crash=_optional(CrashSummary, doc.get("crash")), error=_text(doc.get("error")))
+        return _lenient(cls, doc, key=key, **names, params=params, settings=_of(dict, doc.get("cell")),
+                        env=_optional(Env, doc.get("env")), throughput=_optional(Throughput, doc.get("throughput")),
+                        crash=_optional(CrashSummary, doc.get("crash")))
 
-
-# --- the results file ----------------------------------------------------------------------
 
 def _cell_of_line(line: str, last: bool) -> CellResult | None:
-    """The cell on one line; None for a line of another kind; ValueError saying why a line
-    is skipped."""
+    """The cell on a line, None for a line of another kind; ValueError: why it is skipped."""
     try:
         doc = json.loads(line)
     except json.JSONDecodeError:
-        raise ValueError(TRUNCATED if last else "not valid JSON") from None
+        raise ValueError("truncated (an interrupted run?)" if last else "not valid JSON") from None
     if not isinstance(doc, dict):
         raise ValueError("not a JSON object")
     if doc.get("kind") != "cell":
