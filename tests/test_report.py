@@ -157,7 +157,8 @@ def test_a_cell_the_harness_failed_on_is_named_under_the_table(results):
 
 
 def test_infra_errors_are_left_out_of_the_unsafe_share():
-    assert CrashSummary(states=20, clean=8, data_loss=6, fs_corrupt=3, unmountable=1, infra_error=2).unsafe_share == 10 / 18
+    share = CrashSummary(states=20, clean=8, data_loss=6, fs_corrupt=3, unmountable=1, infra_error=2).unsafe_share
+    assert share == 10 / 18
     assert CrashSummary(states=20, clean=20, data_loss=None, fs_corrupt=0, unmountable=0).unsafe_share is None
 
 
