@@ -2,8 +2,8 @@
 
 Results are JSON lines, one `CellResult` per cell (plugpull.results), each appended with a
 single write and fsynced, so an interrupted run leaves at most one truncated last line
-(readers skip it). A rerun skips the
-cells already done: the key hashes everything that defines a cell.
+(readers skip it). A rerun skips the cells already done: the key hashes everything that
+defines a cell.
 """
 
 import hashlib
