@@ -180,23 +180,23 @@ def cmd_crash(args) -> int:
         raise UsageError(f"--json {args.json} is a directory")
     with run_log(out / "crash.log"):
         rig = prepare_rig(args.accel, kernel_source(args))
-        doc = run_crash(spec, rig, out)
+        run = run_crash(spec, rig, out)
     rows = []
-    for model in dict.fromkeys(s["model"] for s in doc["states"]):
-        states = [s for s in doc["states"] if s["model"] == model]
-        counts = {str(v): sum(s["verdict"] == str(v) for s in states) for v in Verdict}
+    for model in dict.fromkeys(s.model for s in run.states):
+        states = [s for s in run.states if s.model == model]
+        counts = {str(v): sum(s.verdict == str(v) for s in states) for v in Verdict}
         rows.append((args.fs, args.mode, model, len(states), *counts.values()))
     print_table(("fs", "mode", "model", "states", *(str(v) for v in Verdict)), rows)
-    t = doc["timing"]
-    print(f"record {t['record_s']:.1f} s, check {t['check_s']:.1f} s "
-          f"({t['states_per_minute']:.0f} states/min, {rig.accel})")
-    unsafe = [s for s in doc["states"] if s["verdict"] not in ("clean", "infra-error")]
+    t = run.timing
+    print(f"record {t.record_s:.1f} s, check {t.check_s:.1f} s "
+          f"({t.states_per_minute:.0f} states/min, {rig.accel})")
+    unsafe = [s for s in run.states if s.verdict not in ("clean", "infra-error")]
     if unsafe:
         print(f"artifacts of the {len(unsafe)} states that are not clean: {out / 'states'}")
     if args.json:
-        write_json(args.json, doc)
+        write_json(args.json, run.to_json())
         print(f"results: {args.json}")
-    if doc["summary"]["infra-error"]:
+    if run.summary["infra-error"]:
         return EXIT_INFRA
     return EXIT_FOUND if unsafe and args.fail_on_unsafe else EXIT_OK
 
@@ -227,14 +227,15 @@ def split_list(text: str) -> list[str]:
     return [item for item in text.split(",") if item]
 
 
-def finish_matrix(docs: list[dict], results: Path, report_dir: Path | None) -> None:
-    from plugpull.report import load_results, render_table, report
+def finish_matrix(ran: list, results: Path, report_dir: Path | None) -> None:
+    from plugpull.report import render_table, report
+    from plugpull.results import read_cells
 
     paths = report(results, report_dir or results.parent / f"{results.stem}-report")
-    print(render_table(load_results(results)[0]))
+    print(render_table(read_cells(results)[0]))
     print(f"results: {results}")
     print(f"report:  {paths['html']}")
-    errors = [d for d in docs if d.get("error")]
+    errors = [r for r in ran if r.error]
     if errors:
         print(f"{len(errors)} cells failed in the harness (not verdicts); rerun to retry them", file=sys.stderr)
 
@@ -284,17 +285,18 @@ def cmd_matrix(args) -> int:
         rig = prepare_rig(args.accel, kernel_source(args))
         work = make_tempdir("matrix")
         try:
-            docs = run_matrix(todo, args.results, rig, work)
+            ran = run_matrix(todo, args.results, rig, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    finish_matrix(docs, args.results, args.report)
-    return EXIT_INFRA if any(d.get("error") for d in docs) else EXIT_OK
+    finish_matrix(ran, args.results, args.report)
+    return EXIT_INFRA if any(r.error for r in ran) else EXIT_OK
 
 
 def cmd_reproduce(args) -> int:
     from plugpull.lab.cases import expectation_failures, load_case
-    from plugpull.lab.matrix import load_cells, run_matrix
+    from plugpull.lab.matrix import run_matrix
     from plugpull.paths import make_tempdir
+    from plugpull.results import read_cells
 
     if not 0 < args.scale <= 1:
         raise UsageError("--scale must be in (0, 1]")
@@ -305,15 +307,15 @@ def cmd_reproduce(args) -> int:
         rig = prepare_rig(args.accel, kernel_source(args))
         work = make_tempdir("reproduce")
         try:
-            docs = run_matrix(list(case.cells), results, rig, work)
+            ran = run_matrix(list(case.cells), results, rig, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    finish_matrix(docs, results, args.report)
-    done = load_cells(results)
+    finish_matrix(ran, results, args.report)
+    done = {cell.key: cell for cell in read_cells(results)[0]}
     failures = expectation_failures(case, [done[c.key()] for c in case.cells if c.key() in done])
     for f in failures:
         print(f"not reproduced: {f}")
-    if any(d.get("error") for d in docs):
+    if any(r.error for r in ran):
         return EXIT_INFRA
     return EXIT_FOUND if failures else EXIT_OK
 

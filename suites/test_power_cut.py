@@ -13,6 +13,7 @@ import pytest
 
 from plugpull.lab.crash import replay
 from plugpull.lab.spec import CrashSpec
+from plugpull.results import CrashRun
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 
@@ -27,15 +28,15 @@ def spec(fs: str, mode: str, models: tuple, states: int) -> CrashSpec:
                      states=states, seed=1, trigger="acks:30")
 
 
-def by_model(doc: dict) -> dict:
+def by_model(run: CrashRun) -> dict:
     out: dict = {}
-    for s in doc["states"]:
-        out.setdefault(s["model"], []).append(s)
+    for s in run.states:
+        out.setdefault(s.model, []).append(s)
     return out
 
 
 def unsafe(states: list) -> list:
-    return [(s["cut"], s["verdict"], s["reason"]) for s in states if s["verdict"] != "clean"]
+    return [(s.cut, s.verdict, s.reason) for s in states if s.verdict != "clean"]
 
 
 @pytest.fixture(scope="module", params=["xfs", "ext4"])
@@ -52,22 +53,22 @@ def barrier_run(crash_run, fs):
 def test_barrier_loses_nothing(barrier_run, model):
     states = by_model(barrier_run)[model]
     assert len(states) >= STATES
-    assert sum(s["acks_required"] for s in states) > 0, "no state owed anything: the cut points missed the workload"
+    assert sum(s.acks_required for s in states) > 0, "no state owed anything: the cut points missed the workload"
     assert unsafe(states) == []
 
 
 @pytest.mark.parametrize("model", SAFE_MODELS)
 def test_nocache_loses_nothing(crash_run, fs, model):
-    doc = crash_run(spec(fs, "nocache", (model,), STATES))
-    states = by_model(doc)[model]
+    run = crash_run(spec(fs, "nocache", (model,), STATES))
+    states = by_model(run)[model]
     assert len(states) >= STATES
-    assert doc["record"]["queue_write_cache"] == "write through"
+    assert run.record["queue_write_cache"] == "write through"
     assert unsafe(states) == []
 
 
 @pytest.mark.parametrize("model", LYING_MODELS)
 def test_lying_disk_loses_acknowledged_data(barrier_run, model):
-    verdicts = [s["verdict"] for s in by_model(barrier_run)[model]]
+    verdicts = [s.verdict for s in by_model(barrier_run)[model]]
     assert "data-loss" in verdicts
 
 
@@ -77,29 +78,29 @@ def nobarrier_run(crash_run, fs):
 
 
 def test_nobarrier_loses_acknowledged_data(nobarrier_run):
-    doc = nobarrier_run
-    assert doc["record"]["log"]["flushes"] == 0, "nobarrier still sent flushes"
-    for model, states in by_model(doc).items():
-        assert "data-loss" in [s["verdict"] for s in states], model
-    assert doc["summary"]["infra-error"] == 0
+    run = nobarrier_run
+    assert run.record["log"]["flushes"] == 0, "nobarrier still sent flushes"
+    for model, states in by_model(run).items():
+        assert "data-loss" in [s.verdict for s in states], model
+    assert run.summary["infra-error"] == 0
 
 
 def test_replay_rebuilds_the_same_state_and_verdict(nobarrier_run, rig, tmp_path):
-    saved = [s for s in nobarrier_run["states"] if s["artifact"]]
+    saved = [s for s in nobarrier_run.states if s.artifact]
     assert saved, "no artifact was saved for the states that are not clean"
     first = saved[0]
-    r = replay(Path(first["artifact"]), rig, tmp_path)
+    r = replay(Path(first.artifact), rig, tmp_path)
     assert r["digest"] == r["digest_expected"]
-    assert r["verdict"] == first["verdict"] == r["verdict_expected"]
+    assert r["verdict"] == first.verdict == r["verdict_expected"]
 
 
 def test_external_log_disk_keeps_acknowledged_data_unless_it_lies(crash_run):
     """extlog: both disks recorded, cut at moments sampled across both logs, judged per disk."""
-    doc = crash_run(spec("xfs", "extlog", SAFE_MODELS + LYING_MODELS, 20))
-    assert doc["record"]["log2"]["writes"] > 0 and doc["record"]["log2"]["flushes"] > 0
-    states = by_model(doc)
+    run = crash_run(spec("xfs", "extlog", SAFE_MODELS + LYING_MODELS, 20))
+    assert run.record["log2"]["writes"] > 0 and run.record["log2"]["flushes"] > 0
+    states = by_model(run)
     for model in SAFE_MODELS:
         assert len(states[model]) >= 10 and unsafe(states[model]) == []
-        assert all(s["cut2"] is not None for s in states[model])
+        assert all(s.cut2 is not None for s in states[model])
     for model in LYING_MODELS:
-        assert "data-loss" in [s["verdict"] for s in states[model]]
+        assert "data-loss" in [s.verdict for s in states[model]]

@@ -6,6 +6,7 @@ import pytest
 
 from plugpull.lab.cases import CaseError, expectation_failures, load_case, scaled
 from plugpull.paths import ROOT
+from plugpull.results import CellResult, CrashSummary
 
 CASES = sorted((ROOT / "suites" / "cases").glob("*.toml"))
 GOOD = """
@@ -81,7 +82,9 @@ def test_scale_shrinks_size_knobs_only():
 
 
 def crash_doc(mode, clean, states=10):
-    return {"mode": mode, "crash": {"states": states, "summary": {"clean": clean, "infra-error": 0}}}
+    crash = CrashSummary(states=states, clean=clean, data_loss=states - clean, fs_corrupt=0, unmountable=0,
+                         infra_error=0)
+    return CellResult(key=f"xfs/{mode}/fsync-files/0", fs="xfs", mode=mode, workload="fsync-files", crash=crash)
 
 
 def test_expectations(tmp_path):

@@ -1,7 +1,8 @@
 import json
 
 from plugpull.lab.spec import CrashSpec
-from plugpull.lab.matrix import Cell, append_line, cells, load_cells, load_done
+from plugpull.lab.matrix import Cell, cells, done_keys
+from plugpull.results import CellResult, append_line, read_cells
 
 
 def test_cells_are_the_cross_product_with_distinct_keys():
@@ -19,15 +20,19 @@ def test_key_changes_with_anything_that_defines_a_cell():
         assert other.key() != base.key()
 
 
+def result(key, error=None):
+    return CellResult(key=key, fs="xfs", mode="barrier", workload="fsync-files", error=error).to_json()
+
+
 def test_lines_survive_a_torn_tail_and_errors_are_not_done(tmp_path):
     results = tmp_path / "r.jsonl"
-    append_line(results, {"kind": "cell", "key": "a", "mode": "barrier"})
-    append_line(results, {"kind": "cell", "key": "b", "error": "harness failure"})
+    append_line(results, result("a"))
+    append_line(results, result("b", error="harness failure"))
     with open(results, "a") as f:
         f.write('{"kind": "cell", "key": "c", "mo')
-    assert load_done(results) == {"a"}
-    append_line(results, {"kind": "cell", "key": "c"})
-    append_line(results, {"kind": "cell", "key": "b"})
-    assert load_done(results) == {"a", "b", "c"}
+    assert done_keys(results) == {"a"}
+    append_line(results, result("c"))
+    append_line(results, result("b"))
+    assert done_keys(results) == {"a", "b", "c"}
     assert all(json.loads(line) for line in results.read_text().splitlines()[-2:])
-    assert load_cells(results)["b"] == {"kind": "cell", "key": "b"}
+    assert {c.key: c.error for c in read_cells(results)[0]}["b"] is None

@@ -43,8 +43,8 @@ def test_throughput_on_a_passed_through_disk(loop_device, rig, tmp_path):
 
     bed = BedSpec(filesystem("xfs"), mode("barrier"), FsyncFiles(count=10), real_disk=Path(loop_device))
     result = measure(tmp_path / "run", bed, rig)
-    assert result["real_disk"] == loop_device and result["profile"] is None
-    assert result["phases"][0]["ops"] == 10 and result["phases"][0]["seconds"] > 0
-    assert result["queue_write_cache"] == "write back"
+    assert result.real_disk == loop_device and result.profile is None
+    assert result.phases[0].ops == 10 and result.phases[0].seconds > 0
+    assert result.queue_write_cache == "write back"
     with open(loop_device, "rb") as dev:
         assert dev.read(4) == b"XFSB", "the filesystem was made on the device itself"

@@ -6,8 +6,11 @@ import re
 
 import pytest
 
-from plugpull.report import (Crash, load_results, mode_rank, panels, render_html, render_plot, render_table,
-                             report, report_main)
+from plugpull.report import report, report_main
+from plugpull.report.html import render_html
+from plugpull.report.plot import panels, render_plot
+from plugpull.report.tables import mode_rank, render_table
+from plugpull.results import CrashSummary, read_cells
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -81,7 +84,7 @@ def group_rows(table: str, title: str) -> dict[str, tuple[list[str], list[str]]]
 
 
 def test_loading_keeps_the_last_line_of_a_key_and_skips_the_truncated_one(results):
-    cells, warnings = load_results(results)
+    cells, warnings = read_cells(results)
     assert len(cells) == 9
     assert len(warnings) == 1 and f"{results}:{len(LINES)}" in warnings[0] and "truncated" in warnings[0]
     barrier = next(c for c in cells if c.key.startswith("ext4/barrier/fsync-append"))
@@ -93,7 +96,7 @@ def test_a_broken_line_in_the_middle_is_skipped_too(tmp_path):
     path = tmp_path / "matrix.jsonl"
     header = '{"kind": "matrix", "started": "2026-11-20T22:58:00Z"}'
     path.write_text("\n".join([header, LINES[0], "{not json", '{"kind": "cell", "fs": "xfs"}', LINES[1]]) + "\n")
-    cells, warnings = load_results(path)
+    cells, warnings = read_cells(path)
     assert [c.mode for c in cells] == ["barrier", "nobarrier"]
     assert len(warnings) == 2
     assert "not valid JSON" in warnings[0] and "without mode, workload" in warnings[1]
@@ -105,7 +108,7 @@ def test_modes_come_in_order_of_safety_then_by_name():
 
 
 def test_the_table_has_a_row_per_mode_with_rates_ratio_and_counts(results):
-    table = render_table(load_results(results)[0])
+    table = render_table(read_cells(results)[0])
     assert "xfs / tree-extract  (files=2000)" in table
     header = table.splitlines()[table.splitlines().index("xfs / tree-extract  (files=2000)") + 1]
     assert header.split() == ["mode", "extract", "op/s", "remove", "op/s", "vs", "barrier", "|",
@@ -118,13 +121,13 @@ def test_the_table_has_a_row_per_mode_with_rates_ratio_and_counts(results):
 
 
 def test_missing_measurements_render_as_a_dash(results):
-    table = render_table(load_results(results)[0])
+    table = render_table(read_cells(results)[0])
     assert group_rows(table, "ext4 / tree-extract")["nobarrier"] == (["500", "2000", "x0.40"], ["-"] * 5)
     assert group_rows(table, "ext4 / fsync-append")["nobarrier"] == (["-", "-"], ["20", "12", "8", "0", "0"])
 
 
 def test_a_phase_without_an_op_count_is_shown_in_mb_per_second(results):
-    table = render_table(load_results(results)[0])
+    table = render_table(read_cells(results)[0])
     assert re.search(r"ext4 / fsync-append.*\n +mode +append MiB/s +vs barrier", table)
     rows = group_rows(table, "ext4 / fsync-append")
     assert rows["barrier"][0] == ["0.31", "x1.0"]
@@ -132,14 +135,14 @@ def test_a_phase_without_an_op_count_is_shown_in_mb_per_second(results):
 
 
 def test_every_line_fits_a_wide_terminal(results):
-    assert max(len(text) for text in render_table(load_results(results)[0]).splitlines()) <= 120
+    assert max(len(text) for text in render_table(read_cells(results)[0]).splitlines()) <= 120
 
 
 def test_the_infra_error_column_appears_only_when_one_occurred(results, tmp_path):
-    assert "infra-error" not in render_table(load_results(results)[0])
+    assert "infra-error" not in render_table(read_cells(results)[0])
     path = tmp_path / "infra.jsonl"
     path.write_text(LINES[0] + "\n" + line("xfs", "nobarrier", "tree-extract", TREE, None, crash(9, 7, 1, 1, 2)))
-    table = render_table(load_results(path)[0])
+    table = render_table(read_cells(path)[0])
     assert group_rows(table, "xfs / tree-extract")["nobarrier"][1] == ["20", "9", "7", "1", "1", "2"]
     assert group_rows(table, "xfs / tree-extract")["barrier"][1][-1] == "0"
 
@@ -148,18 +151,19 @@ def test_a_cell_the_harness_failed_on_is_named_under_the_table(results):
     doc = json.loads(line("xfs", "nocache", "tree-extract", TREE, tree_extract(40.0, 4.0), None))
     doc["error"] = "harness failure (not a verdict): guest stopped answering"
     results.write_text("\n".join(LINES[:3] + [json.dumps(doc)]) + "\n")
-    table = render_table(load_results(results)[0])
+    table = render_table(read_cells(results)[0])
     assert group_rows(table, "xfs / tree-extract")["nocache"][1] == ["-"] * 5
     assert "\n  xfs/nocache/tree-extract/ab12cd: harness failure (not a verdict): guest stopped" in table
 
 
 def test_infra_errors_are_left_out_of_the_unsafe_share():
-    assert Crash(states=20, clean=8, data_loss=6, fs_corrupt=3, unmountable=1, infra_error=2).unsafe_share == 10 / 18
-    assert Crash(states=20, clean=20, data_loss=None, fs_corrupt=0, unmountable=0).unsafe_share is None
+    share = CrashSummary(states=20, clean=8, data_loss=6, fs_corrupt=3, unmountable=1, infra_error=2).unsafe_share
+    assert share == 10 / 18
+    assert CrashSummary(states=20, clean=20, data_loss=None, fs_corrupt=0, unmountable=0).unsafe_share is None
 
 
 def test_a_panel_per_group_and_a_point_per_mode_with_both_measurements(results):
-    by_title = {p.title: p for p in panels(load_results(results)[0])}
+    by_title = {p.title: p for p in panels(read_cells(results)[0])}
     xfs = by_title["xfs / tree-extract  (files=2000)"]
     assert [(p.label, p.x, p.y) for p in xfs.points] == [("barrier", 160, 0), ("nobarrier", 800, 11 / 20),
                                                          ("nocache", 50, 0)]
@@ -173,7 +177,7 @@ def test_a_panel_per_group_and_a_point_per_mode_with_both_measurements(results):
 def test_the_plot_is_a_png_written_atomically(results, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    render_plot(load_results(results)[0], out / "plot.png")
+    render_plot(read_cells(results)[0], out / "plot.png")
     data = (out / "plot.png").read_bytes()
     assert data.startswith(PNG_SIGNATURE)
     assert len(data) > 20_000
@@ -183,7 +187,7 @@ def test_the_plot_is_a_png_written_atomically(results, tmp_path):
 def test_the_html_page_holds_the_rows_the_image_and_escapes_values(results, tmp_path):
     hostile = line("xfs", "barrier", "<script>alert(1)</script>", TREE, tree_extract(12.5, 3.2), crash(20))
     results.write_text("\n".join(LINES) + "\n" + hostile + "\n")
-    cells, _ = load_results(results)
+    cells, _ = read_cells(results)
     render_plot(cells, tmp_path / "r.png")
     render_html(cells, tmp_path / "r.png", tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
@@ -195,6 +199,18 @@ def test_the_html_page_holds_the_rows_the_image_and_escapes_values(results, tmp_
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "6.1.0-56-amd64" in page and "xfsprogs 6.1.0-1" in page
     assert "<dt>data-loss</dt>" in page and "<dt>nocache</dt>" in page
+
+
+def test_a_filesystem_name_with_markup_is_escaped_in_the_page(tmp_path):
+    hostile = line('<script>alert("fs")</script>', "barrier", "tree-extract", TREE, tree_extract(12.5, 3.2), crash(20))
+    path = tmp_path / "hostile.jsonl"
+    path.write_text(hostile + "\n")
+    cells, _ = read_cells(path)
+    render_plot(cells, tmp_path / "r.png")
+    render_html(cells, tmp_path / "r.png", tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert "<script>" not in page
+    assert "<h3>&lt;script&gt;alert(&#34;fs&#34;)&lt;/script&gt; / tree-extract  (files=2000)</h3>" in page
 
 
 def test_report_writes_the_three_files(results, tmp_path):

@@ -13,6 +13,7 @@ from plugpull.lab.matrix import cells
 from plugpull.lab.settings import SETTINGS, Setting
 from plugpull.lab.spec import CrashSpec
 from plugpull.lab.workloads import workload
+from plugpull.results import CellResult
 
 SCALABLE = ("files", "count", "transactions", "mib")  # bonnie++ -n stays: fewer than 16k files are too fast to time
 STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -133,16 +134,16 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
                 _expected(path, doc, "unsafe"), _expected(path, doc, "safe"))
 
 
-def expectation_failures(case: Case, docs: list[dict]) -> list[str]:
+def expectation_failures(case: Case, results: list[CellResult]) -> list[str]:
     """What the case's [expect] table says and the results do not show."""
     failures = []
     for mode_name in case.unsafe:
-        crash = [d["crash"] for d in docs if d["mode"] == mode_name and d.get("crash")]
-        if not any(c["states"] - c["summary"]["clean"] - c["summary"]["infra-error"] > 0 for c in crash):
+        crash = [r.crash for r in results if r.mode == mode_name and r.crash]
+        if not any((c.unsafe or 0) > 0 for c in crash):
             failures.append(f"{mode_name}: expected states that are not clean, saw none")
     for mode_name in case.safe:
-        crash = [d["crash"] for d in docs if d["mode"] == mode_name and d.get("crash")]
-        bad = sum(c["states"] - c["summary"]["clean"] - c["summary"]["infra-error"] for c in crash)
+        crash = [r.crash for r in results if r.mode == mode_name and r.crash]
+        bad = sum(c.unsafe or 0 for c in crash)
         if not crash or bad:
             failures.append(f"{mode_name}: expected only clean states, saw {bad} that are not"
                             if crash else f"{mode_name}: no crash states were checked")

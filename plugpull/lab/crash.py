@@ -13,8 +13,7 @@ import logging
 import os
 import shutil
 import time
-from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 from plugpull.lab.checker import Checker, default_workers
@@ -26,6 +25,7 @@ from plugpull.lab.fs import filesystem
 from plugpull.lab.judge import StateJob, judge
 from plugpull.powerloss.models import cut_points, stable_rng
 from plugpull.progress import Progress
+from plugpull.results import CrashRun, CrashTiming, StateResult
 from plugpull.lab.record import Record, record
 from plugpull.lab.testbed import run_host, second
 from plugpull.lab.verdict import Verdict
@@ -33,24 +33,6 @@ from plugpull.lab.workloads import workload
 from plugpull.powerloss.writelog import iter_entries
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class StateResult:
-    fs: str
-    mode: str
-    workload: str
-    model: str
-    seed: int
-    cut: int
-    verdict: str
-    reason: str
-    acks_required: int
-    acks_lost: int
-    fsck_rc: int
-    lost: list = field(default_factory=list)
-    artifact: str | None = None
-    cut2: int | None = None  # the cut in the external log disk's write log (extlog mode)
 
 
 def state_cuts(entries, n: int, seed: int) -> list[int]:
@@ -68,7 +50,7 @@ def pair_cuts(pairs: list, n: int, seed: int) -> list[tuple[int, int]]:
     return sorted({pairs[-1], *others})
 
 
-def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = False) -> dict:
+def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = False) -> CrashRun:
     plan = spec.resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     work = out_dir / ".work"
@@ -85,19 +67,10 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
         jobs = [(str(model), cut, cut2) for model in plan.models for cut, cut2 in crash_cuts(rec, entries, spec)]
         results = check_states(rec, entries, jobs, spec, rig, work / "states", plan.workload, plan.fs, out_dir)
         checked = time.monotonic()
-        summary = dict(Counter(r.verdict for r in results))
-        doc = {
-            "spec": spec.to_json(),
-            "record": {k: v for k, v in rec.meta.items() if k != "acks"},
-            "states": [asdict(r) for r in results],
-            "summary": {str(v): summary.get(str(v), 0) for v in Verdict},
-            "timing": {
-                "record_s": recorded - started,
-                "check_s": checked - recorded,
-                "states_per_minute": 60 * len(results) / max(checked - recorded, 1e-9),
-            },
-        }
-        return doc
+        timing = CrashTiming(record_s=recorded - started, check_s=checked - recorded,
+                             states_per_minute=60 * len(results) / max(checked - recorded, 1e-9))
+        return CrashRun(spec=spec.to_json(), record={k: v for k, v in rec.meta.items() if k != "acks"},
+                        states=tuple(results), timing=timing)
     finally:
         if not keep_record:
             shutil.rmtree(work, ignore_errors=True)

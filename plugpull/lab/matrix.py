@@ -1,8 +1,9 @@
 """The matrix runner: filesystem x mode x workload, throughput and crash safety per cell.
 
-Results are JSON lines, one per cell, each appended with a single write and fsynced, so an
-interrupted run leaves at most one truncated last line (readers skip it). A rerun skips the
-cells already done: the key hashes everything that defines a cell.
+Results are JSON lines, one `CellResult` per cell (plugpull.results), each appended with a
+single write and fsynced, so an interrupted run leaves at most one truncated last line
+(readers skip it). A rerun skips the cells already done: the key hashes everything that
+defines a cell.
 """
 
 import hashlib
@@ -18,12 +19,13 @@ from pathlib import Path
 from plugpull.guest.config import Bus
 from plugpull.guest.rig import Rig
 from plugpull.lab.crash import run_crash
-from plugpull.lab.spec import CrashSpec
+from plugpull.lab.spec import CrashPlan, CrashSpec
 from plugpull.errors import InfraError
 from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, profile as disk_profile
 from plugpull.lab.testbed import BedSpec
 from plugpull.lab.throughput import measure
 from plugpull.guest.machine import qemu_version
+from plugpull.results import CellResult, CrashSummary, Env, Throughput, append_line, read_cells
 
 log = logging.getLogger(__name__)
 
@@ -80,102 +82,77 @@ def cells(base: CrashSpec, fss, modes, workloads, params: dict | None = None, **
             for fs in fss for w in workloads for m in modes]
 
 
-def load_cells(results: Path) -> dict[str, dict]:
-    """key -> the last line written for it; a truncated last line is ignored."""
-    cells_by_key: dict[str, dict] = {}
-    if not results.is_file():
-        return cells_by_key
-    for line in results.read_text().splitlines():
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(doc, dict) and doc.get("kind") == "cell" and "key" in doc:
-            cells_by_key[doc["key"]] = doc
-    return cells_by_key
+def done_keys(results: Path) -> set[str]:
+    """Keys of the cells in `results` completed without a harness failure."""
+    return {cell.key for cell in read_cells(results)[0] if not cell.error}
 
 
-def load_done(results: Path) -> set[str]:
-    """Keys of the cells completed without a harness failure."""
-    return {key for key, doc in load_cells(results).items() if not doc.get("error")}
-
-
-def append_line(results: Path, doc: dict) -> None:
-    """One write of one whole line on an O_APPEND descriptor, then fsync. After a torn last
-    line (an interrupted run) the new line starts on a line of its own."""
-    results.parent.mkdir(parents=True, exist_ok=True)
-    data = (json.dumps(doc, sort_keys=True) + "\n").encode()
-    if results.is_file() and results.stat().st_size:
-        with open(results, "rb") as f:
-            f.seek(-1, os.SEEK_END)
-            if f.read(1) != b"\n":
-                data = b"\n" + data
-    fd = os.open(results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        if os.write(fd, data) != len(data):
-            raise OSError(f"short write to {results}")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def environment(rig: Rig, bus: Bus, profile_name: str, real_disk: str | None = None) -> dict:
+def environment(rig: Rig, bus: Bus, profile_name: str, real_disk: str | None = None) -> Env:
     p = disk_profile(profile_name)
     profile_text = ("none: the real disk's own latency" if real_disk else
                     f"{p.name}: {p.summary} (flush {p.flush_ms} ms, write-through write "
                     f"{p.write_through_ms} ms; throughput runs only)")
-    return {
-        "disk_profile": profile_text,
-        "accel": str(rig.accel), "qemu": qemu_version(), "kernel": rig.image.kernel_release,
-        "packages": rig.image.manifest.get("packages", {}), "image": rig.image.key,
-        "host": f"{platform.machine()}, {os.cpu_count()} cores, {platform.release()}",
-        "disk_backing": (f"throughput: real disk {real_disk} passed through; crash states: " + DISK_BACKING
-                         if real_disk else DISK_BACKING),
-        "bus": str(bus),
-    }
+    return Env(
+        disk_profile=profile_text,
+        accel=str(rig.accel), qemu=qemu_version(), kernel=rig.image.kernel_release,
+        packages=tuple(rig.image.manifest.get("packages", {}).items()), image=rig.image.key,
+        host=f"{platform.machine()}, {os.cpu_count()} cores, {platform.release()}",
+        disk_backing=(f"throughput: real disk {real_disk} passed through; crash states: " + DISK_BACKING
+                      if real_disk else DISK_BACKING),
+        bus=str(bus),
+    )
 
 
-def run_cell(cell: Cell, rig: Rig, work: Path, artifacts: Path) -> dict:
-    """Both measurements of one cell; the states that are not clean are saved in `artifacts`."""
+def run_cell(cell: Cell, rig: Rig, work: Path, artifacts: Path) -> CellResult:
+    """Both measurements of one cell; the states that are not clean are saved in `artifacts`.
+    A harness failure ends the cell with what was measured before it."""
     plan = cell.spec.resolve()
-    fs, mode, wl = plan.fs, plan.mode, plan.workload
-    doc = {"kind": "cell", "key": cell.key(), "fs": cell.fs, "mode": cell.mode, "workload": cell.workload,
-           "params": wl.params(), "cell": cell.to_json(),
-           "env": environment(rig, cell.bus, cell.profile, cell.real_disk),
-           "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "throughput": None, "crash": None}
+    env = environment(rig, cell.bus, cell.profile, cell.real_disk)
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     started = time.monotonic()
+    throughput = crash = error = None
     try:
         if cell.throughput:
-            log.info(f"  throughput: {cell.workload} on {cell.fs} ({cell.mode})")
-            real = Path(cell.real_disk) if cell.real_disk else None
-            bed = BedSpec(fs, mode, wl, cell.disk_mib, cell.bus, None if real else disk_profile(cell.profile), real)
-            doc["throughput"] = measure(work / "throughput", bed, rig)
-            if cell.overhead:
-                bare = BedSpec(fs, mode, wl, cell.disk_mib, cell.bus, host_flush=False)
-                plain = measure(work / "plain", bare, rig)
-                recorded = measure(work / "recorded", bare, rig, recorded=True)
-                doc["throughput"]["recorder_overhead"] = (
-                    sum(p["seconds"] or 0 for p in recorded["phases"]) /
-                    max(1e-9, sum(p["seconds"] or 0 for p in plain["phases"])))
+            throughput = measure_throughput(cell, plan, rig, work)
         if cell.crash:
-            result = run_crash(cell.crash_spec(), rig, artifacts)
-            doc["crash"] = {"states": len(result["states"]), "models": list(cell.models),
-                            "summary": result["summary"], "record": result["record"]["log"],
-                            "states_per_minute": result["timing"]["states_per_minute"],
-                            "artifacts": str(artifacts) if any(artifacts.iterdir()) else None}
-            if not doc["crash"]["artifacts"]:
-                artifacts.rmdir()
+            crash = measure_crash(cell, rig, artifacts)
     except InfraError as e:
-        doc["error"] = f"harness failure (not a verdict): {e}"
-    doc["seconds"] = time.monotonic() - started
-    return doc
+        error = f"harness failure (not a verdict): {e}"
+    return CellResult(key=cell.key(), fs=cell.fs, mode=cell.mode, workload=cell.workload,
+                      params=tuple(plan.workload.params().items()), settings=cell.to_json(), env=env, started=started_at,
+                      seconds=time.monotonic() - started, throughput=throughput, crash=crash, error=error)
 
 
-def run_matrix(todo: list[Cell], results: Path, rig: Rig, workdir: Path) -> list[dict]:
+def measure_throughput(cell: Cell, plan: CrashPlan, rig: Rig, work: Path) -> Throughput:
+    """The cell's throughput on its disk profile (or real disk); with `overhead`, also the
+    workload's time under the recorder over its time without it."""
+    log.info(f"  throughput: {cell.workload} on {cell.fs} ({cell.mode})")
+    real = Path(cell.real_disk) if cell.real_disk else None
+    fs, mode, wl = plan.fs, plan.mode, plan.workload
+    bed = BedSpec(fs, mode, wl, cell.disk_mib, cell.bus, None if real else disk_profile(cell.profile), real)
+    result = measure(work / "throughput", bed, rig)
+    if not cell.overhead:
+        return result
+    bare = BedSpec(fs, mode, wl, cell.disk_mib, cell.bus, host_flush=False)
+    plain = measure(work / "plain", bare, rig)
+    recorded = measure(work / "recorded", bare, rig, recorded=True)
+    overhead = (sum(p.seconds or 0 for p in recorded.phases) /
+                max(1e-9, sum(p.seconds or 0 for p in plain.phases)))
+    return replace(result, recorder_overhead=overhead)
+
+
+def measure_crash(cell: Cell, rig: Rig, artifacts: Path) -> CrashSummary:
+    run = run_crash(cell.crash_spec(), rig, artifacts)
+    if any(artifacts.iterdir()):
+        return run.crash_summary(artifacts=str(artifacts))
+    artifacts.rmdir()
+    return run.crash_summary()
+
+
+def run_matrix(todo: list[Cell], results: Path, rig: Rig, workdir: Path) -> list[CellResult]:
     for cell in todo:
         cell.validate()
-    done = load_done(results)
+    done = done_keys(results)
     pending = [c for c in todo if c.key() not in done]
     if len(pending) < len(todo):
         log.info(f"{len(todo) - len(pending)} of {len(todo)} cells already in {results}: skipped")
@@ -187,11 +164,11 @@ def run_matrix(todo: list[Cell], results: Path, rig: Rig, workdir: Path) -> list
         work = workdir / f"cell-{i}"
         artifacts = results.parent / f"{results.stem}-artifacts" / cell.key().replace("/", "-")
         try:
-            doc = run_cell(cell, rig, work, artifacts)
+            result = run_cell(cell, rig, work, artifacts)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        append_line(results, doc)
-        out.append(doc)
-        if doc.get("error"):
-            log.warning(f"  {doc['error']}")
+        append_line(results, result.to_json())
+        out.append(result)
+        if result.error:
+            log.warning(f"  {result.error}")
     return out

@@ -9,47 +9,8 @@ match their own seconds (seed 003's third run: 250000 files in 15.157 s, "6494.0
 import csv
 import json
 import re
-from dataclasses import dataclass
 
-MIB = 1 << 20
-
-
-@dataclass(frozen=True)
-class Phase:
-    """One timed part of a benchmark run.
-
-    `seconds` is None when the benchmark gives only a rate (bonnie++) or no result at all.
-    `mb_per_s` is in MiB/s (2**20 bytes): bonnie++'s K/sec are KiB, fio's bw_bytes are bytes.
-    """
-
-    name: str
-    seconds: float | None
-    ops: int | None = None
-    bytes: int | None = None
-    ops_per_s: float | None = None
-    mb_per_s: float | None = None
-
-    @property
-    def op_rate(self) -> float | None:
-        """Operations per second: as printed, else derived from ops and seconds."""
-        if self.ops_per_s is not None:
-            return self.ops_per_s
-        if self.ops is not None and self.seconds:
-            return self.ops / self.seconds
-        return None
-
-    @property
-    def mb_rate(self) -> float | None:
-        """MiB per second: as printed, else derived from bytes and seconds."""
-        if self.mb_per_s is not None:
-            return self.mb_per_s
-        if self.bytes is not None and self.seconds:
-            return self.bytes / MIB / self.seconds
-        return None
-
-    @property
-    def measured(self) -> bool:
-        return self.seconds is not None or self.ops_per_s is not None or self.mb_per_s is not None
+from plugpull.results import MIB, Phase
 
 
 # pp-smallfiles and seed 003

@@ -7,15 +7,16 @@ from pathlib import Path
 
 from plugpull.guest.rig import Rig
 from plugpull.errors import InfraError
-from plugpull.lab.parsers import Phase, parse_bonnie, parse_fio, parse_smallfiles
+from plugpull.lab.parsers import parse_bonnie, parse_fio, parse_smallfiles
 from plugpull.lab.testbed import MOUNTPOINT, BedSpec, testbed
+from plugpull.results import Phase, Throughput
 
 PARSERS = {"smallfiles": parse_smallfiles, "fio": parse_fio, "bonnie": parse_bonnie}
 STEP_TIMEOUT = 3600.0
 
 
-def measure(directory: Path, bed: BedSpec, rig: Rig, recorded: bool = False) -> dict:
-    """Run the workload's timed steps; returns {"phases": [...], ...}. A step timed by the
+def measure(directory: Path, bed: BedSpec, rig: Rig, recorded: bool = False) -> Throughput:
+    """Run the workload's timed steps and time their phases. A step timed by the
     host includes one channel round trip (about 20 ms), negligible against the phases."""
     log = directory / "overhead.log" if recorded else None
     phases: list[Phase] = []
@@ -35,6 +36,6 @@ def measure(directory: Path, bed: BedSpec, rig: Rig, recorded: bool = False) -> 
         accel_used = str(running.machine.accel)
     if log is not None:
         log.unlink(missing_ok=True)
-    return {"phases": [asdict(p) for p in phases], "queue_write_cache": queue, "accel": accel_used,
-            "recorded": recorded, "profile": asdict(bed.profile) if bed.profile else None,
-            "real_disk": str(bed.real_disk) if bed.real_disk else None}
+    return Throughput(phases=tuple(phases), queue_write_cache=queue, accel=accel_used, recorded=recorded,
+                      profile=asdict(bed.profile) if bed.profile else None,
+                      real_disk=str(bed.real_disk) if bed.real_disk else None)

@@ -1,0 +1,72 @@
+"""The report as one static HTML page (Jinja2, autoescaped): the tables with the crash columns
+marked, the plot embedded as a PNG, the environment, what the verdicts and the modes mean."""
+
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader
+
+from plugpull.files import atomic_write
+from plugpull.report.tables import (FS_VERDICTS, MISSING, RATIO_NOTE, Table, environment, failures,
+                                    mode_notes, tables)
+from plugpull.results import INFRA, UNSAFE_VERDICTS, CellResult
+
+TEMPLATE = "report.html.j2"
+ALARMING = (*UNSAFE_VERDICTS, INFRA)  # crash columns whose non-zero counts are marked
+VERDICT_NOTES = {
+    "clean": "the journal recovery mounted it, fsck found nothing, every operation the guest "
+             "was told is durable (fsync returned) is intact",
+    "data-loss": "the filesystem is consistent, but an operation the guest was told is durable "
+                 "is missing or wrong",
+    "fs-corrupt": "the recovery mount worked, but fsck found damage (or unmounting failed)",
+    "unmountable": "the recovery mount failed",
+    "infra-error": "the checker itself failed: not a verdict on the filesystem, left out of "
+                   "the shares",
+}
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A table cell as the page shows it: its text and its CSS classes."""
+
+    value: str
+    classes: str = ""
+
+
+def marked(table: Table) -> dict:
+    """The table for the template: the first crash column starts a border, and a count of a
+    verdict against the filesystem (or of infra-errors) that is not zero stands out."""
+    def mark(i: int, value: str, header: bool) -> Shown:
+        classes = ["crash-start"] if i == table.crash_from else []
+        if not header and table.header[i] in ALARMING and value not in (MISSING, "0"):
+            classes.append("bad")
+        return Shown(value, " ".join(classes))
+
+    return {"title": table.title,
+            "header": [mark(i, v, True) for i, v in enumerate(table.header)],
+            "rows": [[mark(i, v, False) for i, v in enumerate(row)] for row in table.rows]}
+
+
+def templates() -> Environment:
+    return Environment(loader=PackageLoader("plugpull.report", "templates"), autoescape=True,
+                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+
+def html_page(cells: list[CellResult], png: bytes, warnings: Sequence[str] = ()) -> str:
+    return templates().get_template(TEMPLATE).render(
+        cell_count=len(cells),
+        tables=[marked(t) for t in tables(cells)],
+        ratio_note=RATIO_NOTE,
+        failures=failures(cells),
+        image=base64.b64encode(png).decode("ascii"),
+        environment=environment(cells),
+        verdicts=[(v, VERDICT_NOTES[v]) for v in (*FS_VERDICTS, INFRA)],
+        modes=mode_notes(cells),
+        warnings=list(warnings),
+    )
+
+
+def render_html(cells: list[CellResult], png_path: Path, html_path: Path, warnings: Sequence[str] = ()) -> None:
+    atomic_write(html_path, html_page(cells, Path(png_path).read_bytes(), warnings).encode("utf-8"))

@@ -1,0 +1,228 @@
+"""The report's tables: cells grouped per filesystem, workload and parameters, one row per mode.
+
+The table follows the barrier debates' posts: the rate of each phase (the seeds' "op/s" per
+phase, or MiB/s for a phase that only moves bytes), how much slower than barrier the mode
+is, then what the crash states showed.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from plugpull.lab.fs import MODES
+from plugpull.results import INFRA, CellResult, CrashSummary, Phase, param_text
+
+OPS, MBS = "op/s", "MiB/s"
+BASELINE = "barrier"
+MODE_ORDER = ("barrier", "nobarrier", "nocache", "lying", "extlog")
+FS_VERDICTS = ("clean", "data-loss", "fs-corrupt", "unmountable")
+MISSING = "-"
+RATIO_NOTE = "vs barrier: the mode's time over barrier's on the first phase (x2.0 = twice as slow)."
+ENV_FIELDS = (("accel", "accel"), ("qemu", "QEMU"), ("kernel", "guest kernel"), ("host", "host"),
+              ("disk_backing", "disk backing"), ("disk_profile", "disk profile"), ("bus", "disk bus"))
+
+
+def unit_of(phase: Phase) -> str | None:
+    """The rate a phase is best read in: operations when it counted them (or bonnie++ gave
+    a file rate), MiB/s when it moved bytes."""
+    if phase.op_rate is not None:
+        return OPS
+    return MBS if phase.mb_rate is not None else None
+
+
+def rate_of(phase: Phase, unit: str | None) -> float | None:
+    return phase.op_rate if unit == OPS else phase.mb_rate if unit == MBS else None
+
+
+def mode_rank(mode: str) -> tuple[int, str]:
+    return (MODE_ORDER.index(mode), "") if mode in MODE_ORDER else (len(MODE_ORDER), mode)
+
+
+@dataclass(frozen=True)
+class Group:
+    """The cells of one filesystem, workload and workload parameters, in mode order."""
+
+    fs: str
+    workload: str
+    params: tuple[tuple[str, str], ...]  # as shown: (name, value as text)
+    cells: tuple[CellResult, ...]
+
+    @property
+    def title(self) -> str:
+        params = " ".join(f"{k}={v}" for k, v in self.params)
+        return f"{self.fs} / {self.workload}" + (f"  ({params})" if params else "")
+
+    @property
+    def baseline(self) -> CellResult | None:
+        return next((c for c in self.cells if c.mode == BASELINE), None)
+
+    @property
+    def phase_names(self) -> tuple[str, ...]:
+        """Phases measured in at least one cell (bonnie++'s '+++++' phases measure nothing)."""
+        return tuple(dict.fromkeys(p.name for c in self.cells for p in c.phases if unit_of(p) is not None))
+
+    @property
+    def first_phase(self) -> str | None:
+        """The phase every mode is compared on, in the ratio and the plot: barrier's first, or
+        the first another mode measured when barrier measured none."""
+        for cell in (self.baseline, *self.cells):
+            if cell is not None and cell.phases:
+                return cell.phases[0].name
+        return None
+
+    def unit(self, phase: str) -> str:
+        units = {unit_of(p) for c in self.cells if (p := c.phase(phase)) is not None}
+        return MBS if MBS in units and OPS not in units else OPS
+
+    def label(self, cell: CellResult) -> str:
+        """The mode, and the key's tail too when the group holds that mode twice (a cell run
+        with other settings that the key tells apart)."""
+        if sum(c.mode == cell.mode for c in self.cells) > 1:
+            return f"{cell.mode} {cell.key.rsplit('/', 1)[-1]}"
+        return cell.mode
+
+
+def groups(cells: list[CellResult]) -> list[Group]:
+    by_group: dict[tuple, list[CellResult]] = {}
+    for cell in cells:
+        params = tuple((name, param_text(value)) for name, value in cell.params)
+        by_group.setdefault((cell.fs, cell.workload, params), []).append(cell)
+    return [Group(fs, workload, params, tuple(sorted(members, key=lambda c: mode_rank(c.mode))))
+            for (fs, workload, params), members in sorted(by_group.items())]
+
+
+def slowdown(cell: CellResult, group: Group) -> float | None:
+    """How many times longer than barrier `cell` takes on the first phase. Rates are compared,
+    not seconds, so cells that did different amounts of work still compare fairly."""
+    name = group.first_phase
+    baseline = group.baseline
+    if name is None or baseline is None:
+        return None
+    unit = group.unit(name)
+    base, mine = baseline.phase(name), cell.phase(name)
+    base_rate = rate_of(base, unit) if base else None
+    my_rate = rate_of(mine, unit) if mine else None
+    if not base_rate or not my_rate:
+        return None
+    return base_rate / my_rate
+
+
+def fmt_rate(value: float | None) -> str:
+    if value is None:
+        return MISSING
+    if value >= 100:
+        return f"{value:.0f}"
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def fmt_ratio(value: float | None) -> str:
+    if value is None:
+        return MISSING
+    return f"x{value:.1f}" if value >= 1 else f"x{value:.2f}"
+
+
+def fmt_count(value: int | None) -> str:
+    return MISSING if value is None else str(value)
+
+
+def phase_text(cell: CellResult, name: str, unit: str) -> str:
+    """The phase's rate in the column's unit, or in its own unit (named) if only that is known."""
+    phase = cell.phase(name)
+    if phase is None:
+        return MISSING
+    rate = rate_of(phase, unit)
+    own = unit_of(phase)
+    if rate is None and own not in (None, unit) and rate_of(phase, own) is not None:
+        return f"{fmt_rate(rate_of(phase, own))} {own}"
+    return fmt_rate(rate)
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    crash_from: int  # index of the first crash column
+
+    @property
+    def all_rows(self) -> tuple[tuple[str, ...], ...]:
+        return (self.header, *self.rows)
+
+
+def show_infra(cells: list[CellResult]) -> bool:
+    return any(c.crash and c.crash.infra_error for c in cells)
+
+
+def tables(cells: list[CellResult]) -> list[Table]:
+    verdicts = (*FS_VERDICTS, INFRA) if show_infra(cells) else FS_VERDICTS
+    result = []
+    for group in groups(cells):
+        names = group.phase_names
+        units = [group.unit(n) for n in names]
+        header = ("mode", *(f"{n} {u}" for n, u in zip(names, units)), "vs barrier", "states", *verdicts)
+        rows = []
+        for cell in group.cells:
+            crash = cell.crash or CrashSummary()
+            rows.append((group.label(cell), *(phase_text(cell, n, u) for n, u in zip(names, units)),
+                         fmt_ratio(slowdown(cell, group)), fmt_count(crash.states),
+                         *(fmt_count(crash.count(v)) for v in verdicts)))
+        result.append(Table(group.title, header, tuple(rows), crash_from=len(names) + 2))
+    return result
+
+
+def environment(cells: list[CellResult]) -> list[tuple[str, str]]:
+    """What the cells ran on; a field that differs between cells lists every value seen."""
+    envs = [c.env for c in cells if c.env is not None]
+    rows = []
+    for field, label in ENV_FIELDS:
+        values = dict.fromkeys(v for e in envs if (v := getattr(e, field)) is not None)
+        rows.append((label, "; ".join(values) or MISSING))
+    versions: dict[str, dict[str, None]] = {}
+    for env in envs:
+        for name, version in env.packages:
+            versions.setdefault(name, {})[version] = None
+    packages = ", ".join(f"{n} {' / '.join(v)}" for n, v in sorted(versions.items()))
+    rows.insert(3, ("packages", packages or MISSING))
+    models = dict.fromkeys(m for c in cells if c.crash for m in c.crash.models)
+    rows.append(("power-loss models", ", ".join(models) or MISSING))
+    return rows
+
+
+def mode_notes(cells: list[CellResult]) -> list[tuple[str, str]]:
+    modes = sorted({c.mode for c in cells}, key=mode_rank)
+    return [(m, MODES[m].summary if m in MODES else "no description") for m in modes]
+
+
+def failures(cells: list[CellResult]) -> list[str]:
+    """The cells the harness failed on: their missing measurements are no filesystem verdict."""
+    return [f"{c.key}: {c.error}" for c in cells if c.error]
+
+
+def render_table(cells: list[CellResult]) -> str:
+    if not cells:
+        return "no cells\n"
+    lines = []
+    for table in tables(cells):
+        widths = [max(len(r[i]) for r in table.all_rows) for i in range(len(table.header))]
+        lines.append(table.title)
+        for row in table.all_rows:
+            parts = [row[0].ljust(widths[0])] + [v.rjust(w) for v, w in zip(row[1:], widths[1:])]
+            throughput, crash = parts[:table.crash_from], parts[table.crash_from:]
+            lines.append(("  " + "  ".join(throughput) + "  |  " + "  ".join(crash)).rstrip())
+        lines.append("")
+    lines.append(RATIO_NOTE)
+    lines.append(f"'{MISSING}': not measured.")
+    if failures(cells):
+        lines.append("incomplete cells:")
+        lines.extend(f"  {f}" for f in failures(cells))
+    return "\n".join(lines) + "\n"
+
+
+def render_text(cells: list[CellResult], warnings: Sequence[str] = ()) -> str:
+    """The table, the environment and the warnings: the report as a text file."""
+    env = environment(cells)
+    width = max(len(label) for label, _ in env)
+    text = render_table(cells) + "\nenvironment\n"
+    text += "".join(f"  {label.ljust(width)}  {value}\n" for label, value in env)
+    if warnings:
+        text += "\nwarnings\n" + "".join(f"  {w}\n" for w in warnings)
+    return text

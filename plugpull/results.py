@@ -1,0 +1,429 @@
+"""The shape of every result plugpull writes and reads: one schema, as frozen dataclasses.
+
+Two kinds of documents carry `"schema": SCHEMA_VERSION`: the lines of a matrix results file,
+one `CellResult` each (`append_line`, `read_cells`), and the `crash --json` `CrashRun`.
+Version 1, written before results had a version, has the same shapes without the key and
+still loads; a newer version is refused with a `SchemaError` naming it. Reading is lenient
+about values (a number that is not one becomes None), strict about what names a cell.
+"""
+
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 2
+MIB = 1 << 20
+VERDICTS = ("clean", "data-loss", "fs-corrupt", "unmountable", "infra-error")
+UNSAFE_VERDICTS = ("data-loss", "fs-corrupt", "unmountable")
+INFRA = "infra-error"
+
+
+class SchemaError(ValueError):
+    """A document written in a results schema this plugpull cannot read."""
+
+
+def check_schema(doc: dict) -> None:
+    """SchemaError unless the document's schema version (1 if it has none) is one this
+    plugpull reads."""
+    version = doc.get("schema", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise SchemaError(f"results schema {version!r} is not a schema version")
+    if version > SCHEMA_VERSION:
+        raise SchemaError(f"results schema {version} is newer than this plugpull reads "
+                          f"(up to {SCHEMA_VERSION}): upgrade plugpull")
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return value
+
+
+def _count(value) -> int | None:
+    return None if (number := _number(value)) is None else int(number)
+
+
+def _text(value) -> str | None:
+    return None if value is None else str(value)
+
+
+def _of(kind: type, value):
+    """`value` if it is a `kind` (dict, list), else None."""
+    return value if isinstance(value, kind) else None
+
+
+def _plain(value):
+    """A JSON value as it reads back from JSON (tuples become lists), so a result that holds
+    it compares equal to itself after a round trip."""
+    return json.loads(json.dumps(value))
+
+
+def _settle(obj, **values) -> None:
+    """Set fields of a frozen result in __post_init__; a dict field in its JSON form."""
+    for name, value in values.items():
+        object.__setattr__(obj, name, _plain(value) if isinstance(value, dict) else value)
+
+
+_LENIENT = {float | None: _number, int | None: _count, str | None: _text}
+
+
+def _lenient(cls, doc: dict, **given):
+    """A `cls` from a JSON object: the fields in `given` as given; those typed `float | None`,
+    `int | None` or `str | None` from the key of their name (None if it holds no such value)."""
+    found = {f.name: _LENIENT[f.type](doc.get(f.name)) for f in fields(cls) if f.type in _LENIENT}
+    return cls(**{**found, **given})
+
+
+def param_text(value) -> str:
+    """A workload parameter's value as a title or a key shows it: strings as they are."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _pairs(value) -> tuple[tuple[str, Any], ...]:
+    """(name, value) pairs sorted by name, from a dict or from pairs."""
+    items = value.items() if isinstance(value, dict) else value
+    return tuple(sorted((str(k), _plain(v)) for k, v in items))
+
+
+class _Fields:
+    """A result whose JSON object holds its fields as they are."""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: dict):
+        return cls(**{f.name: doc[f.name] for f in fields(cls) if f.name in doc})
+
+
+@dataclass(frozen=True)
+class Phase(_Fields):
+    """One timed part of a benchmark run.
+
+    `seconds` is None when the benchmark gives only a rate (bonnie++) or no result at all.
+    `mb_per_s` is in MiB/s (2**20 bytes): bonnie++'s K/sec are KiB, fio's bw_bytes are bytes.
+    """
+
+    name: str
+    seconds: float | None
+    ops: int | None = None
+    bytes: int | None = None
+    ops_per_s: float | None = None
+    mb_per_s: float | None = None
+
+    @property
+    def op_rate(self) -> float | None:
+        """Operations per second: as printed, else derived from ops and seconds."""
+        if self.ops_per_s is not None:
+            return self.ops_per_s
+        if self.ops is not None and self.seconds:
+            return self.ops / self.seconds
+        return None
+
+    @property
+    def mb_rate(self) -> float | None:
+        """MiB per second: as printed, else derived from bytes and seconds."""
+        if self.mb_per_s is not None:
+            return self.mb_per_s
+        if self.bytes is not None and self.seconds:
+            return self.bytes / MIB / self.seconds
+        return None
+
+    @property
+    def measured(self) -> bool:
+        return self.seconds is not None or self.ops_per_s is not None or self.mb_per_s is not None
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "Phase":
+        return _lenient(cls, doc, name=str(doc.get("name")))
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """One throughput measurement of a cell: its phases and how it was taken."""
+
+    phases: tuple[Phase, ...] = ()
+    recorder_overhead: float | None = None  # time under the recorder over time without it
+    queue_write_cache: str | None = None  # the guest's /sys/block/.../queue/write_cache
+    accel: str | None = None
+    recorded: bool = False  # measured under the write recorder
+    profile: dict | None = None  # the disk profile's settings, None on a real disk or none at all
+    real_disk: str | None = None
+
+    def __post_init__(self):
+        _settle(self, phases=tuple(self.phases), profile=self.profile)
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "phases": [p.to_json() for p in self.phases]}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "Throughput":
+        phases = [p for p in _of(list, doc.get("phases")) or [] if isinstance(p, dict)]
+        return _lenient(cls, doc, recorded=doc.get("recorded") is True, profile=_of(dict, doc.get("profile")),
+                        phases=tuple(Phase.from_json({**p, "name": p.get("name") or f"phase {i + 1}"})
+                                     for i, p in enumerate(phases)))
+
+
+@dataclass(frozen=True)
+class StateResult(_Fields):
+    """The verdict on one crash state, and where it came from."""
+
+    fs: str
+    mode: str
+    workload: str
+    model: str
+    seed: int
+    cut: int
+    verdict: str
+    reason: str
+    acks_required: int
+    acks_lost: int
+    fsck_rc: int
+    lost: list = field(default_factory=list)
+    artifact: str | None = None
+    cut2: int | None = None  # the cut in the external log disk's write log (extlog mode)
+
+
+def _verdict_field(verdict: str) -> str:
+    return verdict.replace("-", "_")
+
+
+@dataclass(frozen=True)
+class CrashSummary:
+    """The crash side of a matrix cell: how many states, under which models, and the count of
+    each verdict (None where it is not known)."""
+
+    states: int | None = None
+    models: tuple[str, ...] = ()
+    clean: int | None = None
+    data_loss: int | None = None
+    fs_corrupt: int | None = None
+    unmountable: int | None = None
+    infra_error: int | None = None
+    log: dict | None = None  # the record's write-log summary (writes, flushes, ...)
+    states_per_minute: float | None = None
+    artifacts: str | None = None  # where the states that are not clean were saved
+
+    def __post_init__(self):
+        _settle(self, models=tuple(self.models), log=self.log)
+
+    def count(self, verdict: str) -> int | None:
+        return getattr(self, _verdict_field(verdict))
+
+    @property
+    def unsafe(self) -> int | None:
+        """States with a verdict against the filesystem; None if a count is missing."""
+        counts = [self.count(v) for v in UNSAFE_VERDICTS]
+        return None if None in counts else sum(counts)
+
+    @property
+    def unsafe_share(self) -> float | None:
+        """The share of checked states that are not clean. Infra-errors are left out of both
+        sides: they say nothing about the filesystem."""
+        unsafe = self.unsafe
+        if unsafe is None:
+            return None
+        if self.states is not None:
+            checked = self.states - (self.infra_error or 0)
+        elif self.clean is not None:
+            checked = self.clean + unsafe
+        else:
+            return None
+        return unsafe / checked if checked > 0 else None
+
+    def to_json(self) -> dict:
+        return {"states": self.states, "models": list(self.models),
+                "summary": {v: self.count(v) for v in VERDICTS}, "record": self.log,
+                "states_per_minute": self.states_per_minute, "artifacts": self.artifacts}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "CrashSummary":
+        summary = _of(dict, doc.get("summary")) or {}
+        counts = {_verdict_field(v): summary.get(v) for v in VERDICTS}
+        return _lenient(cls, {**doc, **counts}, models=tuple(str(m) for m in _of(list, doc.get("models")) or []),
+                        log=_of(dict, doc.get("record")))
+
+
+@dataclass(frozen=True)
+class CrashTiming(_Fields):
+    record_s: float
+    check_s: float
+    states_per_minute: float
+
+
+@dataclass(frozen=True)
+class CrashRun:
+    """One run of the power-cut engine, as `crash --json` writes it: the spec, the record's
+    metadata (without its acks), the verdict on every state, the time it took."""
+
+    spec: dict  # CrashSpec.to_json()
+    record: dict
+    states: tuple[StateResult, ...]
+    timing: CrashTiming
+
+    def __post_init__(self):
+        _settle(self, states=tuple(self.states), spec=self.spec, record=self.record)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        """verdict -> how many states got it, every verdict named."""
+        return {v: sum(s.verdict == v for s in self.states) for v in VERDICTS}
+
+    def crash_summary(self, artifacts: str | None = None) -> CrashSummary:
+        """What a matrix cell keeps of this run."""
+        return CrashSummary(states=len(self.states), models=tuple(self.spec.get("models", ())),
+                            log=self.record.get("log"), states_per_minute=self.timing.states_per_minute,
+                            artifacts=artifacts,
+                            **{_verdict_field(v): n for v, n in self.summary.items()})
+
+    def to_json(self) -> dict:
+        return {"schema": SCHEMA_VERSION, "spec": self.spec, "record": self.record,
+                "states": [s.to_json() for s in self.states], "summary": self.summary,
+                "timing": self.timing.to_json()}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "CrashRun":
+        check_schema(doc)
+        return cls(spec=_of(dict, doc.get("spec")) or {}, record=_of(dict, doc.get("record")) or {},
+                   states=tuple(StateResult.from_json(s) for s in _of(list, doc.get("states")) or []),
+                   timing=CrashTiming.from_json(_of(dict, doc.get("timing")) or {}))
+
+
+@dataclass(frozen=True)
+class Env:
+    """What a cell ran on."""
+
+    accel: str | None = None
+    qemu: str | None = None
+    kernel: str | None = None
+    packages: tuple[tuple[str, str], ...] = ()  # (Debian package, version), sorted
+    image: str | None = None  # the guest image's cache key
+    host: str | None = None
+    disk_backing: str | None = None
+    disk_profile: str | None = None
+    bus: str | None = None
+
+    def __post_init__(self):
+        _settle(self, packages=tuple((k, str(v)) for k, v in _pairs(self.packages)))
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "packages": dict(self.packages)}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "Env":
+        return _lenient(cls, doc, packages=_pairs(_of(dict, doc.get("packages")) or {}))
+
+
+def _optional(kind, value):
+    return kind.from_json(value) if isinstance(value, dict) else None
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """One matrix cell: both measurements of a filesystem, mode and workload. A cell the
+    harness failed on keeps what was measured before, and says why in `error`."""
+
+    key: str
+    fs: str
+    mode: str
+    workload: str
+    params: tuple[tuple[str, Any], ...] = ()  # the workload's parameters, sorted by name
+    settings: dict | None = None  # matrix Cell.to_json(): everything that defines the cell
+    env: Env | None = None
+    started: str | None = None  # UTC, ISO 8601
+    seconds: float | None = None
+    throughput: Throughput | None = None
+    crash: CrashSummary | None = None
+    error: str | None = None
+
+    def __post_init__(self):
+        _settle(self, params=_pairs(self.params), settings=self.settings)
+
+    @property
+    def phases(self) -> tuple[Phase, ...]:
+        return self.throughput.phases if self.throughput else ()
+
+    def phase(self, name: str) -> Phase | None:
+        return next((p for p in self.phases if p.name == name), None)
+
+    def to_json(self) -> dict:
+        return {"schema": SCHEMA_VERSION, "kind": "cell", "key": self.key, "fs": self.fs, "mode": self.mode,
+                "workload": self.workload, "params": dict(self.params), "cell": self.settings,
+                "env": self.env.to_json() if self.env else None, "started": self.started,
+                "seconds": self.seconds, "throughput": self.throughput.to_json() if self.throughput else None,
+                "crash": self.crash.to_json() if self.crash else None, "error": self.error}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "CellResult":
+        """ValueError if the line names no fs, mode or workload; SchemaError (a ValueError)
+        if it was written in a newer schema."""
+        check_schema(doc)
+        names = {f: doc.get(f) for f in ("fs", "mode", "workload")}
+        absent = [f for f, v in names.items() if not isinstance(v, str) or not v]
+        if absent:
+            raise ValueError(f"a cell without {', '.join(absent)}")
+        params = _pairs(_of(dict, doc.get("params")) or {})
+        key = doc.get("key") if isinstance(doc.get("key"), str) else "/".join(
+            [*names.values(), *(f"{k}={param_text(v)}" for k, v in params)])
+        return _lenient(cls, doc, key=key, **names, params=params, settings=_of(dict, doc.get("cell")),
+                        env=_optional(Env, doc.get("env")), throughput=_optional(Throughput, doc.get("throughput")),
+                        crash=_optional(CrashSummary, doc.get("crash")))
+
+
+def _cell_of_line(line: str, last: bool) -> CellResult | None:
+    """The cell on a line, None for a line of another kind; ValueError: why it is skipped."""
+    try:
+        doc = json.loads(line)
+    except json.JSONDecodeError:
+        raise ValueError("truncated (an interrupted run?)" if last else "not valid JSON") from None
+    if not isinstance(doc, dict):
+        raise ValueError("not a JSON object")
+    if doc.get("kind") != "cell":
+        return None
+    return CellResult.from_json(doc)
+
+
+def read_cells(path: Path) -> tuple[list[CellResult], list[str]]:
+    """The cells of a results file (none if there is no file) and a warning per line that was
+    skipped. The last line of a key wins; lines of other kinds are passed over quietly."""
+    path = Path(path)
+    if not path.is_file():
+        return [], []
+    lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    cells: dict[str, CellResult] = {}
+    warnings = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            cell = _cell_of_line(line, i == last)
+        except ValueError as e:
+            warnings.append(f"{path}:{i + 1}: skipped, {e}")
+            continue
+        if cell is not None:
+            cells[cell.key] = cell
+    return list(cells.values()), warnings
+
+
+def append_line(results: Path, doc: dict) -> None:
+    """One write of one whole line on an O_APPEND descriptor, then fsync. After a torn last
+    line (an interrupted run) the new line starts on a line of its own."""
+    results = Path(results)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    data = (json.dumps(doc, sort_keys=True) + "\n").encode()
+    if results.is_file() and results.stat().st_size:
+        with open(results, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) != b"\n":
+                data = b"\n" + data
+    fd = os.open(results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        if os.write(fd, data) != len(data):
+            raise OSError(f"short write to {results}")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
