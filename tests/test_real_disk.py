@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from plugpull.cli import checked_real_disk
+from plugpull.cli.matrix import checked_real_disk
 from plugpull.errors import UsageError
 from plugpull.lab.fs import filesystem, mode
 from plugpull.lab.testbed import BedSpec

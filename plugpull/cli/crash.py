@@ -1,0 +1,86 @@
+"""`plugpull crash` and `plugpull replay`: pull the plug, judge the states, recheck one."""
+
+import shutil
+import time
+from pathlib import Path
+
+from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, kernel_source,
+                                 parse_params, print_table)
+from plugpull.errors import UsageError
+from plugpull.guest.rig import prepare_rig
+from plugpull.lab.settings import add_options
+from plugpull.log import run_log
+
+
+def add_parsers(sub) -> None:
+    c = sub.add_parser("crash", help="run a workload, pull the plug, check the crash states")
+    add_guest_options(c)
+    add_options(c, "crash")
+    c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a workload parameter, e.g. count=40 (fsync-files), files=2000 (tree-*)")
+    c.add_argument("--json", type=Path, help="write the results here (atomically)")
+    c.add_argument("--out", type=Path, help="directory for artifacts (default results/crash-...)")
+    c.add_argument("--fail-on-unsafe", action="store_true", help="exit 1 if any state is not clean")
+    c.set_defaults(func=cmd_crash)
+
+    r = sub.add_parser("replay", help="rebuild a saved crash state, verify its hash, recheck it")
+    add_guest_options(r)
+    r.add_argument("dir", type=Path, help="a state directory (results/.../states/NAME)")
+    r.set_defaults(func=cmd_replay)
+
+
+def cmd_crash(args) -> int:
+    from plugpull.lab.crash import run_crash, write_json
+    from plugpull.lab.settings import settings_of
+    from plugpull.lab.spec import CrashSpec
+    from plugpull.lab.verdict import Verdict
+
+    spec = CrashSpec(params=tuple(parse_params(args.param)),
+                     **{s.key: getattr(args, s.key) for s in settings_of("crash")})
+    spec.validate()
+    out = args.out or Path("results") / f"crash-{args.fs}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if args.json and args.json.exists() and args.json.is_dir():
+        raise UsageError(f"--json {args.json} is a directory")
+    with run_log(out / "crash.log"):
+        rig = prepare_rig(args.accel, kernel_source(args))
+        run = run_crash(spec, rig, out)
+    rows = []
+    for model in dict.fromkeys(s.model for s in run.states):
+        states = [s for s in run.states if s.model == model]
+        counts = {str(v): sum(s.verdict == str(v) for s in states) for v in Verdict}
+        rows.append((args.fs, args.mode, model, len(states), *counts.values()))
+    print_table(("fs", "mode", "model", "states", *(str(v) for v in Verdict)), rows)
+    t = run.timing
+    print(f"record {t.record_s:.1f} s, check {t.check_s:.1f} s "
+          f"({t.states_per_minute:.0f} states/min, {rig.accel})")
+    unsafe = [s for s in run.states if s.verdict not in ("clean", "infra-error")]
+    if unsafe:
+        print(f"artifacts of the {len(unsafe)} states that are not clean: {out / 'states'}")
+    if args.json:
+        write_json(args.json, run.to_json())
+        print(f"results: {args.json}")
+    if run.summary["infra-error"]:
+        return EXIT_INFRA
+    return EXIT_FOUND if unsafe and args.fail_on_unsafe else EXIT_OK
+
+
+def cmd_replay(args) -> int:
+    from plugpull.lab.crash import replay
+    from plugpull.paths import make_tempdir
+
+    if not (args.dir / "state.json").is_file():
+        raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
+    rig = prepare_rig(args.accel, kernel_source(args))
+    scratch = make_tempdir("replay")
+    try:
+        r = replay(args.dir, rig, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    same_image = r["digest"] == r["digest_expected"]
+    same_verdict = r["verdict"] == r["verdict_expected"]
+    print(f"image   {r['digest']} ({'matches' if same_image else 'DIFFERS from ' + r['digest_expected']})")
+    print(f"verdict {r['verdict']}: {r['reason']} "
+          f"({'as recorded' if same_verdict else 'recorded: ' + r['verdict_expected']})")
+    for lost in r["lost"][:10]:
+        print(f"  lost ack {lost['ack']}: {lost['reason']}")
+    return EXIT_OK if same_image and same_verdict else EXIT_FOUND

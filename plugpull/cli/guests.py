@@ -1,0 +1,137 @@
+"""`plugpull doctor`, `shell` and `disks`: is everything here, and what does a guest see?"""
+
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from plugpull import __version__
+from plugpull.cli.common import EXIT_OK, EXIT_USAGE, add_guest_options, kernel_source, on_off, print_table
+from plugpull.errors import PlugpullError, ToolMissing
+from plugpull.guest.config import Bus, DiskSpec, MachineSpec
+from plugpull.guest.rig import prepare_rig
+
+
+def add_parsers(sub) -> None:
+    d = sub.add_parser("doctor", help="versions, KVM, the image cache: is everything here?")
+    add_guest_options(d)
+    d.set_defaults(func=cmd_doctor)
+
+    s = sub.add_parser("shell", help="boot a guest with a scratch disk and get its shell")
+    add_guest_options(s)
+    s.add_argument("--bus", type=Bus, choices=list(Bus), default=Bus.AHCI)
+    s.add_argument("--write-cache", type=on_off, default=True, metavar="on|off")
+    s.add_argument("--disk-mib", type=int, default=512)
+    s.set_defaults(func=cmd_shell)
+
+    k = sub.add_parser("disks", help="boot each bus/cache combination and show the guest's view")
+    add_guest_options(k)
+    k.add_argument("--disk-mib", type=int, default=512)
+    k.set_defaults(func=cmd_disks)
+
+
+def cmd_doctor(args) -> int:
+    from plugpull.guest import image as image_mod
+    from plugpull.guest.accel import kvm_device_usable
+    from plugpull.guest.machine import cached_probe, qemu_version
+
+    rows, missing = [], []
+
+    def row(name, value, ok=True):
+        rows.append((name, value, ok))
+        if not ok:
+            missing.append(name)
+
+    row("plugpull", __version__)
+    if shutil.which("qemu-system-x86_64"):
+        row("qemu", qemu_version())
+    else:
+        row("qemu", "missing: install qemu-system-x86 (make deps)", False)
+    try:
+        kernel = kernel_source(args) or image_mod.host_kernel()
+        row("guest kernel", f"{kernel.release} ({kernel.kernel})")
+    except ToolMissing as e:
+        kernel = None
+        row("guest kernel", f"missing: {e.hint}", False)
+    versions = image_mod.package_versions(["xfsprogs", "e2fsprogs", "btrfs-progs", "fio", "busybox-static"])
+    for package in ("xfsprogs", "e2fsprogs", "btrfs-progs", "fio", "busybox-static"):
+        if package in versions:
+            row(package, versions[package])
+        else:
+            row(package, f"missing: install {package} (make deps)", False)
+    device_ok, reason = kvm_device_usable()
+    probe = cached_probe() if device_ok else None
+    if not device_ok:
+        row("kvm", f"unusable: {reason}; guests run under TCG")
+    elif probe is None:
+        row("kvm", "/dev/kvm answers; not probed yet (the first guest boot probes it)")
+    else:
+        verdict = "usable" if probe["ok"] else "unusable, guests run under TCG"
+        row("kvm", f"{verdict}: probe {probe.get('detail', 'recorded no detail')}")
+    cached = image_mod.cached_images()
+    current = "unknown"
+    if kernel is not None and not missing:
+        try:
+            plan = image_mod.plan_image(image_mod.Recipe.load(), kernel)
+            key = image_mod.cache_key(image_mod.Recipe.load(), kernel, plan)
+            built = any(p.parent.name == key for p in cached)
+            current = f"{key} {'built' if built else 'not built yet (the first boot builds it)'}"
+        except PlugpullError as e:
+            row("image", f"cannot be built: {e}", False)
+    row("image cache", f"{image_mod.cache_dir() / 'images'}: {len(cached)} image(s); current {current}")
+    width = max(len(r[0]) for r in rows)
+    for name, value, ok in rows:
+        print(f"{name:<{width}}  {value}")
+    if missing:
+        print(f"\nmissing: {', '.join(missing)}. Run `make deps` (as root).", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def boot_spec(args, disk_dir: Path, interactive=False) -> MachineSpec:
+    from plugpull.guest.machine import create_disk
+    disks = [DiskSpec(create_disk(disk_dir / "sda.img", args.disk_mib), args.bus, args.write_cache)]
+    return MachineSpec(disks=tuple(disks), accel=args.accel, interactive=interactive)
+
+
+def cmd_shell(args) -> int:
+    from plugpull.paths import make_tempdir
+
+    rig = prepare_rig(args.accel, kernel_source(args))
+    work = make_tempdir("shell")
+    try:
+        spec = boot_spec(args, work, interactive=True)
+        print(f"booting {spec.test_id()} (disk {args.disk_mib} MiB, scratch) ...", file=sys.stderr)
+        with rig.machine(spec) as m:
+            print(f"ready in {m.boot_seconds:.1f} s under {m.accel}; the guest's shell follows", file=sys.stderr)
+            m.wait()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return EXIT_OK
+
+
+def cmd_disks(args) -> int:
+    """Boot one guest per bus and cache setting and show the disk as the guest sees it."""
+    from plugpull.paths import make_tempdir
+
+    started = time.monotonic()
+    rig = prepare_rig(args.accel, kernel_source(args))
+    print(f"image {rig.image.key} ({rig.image.kernel_release}) ready in {time.monotonic() - started:.1f} s",
+          file=sys.stderr)
+    header = ("bus", "qemu write-cache", "guest queue/write_cache", "hdparm -W", "accel", "boot s")
+    rows = []
+    combos = [(bus, wc) for bus in Bus for wc in (True, False)]
+    work = make_tempdir("disks")
+    try:
+        for i, (bus, wc) in enumerate(combos, 1):
+            print(f"[{i}/{len(combos)}] booting {bus}, write cache {'on' if wc else 'off'} ...", file=sys.stderr)
+            args.bus, args.write_cache = bus, wc
+            with rig.machine(boot_spec(args, work)) as m:
+                queue = m.run("cat /sys/block/sda/queue/write_cache").check().text.strip()
+                hd = m.run("hdparm -W /dev/sda").check().text
+                hd_state = "on" if "(on)" in hd else "off" if "(off)" in hd else "?"
+                rows.append((str(bus), "on" if wc else "off", queue, hd_state, str(m.accel), f"{m.boot_seconds:.1f}"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print_table(header, rows)
+    return EXIT_OK

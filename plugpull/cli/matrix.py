@@ -1,0 +1,143 @@
+"""`plugpull matrix`, `reproduce` and `report`: both measurements per cell, case files, reports."""
+
+import shutil
+import sys
+from pathlib import Path
+
+from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, kernel_source,
+                                 parse_params)
+from plugpull.errors import UsageError
+from plugpull.guest.rig import prepare_rig
+from plugpull.lab.settings import add_options
+from plugpull.log import add_log_options, run_log
+
+
+def add_parsers(sub) -> None:
+    mx = sub.add_parser("matrix", help="filesystem x mode x workload: throughput and crash safety per cell")
+    add_guest_options(mx)
+    add_options(mx, "matrix")
+    mx.add_argument("--param", action="append", default=[], metavar="WORKLOAD.NAME=VALUE",
+                    help="e.g. tree-extract.files=2000")
+    mx.add_argument("--real-disk", metavar="DEV",
+                    help="run the throughput side on this block device, passed through (it is erased); "
+                         "crash states stay modelled on the emulated disk")
+    mx.add_argument("--erase-real-disk", action="store_true", help="consent to erasing --real-disk")
+    mx.add_argument("--no-throughput", action="store_true")
+    mx.add_argument("--no-crash", action="store_true")
+    mx.add_argument("--overhead", action="store_true", help="also time the workload under the recorder")
+    mx.add_argument("--results", type=Path, default=Path("results/matrix.jsonl"),
+                    help="JSON lines, appended; cells already there are skipped")
+    mx.add_argument("--report", type=Path, help="report directory (default: beside the results)")
+    mx.set_defaults(func=cmd_matrix)
+
+    rp = sub.add_parser("reproduce", help="run a case file (suites/cases/*.toml)")
+    add_guest_options(rp)
+    rp.add_argument("case", type=Path)
+    rp.add_argument("--scale", type=float, default=1.0, help="shrink the workloads (0 < scale <= 1)")
+    rp.add_argument("--results", type=Path, help="default results/CASE.jsonl")
+    rp.add_argument("--report", type=Path)
+    rp.set_defaults(func=cmd_reproduce)
+
+    rr = sub.add_parser("report", help="table, plot and HTML page from matrix results")
+    rr.add_argument("results", type=Path)
+    rr.add_argument("--out", type=Path, help="report directory (default: beside the results)")
+    add_log_options(rr)
+    rr.set_defaults(func=cmd_report)
+
+
+def finish_matrix(ran: list, results: Path, report_dir: Path | None) -> None:
+    from plugpull.report import render_table, report
+    from plugpull.results import read_cells
+
+    paths = report(results, report_dir or results.parent / f"{results.stem}-report")
+    print(render_table(read_cells(results)[0]))
+    print(f"results: {results}")
+    print(f"report:  {paths['html']}")
+    errors = [r for r in ran if r.error]
+    if errors:
+        print(f"{len(errors)} cells failed in the harness (not verdicts); rerun to retry them", file=sys.stderr)
+
+
+def checked_real_disk(device: str, erase: bool) -> str:
+    """A block device the user let plugpull erase, and that nothing has mounted."""
+    import stat
+
+    path = Path(device)
+    try:
+        mode = path.stat().st_mode
+    except OSError as e:
+        raise UsageError(f"--real-disk {device}: {e.strerror}") from None
+    if not stat.S_ISBLK(mode):
+        raise UsageError(f"--real-disk {device}: not a block device")
+    name = path.resolve().name
+    mounted = [line.split()[0] for line in Path("/proc/mounts").read_text().splitlines()
+               if Path(line.split()[0]).name.startswith(name)]
+    if mounted:
+        raise UsageError(f"--real-disk {device}: in use ({', '.join(mounted)} mounted)")
+    if not erase:
+        raise UsageError(f"--real-disk {device} is reformatted for every throughput run: "
+                         "add --erase-real-disk to say that is fine")
+    return str(path)
+
+
+def cmd_matrix(args) -> int:
+    from plugpull.lab.matrix import cells, run_matrix
+    from plugpull.lab.settings import settings_of
+    from plugpull.lab.spec import CrashSpec
+    from plugpull.paths import make_tempdir
+
+    params: dict = {}
+    for name, value in parse_params(args.param):
+        wl, dot, key = name.partition(".")
+        if not dot:
+            raise UsageError(f"--param {name}: expected WORKLOAD.NAME=VALUE, e.g. tree-extract.files=2000")
+        params.setdefault(wl, {})[key] = value
+    real_disk = checked_real_disk(args.real_disk, args.erase_real_disk) if args.real_disk else None
+    per_cell = ("fs", "mode", "workload", "profile")
+    base = CrashSpec(**{s.key: getattr(args, s.key) for s in settings_of("matrix") if s.key not in per_cell})
+    todo = cells(base, args.fs, args.mode, args.workload, params, throughput=not args.no_throughput,
+                 crash=not args.no_crash, overhead=args.overhead, profile=args.profile, real_disk=real_disk)
+    for cell in todo:
+        cell.validate()
+    with run_log(args.results.with_suffix(".log")):
+        rig = prepare_rig(args.accel, kernel_source(args))
+        work = make_tempdir("matrix")
+        try:
+            ran = run_matrix(todo, args.results, rig, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    finish_matrix(ran, args.results, args.report)
+    return EXIT_INFRA if any(r.error for r in ran) else EXIT_OK
+
+
+def cmd_reproduce(args) -> int:
+    from plugpull.lab.cases import expectation_failures, load_case
+    from plugpull.lab.matrix import run_matrix
+    from plugpull.paths import make_tempdir
+    from plugpull.results import read_cells
+
+    if not 0 < args.scale <= 1:
+        raise UsageError("--scale must be in (0, 1]")
+    case = load_case(args.case, args.scale)
+    results = args.results or Path("results") / f"{args.case.stem}.jsonl"
+    print(f"{case.title}\n  {case.source}\n  {len(case.cells)} cells, scale {args.scale:g}", file=sys.stderr)
+    with run_log(results.with_suffix(".log")):
+        rig = prepare_rig(args.accel, kernel_source(args))
+        work = make_tempdir("reproduce")
+        try:
+            ran = run_matrix(list(case.cells), results, rig, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    finish_matrix(ran, results, args.report)
+    done = {cell.key: cell for cell in read_cells(results)[0]}
+    failures = expectation_failures(case, [done[c.key()] for c in case.cells if c.key() in done])
+    for f in failures:
+        print(f"not reproduced: {f}")
+    if any(r.error for r in ran):
+        return EXIT_INFRA
+    return EXIT_FOUND if failures else EXIT_OK
+
+
+def cmd_report(args) -> int:
+    from plugpull.report import report_main
+    return report_main(args.results, args.out)
