@@ -16,8 +16,6 @@ def add_parsers(sub) -> None:
     c = sub.add_parser("crash", help="run a workload, pull the plug, check the crash states")
     add_guest_options(c)
     add_options(c, "crash")
-    c.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="a workload parameter, e.g. count=40 (fsync-files), files=2000 (tree-*)")
     c.add_argument("--json", type=Path, help="write the results here (atomically)")
     c.add_argument("--out", type=Path, help="directory for artifacts (default results/crash-...)")
     c.add_argument("--fail-on-unsafe", action="store_true", help="exit 1 if any state is not clean")

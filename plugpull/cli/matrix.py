@@ -16,8 +16,6 @@ def add_parsers(sub) -> None:
     mx = sub.add_parser("matrix", help="filesystem x mode x workload: throughput and crash safety per cell")
     add_guest_options(mx)
     add_options(mx, "matrix")
-    mx.add_argument("--param", action="append", default=[], metavar="WORKLOAD.NAME=VALUE",
-                    help="e.g. tree-extract.files=2000")
     mx.add_argument("--real-disk", metavar="DEV",
                     help="run the throughput side on this block device, passed through (it is erased); "
                          "crash states stay modelled on the emulated disk")

@@ -156,6 +156,14 @@ SETTINGS = (
 )
 
 
+# The workload's own parameters: one --param per parameter, given as text and checked by the
+# workload, which declares its parameters itself.
+PARAM_OPTION = {
+    "crash": ("NAME=VALUE", "a workload parameter, e.g. count=40 (fsync-files), files=2000 (tree-*)"),
+    "matrix": ("WORKLOAD.NAME=VALUE", "a workload's parameter, e.g. tree-extract.files=2000"),
+}
+
+
 def settings_of(command: str) -> list[Setting]:
     return [s for s in SETTINGS if command in s.defaults]
 
@@ -173,3 +181,5 @@ def add_options(parser, command: str) -> None:
         default = s.defaults[command]
         parser.add_argument(s.flag, dest=s.key, type=typed, default=typed(default) if default else "",
                             metavar=s.key.upper(), help=f"{s.help} (default: {default or 'none'})")
+    metavar, text = PARAM_OPTION[command]
+    parser.add_argument("--param", action="append", default=[], metavar=metavar, help=text)
