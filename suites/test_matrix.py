@@ -6,6 +6,8 @@ import json
 import pytest
 
 from plugpull.lab.matrix import cells, done_keys, run_matrix
+from plugpull.lab.settings import DEFAULT_MODEL
+from plugpull.lab.spec import CrashSpec
 from plugpull.report import report
 from plugpull.results import read_cells
 
@@ -13,8 +15,8 @@ pytestmark = [pytest.mark.vm, pytest.mark.slow]
 
 
 def test_matrix_measures_resumes_and_reports(rig, tmp_path):
-    todo = cells(["xfs"], ["barrier", "nobarrier"], ["fsync-files"], {"fsync-files": {"count": 30}},
-                 states=6, trigger="end")
+    base = CrashSpec(models=(DEFAULT_MODEL,), states=6, trigger="end")
+    todo = cells(base, ["xfs"], ["barrier", "nobarrier"], ["fsync-files"], {"fsync-files": {"count": 30}})
     results = tmp_path / "results.jsonl"
     ran = run_matrix(todo, results, rig, tmp_path / "work")
     assert [r.mode for r in ran] == ["barrier", "nobarrier"]
