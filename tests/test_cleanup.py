@@ -110,10 +110,12 @@ CHECK_AND_WAIT = textwrap.dedent("""
     from plugpull.lab.fs import filesystem
     from plugpull.guest.image import build_image
     from plugpull.guest.machine import create_disk
+    from plugpull.guest.rig import Rig
+    from plugpull.powerloss.crashstate import CrashState
     d = Path(sys.argv[2])
-    states = [create_disk(d / f"s{i}.img", 64) for i in range(48)]
+    states = [CrashState.of(create_disk(d / f"s{i}.img", 64)) for i in range(48)]
     print("checking", flush=True)
-    Checker(build_image(), Accel(sys.argv[1]), filesystem("xfs"), batch=24, workers=2).check(
+    Checker(Rig(build_image(), Accel(sys.argv[1])), filesystem("xfs"), batch=24, workers=2).check(
         states, progress=lambda: print("checked", flush=True))
 """)
 
