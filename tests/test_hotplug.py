@@ -7,7 +7,7 @@ import pytest
 from plugpull.guest.config import Bus, DiskSpec
 from plugpull.guest.hotplug import blockdev_options, check_pluggable, scsi_device_options
 
-STATE = Path("/work/state.img")
+STATE = Path("/srv/states/state.img")
 
 
 def test_snapshot_disk_reads_its_file_under_an_overlay():
