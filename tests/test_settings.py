@@ -57,7 +57,8 @@ def test_matrix_defaults_give_the_cells_a_case_file_gives(tmp_path):
     ["crash", "--model", ""], ["crash", "--model", ","], ["crash", "--model", "reorder,bogus"],
     ["crash", "--states", "abc"], ["crash", "--seed", "-1"], ["crash", "--workers", "-1"],
     ["crash", "--bus", "scsi"], ["crash", "--cuts", "often"], ["matrix", "--fs", "xfs,zfs"],
-    ["matrix", "--disk-mib", "32"], ["matrix", "--trigger", "soon"],
+    ["matrix", "--disk-mib", "32"], ["matrix", "--trigger", "soon"], ["shell", "--disk-mib", "0"],
+    ["disks", "--disk-mib", "x"],
 ])
 def test_a_bad_value_is_refused_before_anything_runs(argv, capsys):
     with pytest.raises(SystemExit) as e:

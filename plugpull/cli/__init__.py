@@ -30,10 +30,6 @@ def main(argv=None) -> int:
     setup_logging(args)
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `plugpull report ... | head` ends quietly
-    for name in ("disk_mib", "batch", "states"):
-        if getattr(args, name, 1) <= 0:
-            print(f"plugpull: --{name.replace('_', '-')} must be positive", file=sys.stderr)
-            return EXIT_USAGE
     try:
         return args.func(args)
     except (UsageError, ToolMissing) as e:

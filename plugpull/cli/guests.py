@@ -10,6 +10,7 @@ from plugpull.cli.common import EXIT_OK, EXIT_USAGE, add_guest_options, kernel_s
 from plugpull.errors import PlugpullError, ToolMissing
 from plugpull.guest.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.rig import prepare_rig
+from plugpull.lab.settings import option_type
 
 
 def add_parsers(sub) -> None:
@@ -21,12 +22,12 @@ def add_parsers(sub) -> None:
     add_guest_options(s)
     s.add_argument("--bus", type=Bus, choices=list(Bus), default=Bus.AHCI)
     s.add_argument("--write-cache", type=on_off, default=True, metavar="on|off")
-    s.add_argument("--disk-mib", type=int, default=512)
+    s.add_argument("--disk-mib", type=option_type("disk_mib", "shell"), default=512)
     s.set_defaults(func=cmd_shell)
 
     k = sub.add_parser("disks", help="boot each bus/cache combination and show the guest's view")
     add_guest_options(k)
-    k.add_argument("--disk-mib", type=int, default=512)
+    k.add_argument("--disk-mib", type=option_type("disk_mib", "disks"), default=512)
     k.set_defaults(func=cmd_disks)
 
 

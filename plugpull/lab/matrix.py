@@ -69,9 +69,6 @@ class Cell:
         doc = json.dumps(self.to_json(), sort_keys=True, default=list)
         return f"{self.fs}/{self.mode}/{self.workload}/{hashlib.sha256(doc.encode()).hexdigest()[:10]}"
 
-    def crash_spec(self) -> CrashSpec:
-        return self.spec
-
 
 def cells(base: CrashSpec, fss, modes, workloads, params: dict | None = None, **options) -> list[Cell]:
     """The cross product over `base`; `params` maps a workload name to its parameters, and
@@ -142,7 +139,7 @@ def measure_throughput(cell: Cell, plan: CrashPlan, rig: Rig, work: Path) -> Thr
 
 
 def measure_crash(cell: Cell, rig: Rig, artifacts: Path) -> CrashSummary:
-    run = run_crash(cell.crash_spec(), rig, artifacts)
+    run = run_crash(cell.spec, rig, artifacts)
     if any(artifacts.iterdir()):
         return run.crash_summary(artifacts=str(artifacts))
     artifacts.rmdir()

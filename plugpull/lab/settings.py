@@ -6,6 +6,7 @@ the field's name in `CrashSpec` and `Cell`. A value is checked where it enters, 
 kind; below the CLI and the case loader nothing looks a name up again (`CrashSpec.resolve`).
 """
 
+import argparse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -168,16 +169,22 @@ def settings_of(command: str) -> list[Setting]:
     return [s for s in SETTINGS if command in s.defaults]
 
 
+def option_type(key: str, command: str):
+    """An argparse `type` that reads the setting `key` as `command` takes it, checked by its kind."""
+    setting = next(s for s in SETTINGS if s.key == key)
+
+    def typed(text):
+        try:
+            return setting.parse(text, command)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return typed
+
+
 def add_options(parser, command: str) -> None:
     """Add the command's options; each value is checked by its row's kind as it is parsed."""
-    import argparse
-
     for s in settings_of(command):
-        def typed(text, s=s):
-            try:
-                return s.parse(text, command)
-            except ValueError as e:
-                raise argparse.ArgumentTypeError(str(e)) from None
+        typed = option_type(s.key, command)
         default = s.defaults[command]
         parser.add_argument(s.flag, dest=s.key, type=typed, default=typed(default) if default else "",
                             metavar=s.key.upper(), help=f"{s.help} (default: {default or 'none'})")
