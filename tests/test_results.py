@@ -52,8 +52,8 @@ def test_every_result_type_survives_json(value):
 
 
 def test_documents_carry_the_schema_version_and_their_parts_do_not():
-    assert SCHEMA_VERSION == 2
-    assert CELL.to_json()["schema"] == 2 and RUN.to_json()["schema"] == 2
+    assert SCHEMA_VERSION == 3
+    assert CELL.to_json()["schema"] == SCHEMA_VERSION and RUN.to_json()["schema"] == SCHEMA_VERSION
     assert "schema" not in CRASH.to_json() and "schema" not in THROUGHPUT.to_json()
 
 
@@ -102,15 +102,16 @@ def test_a_newer_schema_is_refused_by_name(tmp_path):
     newer = {**json.loads(TODAYS_LINE), "schema": SCHEMA_VERSION + 1}
     with pytest.raises(SchemaError, match=f"schema {SCHEMA_VERSION + 1} is newer"):
         CellResult.from_json(newer)
-    with pytest.raises(SchemaError, match="schema 3 is newer"):
-        CrashRun.from_json({**RUN.to_json(), "schema": 3})
+    with pytest.raises(SchemaError, match=f"schema {SCHEMA_VERSION + 1} is newer"):
+        CrashRun.from_json({**RUN.to_json(), "schema": SCHEMA_VERSION + 1})
     with pytest.raises(SchemaError, match="'two' is not a schema version"):
         CellResult.from_json({**newer, "schema": "two"})
     path = tmp_path / "mixed.jsonl"
     path.write_text(json.dumps(newer) + "\n" + json.dumps(CELL.to_json()) + "\n")
     cells, warnings = read_cells(path)
     assert cells == [CELL]
-    assert warnings == [f"{path}:1: skipped, results schema 3 is newer than this plugpull reads (up to 2): "
+    assert warnings == [f"{path}:1: skipped, results schema {SCHEMA_VERSION + 1} is newer than this plugpull reads "
+                        f"(up to {SCHEMA_VERSION}): "
                         "upgrade plugpull"]
 
 
@@ -126,7 +127,7 @@ def test_a_torn_last_line_is_a_warning_and_the_next_append_starts_a_new_line(tmp
     cells, warnings = read_cells(path)
     assert cells == [CELL, FAILED]
     assert warnings == [f"{path}:2: skipped, not valid JSON"]
-    assert json.loads(path.read_text().splitlines()[-1])["schema"] == 2
+    assert json.loads(path.read_text().splitlines()[-1])["schema"] == SCHEMA_VERSION
 
 
 def test_the_last_line_of_a_key_wins_and_other_kinds_pass_quietly(tmp_path):
@@ -140,11 +141,25 @@ def test_the_last_line_of_a_key_wins_and_other_kinds_pass_quietly(tmp_path):
 
 
 def test_a_crash_run_counts_every_verdict_and_summarises_for_a_cell():
-    assert RUN.summary == {"clean": 1, "data-loss": 1, "fs-corrupt": 0, "unmountable": 0, "infra-error": 0}
+    assert RUN.summary == {"clean": 1, "data-loss": 1, "inconsistent": 0, "fs-corrupt": 0, "unmountable": 0,
+                           "kernel-crash": 0, "infra-error": 0}
     summary = RUN.crash_summary(artifacts="a")
     assert summary == CrashSummary(states=2, models=("reorder",), clean=1, data_loss=1, fs_corrupt=0,
                                    unmountable=0, infra_error=0, log=LOG, states_per_minute=4.0, artifacts="a")
     assert RUN.to_json()["states"][0]["lost"] == LOST and RUN.record["cut_pairs"] == [[1, 2], [3, 4]]
+
+
+def test_a_schema_2_summary_counts_no_new_verdicts_but_keeps_unknown_counts_unknown():
+    old = CrashSummary.from_json({"states": 4, "summary": {"clean": 3, "data-loss": 1, "fs-corrupt": 0,
+                                                           "unmountable": 0, "infra-error": 0}})
+    assert old.kernel_crash == 0 and old.inconsistent == 0 and old.unsafe == 1
+    assert CrashSummary(states=4).unsafe is None
+
+
+def test_a_kernel_crash_and_an_inconsistent_state_are_unsafe():
+    summary = CrashSummary(states=4, clean=2, data_loss=0, fs_corrupt=0, unmountable=0, infra_error=0,
+                           kernel_crash=1, inconsistent=1)
+    assert summary.unsafe == 2 and summary.unsafe_share == 0.5
 
 
 def test_the_schema_names_every_verdict_the_checker_gives():

@@ -20,8 +20,10 @@ from plugpull.lab.fs import Filesystem
 class Verdict(StrEnum):
     CLEAN = "clean"
     DATA_LOSS = "data-loss"
+    INCONSISTENT = "inconsistent"  # a state the application could never have been in
     FS_CORRUPT = "fs-corrupt"
     UNMOUNTABLE = "unmountable"
+    KERNEL_CRASH = "kernel-crash"  # the kernel under test panicked, oopsed or hung on the state
     INFRA_ERROR = "infra-error"
 
 

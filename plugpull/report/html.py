@@ -20,8 +20,12 @@ VERDICT_NOTES = {
              "was told is durable (fsync returned) is intact",
     "data-loss": "the filesystem is consistent, but an operation the guest was told is durable "
                  "is missing or wrong",
+    "inconsistent": "the files are in a state the application could never have been in (a hole "
+                    "in a sequence, foreign bytes, a rename half done): an invariant broke",
     "fs-corrupt": "the recovery mount worked, but fsck found damage (or unmounting failed)",
     "unmountable": "the recovery mount failed",
+    "kernel-crash": "the kernel under test panicked, oopsed, hit a BUG or hung on the state: "
+                    "the worst verdict",
     "infra-error": "the checker itself failed: not a verdict on the filesystem, left out of "
                    "the shares",
 }

@@ -148,7 +148,7 @@ def plot_png(cells: list[CellResult]) -> bytes:
     fig.suptitle("What safety costs vs what it risks, per barrier / write-cache mode", fontsize=12.5)
     fig.supxlabel("throughput of the workload's first phase: what safety costs (further right = faster)",
                   fontsize=10)
-    fig.supylabel("crash states not clean: what it risks\n(data-loss + fs-corrupt + unmountable, "
+    fig.supylabel("crash states not clean: what it risks\n(every unsafe verdict; "
                   "infra-errors left out)", fontsize=10)
     axes = fig.subplots(rows, columns, squeeze=False).ravel()
     for ax, panel in zip(axes, shown):

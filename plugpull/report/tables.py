@@ -14,7 +14,8 @@ from plugpull.results import INFRA, CellResult, CrashSummary, Phase, param_text
 OPS, MBS = "op/s", "MiB/s"
 BASELINE = "barrier"
 MODE_ORDER = ("barrier", "nobarrier", "nocache", "lying", "extlog")
-FS_VERDICTS = ("clean", "data-loss", "fs-corrupt", "unmountable")
+FS_VERDICTS = ("clean", "data-loss", "inconsistent", "fs-corrupt", "unmountable", "kernel-crash")
+ALWAYS_SHOWN = ("clean", "data-loss", "fs-corrupt", "unmountable")
 MISSING = "-"
 RATIO_NOTE = "vs barrier: the mode's time over barrier's on the first phase (x2.0 = twice as slow)."
 ENV_FIELDS = (("accel", "accel"), ("qemu", "QEMU"), ("kernel", "guest kernel"), ("host", "host"),
@@ -148,12 +149,14 @@ class Table:
         return (self.header, *self.rows)
 
 
-def show_infra(cells: list[CellResult]) -> bool:
-    return any(c.crash and c.crash.infra_error for c in cells)
+def shown_verdicts(cells: list[CellResult]) -> tuple[str, ...]:
+    """The verdict columns: the usual four, and any other verdict some cell counted."""
+    return tuple(v for v in (*FS_VERDICTS, INFRA)
+                 if v in ALWAYS_SHOWN or any(c.crash and c.crash.count(v) for c in cells))
 
 
 def tables(cells: list[CellResult]) -> list[Table]:
-    verdicts = (*FS_VERDICTS, INFRA) if show_infra(cells) else FS_VERDICTS
+    verdicts = shown_verdicts(cells)
     result = []
     for group in groups(cells):
         names = group.phase_names

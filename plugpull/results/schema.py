@@ -5,10 +5,11 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MIB = 1 << 20
-VERDICTS = ("clean", "data-loss", "fs-corrupt", "unmountable", "infra-error")
-UNSAFE_VERDICTS = ("data-loss", "fs-corrupt", "unmountable")
+VERDICTS = ("clean", "data-loss", "inconsistent", "fs-corrupt", "unmountable", "kernel-crash", "infra-error")
+UNSAFE_VERDICTS = ("data-loss", "inconsistent", "fs-corrupt", "unmountable", "kernel-crash")
+NEW_IN_3 = ("inconsistent", "kernel-crash")  # a schema-2 summary that counted states had none
 INFRA = "infra-error"
 
 
@@ -191,8 +192,10 @@ class CrashSummary:
     models: tuple[str, ...] = ()
     clean: int | None = None
     data_loss: int | None = None
+    inconsistent: int | None = None
     fs_corrupt: int | None = None
     unmountable: int | None = None
+    kernel_crash: int | None = None
     infra_error: int | None = None
     log: dict | None = None  # the record's write-log summary (writes, flushes, ...)
     states_per_minute: float | None = None
@@ -200,6 +203,8 @@ class CrashSummary:
 
     def __post_init__(self):
         _settle(self, models=tuple(self.models), log=self.log)
+        if self.clean is not None:
+            _settle(self, **{_verdict_field(v): self.count(v) or 0 for v in NEW_IN_3})
 
     def count(self, verdict: str) -> int | None:
         return getattr(self, _verdict_field(verdict))
