@@ -99,6 +99,7 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
             fs=spec.fs, mode=spec.mode, workload=spec.workload, model=model, seed=spec.seed, cut=cut,
             verdict=str(v.verdict), reason=v.reason, acks_required=len(required), acks_lost=len(v.lost),
             fsck_rc=obs.fsck_rc, lost=[asdict(l) for l in v.lost[:20]], cut2=cut2,
+            acks_allowed=v.allowed, broken=v.broken[:20],
         )
         if v.verdict is not Verdict.CLEAN:
             artifact = save_artifact(out_dir, rec, result, state, obs)
@@ -170,4 +171,5 @@ def replay(state_dir: Path, rig: Rig, scratch: Path) -> dict:
     digest = state.digest()
     state.remove()
     return {"digest": digest, "digest_expected": doc["digest"], "verdict": str(v.verdict),
-            "verdict_expected": doc["verdict"], "reason": v.reason, "lost": [asdict(l) for l in v.lost[:20]]}
+            "verdict_expected": doc["verdict"], "reason": v.reason, "lost": [asdict(l) for l in v.lost[:20]],
+            "broken": v.broken[:20], "acks_allowed": v.allowed}

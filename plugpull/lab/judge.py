@@ -60,11 +60,12 @@ def judge(rec: Record, jobs, checker: Checker, workload, seed: int, state_dir: P
         for i, job in enumerate(jobs):
             states.append(build_state(rec, entries, entries2, *job, seed, state_dir / f"state-{i:05d}.img"))
         owed = [required_acks(rec.acks, job.cut, job.cut2) for job in jobs]
-        collect = [workload.collect if required else "none" for required in owed]
+        told = [required_acks(rec.acks, job.cut, job.cut2, kind="commit") for job in jobs]
+        collect = [workload.collect if required or workload.invariants else "none" for required in owed]
         observations = checker.check(states, progress=progress, collect=collect)
     except BaseException:
         for state in states:
             state.remove()
         raise
-    return [Judged(classify(checker.fs, obs, workload, required), obs, state, required)
-            for state, required, obs in zip(states, owed, observations)]
+    return [Judged(classify(checker.fs, obs, workload, required, committed=committed), obs, state, required)
+            for state, required, committed, obs in zip(states, owed, told, observations)]

@@ -133,8 +133,8 @@ def _until_cut(m, trigger: Trigger, write_log: Path, started: float, timeout: fl
         if line is None:
             raise InfraError("the ack stream closed before the power cut (QEMU died?)")
         words = line.text.split()
-        if words[:1] == ["ack"]:
-            acks.append((int(words[1]), line.stamp))
+        if words[:1] in (["ack"], ["commit"]):  # commit: acknowledged, not promised (Ack.kind)
+            acks.append((int(words[1]), line.stamp, words[0]))
             if progress:
                 progress(len(acks))
         elif words[:1] == ["done"]:
@@ -148,11 +148,11 @@ def _stamped_acks(meta: dict, acks: list, write_log: Path, log2: Path | None, sa
     meta["log"] = asdict(summarize(write_log))
     index = _indexer(write_log)
     if log2 is None:
-        return [Ack(i, s, index(s)) for i, s in acks]
+        return [Ack(i, s, index(s), kind=k) for i, s, k in acks]
     meta["log2"] = asdict(summarize(log2))
     index2 = _indexer(log2)
     meta["cut_pairs"] = sorted({(index(s1), index2(s2)) for s1, s2 in sampler.samples + [sizes()]})
-    return [Ack(i, s1, index(s1), index2(s2)) for i, (s1, s2) in acks]
+    return [Ack(i, s1, index(s1), index2(s2), k) for i, (s1, s2), k in acks]
 
 
 def _indexer(write_log: Path):

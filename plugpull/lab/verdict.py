@@ -33,13 +33,14 @@ class Ack:
     stamp: int  # write-log size in bytes when the host read the ack
     position: int  # entries complete in the log at that size
     position2: int | None = None  # the same in the external log disk's write log, if any
+    kind: str = "ack"  # "ack": a durability promise; "commit": acknowledged, not promised
 
 
-def required_acks(acks: list[Ack], cut: int, cut2: int | None = None) -> list[int]:
-    """With an external log disk, a state cut at (cut, cut2) owes an ack only if both logs
-    had reached the ack's positions."""
-    return [a.ident for a in acks
-            if a.position <= cut and (cut2 is None or a.position2 is None or a.position2 <= cut2)]
+def required_acks(acks: list[Ack], cut: int, cut2: int | None = None, kind: str = "ack") -> list[int]:
+    """The acks of `kind` a state cut at `cut` owes. With an external log disk, a state cut at
+    (cut, cut2) owes an ack only if both logs had reached the ack's positions."""
+    return [a.ident for a in acks if a.kind == kind and a.position <= cut
+            and (cut2 is None or a.position2 is None or a.position2 <= cut2)]
 
 
 @dataclass(frozen=True)
@@ -88,11 +89,16 @@ class StateVerdict:
     verdict: Verdict
     reason: str
     lost: list = field(default_factory=list)
+    broken: list = field(default_factory=list)  # the workload's invariants the state broke
+    allowed: int = 0  # acknowledged operations lost as the workload's contract allows
 
 
-def classify(fs: Filesystem, obs: Observation, workload, required: list[int]) -> StateVerdict:
+def classify(fs: Filesystem, obs: Observation, workload, required: list[int],
+             committed: list[int] = ()) -> StateVerdict:
     """The verdict on one state. A failure of the checker itself is an infra-error, never a
-    filesystem verdict; otherwise the worst finding wins: unmountable, fs-corrupt, data-loss."""
+    filesystem verdict; otherwise the worst finding wins: unmountable, fs-corrupt,
+    inconsistent, data-loss. `committed`: acknowledged operations the contract does not
+    promise (see `Workload.examine`)."""
     if obs.infra_error:
         return StateVerdict(Verdict.INFRA_ERROR, obs.infra_error)
     if obs.mount_rc != 0:
@@ -100,11 +106,17 @@ def classify(fs: Filesystem, obs: Observation, workload, required: list[int]) ->
     fsck = fs.fsck_meaning(obs.fsck_rc)
     if fsck == "failed":
         return StateVerdict(Verdict.INFRA_ERROR, f"{fs.fsck} failed to run (rc={obs.fsck_rc})")
-    lost = workload.lost(required, obs.files or {})
+    found = workload.examine(required, obs.files or {}, committed)
+    lost, kept = found.lost, {"broken": found.broken, "allowed": found.allowed}
     if fsck == "damage":
-        return StateVerdict(Verdict.FS_CORRUPT, f"{fs.fsck} found damage (rc={obs.fsck_rc})", lost)
+        return StateVerdict(Verdict.FS_CORRUPT, f"{fs.fsck} found damage (rc={obs.fsck_rc})", lost, **kept)
     if obs.umount_rc not in (0, None):
-        return StateVerdict(Verdict.FS_CORRUPT, f"unmount after recovery failed (rc={obs.umount_rc})", lost)
+        return StateVerdict(Verdict.FS_CORRUPT, f"unmount after recovery failed (rc={obs.umount_rc})", lost, **kept)
+    allowed = f"; {found.allowed} lost as the contract allows" if found.allowed else ""
+    if found.broken:
+        return StateVerdict(Verdict.INCONSISTENT, f"invariant broken: {found.broken[0]}"
+                            + (f" (and {len(found.broken) - 1} more)" if len(found.broken) > 1 else ""), lost, **kept)
     if lost:
-        return StateVerdict(Verdict.DATA_LOSS, f"{len(lost)} of {len(required)} acknowledged operations lost", lost)
-    return StateVerdict(Verdict.CLEAN, f"{len(required)} acknowledged operations intact")
+        return StateVerdict(Verdict.DATA_LOSS, f"{len(lost)} of {len(required)} acknowledged operations lost{allowed}",
+                            lost, **kept)
+    return StateVerdict(Verdict.CLEAN, f"{len(required)} acknowledged operations intact{allowed}", lost, **kept)

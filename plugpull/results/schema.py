@@ -177,6 +177,8 @@ class StateResult(_Fields):
     lost: list = field(default_factory=list)
     artifact: str | None = None
     cut2: int | None = None  # the cut in the external log disk's write log (extlog mode)
+    acks_allowed: int = 0  # acknowledged operations lost as the workload's contract allows
+    broken: list = field(default_factory=list)  # the workload's invariants the state broke
 
 
 def _verdict_field(verdict: str) -> str:

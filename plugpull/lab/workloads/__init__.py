@@ -7,24 +7,27 @@ Each workload gives
   (the ack port) only after what ID stands for is durable (fsync/sync returned);
 - `lost(required, files)`: which of the owed acks a crash state broke, given the files the
   checker brought back (`collect`: "tar" = contents, "sums" = sha256 per file);
+- `examine(required, files, committed)`: the state against the workload's `contract` (which
+  acks are promises) and its `invariants` (what holds of every state): `Findings`;
 - optionally `payload()`: a read-only disk image the guest reads as /dev/vda (a tar to
   extract, a large file to copy), and `setup(mnt)`: untimed commands before the work.
 Content is a pure function of the parameters and seed, so the host regenerates it.
 """
 
 from plugpull.errors import UsageError
-from plugpull.lab.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Lost, Step, Workload, content_line,
-                                         repeated, sha256)
+from plugpull.lab.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Findings, Lost, Step, Workload,
+                                         content_line, repeated, sha256)
 from plugpull.lab.workloads.bench import (FIO_JOBS, BigCopy, Bonnie, Fio, SmallFiles, TreeCopy, TreeExtract,
                                           TreeRemove)
-from plugpull.lab.workloads.oracle import FsyncAppend, FsyncFiles, Sqlite
+from plugpull.lab.workloads.oracle import AtomicReplace, FsyncAppend, FsyncFiles
+from plugpull.lab.workloads.sqlite import Sqlite
 
-__all__ = ["ACK_PORT", "DIR", "PAYLOAD_DEV", "FIO_JOBS", "WORKLOADS", "BigCopy", "Bonnie", "Fio", "FsyncAppend",
-           "FsyncFiles", "Lost", "SmallFiles", "Sqlite", "Step", "TreeCopy", "TreeExtract", "TreeRemove",
-           "Workload", "content_line", "repeated", "sha256", "workload"]
+__all__ = ["ACK_PORT", "DIR", "PAYLOAD_DEV", "FIO_JOBS", "WORKLOADS", "AtomicReplace", "BigCopy", "Bonnie", "Fio",
+           "Findings", "FsyncAppend", "FsyncFiles", "Lost", "SmallFiles", "Sqlite", "Step", "TreeCopy",
+           "TreeExtract", "TreeRemove", "Workload", "content_line", "repeated", "sha256", "workload"]
 
 
-WORKLOADS = {w.name: w for w in (FsyncFiles, FsyncAppend, TreeExtract, TreeRemove, TreeCopy, BigCopy,
+WORKLOADS = {w.name: w for w in (FsyncFiles, FsyncAppend, AtomicReplace, TreeExtract, TreeRemove, TreeCopy, BigCopy,
                                  SmallFiles, Bonnie, Fio, Sqlite)}
 
 

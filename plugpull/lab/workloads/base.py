@@ -1,7 +1,7 @@
 """What every workload shares: the guest-side names, the base class and its timed `Step`."""
 
 import hashlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 DIR = "pp"
@@ -35,6 +35,17 @@ class Lost:
 
 
 @dataclass(frozen=True)
+class Findings:
+    """What a crash state's files say against the workload's contract: `lost`, the broken
+    durability promises; `broken`, the broken invariants (a state the application could never
+    have been in); `allowed`, acknowledged operations missing as the contract allows."""
+
+    lost: list[Lost] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
+    allowed: int = 0
+
+
+@dataclass(frozen=True)
 class Step:
     """A timed guest command. `parser` names a parser of its output ("smallfiles", "fio",
     "bonnie") when the command measures its own phases."""
@@ -50,6 +61,8 @@ class Workload:
     name = ""
     collect = "tar"
     metadata_heavy = False
+    contract = "every ack is a durability promise"
+    invariants: tuple[str, ...] = ()  # what must hold of every state, owed acks or not
 
     def params(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -75,6 +88,12 @@ class Workload:
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
         raise NotImplementedError
+
+    def examine(self, required: list[int], files: dict, committed: list[int] = ()) -> Findings:
+        """The state against the contract. `required`: the promises (`ack ID` lines) the cut
+        owes; `committed`: operations the cut saw acknowledged without a promise (`commit ID`
+        lines), which the contract may allow to be lost. By default only the promises."""
+        return Findings(self.lost(required, files))
 
 
 def acked(command: str, ident: int = 1) -> str:
