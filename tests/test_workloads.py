@@ -7,10 +7,14 @@ import subprocess
 import pytest
 
 from plugpull.errors import UsageError
-from plugpull.lab.workloads import FsyncAppend, FsyncFiles, SmallFiles, TreeCopy, TreeExtract, TreeRemove, workload
+from plugpull.lab.workloads.base import Findings
+from plugpull.lab.workloads import (AtomicReplace, FsyncAppend, FsyncFiles, SmallFiles, Sqlite, TreeCopy, TreeExtract,
+                                    TreeRemove, workload)
 
 BUSYBOX = shutil.which("busybox")
+SQLITE3 = shutil.which("sqlite3")
 needs_busybox = pytest.mark.skipif(BUSYBOX is None, reason="busybox-static is not installed (make deps)")
+needs_sqlite3 = pytest.mark.skipif(SQLITE3 is None, reason="the sqlite3 CLI is not installed")
 
 
 def run_script(wl, tmp_path):
@@ -20,8 +24,12 @@ def run_script(wl, tmp_path):
     script.write_text(wl.script(str(tmp_path), ack=str(ack)))
     env = {"PATH": f"{tmp_path / 'bin'}"}
     (tmp_path / "bin").mkdir()
-    for applet in ("yes", "head", "sync", "echo", "sh", "cat"):
+    for applet in ("yes", "head", "sync", "echo", "sh", "cat", "mv"):
         (tmp_path / "bin" / applet).symlink_to(BUSYBOX)
+    if SQLITE3:
+        (tmp_path / "bin" / "sqlite3").symlink_to(SQLITE3)
+    if wl.setup(str(tmp_path)):
+        subprocess.run([BUSYBOX, "sh", "-c", wl.setup(str(tmp_path))], check=True, env=env, timeout=60)
     subprocess.run([BUSYBOX, "sh", str(script)], check=True, env=env, timeout=60)
     files = {str(p.relative_to(tmp_path)): p.read_bytes() for p in (tmp_path / "pp").iterdir()}
     return files, ack.read_text().split("\n")
@@ -43,6 +51,29 @@ def test_fsync_append_script_writes_what_the_oracle_expects(tmp_path):
     assert acks[:-1] == [f"ack {i}" for i in range(1, 10)]
     assert len(files[wl.path]) == 9 * wl.record_size
     assert wl.lost(list(range(1, 10)), files) == []
+
+
+@needs_busybox
+@needs_sqlite3
+@pytest.mark.parametrize("synchronous", ["full", "normal"])
+def test_sqlite_script_acks_each_commit_on_one_connection(tmp_path, synchronous):
+    wl = Sqlite(transactions=7, synchronous=synchronous, checkpoint=3)
+    files, acks = run_script(wl, tmp_path)
+    if synchronous == "full":
+        assert acks[:-1] == [f"ack {i}" for i in range(1, 8)]
+    else:
+        assert acks[:-1] == ["commit 1", "commit 2", "commit 3", "ack 3", "commit 4", "commit 5", "commit 6",
+                             "ack 6", "commit 7"]
+    assert wl.examine([3, 6] if synchronous == "normal" else list(range(1, 8)), files, list(range(1, 8))) == Findings()
+    assert wl.script("/m").count("sqlite3 ") == 1
+
+
+@needs_busybox
+def test_atomic_replace_script_ends_with_the_last_version(tmp_path):
+    wl = AtomicReplace(count=6, seed=4)
+    files, acks = run_script(wl, tmp_path)
+    assert acks[:-1] == [f"ack {i}" for i in range(1, 7)]
+    assert files == {wl.target: wl.content(6)} and wl.examine(list(range(1, 7)), files) == Findings()
 
 
 def test_fsync_files_oracle_catches_missing_and_wrong_files():
