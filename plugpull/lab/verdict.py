@@ -112,7 +112,7 @@ def classify(fs: Filesystem, obs: Observation, workload, required: list[int],
         return StateVerdict(Verdict.FS_CORRUPT, f"{fs.fsck} found damage (rc={obs.fsck_rc})", lost, **kept)
     if obs.umount_rc not in (0, None):
         return StateVerdict(Verdict.FS_CORRUPT, f"unmount after recovery failed (rc={obs.umount_rc})", lost, **kept)
-    allowed = f"; {found.allowed} lost as the contract allows" if found.allowed else ""
+    allowed = f"; {found.allowed} acknowledged, not promised, lost as the contract allows" if found.allowed else ""
     if found.broken:
         return StateVerdict(Verdict.INCONSISTENT, f"invariant broken: {found.broken[0]}"
                             + (f" (and {len(found.broken) - 1} more)" if len(found.broken) > 1 else ""), lost, **kept)
