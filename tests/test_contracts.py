@@ -85,7 +85,7 @@ def test_sqlite_unreadable_database_is_inconsistent_once_something_was_owed():
 def test_wal_normal_may_lose_the_commits_after_the_last_checkpoint(tmp_path):
     files = sqlite_files(tmp_path, {i: None for i in range(1, 7)}, NORMAL)
     v = state(files, NORMAL, [5], committed=list(range(1, 10)))
-    assert v.verdict is Verdict.CLEAN and v.allowed == 3 and "3 lost as the contract allows" in v.reason
+    assert v.verdict is Verdict.CLEAN and v.allowed == 3 and "3 acknowledged, not promised, lost as the contract allows" in v.reason
 
 
 def test_wal_normal_losing_a_checkpointed_commit_is_data_loss(tmp_path):

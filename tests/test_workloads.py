@@ -66,6 +66,8 @@ def test_sqlite_script_acks_each_commit_on_one_connection(tmp_path, synchronous)
                              "ack 6", "commit 7"]
     assert wl.examine([3, 6] if synchronous == "normal" else list(range(1, 8)), files, list(range(1, 8))) == Findings()
     assert wl.script("/m").count("sqlite3 ") == 1
+    [step] = wl.steps("/m")
+    assert ".shell" not in step.command and step.command.count("COMMIT;") == 7
 
 
 @needs_busybox

@@ -7,7 +7,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from plugpull.lab.workloads.base import ACK_PORT, DIR, Findings, Lost, Workload, content_line, shell_script
+from plugpull.lab.workloads.base import ACK_PORT, DIR, Findings, Lost, Step, Workload, content_line, shell_script
 
 DB = f"{DIR}/db"
 DELETE_FULL = ("journal_mode=delete with synchronous=FULL does not sync the directory after the "
@@ -69,19 +69,23 @@ class Sqlite(Workload):
         return (f"sqlite3 {mnt}/{DB} 'PRAGMA journal_mode={self.journal}; "
                 f"CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);' >/dev/null && sync")
 
-    def sql(self) -> list[str]:
+    def sql(self, acks: bool = True) -> list[str]:
+        """The CLI's input; without `acks`, the SQL alone (a throughput run has no ack port)."""
         told = "ack" if self.promises_each_commit else "commit"
         lines = [f"PRAGMA synchronous={self.synchronous};"]
         for i in range(1, self.transactions + 1):
-            lines += [f"BEGIN; INSERT INTO t VALUES ({i}, '{self.row(i)}'); COMMIT;", f'.shell echo "{told} {i}" >&4']
+            lines.append(f"BEGIN; INSERT INTO t VALUES ({i}, '{self.row(i)}'); COMMIT;")
+            lines += [f'.shell echo "{told} {i}" >&4'] if acks else []
             if self.journal == "wal" and self.checkpoint and i % self.checkpoint == 0:
                 lines.append("PRAGMA wal_checkpoint(FULL);")
-                if not self.promises_each_commit:
-                    lines.append(f'.shell echo "ack {i}" >&4')
+                lines += [f'.shell echo "ack {i}" >&4'] if acks and not self.promises_each_commit else []
         return lines
 
-    def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        return shell_script(mnt, ack, ["sqlite3 -bail db >/dev/null <<'EOF' || exit 2", *self.sql(), "EOF"])
+    def script(self, mnt: str, ack: str = ACK_PORT, acks: bool = True) -> str:
+        return shell_script(mnt, ack, ["sqlite3 -bail db >/dev/null <<'EOF' || exit 2", *self.sql(acks), "EOF"])
+
+    def steps(self, mnt: str) -> list[Step]:
+        return [Step(self.name, self.script(mnt, ack="/dev/null", acks=False), ops=self.ops())]
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
         return self.examine(required, files).lost
