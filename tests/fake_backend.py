@@ -58,11 +58,16 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Plan:
-    """One guest's behaviour. `dies_after`: commands answered before it dies (None: never).
+    """One guest's behaviour. `dies_after`: commands answered before it dies (None: never);
+    with `hangs`, the next command times out instead and the guest stays up. `console` is
+    what its kernel prints on its console as it dies or hangs (or, with `acks_end`, before
+    its ack stream ends).
     `ack_lines` are streamed on the ack port; then it closes if `acks_end`, else stays quiet."""
 
     boots: bool = True
     dies_after: int | None = None
+    hangs: bool = False
+    console: str = ""
     ack_lines: tuple[str, ...] = ()
     acks_end: bool = False
 
@@ -126,6 +131,8 @@ class FakeGuest:
             raise LaunchError("guest did not become ready: fake guest never boots", ["fake"], 1, "no console")
         self._booted, self.boot_seconds = True, 0.0
         self.acks = FakeAcks(self.plan.ack_lines, self.plan.acks_end)
+        if self.plan.acks_end:
+            self._print(self.plan.console)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -136,6 +143,9 @@ class FakeGuest:
 
     def run(self, command: str, *args, timeout: float | None = 120.0) -> GuestResult:
         if self.alive() and self.plan.dies_after is not None and len(self.commands) >= self.plan.dies_after:
+            self._print(self.plan.console)
+            if self.plan.hangs:
+                raise GuestTimeout("the guest did not answer in time")
             self._die()
         if not self.alive():
             raise GuestError("guest channel closed (the VM is gone)")
@@ -172,6 +182,11 @@ class FakeGuest:
 
     def detach_disk(self, disk: AttachedDisk) -> None:
         self.run(": detach %s", disk.handle)
+
+    def _print(self, text: str) -> None:
+        if text and self.console_log:
+            with open(self.console_log, "a") as f:
+                f.write(text)
 
     def _die(self) -> None:
         self._gone = True
