@@ -60,8 +60,8 @@ class Outcome:
 class Plan:
     """One guest's behaviour. `dies_after`: commands answered before it dies (None: never);
     with `hangs`, the next command times out instead and the guest stays up. `console` is
-    what its kernel prints on its console as it dies or hangs (or, with `acks_end`, before
-    its ack stream ends).
+    what its kernel prints on its console as it dies or hangs; without `dies_after`, once its
+    ack lines have run out (what a recorder reads when the acks stop).
     `ack_lines` are streamed on the ack port; then it closes if `acks_end`, else stays quiet."""
 
     boots: bool = True
@@ -82,9 +82,10 @@ def kernel_name(index: int) -> str:
 
 
 class FakeAcks:
-    def __init__(self, lines: tuple[str, ...], ends: bool):
+    def __init__(self, lines: tuple[str, ...], ends: bool, run_out: Callable[[], None] = lambda: None):
         self._pending = list(lines)
         self._ends = ends
+        self._run_out = run_out
         self._stamp: Callable[[], object] = lambda: None
         self.lines: list[StampedLine] = []
 
@@ -99,6 +100,8 @@ class FakeAcks:
             line = StampedLine(self._stamp(), time.monotonic(), self._pending.pop(0))
             self.lines.append(line)
             return line
+        self._run_out()
+        self._run_out = lambda: None
         if self._ends:
             return None
         time.sleep(min(timeout or 0.01, 0.01))
@@ -130,9 +133,8 @@ class FakeGuest:
             self._gone = True
             raise LaunchError("guest did not become ready: fake guest never boots", ["fake"], 1, "no console")
         self._booted, self.boot_seconds = True, 0.0
-        self.acks = FakeAcks(self.plan.ack_lines, self.plan.acks_end)
-        if self.plan.acks_end:
-            self._print(self.plan.console)
+        self.acks = FakeAcks(self.plan.ack_lines, self.plan.acks_end,
+                             lambda: self._print(self.plan.console if self.plan.dies_after is None else ""))
         return self
 
     def __exit__(self, *exc) -> None:
