@@ -17,6 +17,8 @@ from fake_backend import FakeBackend, Plan
 from test_backend import IMAGE, ROUNDS, WL, XFS, judged, outcome_of, record_on
 from test_console import HUNG, NULL_DEREF, PANIC
 
+from plugpull.lab.workloads import FsyncFiles
+
 from plugpull.errors import GuestTimeout
 from plugpull.guest.config import Accel
 from plugpull.lab.crash import CrashSpec, check_states, recording_crashed, run_crash
@@ -213,3 +215,22 @@ def test_a_kernel_crash_state_keeps_its_console_words_in_its_result_and_its_arti
     assert "Kernel panic - not syncing" in saved["evidence"]["kernel_crash"]
     assert saved["kernel_excerpt"] == crashed.kernel_excerpt
     assert results[0].kernel_excerpt is None
+
+
+@dataclass(frozen=True)
+class PanicsAfterTwoFiles(FsyncFiles):
+    """fsync-files whose guest kernel panics after the second file's ack."""
+
+    def script(self, mnt: str, ack: str = "/dev/plugpull-ack") -> str:
+        return super().script(mnt, ack).replace("echo 'ack 2' >&4", "echo 'ack 2' >&4 && echo c > /proc/sysrq-trigger")
+
+
+@pytest.mark.vm
+def test_a_panic_of_the_recording_guest_ends_the_record_with_the_finding(rig, tmp_path):
+    wl = PanicsAfterTwoFiles(count=5, seed=1)
+    assert "sysrq-trigger" in wl.script("/mnt"), "the workload's script changed: the panic is not injected"
+    bed = BedSpec(filesystem("ext4"), mode("barrier"), wl, disk_mib=64)
+    rec = record(tmp_path / "rec", bed, Trigger.parse("acks:5"), rig, timeout=300)
+    assert rec.meta["kernel_crash"]["kind"] == "panic"
+    assert "sysrq triggered crash" in rec.meta["kernel_crash"]["line"]
+    assert [a.ident for a in rec.acks] == [1, 2]
