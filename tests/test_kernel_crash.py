@@ -19,6 +19,7 @@ from test_console import HUNG, NULL_DEREF, PANIC
 
 from plugpull.lab.workloads import FsyncFiles
 
+from plugpull.cli import main
 from plugpull.errors import GuestTimeout
 from plugpull.guest.config import Accel
 from plugpull.lab.crash import CrashSpec, check_states, recording_crashed, run_crash
@@ -234,3 +235,12 @@ def test_a_panic_of_the_recording_guest_ends_the_record_with_the_finding(rig, tm
     assert rec.meta["kernel_crash"]["kind"] == "panic"
     assert "sysrq triggered crash" in rec.meta["kernel_crash"]["line"]
     assert [a.ident for a in rec.acks] == [1, 2]
+
+
+def test_plugpull_crash_exits_1_when_the_recording_guest_crashed(tmp_path, monkeypatch, capsys):
+    rig = Rig(IMAGE, Accel.TCG, FakeBackend([Plan(ack_lines=("ack 1",), acks_end=True, console=PANIC)]))
+    monkeypatch.setattr("plugpull.cli.crash.prepare_rig", lambda *args: rig)
+    code = main(["crash", "--fs", "ext4", "--workload", "fsync-files", "--param", "count=4", "--model", "prefix",
+                 "--trigger", "acks:3", "--disk-mib", "64", "--out", str(tmp_path / "out")])
+    assert code == 1
+    assert "while recording: kernel panic" in capsys.readouterr().out
