@@ -28,7 +28,7 @@ def add_parsers(sub) -> None:
 
 
 def cmd_crash(args) -> int:
-    from plugpull.lab.crash import run_crash, write_json
+    from plugpull.lab.crash import recording_crashed, run_crash, write_json
     from plugpull.lab.settings import settings_of
     from plugpull.lab.spec import CrashSpec
     from plugpull.lab.verdict import Verdict
@@ -52,11 +52,14 @@ def cmd_crash(args) -> int:
     print(f"record {t.record_s:.1f} s, check {t.check_s:.1f} s "
           f"({t.states_per_minute:.0f} states/min, {rig.accel})")
     unsafe = [s for s in run.states if s.verdict not in ("clean", "infra-error")]
-    if unsafe:
+    if any(s.artifact for s in unsafe):
         print(f"artifacts of the {len(unsafe)} states that are not clean: {out / 'states'}")
     if args.json:
         write_json(args.json, run.to_json())
         print(f"results: {args.json}")
+    if recording_crashed(run):
+        print(f"{run.states[0].reason}\n(console: {out / 'recording-console.log'})")
+        return EXIT_FOUND
     if run.summary["infra-error"]:
         return EXIT_INFRA
     return EXIT_FOUND if unsafe and args.fail_on_unsafe else EXIT_OK
