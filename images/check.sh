@@ -24,7 +24,7 @@ if mount -t "$fs" $mount_opt "$dev" $mnt 2>/tmp/check.mount; then
         # timeout's watcher (a busybox child) and anything the script left behind must not
         # keep the mount busy: the watcher starts in /, stragglers in the mount are killed.
         (cd / && export PP_MNT=$mnt PP_DIR="$mnt/$sub" PP_REQUIRED=/tmp/user-check.ids \
-            PP_REQUIRED_IDS="$(cat /tmp/user-check.ids)" && \
+            PP_REQUIRED_IDS="$(echo $(cat /tmp/user-check.ids))" && \
             timeout -s KILL 120 sh -c 'cd "$PP_DIR" && exec sh /tmp/user-check.sh') \
             </dev/null >/tmp/check.script 2>/tmp/check.collecterr
         echo collect_rc=$?
