@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fake_backend import FakeBackend, Outcome
+from fake_backend import FakeBackend, Outcome, Plan
 from plugpull.cli import main
 from plugpull.errors import UsageError
 from plugpull.guest.config import Accel
@@ -16,10 +16,11 @@ from plugpull.guest.image import GuestImage
 from plugpull.guest.rig import Rig
 from plugpull.lab.cases import CaseError, load_case
 from plugpull.lab.checker import Checker, ScriptCollect
-from plugpull.lab.fs import filesystem
+from plugpull.lab.fs import filesystem, mode
 from plugpull.lab.judge import StateJob, collect_for, judge
 from plugpull.lab.matrix import Cell, with_user_scripts
-from plugpull.lab.record import Record
+from plugpull.lab.record import Record, Trigger, record
+from plugpull.lab.testbed import BedSpec
 from plugpull.lab.settings import option_type
 from plugpull.lab.spec import CrashSpec, load_user_scripts
 from plugpull.lab.verdict import Ack
@@ -152,10 +153,12 @@ def round_of(image) -> int:
         return int(f.read(512).rstrip(b"\0").split()[1])
 
 
+IMAGE = GuestImage("fake", Path("/nonexistent/kernel"), Path("/nonexistent/initramfs"), "6.1.0-fake")
+
+
 def judged_by(tmp_path, outcome_of, rounds=3):
     backend = FakeBackend([], outcome_of)
-    image = GuestImage("fake", Path("/nonexistent/kernel"), Path("/nonexistent/initramfs"), "6.1.0-fake")
-    checker = Checker(Rig(image, Accel.TCG, backend), filesystem("ext4"), batch=8)
+    checker = Checker(Rig(IMAGE, Accel.TCG, backend), filesystem("ext4"), batch=8)
     jobs = [StateJob("prefix", 2 * i) for i in range(1, rounds + 1)]
     return backend, judge(record_of(tmp_path, rounds), jobs, checker, WL, seed=1, state_dir=tmp_path / "states")
 
@@ -181,6 +184,21 @@ def test_a_check_that_fails_without_findings_names_the_state(tmp_path):
 
     with pytest.raises(CheckScriptError, match=r"exited 1 .*\(crash state prefix cut 4\)"):
         judged_by(tmp_path, outcome_of)
+
+
+@pytest.mark.parametrize("lines, message", [
+    (("ack 1", "ack one"), "malformed ack line 'ack one'"),
+    (("ack 1", "ack 2 3"), "malformed ack line 'ack 2 3'"),
+    (("ack 1", "done 1"), "the workload script exited 1 in the guest"),
+])
+def test_a_user_workload_that_misbehaves_is_bad_input_not_a_harness_failure(tmp_path, lines, message):
+    backend = FakeBackend([Plan(ack_lines=lines)])
+    bed = BedSpec(filesystem("ext4"), mode("barrier"), WL, disk_mib=64)
+    with pytest.raises(UsageError, match=message) as e:
+        record(tmp_path / "rec", bed, Trigger.parse("end"), Rig(IMAGE, Accel.TCG, backend), timeout=20)
+    assert "\n" not in str(e.value)
+    [guest] = backend.guests
+    assert not guest.alive()
 
 
 # --- settings, specs, case files -------------------------------------------------------------
@@ -320,3 +338,11 @@ def test_the_cli_refuses_bad_scripts_before_any_guest_boots(tmp_path, capsys, mo
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert __import__("re").search(message, err), err
     assert not out.exists()
+
+
+def test_a_script_shows_in_titles_by_its_digest_not_its_text():
+    from plugpull.results.schema import param_text
+
+    shown = param_text("i=1\necho \"ack $i\" >&4\n")
+    assert shown.startswith("sha256:") and "\n" not in shown and len(shown) == 19
+    assert param_text("wal") == "wal" and param_text(40) == "40"

@@ -107,6 +107,7 @@ class Script(Workload):
     check: str
     name = "script"
     collect = "script"
+    user_supplied = True
 
     def __post_init__(self):
         if not self.text.strip():
