@@ -67,6 +67,7 @@ def test_a_user_script_loses_acknowledged_records_under_nobarrier_and_none_with_
     assert nobarrier["spec"]["params"]["text"] == (EXAMPLE / "records.sh").read_text()
     lost = [s for s in nobarrier["states"] if s["verdict"] == "data-loss"]
     assert lost, [(s["cut"], s["verdict"], s["reason"]) for s in nobarrier["states"]]
+    assert main(["replay", "--accel", str(accel), lost[0]["artifact"]]) == 0, "a saved state replays as judged"
 
     barrier = crash(tmp_path, accel, "barrier")
     assert sum(s["acks_required"] for s in barrier["states"]) > 0, "no state owed an ack"
