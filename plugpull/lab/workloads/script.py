@@ -27,6 +27,8 @@ OUTPUT = "check-script.out"  # the keys of the check script's "files"
 ERRORS = "check-script.err"
 STATUS = "check-script.rc"
 ABSENT = "absent"  # the status when the work directory was not there to run the script in
+CHECK_SECONDS = 120  # images/check.sh kills a check script after this long (SIGKILL: status 137)
+KILLED = "137"
 
 
 class CheckScriptError(UsageError):
@@ -130,6 +132,8 @@ class Script(Workload):
                                    "(expected 'lost ID REASON' or 'inconsistent REASON')")
         if status not in ("", "0") and not (found.lost or found.broken):
             err = _text(files, ERRORS).strip().splitlines()
+            if status == KILLED:
+                err = [f"killed after {CHECK_SECONDS} s"]
             raise CheckScriptError(f"the check script exited {status} without a lost or inconsistent line"
                                    + (f": {err[-1][:200]}" if err else ""))
         owed = set(required)
