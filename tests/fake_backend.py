@@ -38,7 +38,8 @@ class Outcome:
     def report(self, collect: str) -> str:
         lines = [f"mount_rc={self.mount_rc}"]
         if self.mount_rc == 0:
-            lines += ["collect_rc=skipped" if collect == "none" else "collect_rc=0", "umount_rc=0"]
+            status = self.files.get("check-script.rc", b"0").decode() if collect == "script" else "0"
+            lines += ["collect_rc=skipped" if collect == "none" else f"collect_rc={status}", "umount_rc=0"]
         mount_error = "" if self.mount_rc == 0 else "mount: /mnt/check: wrong fs type, bad superblock"
         lines += [f"fsck_rc={self.fsck_rc}", "---fsck", "---mount", mount_error, "---dmesg"]
         return "\n".join(lines) + "\n"
@@ -170,6 +171,8 @@ class FakeGuest:
             return self._last[0].tar()
         if text == "cat /tmp/check.sums" and self._last:
             return self._last[0].sums()
+        if text == "cat /tmp/check.script" and self._last:  # a user's check script: its output
+            return self._last[0].files.get("check-script.out", b"")
         return ""
 
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:

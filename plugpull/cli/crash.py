@@ -30,11 +30,11 @@ def add_parsers(sub) -> None:
 def cmd_crash(args) -> int:
     from plugpull.lab.crash import recording_crashed, run_crash, write_json
     from plugpull.lab.settings import settings_of
-    from plugpull.lab.spec import CrashSpec
+    from plugpull.lab.spec import CrashSpec, load_user_scripts
     from plugpull.lab.verdict import Verdict
 
-    spec = CrashSpec(params=tuple(parse_params(args.param)),
-                     **{s.key: getattr(args, s.key) for s in settings_of("crash")})
+    spec = load_user_scripts(CrashSpec(params=tuple(parse_params(args.param)),
+                                       **{s.key: getattr(args, s.key) for s in settings_of("crash")}), Path("."))
     spec.validate()
     out = args.out or Path("results") / f"crash-{args.fs}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
     if args.json and args.json.exists() and args.json.is_dir():

@@ -79,7 +79,7 @@ def checked_real_disk(device: str, erase: bool) -> str:
 
 
 def cmd_matrix(args) -> int:
-    from plugpull.lab.matrix import cells, run_matrix
+    from plugpull.lab.matrix import cells, run_matrix, with_user_scripts
     from plugpull.lab.settings import settings_of
     from plugpull.lab.spec import CrashSpec
     from plugpull.paths import make_tempdir
@@ -95,6 +95,7 @@ def cmd_matrix(args) -> int:
     base = CrashSpec(**{s.key: getattr(args, s.key) for s in settings_of("matrix") if s.key not in per_cell})
     todo = cells(base, args.fs, args.mode, args.workload, params, throughput=not args.no_throughput,
                  crash=not args.no_crash, overhead=args.overhead, profile=args.profile, real_disk=real_disk)
+    todo = with_user_scripts(todo, Path("."))
     for cell in todo:
         cell.validate()
     with run_log(args.results.with_suffix(".log")):

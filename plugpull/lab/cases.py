@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from plugpull.errors import UsageError
-from plugpull.lab.matrix import cells
+from plugpull.lab.matrix import cells, with_user_scripts
 from plugpull.lab.settings import SETTINGS, Setting
 from plugpull.lab.spec import CrashSpec
 from plugpull.lab.workloads import workload
@@ -127,9 +127,13 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
     doc = _read(path)
     crash = doc.crash
     base = CrashSpec(models=tuple(crash.models), states=crash.states, seed=crash.seed, trigger=crash.trigger,
-                     bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib)
+                     bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib, check_script=crash.check_script)
     todo = cells(base, doc.matrix.fs, doc.matrix.modes, doc.matrix.workloads, _workload_params(path, doc, scale),
                  profile=doc.matrix.profile)
+    try:
+        todo = with_user_scripts(todo, path.parent)
+    except UsageError as e:
+        raise CaseError(f"{path}: {e}") from None
     return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo),
                 _expected(path, doc, "unsafe"), _expected(path, doc, "safe"))
 

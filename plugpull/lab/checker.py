@@ -56,6 +56,27 @@ def observation_from(keys: dict, sections: dict, files: dict | None) -> Observat
     )
 
 
+@dataclass(frozen=True)
+class ScriptCollect:
+    """The collect kind of a user's check script: run `script` in the work directory of the
+    mounted state, given the `required` ack IDs; its output comes back as the "files"
+    check-script.out, check-script.err and check-script.rc (its exit status, or "absent")."""
+
+    script: str
+    required: tuple[int, ...]
+
+
+def _upload_check(m: Guest, collect: ScriptCollect) -> None:
+    m.write_file("/tmp/user-check.sh", collect.script, mode=0o755)
+    m.write_file("/tmp/user-check.ids", "".join(f"{i}\n" for i in collect.required))
+
+
+def _script_files(m: Guest, status: str) -> dict:
+    out = m.run("cat /tmp/check.script", timeout=CHECK_TIMEOUT).stdout
+    err = m.run("tail -c 4096 /tmp/check.collecterr", timeout=CHECK_TIMEOUT).stdout
+    return {"check-script.out": out, "check-script.err": err, "check-script.rc": status.encode()}
+
+
 def default_workers() -> int:
     """One checker guest per core: under TCG each guest keeps one core busy."""
     return max(1, min(2, os.cpu_count() or 1))
@@ -161,9 +182,13 @@ class Checker:
             raise InfraError(f"checker guest sees state disks {sorted(devices)}, expected {count}")
         return devices
 
-    def check_one(self, m: Guest, dev: str, collect: str = "tar", logdev: str | None = None,
-                  hook: str = "") -> Observation:
+    def check_one(self, m: Guest, dev: str, collect: "str | ScriptCollect" = "tar",
+                  logdev: str | None = None, hook: str = "") -> Observation:
         """`hook`: a guest command run first, in the same command (tests only)."""
+        script = collect if isinstance(collect, ScriptCollect) else None
+        if script:
+            _upload_check(m, script)
+            collect = "script"
         report = m.run(
             (f"{hook.replace('%', '%%')}\n" if hook else "") +
             "pp-check %s %s %s %s %s; echo ---fsck; tail -n 40 /tmp/check.fsck; echo ---mount; "
@@ -173,7 +198,9 @@ class Checker:
         )
         keys, sections = parse_report(report.text)
         files = None
-        if keys.get("collect_rc") not in (None, "absent", "skipped"):
+        if script and keys.get("collect_rc") is not None:
+            files = _script_files(m, keys["collect_rc"])
+        elif keys.get("collect_rc") not in (None, "absent", "skipped"):
             if collect == "sums":
                 files = sums_of(m.run("cat /tmp/check.sums", timeout=self.check_timeout).text)
             else:

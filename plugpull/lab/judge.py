@@ -12,10 +12,11 @@ The states are left on disk for the caller (an artifact needs their digest); it 
 from pathlib import Path
 from typing import NamedTuple
 
-from plugpull.lab.checker import Checker
+from plugpull.lab.checker import Checker, ScriptCollect
 from plugpull.lab.record import Record
 from plugpull.lab.testbed import second
 from plugpull.lab.verdict import Observation, StateVerdict, classify, required_acks
+from plugpull.lab.workloads.script import CheckScriptError
 from plugpull.powerloss.crashstate import CrashState, materialize
 from plugpull.powerloss.models import plan
 from plugpull.powerloss.writelog import iter_entries
@@ -60,11 +61,27 @@ def judge(rec: Record, jobs, checker: Checker, workload, seed: int, state_dir: P
         for i, job in enumerate(jobs):
             states.append(build_state(rec, entries, entries2, *job, seed, state_dir / f"state-{i:05d}.img"))
         owed = [required_acks(rec.acks, job.cut, job.cut2) for job in jobs]
-        collect = [workload.collect if required else "none" for required in owed]
+        collect = [collect_for(workload, required) for required in owed]
         observations = checker.check(states, progress=progress, collect=collect)
     except BaseException:
         for state in states:
             state.remove()
         raise
-    return [Judged(classify(checker.fs, obs, workload, required), obs, state, required)
-            for state, required, obs in zip(states, owed, observations)]
+    return [Judged(_classified(checker, obs, workload, required, job), obs, state, required)
+            for job, state, required, obs in zip(jobs, states, owed, observations)]
+
+
+def collect_for(workload, required: list[int]):
+    """What the checker brings back of a state for the workload's oracle. A user's check
+    script runs on every state: it may find an inconsistency even where no ack is owed."""
+    if workload.collect == "script":
+        return ScriptCollect(workload.check, tuple(required))
+    return workload.collect if required else "none"
+
+
+def _classified(checker: Checker, obs: Observation, workload, required: list[int], job: StateJob) -> StateVerdict:
+    try:
+        return classify(checker.fs, obs, workload, required)
+    except CheckScriptError as e:
+        where = f"{job.model} cut {job.cut}" + ("" if job.cut2 is None else f" and {job.cut2}")
+        raise CheckScriptError(f"{e} (crash state {where})") from None

@@ -19,11 +19,12 @@ from pathlib import Path
 from plugpull.guest.config import Bus
 from plugpull.guest.rig import Rig
 from plugpull.lab.crash import run_crash
-from plugpull.lab.spec import CrashPlan, CrashSpec
-from plugpull.errors import InfraError
+from plugpull.lab.spec import CrashPlan, CrashSpec, load_user_scripts
+from plugpull.errors import InfraError, UsageError
 from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, profile as disk_profile
 from plugpull.lab.testbed import BedSpec
 from plugpull.lab.throughput import measure
+from plugpull.lab.workloads import SCRIPT_PREFIX
 from plugpull.guest.machine import qemu_version
 from plugpull.results import CellResult, CrashSummary, Env, Throughput, append_line, read_cells
 
@@ -77,6 +78,16 @@ def cells(base: CrashSpec, fss, modes, workloads, params: dict | None = None, **
     return [Cell(replace(base, fs=fs, mode=m, workload=w, params=tuple(sorted(params.get(w, {}).items()))),
                  **options)
             for fs in fss for w in workloads for m in modes]
+
+
+def with_user_scripts(todo: list[Cell], base: Path) -> list[Cell]:
+    """The cells with each `script:PATH` workload and the check script read in (paths relative
+    to `base`); the check script belongs to those cells alone."""
+    scripted = [cell.workload.startswith(SCRIPT_PREFIX) for cell in todo]
+    if any(cell.spec.check_script for cell in todo) and not any(scripted):
+        raise UsageError(f"--check-script is for a {SCRIPT_PREFIX}PATH workload, and none is given")
+    return [replace(cell, spec=load_user_scripts(cell.spec if mine else replace(cell.spec, check_script=""), base))
+            for cell, mine in zip(todo, scripted)]
 
 
 def done_keys(results: Path) -> set[str]:

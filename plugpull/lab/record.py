@@ -126,6 +126,9 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
     if trouble:
         log.warning("the guest kernel failed while the workload ran: %s", trouble.summary)
         meta["kernel_crash"] = {"kind": trouble.kind, "line": trouble.line, "excerpt": trouble.excerpt}
+    elif finished not in (None, 0) and workload.user_supplied:
+        last = detail.strip().splitlines()[-1:] or ["no output"]
+        raise UsageError(f"the workload script exited {finished} in the guest: {last[0][:200]}")
     elif finished not in (None, 0):
         raise InfraError(f"the workload failed in the guest (exit {finished}):\n{detail}")
     meta["workload_finished"] = finished == 0
@@ -154,12 +157,20 @@ def _until_cut(m, trigger: Trigger, write_log: Path, started: float, timeout: fl
             raise InfraError("the ack stream closed before the power cut (QEMU died?)")
         words = line.text.split()
         if words[:1] == ["ack"]:
-            acks.append((int(words[1]), line.stamp))
+            acks.append((_ack_id(words, line.text), line.stamp))
             if progress:
                 progress(len(acks))
         elif words[:1] == ["done"]:
             return acks, int(words[1]), None
     return acks, None, None
+
+
+def _ack_id(words: list[str], text: str) -> int:
+    """The ID of an `ack ID` line; a malformed one (a user's script wrote it) is bad input."""
+    if len(words) == 2 and words[1].lstrip("-").isdigit():
+        return int(words[1])
+    raise UsageError(f"the workload wrote a malformed ack line {text.strip()[:80]!r}: expected 'ack ID', "
+                     "ID a whole number")
 
 
 def _stamped_acks(meta: dict, acks: list, write_log: Path, log2: Path | None, sampler, sizes) -> list[Ack]:

@@ -15,7 +15,7 @@ from plugpull.guest.config import Bus
 from plugpull.lab.fs import FILESYSTEMS, MODES
 from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
 from plugpull.lab.record import Trigger
-from plugpull.lab.workloads import WORKLOADS
+from plugpull.lab.workloads import SCRIPT_PREFIX, WORKLOADS
 from plugpull.powerloss.models import cut_points, parse_model
 
 # A disk's volatile cache as it is: 32 MiB, destaged in any order. `reorder` (any subset of all
@@ -37,6 +37,36 @@ class Choice:
         known = list(self.known())
         if value not in known:
             raise ValueError(f"unknown {self.what} {value!r}; known: {', '.join(known)}")
+        return value
+
+    parse = check
+
+
+@dataclass(frozen=True)
+class WorkloadName(Choice):
+    """A built-in workload, or the user's own as script:PATH (the file is read, and refused
+    if it is missing or unreadable, where the run is set up: `spec.load_user_scripts`)."""
+
+    def check(self, value):
+        if isinstance(value, str) and value.startswith(SCRIPT_PREFIX):
+            if not value[len(SCRIPT_PREFIX):].strip():
+                raise ValueError(f"{SCRIPT_PREFIX} needs the script's path: {SCRIPT_PREFIX}PATH")
+            return value
+        try:
+            return super().check(value)
+        except ValueError as e:
+            raise ValueError(f"{e}; or {SCRIPT_PREFIX}PATH, your own shell script") from None
+
+    parse = check
+
+
+@dataclass(frozen=True)
+class Text:
+    """Any text, e.g. a path read later."""
+
+    annotation = str
+
+    def check(self, value):
         return value
 
     parse = check
@@ -129,9 +159,13 @@ SETTINGS = (
             {"crash": "xfs", "matrix": "xfs,ext4"}, many=("matrix",), case="matrix.fs"),
     Setting("mode", Choice("mode", lambda: MODES), "barrier / write-cache mode",
             {"crash": "barrier", "matrix": "barrier,nobarrier,nocache"}, many=("matrix",), case="matrix.modes"),
-    Setting("workload", Choice("workload", lambda: WORKLOADS), "what runs in the guest",
+    Setting("workload", WorkloadName("workload", lambda: WORKLOADS),
+            f"what runs in the guest: a built-in workload or {SCRIPT_PREFIX}PATH, your own shell script",
             {"crash": "fsync-files", "matrix": "tree-extract,fsync-files"}, many=("matrix",),
             case="matrix.workloads"),
+    Setting("check_script", Text(), f"with a {SCRIPT_PREFIX}PATH workload: the shell script that checks each "
+            "recovered filesystem and prints 'lost ID REASON' and 'inconsistent REASON' lines",
+            {"crash": "", "matrix": ""}, case="crash.check_script", case_default=""),
     Setting("models", Spelled(_model), "power-loss models, comma-separated: prefix, drop-unflushed, reorder, "
             "cache[:MiB[:fifo|elevator|random]], torn; +lying to ignore flushes",
             {"crash": "reorder", "matrix": DEFAULT_MODEL}, many=("crash", "matrix"), case="crash.models",

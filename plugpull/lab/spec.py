@@ -5,14 +5,15 @@ trigger, looked up once).
     plan = CrashSpec(fs="xfs", mode="nobarrier", models=("reorder",)).resolve()
 """
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.guest.config import Bus
 from plugpull.lab.fs import Filesystem, Mode, filesystem, mode as mode_named
 from plugpull.lab.record import Trigger
 from plugpull.lab.testbed import BedSpec
-from plugpull.lab.workloads import Workload, workload as workload_named
+from plugpull.lab.workloads import SCRIPT_PREFIX, Script, Workload, read_script, workload as workload_named
 from plugpull.powerloss.models import ModelSpec, cut_points, parse_model
 
 
@@ -31,6 +32,7 @@ class CrashSpec:
     cuts: str = ""  # cut points: "" = `states` seeded ones and the kill point; else a cut_points spec
     batch: int = 16  # crash states per checker guest boot
     workers: int = 0  # checker guests at once; 0: one per core (at most 2)
+    check_script: str = ""  # the path, until `load_user_scripts` reads it into `params`
 
     def __post_init__(self):
         object.__setattr__(self, "bus", Bus(self.bus))
@@ -46,6 +48,8 @@ class CrashSpec:
 
     def resolve(self) -> "CrashPlan":
         """The plan with every name looked up; UsageError names what is wrong."""
+        if self.workload.startswith(SCRIPT_PREFIX) or self.check_script:
+            raise UsageError("the user's scripts are not read yet (spec.load_user_scripts)")
         mode = mode_named(self.mode)
         models = []
         for text in self.models:
@@ -93,3 +97,22 @@ class CrashPlan:
     @property
     def recording_bed(self) -> BedSpec:
         return BedSpec(self.fs, self.recording_mode, self.workload, self.spec.disk_mib, self.spec.bus)
+
+
+def load_user_scripts(spec: CrashSpec, base: Path) -> CrashSpec:
+    """The spec with a `script:PATH` workload and its check script read from their files
+    (relative to `base`) into the workload's parameters: the run is named by their content,
+    not their paths, and a saved state replays without them. UsageError (one line) if a
+    file is missing, not a regular file or unreadable, or the check script is missing."""
+    if not spec.workload.startswith(SCRIPT_PREFIX):
+        if spec.check_script:
+            raise UsageError(f"--check-script is for a {SCRIPT_PREFIX}PATH workload, not {spec.workload}")
+        return spec
+    if not spec.check_script:
+        raise UsageError(f"{spec.workload} needs a check script (--check-script PATH): without one no "
+                         "acknowledged operation can be checked (one that prints nothing and exits 0 "
+                         "judges the states by recovery mount and fsck alone)")
+    text = read_script(base / spec.workload[len(SCRIPT_PREFIX):], "workload script")
+    check = read_script(base / spec.check_script, "check script")
+    params = {**dict(spec.params), "text": text, "check": check}
+    return replace(spec, workload=Script.name, params=tuple(params.items()), check_script="")

@@ -1,5 +1,6 @@
 """The result types, as frozen dataclasses with to_json/from_json."""
 
+import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields
@@ -70,7 +71,10 @@ def _lenient(cls, doc: dict, **given):
 
 
 def param_text(value) -> str:
-    """A workload parameter's value as a title or a key shows it: strings as they are."""
+    """A workload parameter's value as a title or a key shows it: strings as they are, but a
+    text of several lines (a user's script) by its digest."""
+    if isinstance(value, str) and "\n" in value:
+        return "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:12]
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 

@@ -50,6 +50,7 @@ class Workload:
     name = ""
     collect = "tar"
     metadata_heavy = False
+    user_supplied = False  # the user's own script: its failures are bad input, not the harness's
 
     def params(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
