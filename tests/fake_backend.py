@@ -34,12 +34,14 @@ class Outcome:
     mount_rc: int = 0
     fsck_rc: int = 0
     files: dict = field(default_factory=dict)
+    umount_rc: int = 0
 
     def report(self, collect: str) -> str:
         lines = [f"mount_rc={self.mount_rc}"]
         if self.mount_rc == 0:
             status = self.files.get("check-script.rc", b"0").decode() if collect == "script" else "0"
-            lines += ["collect_rc=skipped" if collect == "none" else f"collect_rc={status}", "umount_rc=0"]
+            lines += ["collect_rc=skipped" if collect == "none" else f"collect_rc={status}",
+                      f"umount_rc={self.umount_rc}"]
         mount_error = "" if self.mount_rc == 0 else "mount: /mnt/check: wrong fs type, bad superblock"
         lines += [f"fsck_rc={self.fsck_rc}", "---fsck", "---mount", mount_error, "---dmesg"]
         return "\n".join(lines) + "\n"

@@ -123,7 +123,8 @@ class Checker:
     def _check_chunk(self, chunk: list[tuple], progress) -> list[Observation]:
         """Check a chunk of (index, state, collect) in one guest. If the guest fails on a
         state, its console judges that state (`_failed_on`) and the rest go to a fresh guest;
-        if it never came up, all of them are infra-errors."""
+        if it never came up, all of them are infra-errors. After a failed unmount the rest go
+        to a fresh guest too."""
         images = [p for _, state, _ in chunk for p in state.images]
         spec = MachineSpec(disks=tuple(DiskSpec(p, Bus.SCSI, True, host_flush=False, snapshot=True)
                                        for p in images))
@@ -143,9 +144,12 @@ class Checker:
                         raise InfraError("checking was stopped")
                     console.set_mark()
                     logdev = devices[lun + 1] if state.log_disk else None
-                    out.append(self.check_one(m, devices[lun], collect, logdev, self.hooks.get(index, "")))
+                    obs = self.check_one(m, devices[lun], collect, logdev, self.hooks.get(index, ""))
+                    out.append(obs)
                     lun += len(state.images)
                     _tick(progress)
+                    if obs.umount_rc not in (0, None):
+                        break  # still mounted: the next state, with the same UUID, would not mount beside it
         except (GuestError, LaunchError, InfraError) as e:
             if self._stop.is_set():
                 raise
@@ -153,11 +157,11 @@ class Checker:
             for failed in casualties:
                 out.append(failed)
                 _tick(progress)
-            if len(out) < len(chunk):
-                out += self._check_chunk(chunk[len(out):], progress)
         finally:
             self._running.discard(machine)
             shutil.rmtree(scratch, ignore_errors=True)
+        if len(out) < len(chunk):
+            out += self._check_chunk(chunk[len(out):], progress)
         return out
 
     def _failed_on(self, error: Exception, console: ConsoleWatch) -> Observation:
