@@ -18,6 +18,7 @@ from plugpull.lab.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Lost, Step,
 from plugpull.lab.workloads.bench import (FIO_JOBS, BigCopy, Bonnie, Fio, SmallFiles, TreeCopy, TreeExtract,
                                           TreeRemove)
 from plugpull.lab.workloads.oracle import FsyncAppend, FsyncFiles, Sqlite
+from plugpull.lab.workloads.params import check_params
 
 __all__ = ["ACK_PORT", "DIR", "PAYLOAD_DEV", "FIO_JOBS", "WORKLOADS", "BigCopy", "Bonnie", "Fio", "FsyncAppend",
            "FsyncFiles", "Lost", "SmallFiles", "Sqlite", "Step", "TreeCopy", "TreeExtract", "TreeRemove",
@@ -33,6 +34,7 @@ def workload(name: str, **params) -> Workload:
         cls = WORKLOADS[name]
     except KeyError:
         raise UsageError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}") from None
+    check_params(name, cls, params)
     try:
         return cls(**params)
     except TypeError as e:
