@@ -5,13 +5,25 @@ refused before a guest boots: a probe that reaches a boot fails here."""
 import gzip
 import json
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
+from fake_backend import FakeBackend, Plan
 from plugpull import cli
+from plugpull.errors import LaunchError, NothingChecked
+from plugpull.guest import rig as rig_mod
+from plugpull.guest.accel import Decision
+from plugpull.guest.config import Accel
+from plugpull.guest.image import GuestImage
+from plugpull.guest.kernel import kernel_format
+from plugpull.lab.crash import load_record, refuse_vacuous, saved_record
+from plugpull.lab.record import Record
+from plugpull.lab.verdict import Ack
+from plugpull.lab.workloads import Bonnie, FsyncFiles, Sqlite
+from plugpull.lab.workloads.params import promised_acks
 from plugpull.powerloss.writelog import LogWriter
 
 TMP = "{tmp}"
@@ -245,3 +257,126 @@ def test_bad_input_is_refused_in_one_line(probe, sandbox, capsys):
     assert probe.names in lines[0], err
     assert _tree(sandbox) == before, "the probe created files"
     assert not (sandbox.parent / "cache").exists()
+
+
+# --- what happens past the checks ------------------------------------------------------------
+
+def _raising(error: BaseException):
+    def command(args):
+        raise error
+    return command
+
+
+@pytest.mark.parametrize("error, line", [
+    (OSError(28, "No space left on device", "/results/x/state.img"), "No space left on device: /results/x/state.img"),
+    (ZeroDivisionError("division by zero"), "ZeroDivisionError: division by zero"),
+    (NothingChecked("the recording holds none of the 40 acks"), "none of the 40 acks"),
+])
+def test_an_error_that_is_no_verdict_exits_3_in_one_line(error, line, monkeypatch, capsys):
+    monkeypatch.setattr(cli.guests, "cmd_doctor", _raising(error))
+    assert cli.main(["doctor"]) == 3
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [err.strip()] and line in err and "Traceback" not in err
+
+
+def test_with_v_the_unexpected_error_shows_its_traceback(monkeypatch, capsys):
+    monkeypatch.setattr(cli.guests, "cmd_doctor", _raising(KeyError("state")))
+    assert cli.main(["doctor", "-v"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.strip().splitlines()[-1].endswith("KeyError: 'state'")
+
+
+def test_a_trigger_beyond_the_workloads_acks_warns(sandbox, capsys):
+    with pytest.raises(Booted):
+        cli.main(["crash", "--trigger", "acks:30", "--param", "count=10"])
+    assert "sends only 10 acks" in capsys.readouterr().err
+
+
+def test_a_trigger_within_the_workloads_acks_says_nothing(sandbox, capsys):
+    with pytest.raises(Booted):
+        cli.main(["crash", "--trigger", "acks:30", "--param", "count=30"])
+    assert "sends only" not in capsys.readouterr().err
+
+
+def test_acks_promised_are_counted_from_the_power_cut_script():
+    assert promised_acks(FsyncFiles(count=7)) == 7
+    assert promised_acks(Sqlite(transactions=3)) == 3
+    assert promised_acks(Bonnie()) == 0
+
+
+@pytest.mark.parametrize("wl, acks, refused", [
+    (FsyncFiles(count=3), [], True),
+    (FsyncFiles(count=3), [Ack(1, 10, 2)], False),
+    (Bonnie(), [], False),
+])
+def test_a_recording_without_acks_of_a_workload_that_sends_some_is_no_pass(wl, acks, refused, tmp_path):
+    rec = Record(tmp_path, {}, acks)
+    if refused:
+        with pytest.raises(NothingChecked, match="no crash state could show data loss"):
+            refuse_vacuous(rec, wl, "time:0.1")
+    else:
+        refuse_vacuous(rec, wl, "time:0.1")
+
+
+def test_the_kernel_check_knows_a_bzimage_and_an_elf_vmlinux():
+    bzimage = bytearray(4096)
+    bzimage[0x202:0x206] = b"HdrS"
+    assert kernel_format(bytes(bzimage)) == "bzimage"
+    assert kernel_format(b"\x7fELF" + bytes(60)) == "elf"
+    assert kernel_format(b"#!/bin/sh\n" * 100) is None
+    assert kernel_format(b"") is None
+
+
+def test_a_bzimage_passes_the_kernel_check(sandbox):
+    bzimage = bytearray(4096)
+    bzimage[0x202:0x206] = b"HdrS"
+    (sandbox / "bz").write_bytes(bytes(bzimage))
+    (sandbox / "m").mkdir()
+    with pytest.raises(Booted):
+        cli.main(["crash", "--kernel", str(sandbox / "bz"), "--modules", str(sandbox / "m")])
+
+
+def _recording(where: Path, content: bytes) -> Record:
+    where.mkdir(parents=True)
+    (where / "base.img").write_bytes(bytes(1 << 20))
+    with LogWriter(where / "write.log") as w:
+        w.write(0, content * 512)
+        w.flush()
+    rec = Record(where, {"workload": "fsync-files", "params": {}}, [])
+    rec.save()
+    return rec
+
+
+def test_runs_that_share_an_out_dir_keep_their_own_recordings(tmp_path):
+    out = tmp_path / "out"
+    first, second = _recording(tmp_path / "r1", b"\1" * 8), _recording(tmp_path / "r2", b"\2" * 8)
+    a, b = saved_record(out, first), saved_record(out, second)
+    assert a != b and a.name.startswith("record-") and b.name.startswith("record-")
+    assert saved_record(out, first) == a
+    assert load_record(b, tmp_path / "unpacked").log.read_bytes() == second.log.read_bytes()
+
+
+@pytest.fixture
+def new_image(tmp_path, monkeypatch):
+    """A freshly built image in a cache directory of its own; no KVM probe."""
+    where = tmp_path / "images" / "key"
+    where.mkdir(parents=True)
+    image = GuestImage("key", where / "kernel", where / "initramfs.cpio", "6.1", fresh=True)
+    monkeypatch.setattr(rig_mod, "build_image", lambda kernel: image)
+    monkeypatch.setattr(rig_mod, "resolve_accel", lambda accel, image: Decision(Accel.TCG, "test"))
+    return image
+
+
+def test_an_image_whose_first_boot_fails_leaves_the_cache(new_image):
+    with pytest.raises(LaunchError):
+        rig_mod.prepare_rig(Accel.TCG, None, FakeBackend([Plan(boots=False)]))
+    assert not new_image.kernel.parent.exists()
+
+
+def test_an_image_that_boots_stays_and_a_cached_one_is_not_booted_again(new_image, monkeypatch):
+    backend = FakeBackend()
+    rig_mod.prepare_rig(Accel.TCG, None, backend)
+    assert new_image.kernel.parent.is_dir() and len(backend.guests) == 1
+    monkeypatch.setattr(rig_mod, "build_image", lambda kernel: replace(new_image, fresh=False))
+    rig_mod.prepare_rig(Accel.TCG, None, backend)
+    assert len(backend.guests) == 1
