@@ -19,7 +19,9 @@ from plugpull.guest.accel import Decision
 from plugpull.guest.config import Accel
 from plugpull.guest.image import GuestImage
 from plugpull.guest.kernel import kernel_format
-from plugpull.lab.crash import load_record, refuse_vacuous, saved_record
+from plugpull.lab import matrix as matrix_mod
+from plugpull.lab.crash import load_record, refuse_vacuous, replay, run_crash, saved_record
+from plugpull.lab.spec import CrashSpec
 from plugpull.lab.record import Record
 from plugpull.lab.verdict import Ack
 from plugpull.lab.workloads import Bonnie, FsyncFiles, Sqlite
@@ -262,7 +264,7 @@ def test_bad_input_is_refused_in_one_line(probe, sandbox, capsys):
 # --- what happens past the checks ------------------------------------------------------------
 
 def _raising(error: BaseException):
-    def command(args):
+    def command(*args):
         raise error
     return command
 
@@ -380,3 +382,25 @@ def test_an_image_that_boots_stays_and_a_cached_one_is_not_booted_again(new_imag
     monkeypatch.setattr(rig_mod, "build_image", lambda kernel: replace(new_image, fresh=False))
     rig_mod.prepare_rig(Accel.TCG, None, backend)
     assert len(backend.guests) == 1
+
+
+def test_a_matrix_cell_that_checked_nothing_is_an_error_not_a_pass(tmp_path, monkeypatch):
+    monkeypatch.setattr(matrix_mod, "measure_crash", _raising(NothingChecked("the recording holds no ack")))
+    [cell] = matrix_mod.cells(CrashSpec(), ["xfs"], ["barrier"], ["fsync-files"], throughput=False)
+    image = GuestImage("key", tmp_path / "kernel", tmp_path / "initramfs.cpio", "6.1")
+    result = matrix_mod.run_cell(cell, rig_mod.Rig(image, Accel.TCG, FakeBackend()), tmp_path, tmp_path)
+    assert result.crash is None and result.error.startswith("nothing checked")
+
+
+@pytest.mark.vm
+def test_a_state_of_a_run_that_reused_an_out_dir_replays_as_recorded(rig, tmp_path):
+    """Two runs into one out dir: the second's artifacts rebuild from its own recording."""
+    out = tmp_path / "out"
+    runs = [run_crash(CrashSpec(mode="nobarrier", params=(("count", 8), ("seed", seed)), models=("drop-unflushed",),
+                                states=3, trigger="acks:6", workers=1), rig, out) for seed in (1, 2)]
+    saved = [s for s in runs[1].states if s.artifact]
+    assert saved, "nobarrier lost nothing: no artifact to replay"
+    assert len(list(out.glob("record-*"))) == 2
+    r = replay(Path(saved[-1].artifact), rig, tmp_path / "replay")
+    assert r["digest"] == r["digest_expected"]
+    assert r["verdict"] == saved[-1].verdict
