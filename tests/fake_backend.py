@@ -58,11 +58,16 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Plan:
-    """One guest's behaviour. `dies_after`: commands answered before it dies (None: never).
+    """One guest's behaviour. `dies_after`: commands answered before it dies (None: never);
+    with `hangs`, the next command times out instead and the guest stays up. `console` is
+    what its kernel prints on its console as it dies or hangs; without `dies_after`, once its
+    ack lines have run out (what a recorder reads when the acks stop).
     `ack_lines` are streamed on the ack port; then it closes if `acks_end`, else stays quiet."""
 
     boots: bool = True
     dies_after: int | None = None
+    hangs: bool = False
+    console: str = ""
     ack_lines: tuple[str, ...] = ()
     acks_end: bool = False
 
@@ -77,9 +82,10 @@ def kernel_name(index: int) -> str:
 
 
 class FakeAcks:
-    def __init__(self, lines: tuple[str, ...], ends: bool):
+    def __init__(self, lines: tuple[str, ...], ends: bool, run_out: Callable[[], None] = lambda: None):
         self._pending = list(lines)
         self._ends = ends
+        self._run_out = run_out
         self._stamp: Callable[[], object] = lambda: None
         self.lines: list[StampedLine] = []
 
@@ -94,6 +100,8 @@ class FakeAcks:
             line = StampedLine(self._stamp(), time.monotonic(), self._pending.pop(0))
             self.lines.append(line)
             return line
+        self._run_out()
+        self._run_out = lambda: None
         if self._ends:
             return None
         time.sleep(min(timeout or 0.01, 0.01))
@@ -125,7 +133,8 @@ class FakeGuest:
             self._gone = True
             raise LaunchError("guest did not become ready: fake guest never boots", ["fake"], 1, "no console")
         self._booted, self.boot_seconds = True, 0.0
-        self.acks = FakeAcks(self.plan.ack_lines, self.plan.acks_end)
+        self.acks = FakeAcks(self.plan.ack_lines, self.plan.acks_end,
+                             lambda: self._print(self.plan.console if self.plan.dies_after is None else ""))
         return self
 
     def __exit__(self, *exc) -> None:
@@ -136,6 +145,9 @@ class FakeGuest:
 
     def run(self, command: str, *args, timeout: float | None = 120.0) -> GuestResult:
         if self.alive() and self.plan.dies_after is not None and len(self.commands) >= self.plan.dies_after:
+            self._print(self.plan.console)
+            if self.plan.hangs:
+                raise GuestTimeout("the guest did not answer in time")
             self._die()
         if not self.alive():
             raise GuestError("guest channel closed (the VM is gone)")
@@ -172,6 +184,11 @@ class FakeGuest:
 
     def detach_disk(self, disk: AttachedDisk) -> None:
         self.run(": detach %s", disk.handle)
+
+    def _print(self, text: str) -> None:
+        if text and self.console_log:
+            with open(self.console_log, "a") as f:
+                f.write(text)
 
     def _die(self) -> None:
         self._gone = True

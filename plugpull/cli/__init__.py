@@ -1,5 +1,6 @@
 """The `plugpull` command. Exit codes: 0 done, 1 a check found a problem, 2 bad input or a
-missing tool (nothing was changed), 3 the harness failed (QEMU died, the guest hung)."""
+missing tool (nothing was changed), 3 the harness failed (QEMU died, a tool failed). A failure
+of the guest kernel under test is a verdict, never exit code 3."""
 
 import argparse
 import signal

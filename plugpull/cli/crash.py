@@ -64,7 +64,7 @@ def warn_unreachable_trigger(spec) -> None:
 
 
 def _print_run(args, run, rig, out: Path) -> int:
-    from plugpull.lab.crash import write_json
+    from plugpull.lab.crash import recording_crashed, write_json
     from plugpull.lab.verdict import Verdict
 
     rows = []
@@ -77,11 +77,14 @@ def _print_run(args, run, rig, out: Path) -> int:
     print(f"record {t.record_s:.1f} s, check {t.check_s:.1f} s "
           f"({t.states_per_minute:.0f} states/min, {rig.accel})")
     unsafe = [s for s in run.states if s.verdict not in ("clean", "infra-error")]
-    if unsafe:
+    if any(s.artifact for s in unsafe):
         print(f"artifacts of the {len(unsafe)} states that are not clean: {out / 'states'}")
     if args.json:
         write_json(args.json, run.to_json())
         print(f"results: {args.json}")
+    if recording_crashed(run):
+        print(f"{run.states[0].reason}\n(console: {out / 'recording-console.log'})")
+        return EXIT_FOUND
     if run.summary["infra-error"]:
         return EXIT_INFRA
     return EXIT_FOUND if unsafe and args.fail_on_unsafe else EXIT_OK

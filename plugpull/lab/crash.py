@@ -38,6 +38,8 @@ from plugpull.powerloss.writelog import LogFormatError, iter_entries, read_super
 
 log = logging.getLogger(__name__)
 
+RECORDING = "recording"  # the model of the one result of a run whose recording guest crashed
+
 
 def state_cuts(entries, n: int, seed: int) -> list[int]:
     """N distinct cut points (fewer if the log is shorter): the live kill point, the end of
@@ -64,6 +66,8 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
         log.info(f"recording {spec.workload} on {spec.fs} ({spec.mode}, {spec.bus}), power cut at {spec.trigger} ...")
         rec = record(work / "record", plan.recording_bed, plan.trigger, rig)
         recorded = time.monotonic()
+        if "kernel_crash" in rec.meta:
+            return recording_crash(spec, rec, out_dir, recorded - started)
         written = rec.meta["log"]
         log.info(f"recorded {len(rec.acks)} acks, {written['writes']} writes, {written['flushes']} flushes "
                  f"in {rec.meta['workload_seconds']:.1f} s")
@@ -91,6 +95,26 @@ def refuse_vacuous(rec: Record, wl, trigger: str) -> None:
                              "could show data loss, so none was checked")
 
 
+def recording_crash(spec: CrashSpec, rec: Record, out_dir: Path, record_s: float) -> CrashRun:
+    """The guest kernel failed while the workload ran: no states are built, and the run's one
+    result is the recording's, model `recording`, verdict kernel-crash, with the console's
+    words; the whole console log is kept as recording-console.log."""
+    trouble = rec.meta["kernel_crash"]
+    shutil.copyfile(rec.dir / "console.log", out_dir / "recording-console.log")
+    result = StateResult(
+        fs=spec.fs, mode=spec.mode, workload=spec.workload, model=RECORDING, seed=spec.seed,
+        cut=rec.meta["log"]["entries"], verdict=str(Verdict.KERNEL_CRASH),
+        reason=f"while recording: kernel {trouble['kind']}: {trouble['line']}"[:300],
+        acks_required=0, acks_lost=0, fsck_rc=-1, kernel_excerpt=trouble["excerpt"],
+    )
+    return CrashRun(spec=spec.to_json(), record={k: v for k, v in rec.meta.items() if k != "acks"},
+                    states=(result,), timing=CrashTiming(record_s=record_s, check_s=0.0, states_per_minute=0.0))
+
+
+def recording_crashed(run: CrashRun) -> bool:
+    return any(s.model == RECORDING for s in run.states)
+
+
 def crash_cuts(rec: Record, entries, spec: CrashSpec) -> list[tuple[int, int | None]]:
     """The cut points of a run: (cut, cut in the external log disk's log or None)."""
     if rec.two_disks:
@@ -115,6 +139,7 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
             fs=spec.fs, mode=spec.mode, workload=spec.workload, model=model, seed=spec.seed, cut=cut,
             verdict=str(v.verdict), reason=v.reason, acks_required=len(required), acks_lost=len(v.lost),
             fsck_rc=obs.fsck_rc, lost=[asdict(l) for l in v.lost[:20]], cut2=cut2,
+            kernel_excerpt=obs.kernel_excerpt or None,
         )
         if v.verdict is not Verdict.CLEAN:
             record_dir = record_dir or saved_record(out_dir, rec)
@@ -155,7 +180,8 @@ def save_artifact(out_dir: Path, record_dir: Path, result: StateResult, state: C
     where = out_dir / "states" / name
     where.mkdir(parents=True, exist_ok=True)
     doc = {**asdict(result), "record": os.path.relpath(record_dir, where), "digest": state.digest(),
-           "evidence": {"fsck": obs.fsck_output, "mount": obs.mount_error, "kernel": obs.kernel_log}}
+           "evidence": {"fsck": obs.fsck_output, "mount": obs.mount_error, "kernel": obs.kernel_log,
+                        "kernel_crash": obs.kernel_excerpt}}
     write_json(where / "state.json", doc)
     return where
 

@@ -55,6 +55,8 @@ class Observation:
     fsck_output: str = ""
     kernel_log: str = ""
     infra_error: str = ""
+    kernel_crash: str = ""  # the kernel under test failed on the state: what it said, in a line
+    kernel_excerpt: str = ""  # and the console or kernel log lines around it
 
 
 def sums_of(text: str) -> dict[str, str]:
@@ -92,7 +94,10 @@ class StateVerdict:
 
 def classify(fs: Filesystem, obs: Observation, workload, required: list[int]) -> StateVerdict:
     """The verdict on one state. A failure of the checker itself is an infra-error, never a
-    filesystem verdict; otherwise the worst finding wins: unmountable, fs-corrupt, data-loss."""
+    filesystem verdict; otherwise the worst finding wins: kernel-crash, unmountable, fs-corrupt,
+    data-loss."""
+    if obs.kernel_crash:
+        return StateVerdict(Verdict.KERNEL_CRASH, obs.kernel_crash)
     if obs.infra_error:
         return StateVerdict(Verdict.INFRA_ERROR, obs.infra_error)
     if obs.mount_rc != 0:

@@ -177,6 +177,7 @@ class StateResult(_Fields):
     lost: list = field(default_factory=list)
     artifact: str | None = None
     cut2: int | None = None  # the cut in the external log disk's write log (extlog mode)
+    kernel_excerpt: str | None = None  # kernel-crash: the guest kernel's words, from its console or log
 
 
 def _verdict_field(verdict: str) -> str:
