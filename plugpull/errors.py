@@ -2,6 +2,7 @@
 
     PlugpullError
      +-- UsageError        bad input from the user (CLI exit code 2)
+     +-- NothingChecked    a run that could not test what it promised: no verdict (exit 3)
      +-- InfraError        the rig broke; never a filesystem verdict
           +-- ToolMissing      a host program or file plugpull needs is absent
           +-- ImageError       the guest image could not be built
@@ -17,6 +18,11 @@ class PlugpullError(Exception):
 
 class UsageError(PlugpullError):
     pass
+
+
+class NothingChecked(PlugpullError):
+    """The run went through, but nothing it checked could have failed: a recording with no
+    ack of a workload that promises acks. Reported as such, never as clean states."""
 
 
 class InfraError(PlugpullError):

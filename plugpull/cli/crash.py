@@ -1,15 +1,18 @@
 """`plugpull crash` and `plugpull replay`: pull the plug, judge the states, recheck one."""
 
+import logging
 import shutil
 import time
 from pathlib import Path
 
-from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, kernel_source,
-                                 parse_params, print_table)
+from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output,
+                                 kernel_source, parse_params, print_table)
 from plugpull.errors import UsageError
 from plugpull.guest.rig import prepare_rig
 from plugpull.lab.settings import add_options
 from plugpull.log import run_log
+
+log = logging.getLogger(__name__)
 
 
 def add_parsers(sub) -> None:
@@ -28,20 +31,42 @@ def add_parsers(sub) -> None:
 
 
 def cmd_crash(args) -> int:
-    from plugpull.lab.crash import recording_crashed, run_crash, write_json
+    from plugpull.lab.crash import run_crash
     from plugpull.lab.settings import settings_of
     from plugpull.lab.spec import CrashSpec, load_user_scripts
-    from plugpull.lab.verdict import Verdict
 
     spec = load_user_scripts(CrashSpec(params=tuple(parse_params(args.param)),
                                        **{s.key: getattr(args, s.key) for s in settings_of("crash")}), Path("."))
-    spec.validate()
+    warn_unreachable_trigger(spec)
     out = args.out or Path("results") / f"crash-{args.fs}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if args.json and args.json.exists() and args.json.is_dir():
-        raise UsageError(f"--json {args.json} is a directory")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is not a directory")
+    if args.json:
+        checked_output(args.json, "--json")
+    kernel = kernel_source(args)
     with run_log(out / "crash.log"):
-        rig = prepare_rig(args.accel, kernel_source(args))
+        rig = prepare_rig(args.accel, kernel)
         run = run_crash(spec, rig, out)
+    return _print_run(args, run, rig, out)
+
+
+def warn_unreachable_trigger(spec) -> None:
+    """Check the spec; say so when its trigger waits for more acks than the workload sends."""
+    from plugpull.lab.workloads.params import promised_acks
+
+    plan = spec.resolve()
+    if plan.trigger.kind != "acks":
+        return
+    promised = promised_acks(plan.workload)
+    if promised < plan.trigger.value:
+        log.warning(f"warning: --trigger {spec.trigger}: {spec.workload} sends only {promised} acks; "
+                    "the plug is pulled when it ends")
+
+
+def _print_run(args, run, rig, out: Path) -> int:
+    from plugpull.lab.crash import recording_crashed, write_json
+    from plugpull.lab.verdict import Verdict
+
     rows = []
     for model in dict.fromkeys(s.model for s in run.states):
         states = [s for s in run.states if s.model == model]
@@ -66,15 +91,17 @@ def cmd_crash(args) -> int:
 
 
 def cmd_replay(args) -> int:
-    from plugpull.lab.crash import replay
+    from plugpull.lab.crash import load_state, replay
     from plugpull.paths import make_tempdir
 
     if not (args.dir / "state.json").is_file():
         raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
-    rig = prepare_rig(args.accel, kernel_source(args))
+    kernel = kernel_source(args)
     scratch = make_tempdir("replay")
     try:
-        r = replay(args.dir, rig, scratch)
+        saved = load_state(args.dir, scratch)
+        rig = prepare_rig(args.accel, kernel)
+        r = replay(args.dir, rig, scratch, saved)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     same_image = r["digest"] == r["digest_expected"]

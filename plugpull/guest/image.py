@@ -77,6 +77,7 @@ class GuestImage:
     initramfs: Path
     kernel_release: str
     manifest: dict = field(default_factory=dict, compare=False)
+    fresh: bool = field(default=False, compare=False)  # built by this call, no guest booted from it yet
 
 
 def host_kernel() -> KernelSource:
@@ -330,6 +331,7 @@ def build_image(kernel: KernelSource | None = None, recipe: Recipe | None = None
     key = cache_key(recipe, kernel, plan)
     root = root or cache_dir() / "images"
     final = root / key
+    fresh = False
     if not (final / "manifest.json").is_file():
         root.mkdir(parents=True, exist_ok=True)
         with open(root / ".lock", "w") as lock:
@@ -337,8 +339,9 @@ def build_image(kernel: KernelSource | None = None, recipe: Recipe | None = None
             if not (final / "manifest.json").is_file():
                 _build_into(final, plan, kernel, recipe, key)
                 prune_cache(root, keep=KEEP_IMAGES)
+                fresh = True
     manifest = json.loads((final / "manifest.json").read_text())
-    return GuestImage(key, final / "kernel", final / "initramfs.cpio", kernel.release, manifest)
+    return GuestImage(key, final / "kernel", final / "initramfs.cpio", kernel.release, manifest, fresh)
 
 
 def _build_into(final: Path, plan: Plan, kernel: KernelSource, recipe: Recipe, key: str) -> None:

@@ -93,6 +93,12 @@ def _read(path: Path):
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise CaseError(f"{path}: no such case file") from None
+    except IsADirectoryError:
+        raise CaseError(f"{path}: a directory, not a case file") from None
+    except UnicodeDecodeError:
+        raise CaseError(f"{path}: not a text file (a case file is TOML)") from None
+    except OSError as e:
+        raise CaseError(f"{path}: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise CaseError(f"{path}: not valid TOML: {e}") from None
     try:

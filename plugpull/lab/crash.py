@@ -8,14 +8,17 @@ without rerunning the workload.
 """
 
 import gzip
+import hashlib
 import json
 import logging
 import os
 import shutil
 import time
+import zlib
 from dataclasses import asdict
 from pathlib import Path
 
+from plugpull.errors import InfraError, NothingChecked, ToolMissing, UsageError
 from plugpull.lab.checker import Checker, default_workers
 from plugpull.lab.spec import CrashSpec
 from plugpull.guest.rig import Rig
@@ -30,7 +33,8 @@ from plugpull.lab.record import Record, record
 from plugpull.lab.testbed import run_host, second
 from plugpull.lab.verdict import Verdict
 from plugpull.lab.workloads import workload
-from plugpull.powerloss.writelog import iter_entries
+from plugpull.lab.workloads.params import promised_acks
+from plugpull.powerloss.writelog import LogFormatError, iter_entries, read_superblock
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +71,7 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
         written = rec.meta["log"]
         log.info(f"recorded {len(rec.acks)} acks, {written['writes']} writes, {written['flushes']} flushes "
                  f"in {rec.meta['workload_seconds']:.1f} s")
+        refuse_vacuous(rec, plan.workload, spec.trigger)
         entries = list(iter_entries(rec.log))
         jobs = [(str(model), cut, cut2) for model in plan.models for cut, cut2 in crash_cuts(rec, entries, spec)]
         results = check_states(rec, entries, jobs, spec, rig, work / "states", plan.workload, plan.fs, out_dir)
@@ -78,6 +83,16 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
     finally:
         if not keep_record:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def refuse_vacuous(rec: Record, wl, trigger: str) -> None:
+    """A recording without an ack of a workload that sends some owes nothing: every state would
+    be judged clean without its oracle being asked, so the run stops here instead."""
+    promised = promised_acks(wl)
+    if promised and not rec.acks:
+        raise NothingChecked(f"the recording holds none of the {promised} acks {wl.name} sends "
+                             f"(the power was cut at {trigger} before its first): no crash state "
+                             "could show data loss, so none was checked")
 
 
 def recording_crash(spec: CrashSpec, rec: Record, out_dir: Path, record_s: float) -> CrashRun:
@@ -118,6 +133,7 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
     bar = Progress("checking states", len(jobs))
     judged = judge(rec, jobs, checker, wl, spec.seed, state_dir, entries, progress=bar.advance)
     results: list[StateResult] = []
+    record_dir = None
     for (model, cut, cut2), (v, obs, state, required) in zip(jobs, judged):
         result = StateResult(
             fs=spec.fs, mode=spec.mode, workload=spec.workload, model=model, seed=spec.seed, cut=cut,
@@ -126,7 +142,8 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
             kernel_excerpt=obs.kernel_excerpt or None,
         )
         if v.verdict is not Verdict.CLEAN:
-            artifact = save_artifact(out_dir, rec, result, state, obs)
+            record_dir = record_dir or saved_record(out_dir, rec)
+            artifact = save_artifact(out_dir, record_dir, result, state, obs)
             result = StateResult(**{**asdict(result), "artifact": str(artifact)})
         log.debug("%s cut %s%s: %s, %s (%d acks owed, %d lost, fsck rc %d)", model, cut,
                   "" if cut2 is None else f" and {cut2}", result.verdict, result.reason, len(required),
@@ -136,11 +153,27 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
     return results
 
 
-def save_artifact(out_dir: Path, rec: Record, result: StateResult, state: CrashState, obs) -> Path:
-    """A state directory with what rebuilds and rechecks it; the record is stored once per run."""
-    record_dir = out_dir / "record"
+def record_digest(rec: Record) -> str:
+    """What names a recording in an out dir: the sha256 of its record.json and write logs."""
+    h = hashlib.sha256()
+    for path in (rec.dir / "record.json", rec.log, *([second(rec.log)] if rec.two_disks else [])):
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def saved_record(out_dir: Path, rec: Record) -> Path:
+    """The run's recording in `out_dir`, saved once: `record-DIGEST`, so that a run that reuses
+    an out dir never pairs its states with another run's recording."""
+    record_dir = out_dir / f"record-{record_digest(rec)}"
     if not (record_dir / "record.json").is_file():
         save_record(rec, record_dir)
+    return record_dir
+
+
+def save_artifact(out_dir: Path, record_dir: Path, result: StateResult, state: CrashState, obs) -> Path:
+    """A state directory with what rebuilds and rechecks it, pointing at its run's record."""
     name = f"{result.model.replace(':', '_').replace('+', '_')}-cut{result.cut}"
     if result.cut2 is not None:
         name += f"-{result.cut2}"
@@ -167,28 +200,82 @@ def save_record(rec: Record, dest: Path) -> None:
 
 
 def load_record(saved: Path, scratch: Path) -> Record:
-    """Unpack a saved record into scratch as a raw base image and a plain log."""
+    """Unpack a saved record into scratch as a raw base image and a plain log; a UsageError
+    names the file that is missing or damaged."""
     scratch.mkdir(parents=True, exist_ok=True)
+    _need(saved / "record.json", saved / "base.qcow2", saved / "write.log.gz")
     for stem in ("base", "base2"):
         if (saved / f"{stem}.qcow2").is_file():
-            run_host(["qemu-img", "convert", "-f", "qcow2", "-O", "raw", str(saved / f"{stem}.qcow2"),
-                      str(scratch / f"{stem}.img")])
+            _unpack_image(saved / f"{stem}.qcow2", scratch / f"{stem}.img")
     for name in ("write.log", "write2.log"):
         if (saved / f"{name}.gz").is_file():
-            with gzip.open(saved / f"{name}.gz", "rb") as src, open(scratch / name, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
+            _unpack_log(saved / f"{name}.gz", scratch / name)
     shutil.copy(saved / "record.json", scratch / "record.json")
-    return Record.load(scratch)
+    try:
+        rec = Record.load(scratch)
+        workload(rec.meta["workload"], **rec.meta["params"])
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise UsageError(f"{saved / 'record.json'}: not a plugpull record ({describe_bad(e)})") from None
+    return rec
+
+
+def _need(*paths: Path) -> None:
+    for path in paths:
+        if not path.is_file():
+            raise UsageError(f"{path}: missing from the saved crash state")
+
+
+def _unpack_image(qcow2: Path, raw: Path) -> None:
+    try:
+        run_host(["qemu-img", "convert", "-f", "qcow2", "-O", "raw", str(qcow2), str(raw)])
+    except InfraError as e:
+        if isinstance(e, ToolMissing):
+            raise
+        raise UsageError(f"{qcow2}: not a readable qcow2 image") from None
+
+
+def _unpack_log(packed: Path, log: Path) -> None:
+    try:
+        with gzip.open(packed, "rb") as src, open(log, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        with open(log, "rb") as f:
+            read_superblock(f)
+    except (OSError, EOFError, zlib.error, LogFormatError) as e:
+        raise UsageError(f"{packed}: damaged ({describe_bad(e)})") from None
+
+
+def describe_bad(error: Exception) -> str:
+    return f"no {error}" if isinstance(error, KeyError) else str(error).splitlines()[0]
+
+
+STATE_KEYS = ("fs", "model", "cut", "seed", "digest", "verdict", "record")
+
+
+def load_state(state_dir: Path, scratch: Path) -> tuple[dict, Record]:
+    """A saved state's state.json and its unpacked record, checked before any guest boots."""
+    path = state_dir / "state.json"
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise UsageError(f"{path}: not readable as JSON ({describe_bad(e)})") from None
+    missing = [k for k in STATE_KEYS if k not in doc] if isinstance(doc, dict) else ["everything"]
+    if missing:
+        raise UsageError(f"{path}: not a saved crash state (no {', '.join(missing)})")
+    rec = load_record((state_dir / doc["record"]).resolve(), scratch / "record")
+    end = sum(1 for _ in iter_entries(rec.log))
+    if not isinstance(doc["cut"], int) or not 0 <= doc["cut"] <= end:
+        raise UsageError(f"{path}: cut {doc['cut']!r} is outside the record's log (0..{end})")
+    return doc, rec
 
 
 def write_json(path: Path, doc) -> None:
     atomic_write_json(path, doc)
 
 
-def replay(state_dir: Path, rig: Rig, scratch: Path) -> dict:
-    """Rebuild a saved state from its record, verify its hash, recheck it."""
-    doc = json.loads((state_dir / "state.json").read_text())
-    rec = load_record((state_dir / doc["record"]).resolve(), scratch / "record")
+def replay(state_dir: Path, rig: Rig, scratch: Path, saved: tuple | None = None) -> dict:
+    """Rebuild a saved state from its record, verify its hash, recheck it. `saved`: what
+    `load_state` gave for it, if already loaded."""
+    doc, rec = saved or load_state(state_dir, scratch)
     wl = workload(rec.meta["workload"], **rec.meta["params"])
     checker = Checker(rig, filesystem(doc["fs"]), batch=1)
     job = StateJob(doc["model"], doc["cut"], doc.get("cut2"))

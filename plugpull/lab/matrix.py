@@ -20,7 +20,7 @@ from plugpull.guest.config import Bus
 from plugpull.guest.rig import Rig
 from plugpull.lab.crash import run_crash
 from plugpull.lab.spec import CrashPlan, CrashSpec, load_user_scripts
-from plugpull.errors import InfraError, UsageError
+from plugpull.errors import InfraError, NothingChecked, UsageError
 from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, profile as disk_profile
 from plugpull.lab.testbed import BedSpec
 from plugpull.lab.throughput import measure
@@ -126,6 +126,8 @@ def run_cell(cell: Cell, rig: Rig, work: Path, artifacts: Path) -> CellResult:
             crash = measure_crash(cell, rig, artifacts)
     except InfraError as e:
         error = f"harness failure (not a verdict): {e}"
+    except NothingChecked as e:
+        error = f"nothing checked (not a verdict): {e}"
     return CellResult(key=cell.key(), fs=cell.fs, mode=cell.mode, workload=cell.workload,
                       params=tuple(plan.workload.params().items()), settings=cell.to_json(), env=env, started=started_at,
                       seconds=time.monotonic() - started, throughput=throughput, crash=crash, error=error)

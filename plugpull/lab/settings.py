@@ -23,6 +23,8 @@ from plugpull.powerloss.models import cut_points, parse_model
 # in-flight window log recovery expects, and so finds unmountable states even with barriers.
 DEFAULT_MODEL = "cache:32:random"
 RECORDED_BUSES = (str(Bus.AHCI), str(Bus.IDE))
+# Each checker guest is a QEMU process with its own RAM that keeps a core busy under TCG.
+MAX_WORKERS = 16
 
 
 @dataclass(frozen=True)
@@ -74,21 +76,29 @@ class Text:
 
 @dataclass(frozen=True)
 class Whole:
-    """A whole number of at least `minimum`."""
+    """A whole number of at least `minimum` (and at most `maximum`, if given)."""
 
     minimum: int
+    maximum: int | None = None
     annotation = int
 
+    @property
+    def expected(self) -> str:
+        if self.maximum is None:
+            return f"a whole number >= {self.minimum}"
+        return f"a whole number from {self.minimum} to {self.maximum}"
+
     def check(self, value):
-        if isinstance(value, bool) or not isinstance(value, int) or value < self.minimum:
-            raise ValueError(f"expected a whole number >= {self.minimum}, got {value!r}")
+        if (isinstance(value, bool) or not isinstance(value, int) or value < self.minimum
+                or (self.maximum is not None and value > self.maximum)):
+            raise ValueError(f"expected {self.expected}, got {value!r}")
         return value
 
     def parse(self, text: str):
         try:
             return self.check(int(text))
         except ValueError:
-            raise ValueError(f"expected a whole number >= {self.minimum}, got {text!r}") from None
+            raise ValueError(f"expected {self.expected}, got {text!r}") from None
 
 
 @dataclass(frozen=True)
@@ -183,7 +193,8 @@ SETTINGS = (
     Setting("disk_mib", Whole(64), "size of the disk under test", {"crash": "512", "matrix": "512"},
             case="matrix.disk_mib", case_default=512),
     Setting("batch", Whole(1), "crash states per checker guest boot", {"crash": "16"}),
-    Setting("workers", Whole(0), "checker guests at once (default: one per core, at most 2)", {"crash": "0"}),
+    Setting("workers", Whole(0, MAX_WORKERS), "checker guests at once (default: one per core, at most 2)",
+            {"crash": "0"}),
     Setting("profile", Choice("disk profile", load_profiles),
             "flush and write-through latency of the disk a throughput run stands for "
             "(vmconfig/disks.toml: host, hdd, ssd)", {"matrix": DEFAULT_PROFILE}, case="matrix.profile",

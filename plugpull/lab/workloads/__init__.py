@@ -21,6 +21,7 @@ from plugpull.lab.workloads.bench import (FIO_JOBS, BigCopy, Bonnie, Fio, SmallF
                                           TreeRemove)
 from plugpull.lab.workloads.oracle import FsyncAppend, FsyncFiles, Sqlite
 from plugpull.lab.workloads.script import PREFIX as SCRIPT_PREFIX, CheckScriptError, Script, read_script
+from plugpull.lab.workloads.params import check_params
 
 __all__ = ["ACK_PORT", "DIR", "PAYLOAD_DEV", "FIO_JOBS", "SCRIPT_PREFIX", "WORKLOADS", "BigCopy", "Bonnie",
            "CheckScriptError", "Fio", "FsyncAppend", "FsyncFiles", "Lost", "Script", "SmallFiles", "Sqlite", "Step",
@@ -39,6 +40,7 @@ def workload(name: str, **params) -> Workload:
         cls = {**WORKLOADS, **USER_WORKLOADS}[name]
     except KeyError:
         raise UsageError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)} or {SCRIPT_PREFIX}PATH") from None
+    check_params(name, cls, params)
     try:
         return cls(**params)
     except TypeError as e:
