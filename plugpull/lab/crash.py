@@ -25,7 +25,8 @@ from plugpull.guest.rig import Rig
 from plugpull.powerloss.crashstate import CrashState
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.lab.fs import filesystem
-from plugpull.lab.judge import StateJob, judge
+from plugpull.lab.cutorder import candidates, refuse_too_big, spending_order, within_budget
+from plugpull.lab.judge import StateJob, judge, plan_states
 from plugpull.powerloss.models import cut_points, stable_rng
 from plugpull.progress import Progress
 from plugpull.results import CrashRun, CrashTiming, StateResult
@@ -73,11 +74,13 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
                  f"in {rec.meta['workload_seconds']:.1f} s")
         refuse_vacuous(rec, plan.workload, spec.trigger)
         entries = list(iter_entries(rec.log))
-        jobs = [(str(model), cut, cut2) for model in plan.models for cut, cut2 in crash_cuts(rec, entries, spec)]
+        jobs = crash_jobs(rec, entries, spec, plan.models)
         results = check_states(rec, entries, jobs, spec, rig, work / "states", plan.workload, plan.fs, out_dir)
         checked = time.monotonic()
+        minutes = max(checked - recorded, 1e-9) / 60
         timing = CrashTiming(record_s=recorded - started, check_s=checked - recorded,
-                             states_per_minute=60 * len(results) / max(checked - recorded, 1e-9))
+                             states_per_minute=len(results) / minutes,
+                             distinct_per_minute=len({r.distinct for r in results}) / minutes)
         return CrashRun(spec=spec.to_json(), record={k: v for k, v in rec.meta.items() if k != "acks"},
                         states=tuple(results), timing=timing)
     finally:
@@ -116,30 +119,52 @@ def recording_crashed(run: CrashRun) -> bool:
 
 
 def crash_cuts(rec: Record, entries, spec: CrashSpec) -> list[tuple[int, int | None]]:
-    """The cut points of a run: (cut, cut in the external log disk's log or None)."""
+    """The cut points of a run: (cut, cut in the external log disk's log or None). With a
+    budget or --exhaustive every cut (or every --cuts one); else --states seeded ones."""
+    every = spec.budget or spec.exhaustive
     if rec.two_disks:
-        return pair_cuts(rec.meta["cut_pairs"], spec.states, spec.seed)
+        pairs = [tuple(p) for p in rec.meta["cut_pairs"]]
+        return pairs if every else pair_cuts(pairs, spec.states, spec.seed)
     if spec.cuts:
         return [(c, None) for c in cut_points(entries, spec.cuts, spec.seed)]
+    if every:
+        return [(c, None) for c in range(len(entries) + 1)]
     return [(c, None) for c in state_cuts(entries, spec.states, spec.seed)]
+
+
+def crash_jobs(rec: Record, entries, spec: CrashSpec, models) -> list[StateJob]:
+    """The states of a run, by model then cut. With --budget N, the cuts in the order a budget
+    spends them (cutorder), as far as N distinct states take them; with --exhaustive alone,
+    every cut under every model, refused (UsageError) on a log too big for that."""
+    pool = crash_cuts(rec, entries, spec)
+    if spec.budget:
+        order = spending_order(pool, entries, rec.acks, spec.seed, first=lambda cut: cut[0])
+        kept = within_budget(rec, entries, candidates(models, order), spec.budget, spec.seed)
+        rank = {str(model): i for i, model in enumerate(models)}
+        return sorted(kept, key=lambda job: (rank[job.model], job.cut, job.cut2 or 0))
+    if spec.exhaustive:
+        refuse_too_big(len(pool), len(models))
+    return [StateJob(str(model), cut, cut2) for model in models for cut, cut2 in pool]
 
 
 def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_dir: Path, wl, fs,
                  out_dir: Path) -> list[StateResult]:
-    """Judge every state on the checker guests; save an artifact for each that is not clean."""
+    """Judge every distinct state on the checker guests, each cut by the acks it owes; save
+    an artifact for each cut whose verdict is not clean."""
     checker = Checker(rig, fs, batch=spec.batch, workers=spec.workers or default_workers())
-    log.debug("checking %d crash states: %d per checker boot, %d checkers at once", len(jobs), spec.batch,
-              checker.workers)
-    bar = Progress("checking states", len(jobs))
-    judged = judge(rec, jobs, checker, wl, spec.seed, state_dir, entries, progress=bar.advance)
+    planned = plan_states(rec, jobs, spec.seed, entries)
+    log.debug("checking %d cuts, %d distinct crash states: %d per checker boot, %d checkers at once",
+              len(jobs), len(planned.plans), spec.batch, checker.workers)
+    bar = Progress("checking states", len(planned.plans))
+    judged = judge(rec, jobs, checker, wl, spec.seed, state_dir, entries, progress=bar.advance, planned=planned)
     results: list[StateResult] = []
     record_dir = None
-    for (model, cut, cut2), (v, obs, state, required) in zip(jobs, judged):
+    for (model, cut, cut2), (v, obs, state, required, distinct) in zip(jobs, judged):
         result = StateResult(
             fs=spec.fs, mode=spec.mode, workload=spec.workload, model=model, seed=spec.seed, cut=cut,
             verdict=str(v.verdict), reason=v.reason, acks_required=len(required), acks_lost=len(v.lost),
             fsck_rc=obs.fsck_rc, lost=[asdict(l) for l in v.lost[:20]], cut2=cut2,
-            kernel_excerpt=obs.kernel_excerpt or None,
+            kernel_excerpt=obs.kernel_excerpt or None, distinct=distinct,
         )
         if v.verdict is not Verdict.CLEAN:
             record_dir = record_dir or saved_record(out_dir, rec)
@@ -279,7 +304,7 @@ def replay(state_dir: Path, rig: Rig, scratch: Path, saved: tuple | None = None)
     wl = workload(rec.meta["workload"], **rec.meta["params"])
     checker = Checker(rig, filesystem(doc["fs"]), batch=1)
     job = StateJob(doc["model"], doc["cut"], doc.get("cut2"))
-    [(v, _, state, _)] = judge(rec, [job], checker, wl, doc["seed"], scratch / "states")
+    [(v, _, state, _, _)] = judge(rec, [job], checker, wl, doc["seed"], scratch / "states")
     digest = state.digest()
     state.remove()
     return {"digest": digest, "digest_expected": doc["digest"], "verdict": str(v.verdict),

@@ -14,6 +14,7 @@ from plugpull.errors import UsageError
 from plugpull.guest.config import Bus
 from plugpull.lab.fs import FILESYSTEMS, MODES
 from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
+from plugpull.lab.cutorder import EXHAUSTIVE_MAX
 from plugpull.lab.record import Trigger
 from plugpull.lab.workloads import SCRIPT_PREFIX, WORKLOADS
 from plugpull.powerloss.models import cut_points, parse_model
@@ -120,6 +121,23 @@ class Spelled:
 
 
 @dataclass(frozen=True)
+class Switch:
+    """On when the option is given (a CLI flag without a value; true or false in a case file)."""
+
+    annotation = bool
+
+    def check(self, value):
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true or false, got {value!r}")
+        return value
+
+    def parse(self, text: str):
+        if text not in ("true", "false"):
+            raise ValueError(f"expected true or false, got {text!r}")
+        return text == "true"
+
+
+@dataclass(frozen=True)
 class Setting:
     """`key`: the field in CrashSpec/Cell and the JSON key. `defaults`: per command
     ("crash", "matrix") that has the option. `many`: commands where the option is a
@@ -180,8 +198,13 @@ SETTINGS = (
             "cache[:MiB[:fifo|elevator|random]], torn; +lying to ignore flushes",
             {"crash": "reorder", "matrix": DEFAULT_MODEL}, many=("crash", "matrix"), case="crash.models",
             case_default=(DEFAULT_MODEL,), option="--model"),
-    Setting("states", Whole(1), "crash states per model", {"crash": "30", "matrix": "20"},
-            case="crash.states", case_default=20),
+    Setting("states", Whole(1), "cuts per model, drawn at random with the kill point (without --budget)",
+            {"crash": "30", "matrix": "20"}, case="crash.states", case_default=20),
+    Setting("budget", Whole(0), "distinct crash states per run, drawn from every cut instead of --states: "
+            "the kill point, the cuts just before and after flushes and acks, then the rest at random; "
+            "cuts that share a state come free (0: no budget)", {"crash": "0"}),
+    Setting("exhaustive", Switch(), f"every cut under every model (refused above {EXHAUSTIVE_MAX} "
+            "cuts x models unless --budget caps it)", {"crash": "false"}),
     Setting("seed", Whole(0), "seed of the cut points and the models", {"crash": "1", "matrix": "1"},
             case="crash.seed", case_default=1),
     Setting("trigger", Spelled(Trigger.parse), "when to pull the plug: acks:N, writes:N, time:SECONDS or end",
@@ -229,6 +252,9 @@ def option_type(key: str, command: str):
 def add_options(parser, command: str) -> None:
     """Add the command's options; each value is checked by its row's kind as it is parsed."""
     for s in settings_of(command):
+        if isinstance(s.kind, Switch):
+            parser.add_argument(s.flag, dest=s.key, action="store_true", help=s.help)
+            continue
         typed = option_type(s.key, command)
         default = s.defaults[command]
         parser.add_argument(s.flag, dest=s.key, type=typed, default=typed(default) if default else "",

@@ -24,7 +24,7 @@ class CrashSpec:
     workload: str = "fsync-files"
     params: tuple = ()  # (name, value) pairs for the workload
     models: tuple = ("reorder",)
-    states: int = 30  # per model
+    states: int = 30  # cuts per model, when there is no budget
     seed: int = 1
     trigger: str = "acks:30"
     disk_mib: int = 512
@@ -33,6 +33,8 @@ class CrashSpec:
     batch: int = 16  # crash states per checker guest boot
     workers: int = 0  # checker guests at once; 0: one per core (at most 2)
     check_script: str = ""  # the path, until `load_user_scripts` reads it into `params`
+    budget: int = 0  # distinct states per run, drawn from every cut (cutorder); 0: no budget
+    exhaustive: bool = False  # every cut under every model
 
     def __post_init__(self):
         object.__setattr__(self, "bus", Bus(self.bus))
@@ -68,6 +70,10 @@ class CrashSpec:
             raise UsageError("--disk-mib must be at least 64")
         if self.batch < 1 or self.workers < 0:
             raise UsageError("--batch must be at least 1 and --workers at least 0")
+        if self.budget < 0:
+            raise UsageError("--budget must be at least 0")
+        if self.exhaustive and self.cuts:
+            raise UsageError("--exhaustive takes every cut: not with --cuts")
         if self.cuts:
             try:
                 cut_points([], self.cuts, self.seed)
