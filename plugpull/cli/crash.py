@@ -71,11 +71,11 @@ def _print_run(args, run, rig, out: Path) -> int:
     for model in dict.fromkeys(s.model for s in run.states):
         states = [s for s in run.states if s.model == model]
         counts = {str(v): sum(s.verdict == str(v) for s in states) for v in Verdict}
-        rows.append((args.fs, args.mode, model, len(states), *counts.values()))
-    print_table(("fs", "mode", "model", "states", *(str(v) for v in Verdict)), rows)
+        rows.append((args.fs, args.mode, model, len(states), len({s.distinct for s in states}), *counts.values()))
+    print_table(("fs", "mode", "model", "states", "distinct", *(str(v) for v in Verdict)), rows)
     t = run.timing
-    print(f"record {t.record_s:.1f} s, check {t.check_s:.1f} s "
-          f"({t.states_per_minute:.0f} states/min, {rig.accel})")
+    print(f"record {t.record_s:.1f} s, check {t.check_s:.1f} s ({t.states_per_minute:.0f} states/min, "
+          f"{t.distinct_per_minute or 0:.0f} distinct/min, {run.distinct or 0} distinct in all, {rig.accel})")
     unsafe = [s for s in run.states if s.verdict not in ("clean", "infra-error")]
     if any(s.artifact for s in unsafe):
         print(f"artifacts of the {len(unsafe)} states that are not clean: {out / 'states'}")

@@ -22,11 +22,10 @@ from plugpull.errors import InfraError, NothingChecked, ToolMissing, UsageError
 from plugpull.lab.checker import Checker, default_workers
 from plugpull.lab.spec import CrashSpec
 from plugpull.guest.rig import Rig
-from plugpull.powerloss.crashstate import CrashState
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.lab.fs import filesystem
 from plugpull.lab.cutorder import candidates, refuse_too_big, spending_order, within_budget
-from plugpull.lab.judge import StateJob, judge, plan_states
+from plugpull.lab.judge import StateJob, judge, plan_states, remove_states
 from plugpull.powerloss.models import cut_points, stable_rng
 from plugpull.progress import Progress
 from plugpull.results import CrashRun, CrashTiming, StateResult
@@ -159,6 +158,7 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
     judged = judge(rec, jobs, checker, wl, spec.seed, state_dir, entries, progress=bar.advance, planned=planned)
     results: list[StateResult] = []
     record_dir = None
+    digests: dict[int, str] = {}  # a shared state is hashed once, whichever of its cuts need it
     for (model, cut, cut2), (v, obs, state, required, distinct) in zip(jobs, judged):
         result = StateResult(
             fs=spec.fs, mode=spec.mode, workload=spec.workload, model=model, seed=spec.seed, cut=cut,
@@ -168,13 +168,14 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
         )
         if v.verdict is not Verdict.CLEAN:
             record_dir = record_dir or saved_record(out_dir, rec)
-            artifact = save_artifact(out_dir, record_dir, result, state, obs)
+            digest = digests[distinct] = digests.get(distinct) or state.digest()
+            artifact = save_artifact(out_dir, record_dir, result, digest, obs)
             result = StateResult(**{**asdict(result), "artifact": str(artifact)})
         log.debug("%s cut %s%s: %s, %s (%d acks owed, %d lost, fsck rc %d)", model, cut,
                   "" if cut2 is None else f" and {cut2}", result.verdict, result.reason, len(required),
                   len(v.lost), obs.fsck_rc)
         results.append(result)
-        state.remove()
+    remove_states([j.state for j in judged])
     return results
 
 
@@ -197,14 +198,14 @@ def saved_record(out_dir: Path, rec: Record) -> Path:
     return record_dir
 
 
-def save_artifact(out_dir: Path, record_dir: Path, result: StateResult, state: CrashState, obs) -> Path:
+def save_artifact(out_dir: Path, record_dir: Path, result: StateResult, digest: str, obs) -> Path:
     """A state directory with what rebuilds and rechecks it, pointing at its run's record."""
     name = f"{result.model.replace(':', '_').replace('+', '_')}-cut{result.cut}"
     if result.cut2 is not None:
         name += f"-{result.cut2}"
     where = out_dir / "states" / name
     where.mkdir(parents=True, exist_ok=True)
-    doc = {**asdict(result), "record": os.path.relpath(record_dir, where), "digest": state.digest(),
+    doc = {**asdict(result), "record": os.path.relpath(record_dir, where), "digest": digest,
            "evidence": {"fsck": obs.fsck_output, "mount": obs.mount_error, "kernel": obs.kernel_log,
                         "kernel_crash": obs.kernel_excerpt}}
     write_json(where / "state.json", doc)
