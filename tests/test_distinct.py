@@ -187,3 +187,14 @@ def test_exhaustive_refuses_a_log_too_big_without_a_budget_and_names_the_figure(
 def test_bad_budget_specs(changes, message):
     with pytest.raises(UsageError, match=message):
         CrashSpec(**changes).validate()
+
+
+def test_a_case_file_gives_its_cells_a_budget_and_only_such_cells_name_one(tmp_path):
+    from plugpull.lab.cases import load_case
+    case = tmp_path / "c.toml"
+    case.write_text('title = "t"\n[matrix]\nfs = ["xfs"]\nmodes = ["barrier"]\nworkloads = ["fsync-files"]\n')
+    [plain] = load_case(case).cells
+    case.write_text(case.read_text() + "[crash]\nbudget = 40\n")
+    [budgeted] = load_case(case).cells
+    assert budgeted.spec.budget == 40 and budgeted.to_json()["budget"] == 40
+    assert "budget" not in plain.to_json() and plain.key() != budgeted.key()

@@ -58,13 +58,14 @@ class Cell:
         disk_profile(self.profile)
 
     def to_json(self) -> dict:
-        """The cell's settings as one flat JSON object, as stored in each result line."""
+        """The cell's settings as one flat JSON object, as stored in each result line. A budget
+        only when one is set: the keys of cells without one stay those of earlier results."""
         spec = self.spec
         return {"fs": spec.fs, "mode": spec.mode, "workload": spec.workload, "params": list(spec.params),
                 "bus": str(spec.bus), "disk_mib": spec.disk_mib, "throughput": self.throughput,
                 "crash": self.crash, "states": spec.states, "models": list(spec.models), "seed": spec.seed,
                 "trigger": spec.trigger, "overhead": self.overhead, "profile": self.profile,
-                "real_disk": self.real_disk}
+                "real_disk": self.real_disk, **({"budget": spec.budget} if spec.budget else {})}
 
     def key(self) -> str:
         doc = json.dumps(self.to_json(), sort_keys=True, default=list)

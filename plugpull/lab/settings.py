@@ -202,7 +202,7 @@ SETTINGS = (
             {"crash": "30", "matrix": "20"}, case="crash.states", case_default=20),
     Setting("budget", Whole(0), "distinct crash states per run, drawn from every cut instead of --states: "
             "the kill point, the cuts just before and after flushes and acks, then the rest at random; "
-            "cuts that share a state come free (0: no budget)", {"crash": "0"}),
+            "cuts that share a state come free (0: no budget)", {"crash": "0"}, case="crash.budget", case_default=0),
     Setting("exhaustive", Switch(), f"every cut under every model (refused above {EXHAUSTIVE_MAX} "
             "cuts x models unless --budget caps it)", {"crash": "false"}),
     Setting("seed", Whole(0), "seed of the cut points and the models", {"crash": "1", "matrix": "1"},
