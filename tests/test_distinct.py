@@ -141,7 +141,8 @@ def test_spending_order_keeps_each_events_two_cuts_together():
     entries = hand_log("W" * 9 + ("F" + "W" * 9) * 5)
     order = spending_order(range(len(entries) + 1), entries, [], seed=3)
     firsts = order[1:11]
-    assert all(firsts[i + 1] == firsts[i] + 1 for i in range(0, 10, 2)) and all(entries[c].is_flush for c in firsts[::2])
+    assert all(firsts[i + 1] == firsts[i] + 1 for i in range(0, 10, 2))
+    assert all(entries[c].is_flush for c in firsts[::2])
 
 
 def test_a_budget_caps_distinct_states_and_takes_the_cuts_that_share_them_free(tmp_path):

@@ -133,7 +133,8 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
     doc = _read(path)
     crash = doc.crash
     base = CrashSpec(models=tuple(crash.models), states=crash.states, seed=crash.seed, trigger=crash.trigger,
-                     bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib, check_script=crash.check_script, budget=crash.budget)
+                     bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib, check_script=crash.check_script,
+                     budget=crash.budget)
     todo = cells(base, doc.matrix.fs, doc.matrix.modes, doc.matrix.workloads, _workload_params(path, doc, scale),
                  profile=doc.matrix.profile)
     try:

@@ -2,9 +2,10 @@
 
 The one routine behind the power-cut engine, `replay` and the crash-state benchmark:
 
-    for verdict, observation, state, owed, distinct in judge(rec, [StateJob("reorder", 120)], checker, wl, seed, scratch):
+    judged = judge(rec, [StateJob("reorder", 120), StateJob("prefix", 7)], checker, wl, seed, scratch)
+    for verdict, observation, state, owed, distinct in judged:
         ...
-        state.remove()
+    remove_states([j.state for j in judged])
 
 Cuts whose plans persist the same pieces make one distinct state, built and checked once:
 each cut inherits its observation, and is classified against the acks it owes itself (two
@@ -13,7 +14,6 @@ artifact needs their digest); it removes them (`remove_states`).
 """
 
 import hashlib
-
 from pathlib import Path
 from typing import NamedTuple
 
