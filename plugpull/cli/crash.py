@@ -39,9 +39,15 @@ def cmd_crash(args) -> int:
     out = args.out or Path("results") / f"crash-{args.fs}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
     if args.json and args.json.exists() and args.json.is_dir():
         raise UsageError(f"--json {args.json} is a directory")
-    with run_log(out / "crash.log"):
-        rig = prepare_rig(args.accel, kernel_source(args))
-        run = run_crash(spec, rig, out)
+    fresh = not out.exists()
+    try:
+        with run_log(out / "crash.log"):
+            rig = prepare_rig(args.accel, kernel_source(args))
+            run = run_crash(spec, rig, out)
+    except BaseException:
+        if fresh:
+            drop_if_only_log(out)
+        raise
     rows = []
     for model in dict.fromkeys(s.model for s in run.states):
         states = [s for s in run.states if s.model == model]
@@ -60,6 +66,13 @@ def cmd_crash(args) -> int:
     if run.summary["infra-error"]:
         return EXIT_INFRA
     return EXIT_FOUND if unsafe and args.fail_on_unsafe else EXIT_OK
+
+
+def drop_if_only_log(out: Path) -> None:
+    """A failed run's out dir goes when it holds nothing but the run's log (the error was
+    printed; `--log-file` keeps the log elsewhere)."""
+    if out.is_dir() and {p.name for p in out.iterdir()} <= {"crash.log"}:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def cmd_replay(args) -> int:
