@@ -7,12 +7,15 @@ results, and no scratch left once the next run has started.
 
 import errno
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import threading
 
 import pytest
 from fake_backend import FakeBackend, Plan
@@ -28,7 +31,8 @@ from plugpull.lab.record import Trigger, record
 from plugpull.lab.spec import CrashSpec
 from plugpull.lab.testbed import BedSpec
 from plugpull.lab.workloads import FsyncFiles
-from plugpull.paths import ROOT, make_workdir, our_tempdirs, sweep_stale_workdirs
+from plugpull import paths
+from plugpull.paths import make_workdir, sweep_stale_tempdirs, sweep_stale_workdirs
 from plugpull.powerloss.crashstate import materialize
 from plugpull.space import space_is_fatal
 
@@ -243,3 +247,123 @@ def test_holders_are_read_for_the_device_and_its_partitions(tmp_path, monkeypatc
     monkeypatch.setattr(blockdev, "SYS_DEV_BLOCK", tmp_path / "by-number")
     assert blockdev.holders(Path("/dev/null")) == ["dm-3", "md127 on sdz1"]
     assert blockdev.in_use(Path("/dev/null")) == "held by dm-3, md127 on sdz1"
+
+
+
+# --- a run stopped by a signal or a full disk, in a guest ---------------------------------------
+
+SMALL_RUN = ("--fs", "ext4", "--mode", "barrier", "--disk-mib", "64", "--workers", "1", "--batch", "4",
+             "--model", "prefix")
+EXIT_BY_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129, signal.SIGKILL: -9}
+
+
+class CrashProcess:
+    """`plugpull crash` as a subprocess, its output read as it comes, its QEMU children watched."""
+
+    def __init__(self, results: Path, *argv: str):
+        self.out, self.json, self.tmp = results / "crash-run", results / "run.json", results / "tmp"
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "plugpull", "crash", *argv, "--out", str(self.out), "--json", str(self.json),
+             "-vv"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+            env={**os.environ, "TMPDIR": str(self.tmp)})
+        self.lines: list[str] = []
+        self.seen_qemu: set[int] = set()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def qemu_children(self) -> set[int]:
+        """QEMU processes this run started (its direct children: QEMU runs in a session of its own)."""
+        found = set()
+        for status in Path("/proc").glob("[0-9]*/status"):
+            try:
+                text = status.read_text()
+            except OSError:
+                continue
+            if f"\nPPid:\t{self.proc.pid}\n" in text and "Name:\tqemu-system" in text:
+                found.add(int(status.parent.name))
+        self.seen_qemu |= found
+        return found
+
+    def wait_for(self, text: str, qemu: bool, timeout: float = 240.0) -> None:
+        """Until `text` is in the output (and then a QEMU child is up, with `qemu`)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            if any(text in line for line in self.lines) and (not qemu or self.qemu_children()):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"never saw {text!r}: {''.join(self.lines[-20:])}")
+
+    def finish(self, timeout: float = 120.0) -> int:
+        rc = self.proc.wait(timeout)
+        time.sleep(0.2)
+        return rc
+
+    def qemu_left(self) -> list[int]:
+        return [pid for pid in self.seen_qemu if qemu_alive(pid)]
+
+
+def qemu_alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "Name:\tqemu-system" in status and "State:\tZ" not in status
+
+
+def assert_nothing_left_after_the_next_run(run: CrashProcess, monkeypatch) -> None:
+    """No QEMU, no partial JSON; the temp dirs and scratch are gone once a later run starts."""
+    __tracebackhide__ = True
+    assert run.qemu_left() == [], "QEMU outlived the run"
+    assert not run.json.exists() and not list(run.json.parent.glob(".run.json.*"))
+    monkeypatch.setattr(paths, "temp_root", lambda: run.tmp)
+    sweep_stale_tempdirs()
+    shutil.rmtree(make_workdir(run.out.parent / "next-run"))
+    assert list(run.tmp.iterdir()) == [], "temp dirs left"
+    assert list(run.out.parent.glob("*/.work-*")) == [], "scratch left"
+
+
+@pytest.mark.vm
+@pytest.mark.parametrize("phase", ["recording", "checking"])
+@pytest.mark.parametrize("signum", list(EXIT_BY_SIGNAL), ids=lambda s: signal.Signals(s).name)
+def test_a_signal_stops_the_run_and_leaves_nothing_behind(tmp_path, monkeypatch, signum, phase):
+    count = 400 if phase == "recording" else 4  # the recording outlasts the wait, or ends at once
+    run = CrashProcess(tmp_path / "results", *SMALL_RUN, "--workload", "fsync-files", "--param", f"count={count}",
+                       "--trigger", "end", "--states", "2")
+    run.wait_for("sh /tmp/workload.sh" if phase == "recording" else "checking 2 crash states", qemu=True)
+    os.killpg(run.proc.pid, signum) if signum == signal.SIGINT else os.kill(run.proc.pid, signum)
+    assert run.finish() == EXIT_BY_SIGNAL[signum], "".join(run.lines[-20:])
+    assert not any("Traceback" in line for line in run.lines), "".join(run.lines)
+    if signum != signal.SIGKILL:
+        assert not run.out.exists(), "a run stopped before it saved anything leaves no out dir"
+    assert_nothing_left_after_the_next_run(run, monkeypatch)
+
+
+@pytest.mark.vm
+@AS_ROOT
+def test_disk_full_during_recording_stops_at_once(small_fs, monkeypatch):
+    run = CrashProcess(small_fs(80), *SMALL_RUN, "--workload", "big-copy", "--param", "mib=48",
+                       "--trigger", "end", "--states", "2")
+    assert run.finish(timeout=300) == 3, "".join(run.lines[-20:])
+    errors = [line for line in run.lines if line.startswith("plugpull:")]
+    assert len(errors) == 1 and "no space left on" in errors[0] and "QEMU paused the guest" in errors[0], errors
+    assert not any("Traceback" in line for line in run.lines), "".join(run.lines)
+    assert not run.out.exists()
+    assert_nothing_left_after_the_next_run(run, monkeypatch)
+
+
+@pytest.mark.vm
+@AS_ROOT
+def test_not_enough_space_for_the_states_is_refused_before_building_them(small_fs, monkeypatch):
+    run = CrashProcess(small_fs(80), *SMALL_RUN, "--workload", "fsync-files", "--param", "count=8",
+                       "--trigger", "end", "--states", "30")
+    assert run.finish(timeout=300) == 3, "".join(run.lines[-20:])
+    errors = [line for line in run.lines if line.startswith("plugpull:")]
+    assert len(errors) == 1 and re.search(r"no space left on \S+: building \d+ crash states needs up to "
+                                          r"\d+ MiB, \d+ MiB free", errors[0]), errors
+    assert not any("checking" in line for line in run.lines), "no state was checked"
+    assert not run.out.exists()
+    assert_nothing_left_after_the_next_run(run, monkeypatch)
