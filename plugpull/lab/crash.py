@@ -30,11 +30,13 @@ from plugpull.powerloss.models import cut_points, stable_rng
 from plugpull.progress import Progress
 from plugpull.results import CrashRun, CrashTiming, StateResult
 from plugpull.lab.record import Record, record
-from plugpull.lab.testbed import run_host, second
+from plugpull.lab.testbed import EXTERNAL_LOG_MIB, run_host, second
 from plugpull.lab.verdict import Verdict
 from plugpull.lab.workloads import workload
 from plugpull.lab.workloads.params import promised_acks
+from plugpull.paths import make_workdir
 from plugpull.powerloss.writelog import LogFormatError, iter_entries, read_superblock
+from plugpull.space import MIB, allocated_bytes, require_free, space_is_fatal
 
 log = logging.getLogger(__name__)
 
@@ -57,24 +59,28 @@ def pair_cuts(pairs: list, n: int, seed: int) -> list[tuple[int, int]]:
 
 
 def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = False) -> CrashRun:
+    """Record, cut, judge. The out dir is made only when the run starts writing, and a run
+    that fails leaves none behind unless it saved something there."""
     plan = spec.resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    work = out_dir / ".work"
-    shutil.rmtree(work, ignore_errors=True)
+    require_free(out_dir, recording_need(plan.recording_bed), "recording the disk under test")
+    fresh = not out_dir.exists()
+    work = make_workdir(out_dir)
     started = time.monotonic()
     try:
-        log.info(f"recording {spec.workload} on {spec.fs} ({spec.mode}, {spec.bus}), power cut at {spec.trigger} ...")
-        rec = record(work / "record", plan.recording_bed, plan.trigger, rig)
-        recorded = time.monotonic()
-        if "kernel_crash" in rec.meta:
-            return recording_crash(spec, rec, out_dir, recorded - started)
-        written = rec.meta["log"]
-        log.info(f"recorded {len(rec.acks)} acks, {written['writes']} writes, {written['flushes']} flushes "
-                 f"in {rec.meta['workload_seconds']:.1f} s")
-        refuse_vacuous(rec, plan.workload, spec.trigger)
-        entries = list(iter_entries(rec.log))
-        jobs = [(str(model), cut, cut2) for model in plan.models for cut, cut2 in crash_cuts(rec, entries, spec)]
-        results = check_states(rec, entries, jobs, spec, rig, work / "states", plan.workload, plan.fs, out_dir)
+        with space_is_fatal(out_dir):
+            log.info(f"recording {spec.workload} on {spec.fs} ({spec.mode}, {spec.bus}), power cut at {spec.trigger} ...")
+            rec = record(work / "record", plan.recording_bed, plan.trigger, rig)
+            recorded = time.monotonic()
+            if "kernel_crash" in rec.meta:
+                return recording_crash(spec, rec, out_dir, recorded - started)
+            written = rec.meta["log"]
+            log.info(f"recorded {len(rec.acks)} acks, {written['writes']} writes, {written['flushes']} flushes "
+                     f"in {rec.meta['workload_seconds']:.1f} s")
+            refuse_vacuous(rec, plan.workload, spec.trigger)
+            entries = list(iter_entries(rec.log))
+            jobs = [(str(model), cut, cut2) for model in plan.models for cut, cut2 in crash_cuts(rec, entries, spec)]
+            require_free(work, len(jobs) * state_need(rec), f"building {len(jobs)} crash states")
+            results = check_states(rec, entries, jobs, spec, rig, work / "states", plan.workload, plan.fs, out_dir)
         checked = time.monotonic()
         timing = CrashTiming(record_s=recorded - started, check_s=checked - recorded,
                              states_per_minute=60 * len(results) / max(checked - recorded, 1e-9))
@@ -83,6 +89,20 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
     finally:
         if not keep_record:
             shutil.rmtree(work, ignore_errors=True)
+            if fresh and out_dir.is_dir() and not any(out_dir.iterdir()):
+                out_dir.rmdir()
+
+
+def recording_need(bed) -> int:
+    """Bytes a recording may take before its log grows: the disk image can fill to its size."""
+    return (bed.disk_mib + (EXTERNAL_LOG_MIB if bed.mode.external_log else 0)) * MIB
+
+
+def state_need(rec: Record) -> int:
+    """Bytes one crash state may take: its base image's blocks and every byte the log wrote,
+    at most the disk's size (a state is sparse; all are built before checking starts)."""
+    disks = [(rec.base, rec.log)] + ([(second(rec.base), second(rec.log))] if rec.two_disks else [])
+    return sum(min(os.stat(base).st_size, allocated_bytes(base) + os.stat(log).st_size) for base, log in disks)
 
 
 def refuse_vacuous(rec: Record, wl, trigger: str) -> None:
