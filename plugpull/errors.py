@@ -5,6 +5,7 @@
      +-- NothingChecked    a run that could not test what it promised: no verdict (exit 3)
      +-- InfraError        the rig broke; never a filesystem verdict
           +-- ToolMissing      a host program or file plugpull needs is absent
+          +-- DiskFull         the host has no space left where plugpull writes
           +-- ImageError       the guest image could not be built
           +-- LaunchError      QEMU did not start, or died before the guest was ready
           +-- GuestError       the guest stopped answering, or its channel broke
@@ -34,6 +35,14 @@ class ToolMissing(InfraError):
         self.tool = tool
         self.hint = hint
         super().__init__(f"{tool} is missing" + (f": {hint}" if hint else ""))
+
+
+class DiskFull(InfraError):
+    """No space left (or not enough for what a run will need) on the host, at `path`."""
+
+    def __init__(self, path, detail: str = ""):
+        self.path = path
+        super().__init__(f"no space left on {path}" + (f": {detail}" if detail else ""))
 
 
 class ImageError(InfraError):

@@ -65,7 +65,8 @@ class Plan:
     with `hangs`, the next command times out instead and the guest stays up. `console` is
     what its kernel prints on its console as it dies or hangs; without `dies_after`, once its
     ack lines have run out (what a recorder reads when the acks stop).
-    `ack_lines` are streamed on the ack port; then it closes if `acks_end`, else stays quiet."""
+    `ack_lines` are streamed on the ack port; then it closes if `acks_end`, else stays quiet.
+    `io_error`: the host I/O error the guest reports being paused on (BLOCK_IO_ERROR's data)."""
 
     boots: bool = True
     dies_after: int | None = None
@@ -73,6 +74,7 @@ class Plan:
     console: str = ""
     ack_lines: tuple[str, ...] = ()
     acks_end: bool = False
+    io_error: dict | None = None
 
 
 def kernel_name(index: int) -> str:
@@ -145,6 +147,9 @@ class FakeGuest:
 
     def alive(self) -> bool:
         return self._booted and not self._gone
+
+    def io_error(self) -> dict | None:
+        return self.plan.io_error
 
     def run(self, command: str, *args, timeout: float | None = 120.0) -> GuestResult:
         if self.alive() and self.plan.dies_after is not None and len(self.commands) >= self.plan.dies_after:

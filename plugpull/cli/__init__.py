@@ -37,7 +37,8 @@ def _terminate(signum, frame):
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     setup_logging(args)
-    signal.signal(signal.SIGTERM, _terminate)
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # a lost terminal cleans up as a kill does
+        signal.signal(signum, _terminate)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `plugpull report ... | head` ends quietly
     try:
         return args.func(args)

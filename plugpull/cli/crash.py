@@ -44,9 +44,15 @@ def cmd_crash(args) -> int:
     if args.json:
         checked_output(args.json, "--json")
     kernel = kernel_source(args)
-    with run_log(out / "crash.log"):
-        rig = prepare_rig(args.accel, kernel)
-        run = run_crash(spec, rig, out)
+    fresh = not out.exists()
+    try:
+        with run_log(out / "crash.log"):
+            rig = prepare_rig(args.accel, kernel)
+            run = run_crash(spec, rig, out)
+    except BaseException:
+        if fresh:
+            drop_if_only_log(out)
+        raise
     return _print_run(args, run, rig, out)
 
 
@@ -88,6 +94,13 @@ def _print_run(args, run, rig, out: Path) -> int:
     if run.summary["infra-error"]:
         return EXIT_INFRA
     return EXIT_FOUND if unsafe and args.fail_on_unsafe else EXIT_OK
+
+
+def drop_if_only_log(out: Path) -> None:
+    """A failed run's out dir goes when it holds nothing but the run's log (the error was
+    printed; `--log-file` keeps the log elsewhere)."""
+    if out.is_dir() and {p.name for p in out.iterdir()} <= {"crash.log"}:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def cmd_replay(args) -> int:

@@ -57,21 +57,21 @@ def finish_matrix(ran: list, results: Path, report_dir: Path | None) -> None:
 
 
 def checked_real_disk(device: str, erase: bool) -> str:
-    """A block device the user let plugpull erase, and that nothing has mounted."""
+    """A block device the user let plugpull erase, and that nothing mounts or holds."""
     import stat
+
+    from plugpull.guest.blockdev import in_use
 
     path = Path(device)
     try:
         mode = path.stat().st_mode
+        if not stat.S_ISBLK(mode):
+            raise UsageError(f"--real-disk {device}: not a block device")
+        busy = in_use(path)
     except OSError as e:
         raise UsageError(f"--real-disk {device}: {e.strerror}") from None
-    if not stat.S_ISBLK(mode):
-        raise UsageError(f"--real-disk {device}: not a block device")
-    name = path.resolve().name
-    mounted = [line.split()[0] for line in Path("/proc/mounts").read_text().splitlines()
-               if Path(line.split()[0]).name.startswith(name)]
-    if mounted:
-        raise UsageError(f"--real-disk {device}: in use ({', '.join(mounted)} mounted)")
+    if busy:
+        raise UsageError(f"--real-disk {device}: in use ({busy})")
     if not erase:
         raise UsageError(f"--real-disk {device} is reformatted for every throughput run: "
                          "add --erase-real-disk to say that is fine")

@@ -22,6 +22,7 @@ from plugpull.errors import ImageError, ToolMissing
 from plugpull.guest.kernel import pvh_kernel
 from plugpull.files import atomic_path
 from plugpull.paths import IMAGES_DIR, cache_dir
+from plugpull.space import space_is_fatal
 
 BUILDER_VERSION = "2"
 KEEP_IMAGES = 3
@@ -337,7 +338,8 @@ def build_image(kernel: KernelSource | None = None, recipe: Recipe | None = None
         with open(root / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not (final / "manifest.json").is_file():
-                _build_into(final, plan, kernel, recipe, key)
+                with space_is_fatal(root):
+                    _build_into(final, plan, kernel, recipe, key)
                 prune_cache(root, keep=KEEP_IMAGES)
                 fresh = True
     manifest = json.loads((final / "manifest.json").read_text())

@@ -25,16 +25,18 @@ from plugpull.guest.rig import Rig
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.lab.fs import filesystem
 from plugpull.lab.cutorder import candidates, refuse_too_big, spending_order, within_budget
-from plugpull.lab.judge import StateJob, judge, plan_states, remove_states
+from plugpull.lab.judge import Planned, StateJob, judge, plan_states, remove_states
 from plugpull.powerloss.models import cut_points, stable_rng
 from plugpull.progress import Progress
 from plugpull.results import CrashRun, CrashTiming, StateResult
 from plugpull.lab.record import Record, record
-from plugpull.lab.testbed import run_host, second
+from plugpull.lab.testbed import EXTERNAL_LOG_MIB, run_host, second
 from plugpull.lab.verdict import Verdict
 from plugpull.lab.workloads import workload
 from plugpull.lab.workloads.params import promised_acks
+from plugpull.paths import make_workdir
 from plugpull.powerloss.writelog import LogFormatError, iter_entries, read_superblock
+from plugpull.space import MIB, allocated_bytes, require_free, space_is_fatal
 
 log = logging.getLogger(__name__)
 
@@ -57,24 +59,31 @@ def pair_cuts(pairs: list, n: int, seed: int) -> list[tuple[int, int]]:
 
 
 def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = False) -> CrashRun:
+    """Record, cut, judge. The out dir is made only when the run starts writing, and a run
+    that fails leaves none behind unless it saved something there."""
     plan = spec.resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    work = out_dir / ".work"
-    shutil.rmtree(work, ignore_errors=True)
+    require_free(out_dir, recording_need(plan.recording_bed), "recording the disk under test")
+    fresh = not out_dir.exists()
+    work = make_workdir(out_dir)
     started = time.monotonic()
     try:
-        log.info(f"recording {spec.workload} on {spec.fs} ({spec.mode}, {spec.bus}), power cut at {spec.trigger} ...")
-        rec = record(work / "record", plan.recording_bed, plan.trigger, rig)
-        recorded = time.monotonic()
-        if "kernel_crash" in rec.meta:
-            return recording_crash(spec, rec, out_dir, recorded - started)
-        written = rec.meta["log"]
-        log.info(f"recorded {len(rec.acks)} acks, {written['writes']} writes, {written['flushes']} flushes "
-                 f"in {rec.meta['workload_seconds']:.1f} s")
-        refuse_vacuous(rec, plan.workload, spec.trigger)
-        entries = list(iter_entries(rec.log))
-        jobs = crash_jobs(rec, entries, spec, plan.models)
-        results = check_states(rec, entries, jobs, spec, rig, work / "states", plan.workload, plan.fs, out_dir)
+        with space_is_fatal(out_dir):
+            log.info(f"recording {spec.workload} on {spec.fs} ({spec.mode}, {spec.bus}), power cut at {spec.trigger} ...")
+            rec = record(work / "record", plan.recording_bed, plan.trigger, rig)
+            recorded = time.monotonic()
+            if "kernel_crash" in rec.meta:
+                return recording_crash(spec, rec, out_dir, recorded - started)
+            written = rec.meta["log"]
+            log.info(f"recorded {len(rec.acks)} acks, {written['writes']} writes, {written['flushes']} flushes "
+                     f"in {rec.meta['workload_seconds']:.1f} s")
+            refuse_vacuous(rec, plan.workload, spec.trigger)
+            entries = list(iter_entries(rec.log))
+            jobs = crash_jobs(rec, entries, spec, plan.models)
+            planned = plan_states(rec, jobs, spec.seed, entries)
+            require_free(work, len(planned.plans) * state_need(rec),
+                         f"building {len(planned.plans)} distinct crash states")
+            results = check_states(rec, entries, jobs, spec, rig, work / "states", plan.workload, plan.fs, out_dir,
+                                   planned)
         checked = time.monotonic()
         minutes = max(checked - recorded, 1e-9) / 60
         timing = CrashTiming(record_s=recorded - started, check_s=checked - recorded,
@@ -85,6 +94,20 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
     finally:
         if not keep_record:
             shutil.rmtree(work, ignore_errors=True)
+            if fresh and out_dir.is_dir() and not any(out_dir.iterdir()):
+                out_dir.rmdir()
+
+
+def recording_need(bed) -> int:
+    """Bytes a recording may take before its log grows: the disk image can fill to its size."""
+    return (bed.disk_mib + (EXTERNAL_LOG_MIB if bed.mode.external_log else 0)) * MIB
+
+
+def state_need(rec: Record) -> int:
+    """Bytes one crash state may take: its base image's blocks and every byte the log wrote,
+    at most the disk's size (a state is sparse; all are built before checking starts)."""
+    disks = [(rec.base, rec.log)] + ([(second(rec.base), second(rec.log))] if rec.two_disks else [])
+    return sum(min(os.stat(base).st_size, allocated_bytes(base) + os.stat(log).st_size) for base, log in disks)
 
 
 def refuse_vacuous(rec: Record, wl, trigger: str) -> None:
@@ -147,11 +170,11 @@ def crash_jobs(rec: Record, entries, spec: CrashSpec, models) -> list[StateJob]:
 
 
 def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_dir: Path, wl, fs,
-                 out_dir: Path) -> list[StateResult]:
+                 out_dir: Path, planned: Planned | None = None) -> list[StateResult]:
     """Judge every distinct state on the checker guests, each cut by the acks it owes; save
-    an artifact for each cut whose verdict is not clean."""
+    an artifact for each cut whose verdict is not clean. `planned`: the jobs' plan_states."""
     checker = Checker(rig, fs, batch=spec.batch, workers=spec.workers or default_workers())
-    planned = plan_states(rec, jobs, spec.seed, entries)
+    planned = planned or plan_states(rec, jobs, spec.seed, entries)
     log.debug("checking %d cuts, %d distinct crash states: %d per checker boot, %d checkers at once",
               len(jobs), len(planned.plans), spec.batch, checker.workers)
     bar = Progress("checking states", len(planned.plans))

@@ -154,9 +154,10 @@ def measure_throughput(cell: Cell, plan: CrashPlan, rig: Rig, work: Path) -> Thr
 
 def measure_crash(cell: Cell, rig: Rig, artifacts: Path) -> CrashSummary:
     run = run_crash(cell.spec, rig, artifacts)
-    if any(artifacts.iterdir()):
+    if artifacts.is_dir() and any(artifacts.iterdir()):
         return run.crash_summary(artifacts=str(artifacts))
-    artifacts.rmdir()
+    if artifacts.is_dir():
+        artifacts.rmdir()
     return run.crash_summary()
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from plugpull.guest.rig import Rig
 from plugpull.files import atomic_write_json
-from plugpull.errors import GuestTimeout, InfraError, UsageError
+from plugpull.errors import DiskFull, GuestTimeout, InfraError, UsageError
 from plugpull.lab.console import ConsoleWatch
 from plugpull.lab.testbed import MOUNTPOINT, BedSpec, second, testbed
 from plugpull.lab.verdict import Ack
@@ -146,6 +146,7 @@ def _until_cut(m, trigger: Trigger, write_log: Path, started: float, timeout: fl
         try:
             line = m.acks.get(timeout=min(1.0, max(0.01, deadline - time.monotonic())))
         except GuestTimeout:
+            stop_on_host_io_error(m, write_log)
             if trouble := console.trouble():  # a hung task or a soft lockup, say
                 return acks, None, trouble
             if time.monotonic() > deadline:
@@ -171,6 +172,17 @@ def _ack_id(words: list[str], text: str) -> int:
         return int(words[1])
     raise UsageError(f"the workload wrote a malformed ack line {text.strip()[:80]!r}: expected 'ack ID', "
                      "ID a whole number")
+
+
+def stop_on_host_io_error(m, write_log: Path) -> None:
+    """A guest paused on a host I/O error (no space for its disk or its write log) would
+    wait out the workload's timeout and be blamed for it: stop now, as a harness failure."""
+    error = m.io_error()
+    if error is None:
+        return
+    if error.get("nospace"):
+        raise DiskFull(write_log.parent, "QEMU paused the guest when a write to its disk or write log failed")
+    raise InfraError(f"QEMU paused the guest on a host I/O error: {error.get('reason', 'unknown')}")
 
 
 def _stamped_acks(meta: dict, acks: list, write_log: Path, log2: Path | None, sampler, sizes) -> list[Ack]:
