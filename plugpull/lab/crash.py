@@ -80,8 +80,7 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
             entries = list(iter_entries(rec.log))
             jobs = crash_jobs(rec, entries, spec, plan.models)
             planned = plan_states(rec, jobs, spec.seed, entries)
-            require_free(work, len(planned.plans) * state_need(rec),
-                         f"building {len(planned.plans)} distinct crash states")
+            require_free(work, len(planned.plans) * state_need(rec), f"building {len(planned.plans)} crash states")
             results = check_states(rec, entries, jobs, spec, rig, work / "states", plan.workload, plan.fs, out_dir,
                                    planned)
         checked = time.monotonic()
