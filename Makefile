@@ -9,7 +9,7 @@ DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs 
 	gcc libc6-dev
 STAMP := $(VENV)/.installed
 
-.PHONY: deps image test test-unit test-vm run cases bench bench-boot bench-crash doctor shell clean
+.PHONY: deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity doctor shell clean
 
 deps: $(STAMP)
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -58,13 +58,17 @@ run: deps
 cases: deps
 	for c in suites/cases/seed-*.toml; do $(PLUGPULL) reproduce --scale $${SCALE:-0.1} $$c || exit $$?; done
 
-bench: bench-boot bench-crash
+bench: bench-boot bench-crash bench-fidelity
 
 bench-boot: deps
 	$(PY) bench/boot.py
 
 bench-crash: deps
 	$(PY) bench/crash_states.py
+
+# Writes in flight across a flush on the default workloads; exits 1 if any crossed one.
+bench-fidelity: deps
+	$(PY) bench/flush_fidelity.py
 
 doctor: deps
 	$(PLUGPULL) doctor

@@ -1,10 +1,11 @@
 """Crash states checked per minute: the batched checker guest against one boot per state.
 
-    .venv/bin/python bench/crash_states.py [--runs 3] [--states 32] [--single 6] [--fs xfs]
+    .venv/bin/python bench/crash_states.py [--runs 3] [--states 32] [--single 6] [--fs xfs] [--model reorder]
 
 Records one fsync-heavy workload on a 512 MiB disk, then times building and checking crash
-states (reorder model) both ways, in the same run, and reports each rate's median and their
-ratio. Run by hand or `make bench`; never asserted in tests.
+states both ways, in the same run, and reports each rate's median and their ratio: cuts per
+minute (every cut gets a verdict) and distinct states per minute (cuts that persist the same
+pieces share one check). Run by hand or `make bench`; never asserted in tests.
 """
 
 import argparse
@@ -20,21 +21,32 @@ from plugpull.guest.config import Accel
 from plugpull.lab.crash import state_cuts
 from plugpull.lab.fs import filesystem, mode
 from plugpull.guest.rig import prepare_rig
-from plugpull.lab.judge import StateJob, judge
+from plugpull.lab.judge import StateJob, judge, remove_states
 from plugpull.lab.record import Trigger, record
 from plugpull.lab.testbed import BedSpec
 from plugpull.lab.workloads import FsyncFiles
 from plugpull.powerloss.writelog import iter_entries
 
 
-def rate(rec, entries, cuts, checker, scratch: Path, wl) -> tuple[float, dict]:
-    """States per minute for building and checking `cuts`, and the verdict counts."""
+def rate(rec, entries, cuts, checker, scratch: Path, wl, model: str) -> tuple[float, float, dict]:
+    """Cuts and distinct states per minute for building and checking `cuts`, and the verdict
+    counts."""
     started = time.monotonic()
-    judged = judge(rec, [StateJob("reorder", cut) for cut in cuts], checker, wl, 1, scratch, entries)
-    elapsed = time.monotonic() - started
-    for j in judged:
-        j.state.remove()
-    return 60 * len(cuts) / elapsed, dict(Counter(str(j.verdict.verdict) for j in judged))
+    judged = judge(rec, [StateJob(model, cut) for cut in cuts], checker, wl, 1, scratch, entries)
+    minutes = (time.monotonic() - started) / 60
+    remove_states([j.state for j in judged])
+    distinct = len({j.distinct for j in judged})
+    return len(cuts) / minutes, distinct / minutes, dict(Counter(str(j.verdict.verdict) for j in judged))
+
+
+def show(run: int, how: str, rates: tuple) -> None:
+    print(f"run {run + 1}: {how:24} {rates[0]:6.1f} cuts/min, {rates[1]:6.1f} distinct/min  {rates[2]}", flush=True)
+
+
+def medians(name: str, rates: list[tuple]) -> tuple[float, float]:
+    cuts, distinct = statistics.median(r[0] for r in rates), statistics.median(r[1] for r in rates)
+    print(f"  {name:24} {cuts:6.1f} cuts/min, {distinct:6.1f} distinct states/min")
+    return cuts, distinct
 
 
 def main() -> int:
@@ -45,6 +57,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--workers", type=int, default=default_workers(), help="checker guests at once")
     ap.add_argument("--fs", default="xfs")
+    ap.add_argument("--model", default="reorder", help="power-loss model of the states")
     ap.add_argument("--accel", type=Accel, choices=list(Accel), default=Accel.AUTO)
     args = ap.parse_args()
     rig = prepare_rig(args.accel)
@@ -58,19 +71,17 @@ def main() -> int:
         cuts = state_cuts(entries, args.states, seed=1)
         fast, batched, single = [], [], []
         for run in range(args.runs):
-            r, counts = rate(rec, entries, cuts, Checker(rig, fs, batch=args.batch), tmp, wl)
-            batched.append(r)
-            print(f"run {run + 1}: batched ({args.batch}/boot) {r:6.1f} states/min  {counts}", flush=True)
+            batched.append(rate(rec, entries, cuts, Checker(rig, fs, batch=args.batch), tmp, wl, args.model))
+            show(run, f"batched ({args.batch}/boot)", batched[-1])
             checker = Checker(rig, fs, batch=args.batch // args.workers, workers=args.workers)
-            r, counts = rate(rec, entries, cuts, checker, tmp, wl)
-            fast.append(r)
-            print(f"run {run + 1}: batched on {args.workers} guests {r:6.1f} states/min  {counts}", flush=True)
-            r, counts = rate(rec, entries, cuts[: args.single], Checker(rig, fs, batch=1), tmp, wl)
-            single.append(r)
-            print(f"run {run + 1}: one boot per state {r:6.1f} states/min  {counts}", flush=True)
-    f, b, s = statistics.median(fast), statistics.median(batched), statistics.median(single)
-    print(f"median of {args.runs}: {args.workers} guests {f:.1f} states/min, one guest {b:.1f}, "
-          f"one boot per state {s:.1f}; ratios {f / s:.1f}x and {b / s:.1f}x over one boot per state")
+            fast.append(rate(rec, entries, cuts, checker, tmp, wl, args.model))
+            show(run, f"batched on {args.workers} guests", fast[-1])
+            single.append(rate(rec, entries, cuts[: args.single], Checker(rig, fs, batch=1), tmp, wl, args.model))
+            show(run, "one boot per state", single[-1])
+    print(f"median of {args.runs}, {args.model}:")
+    f, b, s = (medians(f"{args.workers} guests", fast)[1], medians("one guest", batched)[1],
+               medians("one boot per state", single)[1])
+    print(f"distinct states: ratios {f / s:.1f}x and {b / s:.1f}x over one boot per state")
     return 0
 
 

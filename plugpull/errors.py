@@ -2,8 +2,10 @@
 
     PlugpullError
      +-- UsageError        bad input from the user (CLI exit code 2)
+     +-- NothingChecked    a run that could not test what it promised: no verdict (exit 3)
      +-- InfraError        the rig broke; never a filesystem verdict
           +-- ToolMissing      a host program or file plugpull needs is absent
+          +-- DiskFull         the host has no space left where plugpull writes
           +-- ImageError       the guest image could not be built
           +-- LaunchError      QEMU did not start, or died before the guest was ready
           +-- GuestError       the guest stopped answering, or its channel broke
@@ -19,6 +21,11 @@ class UsageError(PlugpullError):
     pass
 
 
+class NothingChecked(PlugpullError):
+    """The run went through, but nothing it checked could have failed: a recording with no
+    ack of a workload that promises acks. Reported as such, never as clean states."""
+
+
 class InfraError(PlugpullError):
     pass
 
@@ -28,6 +35,14 @@ class ToolMissing(InfraError):
         self.tool = tool
         self.hint = hint
         super().__init__(f"{tool} is missing" + (f": {hint}" if hint else ""))
+
+
+class DiskFull(InfraError):
+    """No space left (or not enough for what a run will need) on the host, at `path`."""
+
+    def __init__(self, path, detail: str = ""):
+        self.path = path
+        super().__init__(f"no space left on {path}" + (f": {detail}" if detail else ""))
 
 
 class ImageError(InfraError):

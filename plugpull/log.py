@@ -8,6 +8,7 @@ Every module logs through its own logger, under the `plugpull` one:
     log.debug("checker booted in 3.1 s under tcg")  # with -vv, and always in the run's log file
 """
 
+import errno
 import logging
 import shlex
 import sys
@@ -42,9 +43,26 @@ def add_log_options(parser) -> None:
                         help="also append the debug log (every guest boot and command) to PATH")
 
 
+class _LogFile(logging.FileHandler):
+    """A log file that a full disk silences instead of printing a traceback per line: the
+    run stops on its own `DiskFull`, in one line."""
+
+    def handleError(self, record) -> None:
+        error = sys.exc_info()[1]
+        if not (isinstance(error, OSError) and error.errno == errno.ENOSPC):
+            super().handleError(record)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except OSError as e:  # the last lines, buffered, find the disk still full
+            if e.errno != errno.ENOSPC:
+                raise
+
+
 def _file_handler(path: Path) -> logging.Handler:
     path.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(path, encoding="utf-8")
+    handler = _LogFile(path, encoding="utf-8")
     handler.setLevel(logging.DEBUG)
     handler.setFormatter(logging.Formatter(IN_FILES))
     return handler

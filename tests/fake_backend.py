@@ -34,11 +34,14 @@ class Outcome:
     mount_rc: int = 0
     fsck_rc: int = 0
     files: dict = field(default_factory=dict)
+    umount_rc: int = 0
 
     def report(self, collect: str) -> str:
         lines = [f"mount_rc={self.mount_rc}"]
         if self.mount_rc == 0:
-            lines += ["collect_rc=skipped" if collect == "none" else "collect_rc=0", "umount_rc=0"]
+            status = self.files.get("check-script.rc", b"0").decode() if collect == "script" else "0"
+            lines += ["collect_rc=skipped" if collect == "none" else f"collect_rc={status}",
+                      f"umount_rc={self.umount_rc}"]
         mount_error = "" if self.mount_rc == 0 else "mount: /mnt/check: wrong fs type, bad superblock"
         lines += [f"fsck_rc={self.fsck_rc}", "---fsck", "---mount", mount_error, "---dmesg"]
         return "\n".join(lines) + "\n"
@@ -58,13 +61,20 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Plan:
-    """One guest's behaviour. `dies_after`: commands answered before it dies (None: never).
-    `ack_lines` are streamed on the ack port; then it closes if `acks_end`, else stays quiet."""
+    """One guest's behaviour. `dies_after`: commands answered before it dies (None: never);
+    with `hangs`, the next command times out instead and the guest stays up. `console` is
+    what its kernel prints on its console as it dies or hangs; without `dies_after`, once its
+    ack lines have run out (what a recorder reads when the acks stop).
+    `ack_lines` are streamed on the ack port; then it closes if `acks_end`, else stays quiet.
+    `io_error`: the host I/O error the guest reports being paused on (BLOCK_IO_ERROR's data)."""
 
     boots: bool = True
     dies_after: int | None = None
+    hangs: bool = False
+    console: str = ""
     ack_lines: tuple[str, ...] = ()
     acks_end: bool = False
+    io_error: dict | None = None
 
 
 def kernel_name(index: int) -> str:
@@ -77,9 +87,10 @@ def kernel_name(index: int) -> str:
 
 
 class FakeAcks:
-    def __init__(self, lines: tuple[str, ...], ends: bool):
+    def __init__(self, lines: tuple[str, ...], ends: bool, run_out: Callable[[], None] = lambda: None):
         self._pending = list(lines)
         self._ends = ends
+        self._run_out = run_out
         self._stamp: Callable[[], object] = lambda: None
         self.lines: list[StampedLine] = []
 
@@ -94,6 +105,8 @@ class FakeAcks:
             line = StampedLine(self._stamp(), time.monotonic(), self._pending.pop(0))
             self.lines.append(line)
             return line
+        self._run_out()
+        self._run_out = lambda: None
         if self._ends:
             return None
         time.sleep(min(timeout or 0.01, 0.01))
@@ -125,7 +138,8 @@ class FakeGuest:
             self._gone = True
             raise LaunchError("guest did not become ready: fake guest never boots", ["fake"], 1, "no console")
         self._booted, self.boot_seconds = True, 0.0
-        self.acks = FakeAcks(self.plan.ack_lines, self.plan.acks_end)
+        self.acks = FakeAcks(self.plan.ack_lines, self.plan.acks_end,
+                             lambda: self._print(self.plan.console if self.plan.dies_after is None else ""))
         return self
 
     def __exit__(self, *exc) -> None:
@@ -134,8 +148,14 @@ class FakeGuest:
     def alive(self) -> bool:
         return self._booted and not self._gone
 
+    def io_error(self) -> dict | None:
+        return self.plan.io_error
+
     def run(self, command: str, *args, timeout: float | None = 120.0) -> GuestResult:
         if self.alive() and self.plan.dies_after is not None and len(self.commands) >= self.plan.dies_after:
+            self._print(self.plan.console)
+            if self.plan.hangs:
+                raise GuestTimeout("the guest did not answer in time")
             self._die()
         if not self.alive():
             raise GuestError("guest channel closed (the VM is gone)")
@@ -158,6 +178,8 @@ class FakeGuest:
             return self._last[0].tar()
         if text == "cat /tmp/check.sums" and self._last:
             return self._last[0].sums()
+        if text == "cat /tmp/check.script" and self._last:  # a user's check script: its output
+            return self._last[0].files.get("check-script.out", b"")
         return ""
 
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
@@ -172,6 +194,11 @@ class FakeGuest:
 
     def detach_disk(self, disk: AttachedDisk) -> None:
         self.run(": detach %s", disk.handle)
+
+    def _print(self, text: str) -> None:
+        if text and self.console_log:
+            with open(self.console_log, "a") as f:
+                f.write(text)
 
     def _die(self) -> None:
         self._gone = True

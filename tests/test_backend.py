@@ -2,6 +2,7 @@
 their ack stream. No VM; a tiny synthetic record stands in for a recorded workload."""
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,16 @@ def test_both_backends_meet_the_contract():
     assert isinstance(Machine(MachineSpec(), IMAGE, Accel.TCG), Guest)
     assert isinstance(FakeGuest(MachineSpec(), Plan(), lambda p: Outcome(), Accel.TCG, None, "g"), Guest)
     assert not isinstance(object(), Guest)
+
+
+def test_after_a_failed_unmount_the_rest_of_the_batch_goes_to_a_fresh_guest(rec, tmp_path):
+    """A state left mounted would make the next one (same UUID) fail to mount: a false verdict."""
+    def stuck_on_the_first(image):
+        outcome = outcome_of(image)
+        return replace(outcome, umount_rc=32) if set(outcome.files) == {WL.path(1)} else outcome
+
+    backend = FakeBackend([], stuck_on_the_first)
+    results = judged(rec, backend, tmp_path, batch=4)
+    assert [r.verdict.verdict for r in results] == [Verdict.FS_CORRUPT, Verdict.CLEAN, Verdict.DATA_LOSS,
+                                                   Verdict.UNMOUNTABLE]
+    assert len(backend.guests) == 2

@@ -7,7 +7,10 @@ import pytest
 
 from plugpull.lab.fs import filesystem
 from plugpull.lab.verdict import Ack, Observation, Verdict, classify, required_acks
-from plugpull.lab.workloads import AtomicReplace, Findings, FsyncAppend, FsyncFiles, Sqlite, Workload, workload
+from plugpull.errors import UsageError
+from plugpull.lab.workloads import (AtomicReplace, Findings, FsyncAppend, FsyncFiles, Script, Sqlite, Workload,
+                                    workload)
+from plugpull.lab.workloads.params import promised_acks
 from plugpull.results import StateResult
 
 XFS = filesystem("xfs")
@@ -111,10 +114,10 @@ def test_full_losing_a_commit_is_data_loss_and_delete_full_names_the_fix(tmp_pat
 
 
 def test_sqlite_contract_lines():
-    assert [l for l in FULL.sql() if l.startswith(".shell")][:2] == ['.shell echo "ack 1" >&4', '.shell echo "ack 2" >&4']
+    assert [l for l in FULL.sql() if l.startswith(".shell")][:2] == [".shell echo 'ack 1' >&4", ".shell echo 'ack 2' >&4"]
     normal = NORMAL.sql()
     checkpoint = normal.index("PRAGMA wal_checkpoint(FULL);")
-    assert normal[checkpoint - 1] == '.shell echo "commit 5" >&4' and normal[checkpoint + 1] == '.shell echo "ack 5" >&4'
+    assert normal[checkpoint - 1] == ".shell echo 'commit 5' >&4" and normal[checkpoint + 1] == ".shell echo 'ack 5' >&4"
     assert not [l for l in Sqlite(journal="delete").sql() if "checkpoint" in l]
     with pytest.raises(Exception, match="promises nothing"):
         workload("sqlite", journal="delete", synchronous="normal")
@@ -180,3 +183,18 @@ def test_state_result_without_the_new_fields_still_loads():
     assert old.acks_allowed == 0 and old.broken == []
     new = StateResult.from_json({**doc, "acks_allowed": 2, "broken": ["row 3 is missing"]})
     assert StateResult.from_json(new.to_json()) == new and new.acks_allowed == 2
+
+
+def test_sqlite_promises_are_the_acks_its_script_sends():
+    assert promised_acks(Sqlite(transactions=10)) == 10
+    assert promised_acks(Sqlite(transactions=10, synchronous="normal", checkpoint=5)) == 2
+    with pytest.raises(UsageError, match="checkpoint"):
+        workload("sqlite", checkpoint=0)
+
+
+def test_a_check_scripts_inconsistent_line_is_an_inconsistent_verdict():
+    wl = Script(text="echo 'ack 1' >&4\n", check="exit 0\n")
+    out = {"check-script.out": b"inconsistent rec-5 exists without rec-4\nlost 1 gone\n", "check-script.rc": b"1"}
+    v = state(out, wl, [1])
+    assert v.verdict is Verdict.INCONSISTENT and "rec-5 exists without rec-4" in v.reason and len(v.lost) == 1
+    assert state({"check-script.out": b"lost 1 gone\n", "check-script.rc": b"1"}, wl, [1]).verdict is Verdict.DATA_LOSS

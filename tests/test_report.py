@@ -240,3 +240,16 @@ def test_report_main_refuses_a_file_without_cells(tmp_path, capsys):
     path.write_text('\n{"kind": "header", "started": "2026-11-20T23:00:00Z"}\n')
     assert report_main(path, tmp_path / "rep") == 2
     assert "no matrix cells" in capsys.readouterr().err
+
+
+def test_the_distinct_column_appears_when_a_cell_counted_its_distinct_states(results, tmp_path):
+    assert "distinct" not in render_table(read_cells(results)[0])
+    counted = json.loads(LINES[0])
+    counted["crash"]["distinct"] = 7
+    path = tmp_path / "distinct.jsonl"
+    path.write_text(json.dumps(counted) + "\n" + LINES[1] + "\n")
+    table = render_table(read_cells(path)[0])
+    header = table.splitlines()[1].split()
+    assert header[header.index("states") + 1] == "distinct"
+    rows = group_rows(table, "xfs / tree-extract")
+    assert rows["barrier"][1][:2] == ["20", "7"] and rows["nobarrier"][1][:2] == ["20", "-"]

@@ -1,19 +1,28 @@
 """The `plugpull` command. Exit codes: 0 done, 1 a check found a problem, 2 bad input or a
-missing tool (nothing was changed), 3 the harness failed (QEMU died, the guest hung)."""
+missing tool (nothing was changed), 3 the harness failed (QEMU died, a tool failed). A failure
+of the guest kernel under test is a verdict, never exit code 3."""
 
 import argparse
 import signal
 import sys
+import traceback
 
 from plugpull import __version__
 from plugpull.cli import crash, guests, matrix
-from plugpull.cli.common import EXIT_INFRA, EXIT_USAGE
-from plugpull.errors import InfraError, ToolMissing, UsageError
+from plugpull.cli.common import EXIT_INFRA, EXIT_USAGE, describe
+from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError
 from plugpull.log import setup_logging
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad options are said in one line, as every other bad input is."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="plugpull", description=__doc__.split("\n")[0])
+    p = _Parser(prog="plugpull", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version=f"plugpull {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for commands in (guests, crash, matrix):
@@ -28,7 +37,8 @@ def _terminate(signum, frame):
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     setup_logging(args)
-    signal.signal(signal.SIGTERM, _terminate)
+    for signum in (signal.SIGTERM, signal.SIGHUP):  # a lost terminal cleans up as a kill does
+        signal.signal(signum, _terminate)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `plugpull report ... | head` ends quietly
     try:
         return args.func(args)
@@ -38,6 +48,19 @@ def main(argv=None) -> int:
     except InfraError as e:
         print(f"plugpull: harness failure (not a filesystem verdict): {e}", file=sys.stderr)
         return EXIT_INFRA
+    except PlugpullError as e:
+        print(f"plugpull: {e}", file=sys.stderr)
+        return EXIT_INFRA
     except KeyboardInterrupt:
         print("plugpull: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:
+        return _unexpected(e, args)
+
+
+def _unexpected(error: Exception, args) -> int:
+    """An error plugpull did not expect is the harness's: one line (with -v, the traceback)."""
+    if getattr(args, "verbose", 0):
+        traceback.print_exc()
+    print(f"plugpull: harness failure (not a filesystem verdict): {describe(error)}", file=sys.stderr)
+    return EXIT_INFRA

@@ -1,6 +1,7 @@
 """What every command shares: exit codes, guest options, workload parameters, tables."""
 
 import argparse
+import os
 from pathlib import Path
 
 from plugpull.errors import UsageError
@@ -16,8 +17,20 @@ def on_off(text: str) -> bool:
     return text == "on"
 
 
+def describe(error: BaseException) -> str:
+    """One line for an error: an OSError names its path (`No space left on device: /x/y`)."""
+    if isinstance(error, OSError) and error.strerror:
+        paths = [str(p) for p in (error.filename, error.filename2) if p is not None]
+        return error.strerror + (f": {' -> '.join(paths)}" if paths else "")
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
 def kernel_source(args):
+    """The --kernel and --modules pair, checked: a kernel image (bzImage or ELF vmlinux) and a
+    modules tree that exist."""
     from plugpull.guest.image import KernelSource
+    from plugpull.guest.kernel import kernel_format
     if args.kernel is None:
         return None
     if args.modules is None:
@@ -25,7 +38,32 @@ def kernel_source(args):
     for p in (args.kernel, args.modules):
         if not p.exists():
             raise UsageError(f"{p} does not exist")
+    try:
+        with open(args.kernel, "rb") as f:
+            head = f.read(4096)
+    except OSError as e:
+        raise UsageError(f"--kernel {args.kernel}: {e.strerror}") from None
+    if kernel_format(head) is None:
+        raise UsageError(f"--kernel {args.kernel}: not a kernel (neither a bzImage nor an ELF vmlinux)")
+    if not args.modules.is_dir():
+        raise UsageError(f"--modules {args.modules}: not a directory")
     return KernelSource(args.kernel, args.modules)
+
+
+def checked_output(path: Path, flag: str, parent_must_exist: bool = True) -> Path:
+    """A file plugpull will write at the end of a run, checked before the run starts so that
+    no result is lost to a bad path: not a directory, in a writable directory."""
+    if path.is_dir():
+        raise UsageError(f"{flag} {path} is a directory")
+    parent = path.parent
+    while not parent.exists() and not parent_must_exist and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        what = "does not exist" if not parent.exists() else "is not a directory"
+        raise UsageError(f"{flag} {path}: {parent} {what}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: {parent} is not writable")
+    return path
 
 
 def parse_params(items: list[str]) -> list[tuple[str, object]]:
@@ -33,6 +71,7 @@ def parse_params(items: list[str]) -> list[tuple[str, object]]:
     out = []
     for item in items:
         name, sep, value = item.partition("=")
+        name = name.strip()
         if not sep or not name:
             raise UsageError(f"--param {item!r}: expected NAME=VALUE")
         out.append((name, int(value) if value.lstrip("-").isdigit() else value))

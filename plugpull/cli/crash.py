@@ -1,15 +1,18 @@
 """`plugpull crash` and `plugpull replay`: pull the plug, judge the states, recheck one."""
 
+import logging
 import shutil
 import time
 from pathlib import Path
 
-from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, kernel_source,
-                                 parse_params, print_table)
+from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output,
+                                 kernel_source, parse_params, print_table)
 from plugpull.errors import UsageError
 from plugpull.guest.rig import prepare_rig
 from plugpull.lab.settings import add_options
 from plugpull.log import run_log
+
+log = logging.getLogger(__name__)
 
 
 def add_parsers(sub) -> None:
@@ -28,50 +31,90 @@ def add_parsers(sub) -> None:
 
 
 def cmd_crash(args) -> int:
-    from plugpull.lab.crash import run_crash, write_json
+    from plugpull.lab.crash import run_crash
     from plugpull.lab.settings import settings_of
-    from plugpull.lab.spec import CrashSpec
+    from plugpull.lab.spec import CrashSpec, load_user_scripts
+
+    spec = load_user_scripts(CrashSpec(params=tuple(parse_params(args.param)),
+                                       **{s.key: getattr(args, s.key) for s in settings_of("crash")}), Path("."))
+    warn_unreachable_trigger(spec)
+    out = args.out or Path("results") / f"crash-{args.fs}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is not a directory")
+    if args.json:
+        checked_output(args.json, "--json")
+    kernel = kernel_source(args)
+    fresh = not out.exists()
+    try:
+        with run_log(out / "crash.log"):
+            rig = prepare_rig(args.accel, kernel)
+            run = run_crash(spec, rig, out)
+    except BaseException:
+        if fresh:
+            drop_if_only_log(out)
+        raise
+    return _print_run(args, run, rig, out)
+
+
+def warn_unreachable_trigger(spec) -> None:
+    """Check the spec; say so when its trigger waits for more acks than the workload sends."""
+    from plugpull.lab.workloads.params import promised_acks
+
+    plan = spec.resolve()
+    if plan.trigger.kind != "acks":
+        return
+    promised = promised_acks(plan.workload)
+    if promised < plan.trigger.value:
+        log.warning(f"warning: --trigger {spec.trigger}: {spec.workload} sends only {promised} acks; "
+                    "the plug is pulled when it ends")
+
+
+def _print_run(args, run, rig, out: Path) -> int:
+    from plugpull.lab.crash import recording_crashed, write_json
     from plugpull.lab.verdict import Verdict
 
-    spec = CrashSpec(params=tuple(parse_params(args.param)),
-                     **{s.key: getattr(args, s.key) for s in settings_of("crash")})
-    spec.validate()
-    out = args.out or Path("results") / f"crash-{args.fs}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if args.json and args.json.exists() and args.json.is_dir():
-        raise UsageError(f"--json {args.json} is a directory")
-    with run_log(out / "crash.log"):
-        rig = prepare_rig(args.accel, kernel_source(args))
-        run = run_crash(spec, rig, out)
     rows = []
     for model in dict.fromkeys(s.model for s in run.states):
         states = [s for s in run.states if s.model == model]
         counts = {str(v): sum(s.verdict == str(v) for s in states) for v in Verdict}
-        rows.append((args.fs, args.mode, model, len(states), *counts.values()))
-    print_table(("fs", "mode", "model", "states", *(str(v) for v in Verdict)), rows)
+        rows.append((args.fs, args.mode, model, len(states), len({s.distinct for s in states}), *counts.values()))
+    print_table(("fs", "mode", "model", "states", "distinct", *(str(v) for v in Verdict)), rows)
     t = run.timing
-    print(f"record {t.record_s:.1f} s, check {t.check_s:.1f} s "
-          f"({t.states_per_minute:.0f} states/min, {rig.accel})")
+    print(f"record {t.record_s:.1f} s, check {t.check_s:.1f} s ({t.states_per_minute:.0f} states/min, "
+          f"{t.distinct_per_minute or 0:.0f} distinct/min, {run.distinct or 0} distinct in all, {rig.accel})")
     unsafe = [s for s in run.states if s.verdict not in ("clean", "infra-error")]
-    if unsafe:
+    if any(s.artifact for s in unsafe):
         print(f"artifacts of the {len(unsafe)} states that are not clean: {out / 'states'}")
     if args.json:
         write_json(args.json, run.to_json())
         print(f"results: {args.json}")
+    if recording_crashed(run):
+        print(f"{run.states[0].reason}\n(console: {out / 'recording-console.log'})")
+        return EXIT_FOUND
     if run.summary["infra-error"]:
         return EXIT_INFRA
     return EXIT_FOUND if unsafe and args.fail_on_unsafe else EXIT_OK
 
 
+def drop_if_only_log(out: Path) -> None:
+    """A failed run's out dir goes when it holds nothing but the run's log (the error was
+    printed; `--log-file` keeps the log elsewhere)."""
+    if out.is_dir() and {p.name for p in out.iterdir()} <= {"crash.log"}:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def cmd_replay(args) -> int:
-    from plugpull.lab.crash import replay
+    from plugpull.lab.crash import load_state, replay
     from plugpull.paths import make_tempdir
 
     if not (args.dir / "state.json").is_file():
         raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
-    rig = prepare_rig(args.accel, kernel_source(args))
+    kernel = kernel_source(args)
     scratch = make_tempdir("replay")
     try:
-        r = replay(args.dir, rig, scratch)
+        saved = load_state(args.dir, scratch)
+        rig = prepare_rig(args.accel, kernel)
+        r = replay(args.dir, rig, scratch, saved)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     same_image = r["digest"] == r["digest_expected"]

@@ -4,8 +4,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, kernel_source,
-                                 parse_params)
+from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output,
+                                 kernel_source, parse_params)
 from plugpull.errors import UsageError
 from plugpull.guest.rig import prepare_rig
 from plugpull.lab.settings import add_options
@@ -57,48 +57,59 @@ def finish_matrix(ran: list, results: Path, report_dir: Path | None) -> None:
 
 
 def checked_real_disk(device: str, erase: bool) -> str:
-    """A block device the user let plugpull erase, and that nothing has mounted."""
+    """A block device the user let plugpull erase, and that nothing mounts or holds."""
     import stat
+
+    from plugpull.guest.blockdev import in_use
 
     path = Path(device)
     try:
         mode = path.stat().st_mode
+        if not stat.S_ISBLK(mode):
+            raise UsageError(f"--real-disk {device}: not a block device")
+        busy = in_use(path)
     except OSError as e:
         raise UsageError(f"--real-disk {device}: {e.strerror}") from None
-    if not stat.S_ISBLK(mode):
-        raise UsageError(f"--real-disk {device}: not a block device")
-    name = path.resolve().name
-    mounted = [line.split()[0] for line in Path("/proc/mounts").read_text().splitlines()
-               if Path(line.split()[0]).name.startswith(name)]
-    if mounted:
-        raise UsageError(f"--real-disk {device}: in use ({', '.join(mounted)} mounted)")
+    if busy:
+        raise UsageError(f"--real-disk {device}: in use ({busy})")
     if not erase:
         raise UsageError(f"--real-disk {device} is reformatted for every throughput run: "
                          "add --erase-real-disk to say that is fine")
     return str(path)
 
 
+def matrix_params(items: list[str], workloads) -> dict:
+    """--param WORKLOAD.NAME=VALUE -> {workload: {name: value}}, for workloads the matrix runs."""
+    params: dict = {}
+    for name, value in parse_params(items):
+        wl, dot, key = name.partition(".")
+        if not dot or not key:
+            raise UsageError(f"--param {name}: expected WORKLOAD.NAME=VALUE, e.g. tree-extract.files=2000")
+        if wl not in workloads:
+            raise UsageError(f"--param {name}: {wl!r} is not one of the --workload list ({', '.join(workloads)})")
+        params.setdefault(wl, {})[key] = value
+    return params
+
+
 def cmd_matrix(args) -> int:
-    from plugpull.lab.matrix import cells, run_matrix
+    from plugpull.lab.matrix import cells, run_matrix, with_user_scripts
     from plugpull.lab.settings import settings_of
     from plugpull.lab.spec import CrashSpec
     from plugpull.paths import make_tempdir
 
-    params: dict = {}
-    for name, value in parse_params(args.param):
-        wl, dot, key = name.partition(".")
-        if not dot:
-            raise UsageError(f"--param {name}: expected WORKLOAD.NAME=VALUE, e.g. tree-extract.files=2000")
-        params.setdefault(wl, {})[key] = value
+    params = matrix_params(args.param, args.workload)
+    checked_output(args.results, "--results", parent_must_exist=False)
     real_disk = checked_real_disk(args.real_disk, args.erase_real_disk) if args.real_disk else None
     per_cell = ("fs", "mode", "workload", "profile")
     base = CrashSpec(**{s.key: getattr(args, s.key) for s in settings_of("matrix") if s.key not in per_cell})
     todo = cells(base, args.fs, args.mode, args.workload, params, throughput=not args.no_throughput,
                  crash=not args.no_crash, overhead=args.overhead, profile=args.profile, real_disk=real_disk)
+    todo = with_user_scripts(todo, Path("."))
     for cell in todo:
         cell.validate()
+    kernel = kernel_source(args)
     with run_log(args.results.with_suffix(".log")):
-        rig = prepare_rig(args.accel, kernel_source(args))
+        rig = prepare_rig(args.accel, kernel)
         work = make_tempdir("matrix")
         try:
             ran = run_matrix(todo, args.results, rig, work)
@@ -117,10 +128,14 @@ def cmd_reproduce(args) -> int:
     if not 0 < args.scale <= 1:
         raise UsageError("--scale must be in (0, 1]")
     case = load_case(args.case, args.scale)
-    results = args.results or Path("results") / f"{args.case.stem}.jsonl"
+    for cell in case.cells:
+        cell.validate()
+    results = checked_output(args.results or Path("results") / f"{args.case.stem}.jsonl", "--results",
+                             parent_must_exist=False)
+    kernel = kernel_source(args)
     print(f"{case.title}\n  {case.source}\n  {len(case.cells)} cells, scale {args.scale:g}", file=sys.stderr)
     with run_log(results.with_suffix(".log")):
-        rig = prepare_rig(args.accel, kernel_source(args))
+        rig = prepare_rig(args.accel, kernel)
         work = make_tempdir("reproduce")
         try:
             ran = run_matrix(list(case.cells), results, rig, work)

@@ -22,6 +22,7 @@ from plugpull.errors import ImageError, ToolMissing
 from plugpull.guest.kernel import pvh_kernel
 from plugpull.files import atomic_path
 from plugpull.paths import IMAGES_DIR, cache_dir
+from plugpull.space import space_is_fatal
 
 BUILDER_VERSION = "2"
 KEEP_IMAGES = 3
@@ -77,6 +78,7 @@ class GuestImage:
     initramfs: Path
     kernel_release: str
     manifest: dict = field(default_factory=dict, compare=False)
+    fresh: bool = field(default=False, compare=False)  # built by this call, no guest booted from it yet
 
 
 def host_kernel() -> KernelSource:
@@ -330,15 +332,18 @@ def build_image(kernel: KernelSource | None = None, recipe: Recipe | None = None
     key = cache_key(recipe, kernel, plan)
     root = root or cache_dir() / "images"
     final = root / key
+    fresh = False
     if not (final / "manifest.json").is_file():
         root.mkdir(parents=True, exist_ok=True)
         with open(root / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not (final / "manifest.json").is_file():
-                _build_into(final, plan, kernel, recipe, key)
+                with space_is_fatal(root):
+                    _build_into(final, plan, kernel, recipe, key)
                 prune_cache(root, keep=KEEP_IMAGES)
+                fresh = True
     manifest = json.loads((final / "manifest.json").read_text())
-    return GuestImage(key, final / "kernel", final / "initramfs.cpio", kernel.release, manifest)
+    return GuestImage(key, final / "kernel", final / "initramfs.cpio", kernel.release, manifest, fresh)
 
 
 def _build_into(final: Path, plan: Plan, kernel: KernelSource, recipe: Recipe, key: str) -> None:

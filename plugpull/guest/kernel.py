@@ -78,3 +78,13 @@ def pvh_kernel(bzimage: bytes) -> bytes | None:
     """The uncompressed kernel to boot through PVH, or None to boot the bzImage as it is."""
     elf = decompress_payload(bzimage)
     return elf if elf is not None and has_pvh_entry(elf) else None
+
+
+def kernel_format(head: bytes) -> str | None:
+    """"bzimage" (the boot protocol's "HdrS" at 0x202), "elf" (a vmlinux), or None: what a
+    file's first bytes say it is."""
+    if head[0x202:0x206] == b"HdrS":
+        return "bzimage"
+    if head[:4] == b"\x7fELF":
+        return "elf"
+    return None

@@ -228,6 +228,19 @@ class Machine:
                 return
         raise GuestError(f"QEMU did not report {device} unplugged within {UNPLUG_TIMEOUT:.0f} s")
 
+    def io_error(self) -> dict | None:
+        """The BLOCK_IO_ERROR event's data if QEMU paused the guest on a host I/O error, else None.
+
+        A host write that fails with ENOSPC (the disk's file or its write log) pauses the
+        guest, the devices' `werror=enospc` default, instead of failing the guest's write:
+        the filesystem under test never sees the harness's fault, but the guest stands still."""
+        if self.qmp is None or not self.alive():
+            return None
+        if self._qmp("query-status", {}).get("status") != "io-error":
+            return None
+        errors = [e.get("data", {}) for e in self.qmp.get_events(wait=False) if e.get("event") == "BLOCK_IO_ERROR"]
+        return errors[-1] if errors else {"reason": "unknown", "nospace": False}
+
     def wait(self) -> int:
         """Until QEMU exits by itself (an interactive guest powered off)."""
         return self._proc.wait()

@@ -1,12 +1,14 @@
 """A rig: what the lab boots its guests with, resolved once at the edge and passed down
 as one object: the guest image, the accelerator it runs under and the backend that runs it."""
 
+import shutil
 from dataclasses import dataclass
 
 from plugpull.guest.backend import Backend, Guest
 from plugpull.guest.config import Accel, MachineSpec
 from plugpull.guest.image import GuestImage, KernelSource, build_image
 from plugpull.guest.machine import QEMU, resolve_accel
+from plugpull.errors import LaunchError
 
 
 @dataclass(frozen=True)
@@ -22,8 +24,22 @@ class Rig:
                                     boot_timeout=boot_timeout)
 
 
-def prepare_rig(accel: Accel = Accel.AUTO, kernel: KernelSource | None = None) -> Rig:
+def prepare_rig(accel: Accel = Accel.AUTO, kernel: KernelSource | None = None, backend: Backend = QEMU) -> Rig:
     """Build (or find cached) the guest image and settle the accelerator: KVM if a probe
-    guest boots under it, TCG otherwise."""
+    guest boots under it, TCG otherwise. A freshly built image boots once before it is used."""
     image = build_image(kernel)
-    return Rig(image, resolve_accel(accel, image).accel)
+    rig = Rig(image, resolve_accel(accel, image).accel, backend)
+    if image.fresh:
+        first_boot(rig)
+    return rig
+
+
+def first_boot(rig: Rig) -> None:
+    """Boot a guest from a new image; if it does not come up, the image leaves the cache, so
+    that a kernel that does not boot is not kept as if it were a good image."""
+    try:
+        with rig.machine(MachineSpec(), name="first-boot"):
+            pass
+    except LaunchError:
+        shutil.rmtree(rig.image.kernel.parent, ignore_errors=True)
+        raise

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from plugpull.errors import UsageError
-from plugpull.lab.matrix import cells
+from plugpull.lab.matrix import cells, with_user_scripts
 from plugpull.lab.settings import SETTINGS, Setting
 from plugpull.lab.spec import CrashSpec
 from plugpull.lab.workloads import workload
@@ -93,6 +93,12 @@ def _read(path: Path):
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise CaseError(f"{path}: no such case file") from None
+    except IsADirectoryError:
+        raise CaseError(f"{path}: a directory, not a case file") from None
+    except UnicodeDecodeError:
+        raise CaseError(f"{path}: not a text file (a case file is TOML)") from None
+    except OSError as e:
+        raise CaseError(f"{path}: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise CaseError(f"{path}: not valid TOML: {e}") from None
     try:
@@ -127,9 +133,14 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
     doc = _read(path)
     crash = doc.crash
     base = CrashSpec(models=tuple(crash.models), states=crash.states, seed=crash.seed, trigger=crash.trigger,
-                     bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib)
+                     bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib, check_script=crash.check_script,
+                     budget=crash.budget)
     todo = cells(base, doc.matrix.fs, doc.matrix.modes, doc.matrix.workloads, _workload_params(path, doc, scale),
                  profile=doc.matrix.profile)
+    try:
+        todo = with_user_scripts(todo, path.parent)
+    except UsageError as e:
+        raise CaseError(f"{path}: {e}") from None
     return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo),
                 _expected(path, doc, "unsafe"), _expected(path, doc, "safe"))
 

@@ -6,6 +6,7 @@ path, kept as the reference that the fast path must agree with.
 """
 
 import os
+import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -13,9 +14,11 @@ from dataclasses import dataclass, field
 from plugpull.guest.backend import Guest
 from plugpull.guest.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.rig import Rig
-from plugpull.errors import GuestError, InfraError, LaunchError
+from plugpull.errors import GuestError, GuestTimeout, InfraError, LaunchError
+from plugpull.lab.console import EXCERPT_CHARS, ConsoleWatch, scan
 from plugpull.lab.fs import Filesystem
 from plugpull.lab.verdict import Observation, files_of, sums_of
+from plugpull.paths import make_tempdir
 from plugpull.powerloss.crashstate import CrashState
 
 CHECK_TIMEOUT = 300.0
@@ -44,11 +47,34 @@ def observation_from(keys: dict, sections: dict, files: dict | None) -> Observat
     except (KeyError, ValueError):
         return Observation(-1, -1, infra_error=f"incomplete report from pp-check: {keys}")
     umount = keys.get("umount_rc")
+    trouble = scan(sections.get("dmesg", ""))
     return Observation(
         mount_rc=mount_rc, fsck_rc=fsck_rc, umount_rc=int(umount) if umount else None,
         files=files, collect_rc=keys.get("collect_rc"), mount_error=sections.get("mount", ""),
         fsck_output=sections.get("fsck", ""), kernel_log=sections.get("dmesg", ""),
+        kernel_crash=trouble.summary if trouble else "", kernel_excerpt=trouble.excerpt if trouble else "",
     )
+
+
+@dataclass(frozen=True)
+class ScriptCollect:
+    """The collect kind of a user's check script: run `script` in the work directory of the
+    mounted state, given the `required` ack IDs; its output comes back as the "files"
+    check-script.out, check-script.err and check-script.rc (its exit status, or "absent")."""
+
+    script: str
+    required: tuple[int, ...]
+
+
+def _upload_check(m: Guest, collect: ScriptCollect) -> None:
+    m.write_file("/tmp/user-check.sh", collect.script, mode=0o755)
+    m.write_file("/tmp/user-check.ids", "".join(f"{i}\n" for i in collect.required))
+
+
+def _script_files(m: Guest, status: str) -> dict:
+    out = m.run("cat /tmp/check.script", timeout=CHECK_TIMEOUT).stdout
+    err = m.run("tail -c 4096 /tmp/check.collecterr", timeout=CHECK_TIMEOUT).stdout
+    return {"check-script.out": out, "check-script.err": err, "check-script.rc": status.encode()}
 
 
 def default_workers() -> int:
@@ -63,6 +89,8 @@ class Checker:
     batch: int = 16
     subdir: str = "pp"
     workers: int = 1
+    check_timeout: float = CHECK_TIMEOUT  # a check that takes longer hung: kernel-crash
+    hooks: dict[int, str] = field(default_factory=dict)  # tests only: state index -> guest command run before its check
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
     _running: set = field(default_factory=set, init=False, repr=False)
 
@@ -70,7 +98,7 @@ class Checker:
         """Observations in the order of `states`; chunks of `batch` run on `workers` guests.
         `collect` says per state what the oracle needs back: "tar", "sums" or "none"."""
         collect = collect or ["tar"] * len(states)
-        jobs = list(zip(states, collect))
+        jobs = list(zip(range(len(states)), states, collect))
         chunks = [jobs[i:i + self.batch] for i in range(0, len(jobs), self.batch)]
         if self.workers <= 1 or len(chunks) <= 1:
             return [obs for chunk in chunks for obs in self._check_chunk(chunk, progress)]
@@ -93,40 +121,61 @@ class Checker:
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _check_chunk(self, chunk: list[tuple], progress) -> list[Observation]:
-        """Check a chunk in one guest. If the guest fails on a state, that state is an
-        infra-error and the rest go to a fresh guest; if it never came up, all of them are."""
-        images = [p for state, _ in chunk for p in state.images]
+        """Check a chunk of (index, state, collect) in one guest. If the guest fails on a
+        state, its console judges that state (`_failed_on`) and the rest go to a fresh guest;
+        if it never came up, all of them are infra-errors. After a failed unmount the rest go
+        to a fresh guest too."""
+        images = [p for _, state, _ in chunk for p in state.images]
         spec = MachineSpec(disks=tuple(DiskSpec(p, Bus.SCSI, True, host_flush=False, snapshot=True)
                                        for p in images))
         out: list[Observation] = []
         booted = False
-        machine = self.rig.machine(spec, name="checker")
+        scratch = make_tempdir("checker")
+        console = ConsoleWatch(scratch / "console.log")
+        machine = self.rig.machine(spec, name="checker", console_log=console.path)
         self._running.add(machine)
         try:
             with machine as m:
                 devices = self._devices(m, len(images))
                 booted = True
                 lun = 0
-                for state, collect in chunk:
+                for index, state, collect in chunk:
                     if self._stop.is_set():
                         raise InfraError("checking was stopped")
+                    console.set_mark()
                     logdev = devices[lun + 1] if state.log_disk else None
-                    out.append(self.check_one(m, devices[lun], collect, logdev))
+                    obs = self.check_one(m, devices[lun], collect, logdev, self.hooks.get(index, ""))
+                    out.append(obs)
                     lun += len(state.images)
                     _tick(progress)
+                    if obs.umount_rc not in (0, None):
+                        break  # still mounted: the next state, with the same UUID, would not mount beside it
         except (GuestError, LaunchError, InfraError) as e:
             if self._stop.is_set():
                 raise
-            failed = Observation(-1, -1, infra_error=f"checker guest failed: {str(e).splitlines()[0]}")
-            casualties = 1 if booted else len(chunk) - len(out)
-            for _ in range(casualties):
+            casualties = [self._failed_on(e, console)] if booted else [_infra(e)] * (len(chunk) - len(out))
+            for failed in casualties:
                 out.append(failed)
                 _tick(progress)
-            if len(out) < len(chunk):
-                out += self._check_chunk(chunk[len(out):], progress)
         finally:
             self._running.discard(machine)
+            shutil.rmtree(scratch, ignore_errors=True)
+        if len(out) < len(chunk):
+            out += self._check_chunk(chunk[len(out):], progress)
         return out
+
+    def _failed_on(self, error: Exception, console: ConsoleWatch) -> Observation:
+        """The state the guest failed on. The kernel under test failed if the console shows
+        it since the state's check began, or if the check hung (timed out); otherwise the
+        rig broke (QEMU died, say): an infra-error, never a verdict."""
+        trouble = console.trouble()
+        if trouble:
+            return Observation(-1, -1, kernel_crash=trouble.summary, kernel_excerpt=trouble.excerpt)
+        if isinstance(error, GuestTimeout):
+            return Observation(-1, -1, kernel_crash=f"kernel hung: the check did not finish in "
+                                                    f"{self.check_timeout:g} s",
+                               kernel_excerpt=console.since_mark()[-EXCERPT_CHARS:])
+        return _infra(error)
 
     @staticmethod
     def _devices(m: Guest, count: int) -> dict[int, str]:
@@ -137,21 +186,34 @@ class Checker:
             raise InfraError(f"checker guest sees state disks {sorted(devices)}, expected {count}")
         return devices
 
-    def check_one(self, m: Guest, dev: str, collect: str = "tar", logdev: str | None = None) -> Observation:
+    def check_one(self, m: Guest, dev: str, collect: "str | ScriptCollect" = "tar",
+                  logdev: str | None = None, hook: str = "") -> Observation:
+        """`hook`: a guest command run first, in the same command (tests only)."""
+        script = collect if isinstance(collect, ScriptCollect) else None
+        if script:
+            _upload_check(m, script)
+            collect = "script"
         report = m.run(
+            (f"{hook.replace('%', '%%')}\n" if hook else "") +
             "pp-check %s %s %s %s %s; echo ---fsck; tail -n 40 /tmp/check.fsck; echo ---mount; "
-            "cat /tmp/check.mount; echo ---dmesg; tail -n 40 /tmp/check.dmesg",
+            "cat /tmp/check.mount; echo ---dmesg; head -n 200 /tmp/check.dmesg",
             self.fs.name, f"/dev/{dev}", self.subdir, collect, f"/dev/{logdev}" if logdev else "",
-            timeout=CHECK_TIMEOUT,
+            timeout=self.check_timeout,
         )
         keys, sections = parse_report(report.text)
         files = None
-        if keys.get("collect_rc") not in (None, "absent", "skipped"):
+        if script and keys.get("collect_rc") is not None:
+            files = _script_files(m, keys["collect_rc"])
+        elif keys.get("collect_rc") not in (None, "absent", "skipped"):
             if collect == "sums":
-                files = sums_of(m.run("cat /tmp/check.sums", timeout=CHECK_TIMEOUT).text)
+                files = sums_of(m.run("cat /tmp/check.sums", timeout=self.check_timeout).text)
             else:
-                files = files_of(m.run("cat /tmp/check.tar", timeout=CHECK_TIMEOUT).stdout)
+                files = files_of(m.run("cat /tmp/check.tar", timeout=self.check_timeout).stdout)
         return observation_from(keys, sections, files)
+
+
+def _infra(error: Exception) -> Observation:
+    return Observation(-1, -1, infra_error=f"checker guest failed: {str(error).splitlines()[0]}")
 
 
 def _tick(progress) -> None:

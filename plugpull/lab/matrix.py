@@ -19,11 +19,12 @@ from pathlib import Path
 from plugpull.guest.config import Bus
 from plugpull.guest.rig import Rig
 from plugpull.lab.crash import run_crash
-from plugpull.lab.spec import CrashPlan, CrashSpec
-from plugpull.errors import InfraError
+from plugpull.lab.spec import CrashPlan, CrashSpec, load_user_scripts
+from plugpull.errors import InfraError, NothingChecked, UsageError
 from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, profile as disk_profile
 from plugpull.lab.testbed import BedSpec
 from plugpull.lab.throughput import measure
+from plugpull.lab.workloads import SCRIPT_PREFIX
 from plugpull.guest.machine import qemu_version
 from plugpull.results import CellResult, CrashSummary, Env, Throughput, append_line, read_cells
 
@@ -57,13 +58,14 @@ class Cell:
         disk_profile(self.profile)
 
     def to_json(self) -> dict:
-        """The cell's settings as one flat JSON object, as stored in each result line."""
+        """The cell's settings as one flat JSON object, as stored in each result line. A budget
+        only when one is set: the keys of cells without one stay those of earlier results."""
         spec = self.spec
         return {"fs": spec.fs, "mode": spec.mode, "workload": spec.workload, "params": list(spec.params),
                 "bus": str(spec.bus), "disk_mib": spec.disk_mib, "throughput": self.throughput,
                 "crash": self.crash, "states": spec.states, "models": list(spec.models), "seed": spec.seed,
                 "trigger": spec.trigger, "overhead": self.overhead, "profile": self.profile,
-                "real_disk": self.real_disk}
+                "real_disk": self.real_disk, **({"budget": spec.budget} if spec.budget else {})}
 
     def key(self) -> str:
         doc = json.dumps(self.to_json(), sort_keys=True, default=list)
@@ -77,6 +79,16 @@ def cells(base: CrashSpec, fss, modes, workloads, params: dict | None = None, **
     return [Cell(replace(base, fs=fs, mode=m, workload=w, params=tuple(sorted(params.get(w, {}).items()))),
                  **options)
             for fs in fss for w in workloads for m in modes]
+
+
+def with_user_scripts(todo: list[Cell], base: Path) -> list[Cell]:
+    """The cells with each `script:PATH` workload and the check script read in (paths relative
+    to `base`); the check script belongs to those cells alone."""
+    scripted = [cell.workload.startswith(SCRIPT_PREFIX) for cell in todo]
+    if any(cell.spec.check_script for cell in todo) and not any(scripted):
+        raise UsageError(f"--check-script is for a {SCRIPT_PREFIX}PATH workload, and none is given")
+    return [replace(cell, spec=load_user_scripts(cell.spec if mine else replace(cell.spec, check_script=""), base))
+            for cell, mine in zip(todo, scripted)]
 
 
 def done_keys(results: Path) -> set[str]:
@@ -115,6 +127,8 @@ def run_cell(cell: Cell, rig: Rig, work: Path, artifacts: Path) -> CellResult:
             crash = measure_crash(cell, rig, artifacts)
     except InfraError as e:
         error = f"harness failure (not a verdict): {e}"
+    except NothingChecked as e:
+        error = f"nothing checked (not a verdict): {e}"
     return CellResult(key=cell.key(), fs=cell.fs, mode=cell.mode, workload=cell.workload,
                       params=tuple(plan.workload.params().items()), settings=cell.to_json(), env=env, started=started_at,
                       seconds=time.monotonic() - started, throughput=throughput, crash=crash, error=error)
@@ -140,9 +154,10 @@ def measure_throughput(cell: Cell, plan: CrashPlan, rig: Rig, work: Path) -> Thr
 
 def measure_crash(cell: Cell, rig: Rig, artifacts: Path) -> CrashSummary:
     run = run_crash(cell.spec, rig, artifacts)
-    if any(artifacts.iterdir()):
+    if artifacts.is_dir() and any(artifacts.iterdir()):
         return run.crash_summary(artifacts=str(artifacts))
-    artifacts.rmdir()
+    if artifacts.is_dir():
+        artifacts.rmdir()
     return run.crash_summary()
 
 

@@ -16,12 +16,18 @@ from pathlib import Path
 
 from plugpull.guest.rig import Rig
 from plugpull.files import atomic_write_json
-from plugpull.errors import GuestTimeout, InfraError, UsageError
+from plugpull.errors import DiskFull, GuestTimeout, InfraError, UsageError
+from plugpull.lab.console import ConsoleWatch
 from plugpull.lab.testbed import MOUNTPOINT, BedSpec, second, testbed
 from plugpull.lab.verdict import Ack
 from plugpull.powerloss.writelog import entry_index_at, iter_entries, summarize
 
 log = logging.getLogger(__name__)
+
+# Warnings reach the console too (an fs WARNING the guest survives), and a task blocked in
+# the kernel is reported after 60 s rather than 120, well within the workload's timeout.
+TROUBLE_ON_THE_CONSOLE = ("echo 5 > /proc/sys/kernel/printk; "
+                          "echo 60 > /proc/sys/kernel/hung_task_timeout_secs 2>/dev/null")
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,8 @@ class Record:
 
 def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: float = 600.0,
            progress=None) -> Record:
+    """A kernel crash or hang of the guest while the workload runs (not the planned cut) is a
+    finding, not a failure: the record then ends there, with meta["kernel_crash"]."""
     fs, mode, workload = bed.fs, bed.mode, bed.workload
     directory.mkdir(parents=True, exist_ok=True)
     write_log = directory / "write.log"
@@ -99,19 +107,29 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
                  else (lambda: os.stat(write_log).st_size))
         m.acks.set_stamp(sizes)
         sampler = _Sampler(sizes) if log2 else None
+        console = ConsoleWatch(m.console_log)
+        m.run(TROUBLE_ON_THE_CONSOLE)
         m.write_file("/tmp/workload.sh", workload.script(MOUNTPOINT))
+        console.set_mark()
         started = time.monotonic()
         m.run("(sh /tmp/workload.sh > /tmp/workload.out 2>&1; echo \"done $?\" > /dev/plugpull-ack) "
               "</dev/null >/dev/null 2>&1 &").check()
-        acks, finished = _until_cut(m, trigger, write_log, started, timeout, progress)
-        detail = m.run("tail -n 20 /tmp/workload.out").text if finished not in (None, 0) else ""
+        acks, finished, trouble = _until_cut(m, trigger, write_log, started, timeout, progress, console)
+        trouble = trouble or console.trouble()
+        detail = m.run("tail -n 20 /tmp/workload.out").text if finished not in (None, 0) and not trouble else ""
         log.debug("pulling the plug after %d acks (trigger %s; the workload %s)", len(acks), trigger,
                   "was still running" if finished is None else f"had exited with {finished}")
         m.power_cut()
         meta["workload_seconds"] = time.monotonic() - started
         if sampler:
             sampler.stop()
-    if finished not in (None, 0):
+    if trouble:
+        log.warning("the guest kernel failed while the workload ran: %s", trouble.summary)
+        meta["kernel_crash"] = {"kind": trouble.kind, "line": trouble.line, "excerpt": trouble.excerpt}
+    elif finished not in (None, 0) and workload.user_supplied:
+        last = detail.strip().splitlines()[-1:] or ["no output"]
+        raise UsageError(f"the workload script exited {finished} in the guest: {last[0][:200]}")
+    elif finished not in (None, 0):
         raise InfraError(f"the workload failed in the guest (exit {finished}):\n{detail}")
     meta["workload_finished"] = finished == 0
     rec = Record(directory, meta, _stamped_acks(meta, acks, write_log, log2, sampler, sizes))
@@ -119,27 +137,54 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
     return rec
 
 
-def _until_cut(m, trigger: Trigger, write_log: Path, started: float, timeout: float, progress):
-    """Read acks until the trigger fires or the workload ends: ([(ack, stamp)], exit code or None)."""
+def _until_cut(m, trigger: Trigger, write_log: Path, started: float, timeout: float, progress, console):
+    """Read acks until the trigger fires, the workload ends or the guest kernel fails:
+    ([(ack, stamp, kind)], exit code or None, KernelTrouble or None)."""
     acks: list[tuple] = []
+    promises = 0  # `ack` lines: what an acks:N trigger counts
     deadline = started + timeout
-    while not _triggered(trigger, len(acks), write_log, started):
+    while not _triggered(trigger, promises, write_log, started):
         try:
             line = m.acks.get(timeout=min(1.0, max(0.01, deadline - time.monotonic())))
         except GuestTimeout:
+            stop_on_host_io_error(m, write_log)
+            if trouble := console.trouble():  # a hung task or a soft lockup, say
+                return acks, None, trouble
             if time.monotonic() > deadline:
                 raise GuestTimeout(f"workload did not finish in {timeout:.0f} s") from None
             continue
         if line is None:
+            if trouble := console.trouble():
+                return acks, None, trouble
             raise InfraError("the ack stream closed before the power cut (QEMU died?)")
         words = line.text.split()
         if words[:1] in (["ack"], ["commit"]):  # commit: acknowledged, not promised (Ack.kind)
-            acks.append((int(words[1]), line.stamp, words[0]))
+            acks.append((_ack_id(words, line.text), line.stamp, words[0]))
+            promises += words[0] == "ack"
             if progress:
                 progress(len(acks))
         elif words[:1] == ["done"]:
-            return acks, int(words[1])
-    return acks, None
+            return acks, int(words[1]), None
+    return acks, None, None
+
+
+def _ack_id(words: list[str], text: str) -> int:
+    """The ID of an `ack ID` line; a malformed one (a user's script wrote it) is bad input."""
+    if len(words) == 2 and words[1].lstrip("-").isdigit():
+        return int(words[1])
+    raise UsageError(f"the workload wrote a malformed ack line {text.strip()[:80]!r}: expected 'ack ID', "
+                     "ID a whole number")
+
+
+def stop_on_host_io_error(m, write_log: Path) -> None:
+    """A guest paused on a host I/O error (no space for its disk or its write log) would
+    wait out the workload's timeout and be blamed for it: stop now, as a harness failure."""
+    error = m.io_error()
+    if error is None:
+        return
+    if error.get("nospace"):
+        raise DiskFull(write_log.parent, "QEMU paused the guest when a write to its disk or write log failed")
+    raise InfraError(f"QEMU paused the guest on a host I/O error: {error.get('reason', 'unknown')}")
 
 
 def _stamped_acks(meta: dict, acks: list, write_log: Path, log2: Path | None, sampler, sizes) -> list[Ack]:

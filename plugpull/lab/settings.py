@@ -14,8 +14,9 @@ from plugpull.errors import UsageError
 from plugpull.guest.config import Bus
 from plugpull.lab.fs import FILESYSTEMS, MODES
 from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
+from plugpull.lab.cutorder import EXHAUSTIVE_MAX
 from plugpull.lab.record import Trigger
-from plugpull.lab.workloads import WORKLOADS
+from plugpull.lab.workloads import SCRIPT_PREFIX, WORKLOADS
 from plugpull.powerloss.models import cut_points, parse_model
 
 # A disk's volatile cache as it is: 32 MiB, destaged in any order. `reorder` (any subset of all
@@ -23,6 +24,8 @@ from plugpull.powerloss.models import cut_points, parse_model
 # in-flight window log recovery expects, and so finds unmountable states even with barriers.
 DEFAULT_MODEL = "cache:32:random"
 RECORDED_BUSES = (str(Bus.AHCI), str(Bus.IDE))
+# Each checker guest is a QEMU process with its own RAM that keeps a core busy under TCG.
+MAX_WORKERS = 16
 
 
 @dataclass(frozen=True)
@@ -43,22 +46,60 @@ class Choice:
 
 
 @dataclass(frozen=True)
-class Whole:
-    """A whole number of at least `minimum`."""
-
-    minimum: int
-    annotation = int
+class WorkloadName(Choice):
+    """A built-in workload, or the user's own as script:PATH (the file is read, and refused
+    if it is missing or unreadable, where the run is set up: `spec.load_user_scripts`)."""
 
     def check(self, value):
-        if isinstance(value, bool) or not isinstance(value, int) or value < self.minimum:
-            raise ValueError(f"expected a whole number >= {self.minimum}, got {value!r}")
+        if isinstance(value, str) and value.startswith(SCRIPT_PREFIX):
+            if not value[len(SCRIPT_PREFIX):].strip():
+                raise ValueError(f"{SCRIPT_PREFIX} needs the script's path: {SCRIPT_PREFIX}PATH")
+            return value
+        try:
+            return super().check(value)
+        except ValueError as e:
+            raise ValueError(f"{e}; or {SCRIPT_PREFIX}PATH, your own shell script") from None
+
+    parse = check
+
+
+@dataclass(frozen=True)
+class Text:
+    """Any text, e.g. a path read later."""
+
+    annotation = str
+
+    def check(self, value):
+        return value
+
+    parse = check
+
+
+@dataclass(frozen=True)
+class Whole:
+    """A whole number of at least `minimum` (and at most `maximum`, if given)."""
+
+    minimum: int
+    maximum: int | None = None
+    annotation = int
+
+    @property
+    def expected(self) -> str:
+        if self.maximum is None:
+            return f"a whole number >= {self.minimum}"
+        return f"a whole number from {self.minimum} to {self.maximum}"
+
+    def check(self, value):
+        if (isinstance(value, bool) or not isinstance(value, int) or value < self.minimum
+                or (self.maximum is not None and value > self.maximum)):
+            raise ValueError(f"expected {self.expected}, got {value!r}")
         return value
 
     def parse(self, text: str):
         try:
             return self.check(int(text))
         except ValueError:
-            raise ValueError(f"expected a whole number >= {self.minimum}, got {text!r}") from None
+            raise ValueError(f"expected {self.expected}, got {text!r}") from None
 
 
 @dataclass(frozen=True)
@@ -77,6 +118,23 @@ class Spelled:
         return value
 
     parse = check
+
+
+@dataclass(frozen=True)
+class Switch:
+    """On when the option is given (a CLI flag without a value; true or false in a case file)."""
+
+    annotation = bool
+
+    def check(self, value):
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true or false, got {value!r}")
+        return value
+
+    def parse(self, text: str):
+        if text not in ("true", "false"):
+            raise ValueError(f"expected true or false, got {text!r}")
+        return text == "true"
 
 
 @dataclass(frozen=True)
@@ -129,15 +187,24 @@ SETTINGS = (
             {"crash": "xfs", "matrix": "xfs,ext4"}, many=("matrix",), case="matrix.fs"),
     Setting("mode", Choice("mode", lambda: MODES), "barrier / write-cache mode",
             {"crash": "barrier", "matrix": "barrier,nobarrier,nocache"}, many=("matrix",), case="matrix.modes"),
-    Setting("workload", Choice("workload", lambda: WORKLOADS), "what runs in the guest",
+    Setting("workload", WorkloadName("workload", lambda: WORKLOADS),
+            f"what runs in the guest: a built-in workload or {SCRIPT_PREFIX}PATH, your own shell script",
             {"crash": "fsync-files", "matrix": "tree-extract,fsync-files"}, many=("matrix",),
             case="matrix.workloads"),
+    Setting("check_script", Text(), f"with a {SCRIPT_PREFIX}PATH workload: the shell script that checks each "
+            "recovered filesystem and prints 'lost ID REASON' and 'inconsistent REASON' lines",
+            {"crash": "", "matrix": ""}, case="crash.check_script", case_default=""),
     Setting("models", Spelled(_model), "power-loss models, comma-separated: prefix, drop-unflushed, reorder, "
             "cache[:MiB[:fifo|elevator|random]], torn; +lying to ignore flushes",
             {"crash": "reorder", "matrix": DEFAULT_MODEL}, many=("crash", "matrix"), case="crash.models",
             case_default=(DEFAULT_MODEL,), option="--model"),
-    Setting("states", Whole(1), "crash states per model", {"crash": "30", "matrix": "20"},
-            case="crash.states", case_default=20),
+    Setting("states", Whole(1), "cuts per model, drawn at random with the kill point (without --budget)",
+            {"crash": "30", "matrix": "20"}, case="crash.states", case_default=20),
+    Setting("budget", Whole(0), "distinct crash states per run, drawn from every cut instead of --states: "
+            "the kill point, the cuts just before and after flushes and acks, then the rest at random; "
+            "cuts that share a state come free (0: no budget)", {"crash": "0"}, case="crash.budget", case_default=0),
+    Setting("exhaustive", Switch(), f"every cut under every model (refused above {EXHAUSTIVE_MAX} "
+            "cuts x models unless --budget caps it)", {"crash": "false"}),
     Setting("seed", Whole(0), "seed of the cut points and the models", {"crash": "1", "matrix": "1"},
             case="crash.seed", case_default=1),
     Setting("trigger", Spelled(Trigger.parse), "when to pull the plug: acks:N, writes:N, time:SECONDS or end",
@@ -149,7 +216,8 @@ SETTINGS = (
     Setting("disk_mib", Whole(64), "size of the disk under test", {"crash": "512", "matrix": "512"},
             case="matrix.disk_mib", case_default=512),
     Setting("batch", Whole(1), "crash states per checker guest boot", {"crash": "16"}),
-    Setting("workers", Whole(0), "checker guests at once (default: one per core, at most 2)", {"crash": "0"}),
+    Setting("workers", Whole(0, MAX_WORKERS), "checker guests at once (default: one per core, at most 2)",
+            {"crash": "0"}),
     Setting("profile", Choice("disk profile", load_profiles),
             "flush and write-through latency of the disk a throughput run stands for "
             "(vmconfig/disks.toml: host, hdd, ssd)", {"matrix": DEFAULT_PROFILE}, case="matrix.profile",
@@ -184,6 +252,9 @@ def option_type(key: str, command: str):
 def add_options(parser, command: str) -> None:
     """Add the command's options; each value is checked by its row's kind as it is parsed."""
     for s in settings_of(command):
+        if isinstance(s.kind, Switch):
+            parser.add_argument(s.flag, dest=s.key, action="store_true", help=s.help)
+            continue
         typed = option_type(s.key, command)
         default = s.defaults[command]
         parser.add_argument(s.flag, dest=s.key, type=typed, default=typed(default) if default else "",

@@ -5,14 +5,15 @@ trigger, looked up once).
     plan = CrashSpec(fs="xfs", mode="nobarrier", models=("reorder",)).resolve()
 """
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.guest.config import Bus
 from plugpull.lab.fs import Filesystem, Mode, filesystem, mode as mode_named
 from plugpull.lab.record import Trigger
 from plugpull.lab.testbed import BedSpec
-from plugpull.lab.workloads import Workload, workload as workload_named
+from plugpull.lab.workloads import SCRIPT_PREFIX, Script, Workload, read_script, workload as workload_named
 from plugpull.powerloss.models import ModelSpec, cut_points, parse_model
 
 
@@ -23,7 +24,7 @@ class CrashSpec:
     workload: str = "fsync-files"
     params: tuple = ()  # (name, value) pairs for the workload
     models: tuple = ("reorder",)
-    states: int = 30  # per model
+    states: int = 30  # cuts per model, when there is no budget
     seed: int = 1
     trigger: str = "acks:30"
     disk_mib: int = 512
@@ -31,6 +32,9 @@ class CrashSpec:
     cuts: str = ""  # cut points: "" = `states` seeded ones and the kill point; else a cut_points spec
     batch: int = 16  # crash states per checker guest boot
     workers: int = 0  # checker guests at once; 0: one per core (at most 2)
+    check_script: str = ""  # the path, until `load_user_scripts` reads it into `params`
+    budget: int = 0  # distinct states per run, drawn from every cut (cutorder); 0: no budget
+    exhaustive: bool = False  # every cut under every model
 
     def __post_init__(self):
         object.__setattr__(self, "bus", Bus(self.bus))
@@ -46,6 +50,8 @@ class CrashSpec:
 
     def resolve(self) -> "CrashPlan":
         """The plan with every name looked up; UsageError names what is wrong."""
+        if self.workload.startswith(SCRIPT_PREFIX) or self.check_script:
+            raise UsageError("the user's scripts are not read yet (spec.load_user_scripts)")
         mode = mode_named(self.mode)
         models = []
         for text in self.models:
@@ -64,6 +70,10 @@ class CrashSpec:
             raise UsageError("--disk-mib must be at least 64")
         if self.batch < 1 or self.workers < 0:
             raise UsageError("--batch must be at least 1 and --workers at least 0")
+        if self.budget < 0:
+            raise UsageError("--budget must be at least 0")
+        if self.exhaustive and self.cuts:
+            raise UsageError("--exhaustive takes every cut: not with --cuts")
         if self.cuts:
             try:
                 cut_points([], self.cuts, self.seed)
@@ -93,3 +103,22 @@ class CrashPlan:
     @property
     def recording_bed(self) -> BedSpec:
         return BedSpec(self.fs, self.recording_mode, self.workload, self.spec.disk_mib, self.spec.bus)
+
+
+def load_user_scripts(spec: CrashSpec, base: Path) -> CrashSpec:
+    """The spec with a `script:PATH` workload and its check script read from their files
+    (relative to `base`) into the workload's parameters: the run is named by their content,
+    not their paths, and a saved state replays without them. UsageError (one line) if a
+    file is missing, not a regular file or unreadable, or the check script is missing."""
+    if not spec.workload.startswith(SCRIPT_PREFIX):
+        if spec.check_script:
+            raise UsageError(f"--check-script is for a {SCRIPT_PREFIX}PATH workload, not {spec.workload}")
+        return spec
+    if not spec.check_script:
+        raise UsageError(f"{spec.workload} needs a check script (--check-script PATH): without one no "
+                         "acknowledged operation can be checked (one that prints nothing and exits 0 "
+                         "judges the states by recovery mount and fsck alone)")
+    text = read_script(base / spec.workload[len(SCRIPT_PREFIX):], "workload script")
+    check = read_script(base / spec.check_script, "check script")
+    params = {**dict(spec.params), "text": text, "check": check}
+    return replace(spec, workload=Script.name, params=tuple(params.items()), check_script="")

@@ -56,6 +56,8 @@ class Observation:
     fsck_output: str = ""
     kernel_log: str = ""
     infra_error: str = ""
+    kernel_crash: str = ""  # the kernel under test failed on the state: what it said, in a line
+    kernel_excerpt: str = ""  # and the console or kernel log lines around it
 
 
 def sums_of(text: str) -> dict[str, str]:
@@ -96,9 +98,11 @@ class StateVerdict:
 def classify(fs: Filesystem, obs: Observation, workload, required: list[int],
              committed: list[int] = ()) -> StateVerdict:
     """The verdict on one state. A failure of the checker itself is an infra-error, never a
-    filesystem verdict; otherwise the worst finding wins: unmountable, fs-corrupt,
+    filesystem verdict; otherwise the worst finding wins: kernel-crash, unmountable, fs-corrupt,
     inconsistent, data-loss. `committed`: acknowledged operations the contract does not
     promise (see `Workload.examine`)."""
+    if obs.kernel_crash:
+        return StateVerdict(Verdict.KERNEL_CRASH, obs.kernel_crash)
     if obs.infra_error:
         return StateVerdict(Verdict.INFRA_ERROR, obs.infra_error)
     if obs.mount_rc != 0:

@@ -156,17 +156,22 @@ def shown_verdicts(cells: list[CellResult]) -> tuple[str, ...]:
 
 
 def tables(cells: list[CellResult]) -> list[Table]:
+    """A table per group. `states` counts cuts (the verdicts count them too); `distinct`, shown
+    when some cell knows it, the distinct states checked for them."""
     verdicts = shown_verdicts(cells)
+    distinct = ("distinct",) if any(c.crash and c.crash.distinct is not None for c in cells) else ()
     result = []
     for group in groups(cells):
         names = group.phase_names
         units = [group.unit(n) for n in names]
-        header = ("mode", *(f"{n} {u}" for n, u in zip(names, units)), "vs barrier", "states", *verdicts)
+        header = ("mode", *(f"{n} {u}" for n, u in zip(names, units)), "vs barrier", "states", *distinct,
+                  *verdicts)
         rows = []
         for cell in group.cells:
             crash = cell.crash or CrashSummary()
             rows.append((group.label(cell), *(phase_text(cell, n, u) for n, u in zip(names, units)),
                          fmt_ratio(slowdown(cell, group)), fmt_count(crash.states),
+                         *(fmt_count(crash.distinct) for _ in distinct),
                          *(fmt_count(crash.count(v)) for v in verdicts)))
         result.append(Table(group.title, header, tuple(rows), crash_from=len(names) + 2))
     return result

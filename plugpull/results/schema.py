@@ -1,5 +1,6 @@
 """The result types, as frozen dataclasses with to_json/from_json."""
 
+import hashlib
 import json
 import math
 from dataclasses import asdict, dataclass, field, fields
@@ -70,7 +71,10 @@ def _lenient(cls, doc: dict, **given):
 
 
 def param_text(value) -> str:
-    """A workload parameter's value as a title or a key shows it: strings as they are."""
+    """A workload parameter's value as a title or a key shows it: strings as they are, but a
+    text of several lines (a user's script) by its digest."""
+    if isinstance(value, str) and "\n" in value:
+        return "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:12]
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
@@ -177,6 +181,8 @@ class StateResult(_Fields):
     lost: list = field(default_factory=list)
     artifact: str | None = None
     cut2: int | None = None  # the cut in the external log disk's write log (extlog mode)
+    kernel_excerpt: str | None = None  # kernel-crash: the guest kernel's words, from its console or log
+    distinct: int | None = None  # the distinct state the cut shares with every cut of the same number
     acks_allowed: int = 0  # acknowledged operations lost as the workload's contract allows
     broken: list = field(default_factory=list)  # the workload's invariants the state broke
 
@@ -187,8 +193,9 @@ def _verdict_field(verdict: str) -> str:
 
 @dataclass(frozen=True)
 class CrashSummary:
-    """The crash side of a matrix cell: how many states, under which models, and the count of
-    each verdict (None where it is not known)."""
+    """The crash side of a matrix cell: how many states (one per cut), how many distinct ones
+    were checked, under which models, and the count of each verdict (None where it is not
+    known)."""
 
     states: int | None = None
     models: tuple[str, ...] = ()
@@ -202,6 +209,7 @@ class CrashSummary:
     log: dict | None = None  # the record's write-log summary (writes, flushes, ...)
     states_per_minute: float | None = None
     artifacts: str | None = None  # where the states that are not clean were saved
+    distinct: int | None = None  # distinct states checked; the cuts that share one share its check
 
     def __post_init__(self):
         _settle(self, models=tuple(self.models), log=self.log)
@@ -235,7 +243,8 @@ class CrashSummary:
     def to_json(self) -> dict:
         return {"states": self.states, "models": list(self.models),
                 "summary": {v: self.count(v) for v in VERDICTS}, "record": self.log,
-                "states_per_minute": self.states_per_minute, "artifacts": self.artifacts}
+                "states_per_minute": self.states_per_minute, "artifacts": self.artifacts,
+                "distinct": self.distinct}
 
     @classmethod
     def from_json(cls, doc: dict) -> "CrashSummary":
@@ -249,7 +258,8 @@ class CrashSummary:
 class CrashTiming(_Fields):
     record_s: float
     check_s: float
-    states_per_minute: float
+    states_per_minute: float  # cuts judged per minute
+    distinct_per_minute: float | None = None  # distinct states checked per minute
 
 
 @dataclass(frozen=True)
@@ -266,6 +276,12 @@ class CrashRun:
         _settle(self, states=tuple(self.states), spec=self.spec, record=self.record)
 
     @property
+    def distinct(self) -> int | None:
+        """Distinct states checked (None for a run that did not number them)."""
+        numbers = {s.distinct for s in self.states}
+        return None if None in numbers else len(numbers)
+
+    @property
     def summary(self) -> dict[str, int]:
         """verdict -> how many states got it, every verdict named."""
         return {v: sum(s.verdict == v for s in self.states) for v in VERDICTS}
@@ -274,7 +290,7 @@ class CrashRun:
         """What a matrix cell keeps of this run."""
         return CrashSummary(states=len(self.states), models=tuple(self.spec.get("models", ())),
                             log=self.record.get("log"), states_per_minute=self.timing.states_per_minute,
-                            artifacts=artifacts,
+                            artifacts=artifacts, distinct=self.distinct,
                             **{_verdict_field(v): n for v, n in self.summary.items()})
 
     def to_json(self) -> dict:

@@ -9,6 +9,8 @@ Each workload gives
   checker brought back (`collect`: "tar" = contents, "sums" = sha256 per file);
 - `examine(required, files, committed)`: the state against the workload's `contract` (which
   acks are promises) and its `invariants` (what holds of every state): `Findings`;
+- `collect` "script" (the user's `script:PATH` workload): the user's check script runs on the
+  recovered filesystem and its `lost`/`inconsistent` lines are the oracle;
 - optionally `payload()`: a read-only disk image the guest reads as /dev/vda (a tar to
   extract, a large file to copy), and `setup(mnt)`: untimed commands before the work.
 Content is a pure function of the parameters and seed, so the host regenerates it.
@@ -21,21 +23,27 @@ from plugpull.lab.workloads.bench import (FIO_JOBS, BigCopy, Bonnie, Fio, SmallF
                                           TreeRemove)
 from plugpull.lab.workloads.oracle import AtomicReplace, FsyncAppend, FsyncFiles
 from plugpull.lab.workloads.sqlite import Sqlite
+from plugpull.lab.workloads.script import PREFIX as SCRIPT_PREFIX, CheckScriptError, Script, read_script
+from plugpull.lab.workloads.params import check_params
 
-__all__ = ["ACK_PORT", "DIR", "PAYLOAD_DEV", "FIO_JOBS", "WORKLOADS", "AtomicReplace", "BigCopy", "Bonnie", "Fio",
-           "Findings", "FsyncAppend", "FsyncFiles", "Lost", "SmallFiles", "Sqlite", "Step", "TreeCopy",
-           "TreeExtract", "TreeRemove", "Workload", "content_line", "repeated", "sha256", "workload"]
+__all__ = ["ACK_PORT", "DIR", "PAYLOAD_DEV", "FIO_JOBS", "SCRIPT_PREFIX", "WORKLOADS", "AtomicReplace", "BigCopy",
+           "Bonnie", "CheckScriptError", "Findings", "Fio", "FsyncAppend", "FsyncFiles", "Lost", "Script",
+           "SmallFiles", "Sqlite", "Step", "TreeCopy", "TreeExtract", "TreeRemove", "Workload", "content_line",
+           "read_script", "repeated", "sha256", "workload"]
 
 
 WORKLOADS = {w.name: w for w in (FsyncFiles, FsyncAppend, AtomicReplace, TreeExtract, TreeRemove, TreeCopy, BigCopy,
                                  SmallFiles, Bonnie, Fio, Sqlite)}
+# The user's own workload is named on the command line as script:PATH; its texts are its parameters.
+USER_WORKLOADS = {Script.name: Script}
 
 
 def workload(name: str, **params) -> Workload:
     try:
-        cls = WORKLOADS[name]
+        cls = {**WORKLOADS, **USER_WORKLOADS}[name]
     except KeyError:
-        raise UsageError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}") from None
+        raise UsageError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)} or {SCRIPT_PREFIX}PATH") from None
+    check_params(name, cls, params)
     try:
         return cls(**params)
     except TypeError as e:

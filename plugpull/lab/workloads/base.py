@@ -61,6 +61,7 @@ class Workload:
     name = ""
     collect = "tar"
     metadata_heavy = False
+    user_supplied = False  # the user's own script: its failures are bad input, not the harness's
     contract = "every ack is a durability promise"
     invariants: tuple[str, ...] = ()  # what must hold of every state, owed acks or not
 

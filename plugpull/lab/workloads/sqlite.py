@@ -39,8 +39,6 @@ class Sqlite(Workload):
         if self.journal == "delete" and self.synchronous == "normal":
             raise TypeError("journal=delete with synchronous=normal promises nothing after a power cut "
                             "(SQLite: the database may be corrupted); use full or extra")
-        if self.checkpoint < 0:
-            raise TypeError("checkpoint must be 0 (never) or a number of transactions")
 
     @property
     def promises_each_commit(self) -> bool:
@@ -75,10 +73,10 @@ class Sqlite(Workload):
         lines = [f"PRAGMA synchronous={self.synchronous};"]
         for i in range(1, self.transactions + 1):
             lines.append(f"BEGIN; INSERT INTO t VALUES ({i}, '{self.row(i)}'); COMMIT;")
-            lines += [f'.shell echo "{told} {i}" >&4'] if acks else []
-            if self.journal == "wal" and self.checkpoint and i % self.checkpoint == 0:
+            lines += [f".shell echo '{told} {i}' >&4"] if acks else []
+            if self.journal == "wal" and i % self.checkpoint == 0:
                 lines.append("PRAGMA wal_checkpoint(FULL);")
-                lines += [f'.shell echo "ack {i}" >&4'] if acks and not self.promises_each_commit else []
+                lines += [f".shell echo 'ack {i}' >&4"] if acks and not self.promises_each_commit else []
         return lines
 
     def script(self, mnt: str, ack: str = ACK_PORT, acks: bool = True) -> str:

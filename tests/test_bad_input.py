@@ -1,0 +1,401 @@
+"""Bad input, tried as a user would: every probe exits with the code the README promises, says
+in one line what is wrong, shows no traceback and leaves nothing behind. All of it is
+refused before a guest boots: a probe that reaches a boot fails here."""
+
+import gzip
+import json
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from fake_backend import FakeBackend, Plan
+from plugpull import cli
+from plugpull.errors import LaunchError, NothingChecked
+from plugpull.guest import rig as rig_mod
+from plugpull.guest.accel import Decision
+from plugpull.guest.config import Accel
+from plugpull.guest.image import GuestImage
+from plugpull.guest.kernel import kernel_format
+from plugpull.lab import matrix as matrix_mod
+from plugpull.lab.crash import load_record, refuse_vacuous, replay, run_crash, saved_record
+from plugpull.lab.spec import CrashSpec
+from plugpull.lab.record import Record
+from plugpull.lab.verdict import Ack
+from plugpull.lab.workloads import Bonnie, FsyncFiles, Sqlite
+from plugpull.lab.workloads.params import promised_acks
+from plugpull.powerloss.writelog import LogWriter
+
+TMP = "{tmp}"
+
+
+class Booted(BaseException):
+    """Raised where a guest would boot: a BaseException, so no handler of plugpull's hides it."""
+
+
+def _no_boot(*args, **kwargs):
+    raise Booted("validation let this through to a guest boot")
+
+
+# --- what the probes need on disk ---------------------------------------------------------
+
+CASE = """title = "t"
+[matrix]
+fs = ["xfs"]
+modes = ["barrier"]
+workloads = ["fsync-files"]
+"""
+
+
+def _case(tail: str = "", top: str = "") -> Callable[[Path], None]:
+    """A case file: CASE with `top` before its first table and `tail` after it."""
+    return lambda tmp: (tmp / "case.toml").write_text(top + CASE + tail)
+
+
+def _artifact(tmp: Path) -> None:
+    """A saved state as `plugpull crash` writes it: states/s/state.json and the record."""
+    record = tmp / "art" / "record"
+    state = tmp / "art" / "states" / "s"
+    record.mkdir(parents=True)
+    state.mkdir(parents=True)
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(record / "base.qcow2"), "64M"], check=True)
+    with LogWriter(record / "write.log") as w:
+        w.write(0, b"\1" * 4096)
+        w.flush()
+    with open(record / "write.log", "rb") as src, gzip.open(record / "write.log.gz", "wb") as dst:
+        dst.write(src.read())
+    (record / "write.log").unlink()
+    (record / "record.json").write_text(json.dumps(
+        {"fs": "xfs", "mode": "barrier", "workload": "fsync-files", "params": {"count": 3, "seed": 1},
+         "acks": []}))
+    (state / "state.json").write_text(json.dumps(
+        {"fs": "xfs", "mode": "barrier", "workload": "fsync-files", "model": "reorder", "seed": 1, "cut": 1,
+         "verdict": "data-loss", "digest": "0" * 64, "record": "../../record"}))
+
+
+def _damaged(damage: Callable[[Path], None]) -> Callable[[Path], None]:
+    def setup(tmp: Path) -> None:
+        _artifact(tmp)
+        damage(tmp / "art")
+    return setup
+
+
+def _write(rel: str, data: bytes) -> Callable[[Path], None]:
+    return lambda art: (art / rel).write_bytes(data)
+
+
+def _remove(rel: str) -> Callable[[Path], None]:
+    return lambda art: (art / rel).unlink()
+
+
+def _state_without(key: str) -> Callable[[Path], None]:
+    def damage(art: Path) -> None:
+        path = art / "states" / "s" / "state.json"
+        doc = json.loads(path.read_text())
+        del doc[key]
+        path.write_text(json.dumps(doc))
+    return damage
+
+
+def _mkdir(rel: str) -> Callable[[Path], None]:
+    return lambda tmp: (tmp / rel).mkdir(parents=True)
+
+
+def _file(rel: str, data: bytes = b"") -> Callable[[Path], None]:
+    return lambda tmp: (tmp / rel).write_bytes(data)
+
+
+# --- the probes ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Probe:
+    """`argv` with {tmp} for the test's directory; `names`: what the one line must mention."""
+
+    id: str
+    argv: str
+    code: int
+    names: str
+    setup: Callable[[Path], None] | None = None
+
+
+PROBES = [
+    # plugpull crash: every setting
+    Probe("fs", "crash --fs btrfsx", 2, "btrfsx"),
+    Probe("mode", "crash --mode writeback", 2, "writeback"),
+    Probe("workload", "crash --workload fsync-fils", 2, "fsync-fils"),
+    Probe("model", "crash --model rorder", 2, "rorder"),
+    Probe("model-empty", "crash --model=", 2, "--model"),
+    Probe("model-comma", "crash --model ,", 2, "--model"),
+    Probe("model-cache-size", "crash --model cache:abc", 2, "cache:abc"),
+    Probe("states-0", "crash --states 0", 2, "--states"),
+    Probe("states-text", "crash --states many", 2, "many"),
+    Probe("seed", "crash --seed -1", 2, "--seed"),
+    Probe("cuts", "crash --cuts sometimes", 2, "sometimes"),
+    Probe("trigger", "crash --trigger acks:0", 2, "acks:0"),
+    Probe("trigger-kind", "crash --trigger soon", 2, "soon"),
+    Probe("batch", "crash --batch 0", 2, "--batch"),
+    Probe("workers-negative", "crash --workers -1", 2, "--workers"),
+    Probe("workers-huge", "crash --workers 1000", 2, "--workers"),
+    Probe("disk-mib", "crash --disk-mib 10", 2, "--disk-mib"),
+    Probe("bus", "crash --bus scsi", 2, "scsi"),
+    Probe("accel", "crash --accel hvf", 2, "hvf"),
+    # workload parameters
+    Probe("param-text", "crash --param count=abc", 2, "count"),
+    Probe("param-negative", "crash --param count=-5", 2, "count"),
+    Probe("param-zero", "crash --param count=0", 2, "count"),
+    Probe("param-unknown", "crash --param files=5", 2, "files"),
+    Probe("param-no-value", "crash --param count", 2, "count"),
+    Probe("param-sqlite-journal", "crash --workload sqlite --param journal=truncate", 2, "journal"),
+    Probe("param-tree-files", "crash --workload tree-extract --param files=0", 2, "files"),
+    # where results go
+    Probe("json-no-parent", "crash --json {tmp}/nowhere/out.json", 2, "nowhere"),
+    Probe("json-is-dir", "crash --json {tmp}/d", 2, "d", _mkdir("d")),
+    Probe("out-is-file", "crash --out {tmp}/f", 2, "f", _file("f")),
+    # --kernel
+    Probe("kernel-missing", "crash --kernel {tmp}/bz --modules {tmp}/m", 2, "bz", _mkdir("m")),
+    Probe("kernel-no-modules", "crash --kernel {tmp}/bz", 2, "--modules", _file("bz", b"x" * 4096)),
+    Probe("kernel-not-a-kernel", "crash --kernel {tmp}/bz --modules {tmp}/m", 2, "bz",
+          lambda tmp: (_file("bz", b"not a kernel\n" * 400)(tmp), _mkdir("m")(tmp))),
+    # plugpull matrix
+    Probe("matrix-fs", "matrix --fs xfs,zfs", 2, "zfs"),
+    Probe("matrix-mode-empty", "matrix --mode ,", 2, "--mode"),
+    Probe("matrix-param-prefix", "matrix --param fsync-fles.count=5", 2, "fsync-fles"),
+    Probe("matrix-param-not-run", "matrix --workload tree-extract --param fsync-files.count=5", 2, "fsync-files"),
+    Probe("matrix-param-no-prefix", "matrix --param count=5", 2, "count"),
+    Probe("matrix-param-range", "matrix --param fsync-files.count=-5", 2, "count"),
+    Probe("matrix-profile", "matrix --disk-profile floppy", 2, "floppy"),
+    Probe("matrix-results-dir", "matrix --results {tmp}/d", 2, "d", _mkdir("d")),
+    Probe("matrix-results-parent-file", "matrix --results {tmp}/f/r.jsonl", 2, "f", _file("f")),
+    Probe("matrix-real-disk", "matrix --real-disk {tmp}/f", 2, "f", _file("f")),
+    # plugpull replay
+    Probe("replay-missing", "replay {tmp}/nothing", 2, "nothing"),
+    Probe("replay-no-state", "replay {tmp}/d", 2, "state.json", _mkdir("d")),
+    Probe("replay-state-not-json", "replay {tmp}/art/states/s", 2, "state.json",
+          _damaged(_write("states/s/state.json", b"{not json"))),
+    Probe("replay-state-no-record", "replay {tmp}/art/states/s", 2, "record",
+          _damaged(_state_without("record"))),
+    Probe("replay-state-no-cut", "replay {tmp}/art/states/s", 2, "cut", _damaged(_state_without("cut"))),
+    Probe("replay-gzip-corrupt", "replay {tmp}/art/states/s", 2, "write.log.gz",
+          _damaged(_write("record/write.log.gz", b"\x1f\x8b\x08\0garbage"))),
+    Probe("replay-log-missing", "replay {tmp}/art/states/s", 2, "write.log.gz",
+          _damaged(_remove("record/write.log.gz"))),
+    Probe("replay-log-not-a-log", "replay {tmp}/art/states/s", 2, "write.log.gz",
+          _damaged(_write("record/write.log.gz", gzip.compress(b"not a log\n" * 400)))),
+    Probe("replay-cut-beyond-log", "replay {tmp}/art/states/s", 2, "cut",
+          _damaged(_write("record/write.log.gz", gzip.compress(b"\0" * 4096)))),
+    Probe("replay-base-missing", "replay {tmp}/art/states/s", 2, "base.qcow2", _damaged(_remove("record/base.qcow2"))),
+    Probe("replay-base-corrupt", "replay {tmp}/art/states/s", 2, "base.qcow2",
+          _damaged(_write("record/base.qcow2", b"QFI\xfbgarbage"))),
+    Probe("replay-record-missing", "replay {tmp}/art/states/s", 2, "record.json",
+          _damaged(_remove("record/record.json"))),
+    Probe("replay-record-not-json", "replay {tmp}/art/states/s", 2, "record.json",
+          _damaged(_write("record/record.json", b"\x00\x01"))),
+    # plugpull reproduce: case files
+    Probe("case-missing", "reproduce {tmp}/none.toml", 2, "none.toml"),
+    Probe("case-dir", "reproduce {tmp}/d", 2, "d", _mkdir("d")),
+    Probe("case-binary", "reproduce {tmp}/case.toml", 2, "case.toml", _file("case.toml", b"\x7fELF\x02\x01\x00\xff\xfe")),
+    Probe("case-not-toml", "reproduce {tmp}/case.toml", 2, "case.toml", _case(top="title = \n")),
+    Probe("case-crash-int", "reproduce {tmp}/case.toml", 2, "crash", _case(top="crash = 5\n")),
+    Probe("case-models-int", "reproduce {tmp}/case.toml", 2, "models", _case("[crash]\nmodels = [3]\n")),
+    Probe("case-trigger-int", "reproduce {tmp}/case.toml", 2, "trigger", _case("[crash]\ntrigger = 30\n")),
+    Probe("case-workload-int", "reproduce {tmp}/case.toml", 2, "workload", _case(top="workload = 5\n")),
+    Probe("case-workload-table-int", "reproduce {tmp}/case.toml", 2, "fsync-files",
+          _case("[workload]\nfsync-files = 5\n")),
+    Probe("case-param-text", "reproduce {tmp}/case.toml", 2, "count",
+          _case("[workload.fsync-files]\ncount = \"abc\"\n")),
+    Probe("case-param-negative", "reproduce {tmp}/case.toml", 2, "count",
+          _case("[workload.fsync-files]\ncount = -5\n")),
+    Probe("case-unknown-field", "reproduce {tmp}/case.toml", 2, "colour", _case(top="colour = 1\n")),
+    Probe("case-mode", "reproduce {tmp}/case.toml", 2, "writeback",
+          lambda tmp: (tmp / "case.toml").write_text(CASE.replace('"barrier"', '"writeback"'))),
+    Probe("case-scale", "reproduce {tmp}/case.toml --scale 0", 2, "--scale", _case()),
+    Probe("case-results-dir", "reproduce {tmp}/case.toml --results {tmp}/d", 2, "d",
+          lambda tmp: (_case()(tmp), _mkdir("d")(tmp))),
+    # plugpull report
+    Probe("report-missing", "report {tmp}/none.jsonl", 2, "none.jsonl"),
+    Probe("report-dir", "report {tmp}/d", 2, "d", _mkdir("d")),
+]
+
+
+def run_probe(probe: Probe, tmp: Path) -> tuple[int, str]:
+    """Exit code and stderr of `plugpull ARGV`, in process, with boots forbidden."""
+    argv = [a.replace(TMP, str(tmp)) for a in probe.argv.split()]
+    try:
+        return cli.main(argv), ""
+    except SystemExit as e:
+        return e.code, ""
+
+
+def _tree(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    """A working directory and an image cache of the test's own, and no guest boots."""
+    work = tmp_path / "w"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
+    for module in (cli.crash, cli.matrix, cli.guests):
+        monkeypatch.setattr(module, "prepare_rig", _no_boot)
+    monkeypatch.setattr("plugpull.guest.image.build_image", _no_boot)
+    return work
+
+
+@pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.id)
+def test_bad_input_is_refused_in_one_line(probe, sandbox, capsys):
+    if probe.setup:
+        probe.setup(sandbox)
+    before = _tree(sandbox)
+    code, _ = run_probe(probe, sandbox)
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == probe.code, err
+    assert "Traceback" not in err
+    assert len(lines) == 1, err
+    assert probe.names in lines[0], err
+    assert _tree(sandbox) == before, "the probe created files"
+    assert not (sandbox.parent / "cache").exists()
+
+
+# --- what happens past the checks ------------------------------------------------------------
+
+def _raising(error: BaseException):
+    def command(*args):
+        raise error
+    return command
+
+
+@pytest.mark.parametrize("error, line", [
+    (OSError(28, "No space left on device", "/results/x/state.img"), "No space left on device: /results/x/state.img"),
+    (ZeroDivisionError("division by zero"), "ZeroDivisionError: division by zero"),
+    (NothingChecked("the recording holds none of the 40 acks"), "none of the 40 acks"),
+])
+def test_an_error_that_is_no_verdict_exits_3_in_one_line(error, line, monkeypatch, capsys):
+    monkeypatch.setattr(cli.guests, "cmd_doctor", _raising(error))
+    assert cli.main(["doctor"]) == 3
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [err.strip()] and line in err and "Traceback" not in err
+
+
+def test_with_v_the_unexpected_error_shows_its_traceback(monkeypatch, capsys):
+    monkeypatch.setattr(cli.guests, "cmd_doctor", _raising(KeyError("state")))
+    assert cli.main(["doctor", "-v"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.strip().splitlines()[-1].endswith("KeyError: 'state'")
+
+
+@pytest.mark.parametrize("count, warned", [(10, True), (30, False)])
+def test_a_trigger_beyond_the_workloads_acks_warns(count, warned, sandbox, capsys):
+    with pytest.raises(Booted):
+        cli.main(["crash", "--trigger", "acks:30", "--param", f"count={count}"])
+    assert ("sends only 10 acks" in capsys.readouterr().err) is warned
+
+
+def test_acks_promised_are_counted_from_the_power_cut_script():
+    assert promised_acks(FsyncFiles(count=7)) == 7
+    assert promised_acks(Sqlite(transactions=3)) == 3
+    assert promised_acks(Bonnie()) == 0
+
+
+@pytest.mark.parametrize("wl, acks, refused", [
+    (FsyncFiles(count=3), [], True),
+    (FsyncFiles(count=3), [Ack(1, 10, 2)], False),
+    (Bonnie(), [], False),
+])
+def test_a_recording_without_acks_of_a_workload_that_sends_some_is_no_pass(wl, acks, refused, tmp_path):
+    rec = Record(tmp_path, {}, acks)
+    if refused:
+        with pytest.raises(NothingChecked, match="no crash state could show data loss"):
+            refuse_vacuous(rec, wl, "time:0.1")
+    else:
+        refuse_vacuous(rec, wl, "time:0.1")
+
+
+def test_the_kernel_check_knows_a_bzimage_and_an_elf_vmlinux():
+    bzimage = bytearray(4096)
+    bzimage[0x202:0x206] = b"HdrS"
+    assert kernel_format(bytes(bzimage)) == "bzimage"
+    assert kernel_format(b"\x7fELF" + bytes(60)) == "elf"
+    assert kernel_format(b"#!/bin/sh\n" * 100) is None
+    assert kernel_format(b"") is None
+
+
+def test_a_bzimage_passes_the_kernel_check(sandbox):
+    bzimage = bytearray(4096)
+    bzimage[0x202:0x206] = b"HdrS"
+    (sandbox / "bz").write_bytes(bytes(bzimage))
+    (sandbox / "m").mkdir()
+    with pytest.raises(Booted):
+        cli.main(["crash", "--kernel", str(sandbox / "bz"), "--modules", str(sandbox / "m")])
+
+
+def _recording(where: Path, content: bytes) -> Record:
+    where.mkdir(parents=True)
+    (where / "base.img").write_bytes(bytes(1 << 20))
+    with LogWriter(where / "write.log") as w:
+        w.write(0, content * 512)
+        w.flush()
+    rec = Record(where, {"workload": "fsync-files", "params": {}}, [])
+    rec.save()
+    return rec
+
+
+def test_runs_that_share_an_out_dir_keep_their_own_recordings(tmp_path):
+    out = tmp_path / "out"
+    first, second = _recording(tmp_path / "r1", b"\1" * 8), _recording(tmp_path / "r2", b"\2" * 8)
+    a, b = saved_record(out, first), saved_record(out, second)
+    assert a != b and a.name.startswith("record-") and b.name.startswith("record-")
+    assert saved_record(out, first) == a
+    assert load_record(b, tmp_path / "unpacked").log.read_bytes() == second.log.read_bytes()
+
+
+@pytest.fixture
+def new_image(tmp_path, monkeypatch):
+    """A freshly built image in a cache directory of its own; no KVM probe."""
+    where = tmp_path / "images" / "key"
+    where.mkdir(parents=True)
+    image = GuestImage("key", where / "kernel", where / "initramfs.cpio", "6.1", fresh=True)
+    monkeypatch.setattr(rig_mod, "build_image", lambda kernel: image)
+    monkeypatch.setattr(rig_mod, "resolve_accel", lambda accel, image: Decision(Accel.TCG, "test"))
+    return image
+
+
+def test_an_image_whose_first_boot_fails_leaves_the_cache(new_image):
+    with pytest.raises(LaunchError):
+        rig_mod.prepare_rig(Accel.TCG, None, FakeBackend([Plan(boots=False)]))
+    assert not new_image.kernel.parent.exists()
+
+
+def test_an_image_that_boots_stays_and_a_cached_one_is_not_booted_again(new_image, monkeypatch):
+    backend = FakeBackend()
+    rig_mod.prepare_rig(Accel.TCG, None, backend)
+    assert new_image.kernel.parent.is_dir() and len(backend.guests) == 1
+    monkeypatch.setattr(rig_mod, "build_image", lambda kernel: replace(new_image, fresh=False))
+    rig_mod.prepare_rig(Accel.TCG, None, backend)
+    assert len(backend.guests) == 1
+
+
+def test_a_matrix_cell_that_checked_nothing_is_an_error_not_a_pass(tmp_path, monkeypatch):
+    monkeypatch.setattr(matrix_mod, "measure_crash", _raising(NothingChecked("the recording holds no ack")))
+    [cell] = matrix_mod.cells(CrashSpec(), ["xfs"], ["barrier"], ["fsync-files"], throughput=False)
+    image = GuestImage("key", tmp_path / "kernel", tmp_path / "initramfs.cpio", "6.1")
+    result = matrix_mod.run_cell(cell, rig_mod.Rig(image, Accel.TCG, FakeBackend()), tmp_path, tmp_path)
+    assert result.crash is None and result.error.startswith("nothing checked")
+
+
+@pytest.mark.vm
+def test_a_state_of_a_run_that_reused_an_out_dir_replays_as_recorded(rig, tmp_path):
+    """Two runs into one out dir: the second's artifacts rebuild from its own recording."""
+    out = tmp_path / "out"
+    runs = [run_crash(CrashSpec(mode="nobarrier", params=(("count", 8), ("seed", seed)), models=("drop-unflushed",),
+                                states=3, trigger="acks:6", workers=1), rig, out) for seed in (1, 2)]
+    saved = [s for s in runs[1].states if s.artifact]
+    assert saved, "nobarrier lost nothing: no artifact to replay"
+    assert len(list(out.glob("record-*"))) == 2
+    r = replay(Path(saved[-1].artifact), rig, tmp_path / "replay")
+    assert r["digest"] == r["digest_expected"]
+    assert r["verdict"] == saved[-1].verdict
