@@ -88,7 +88,8 @@ def test_sqlite_unreadable_database_is_inconsistent_once_something_was_owed():
 def test_wal_normal_may_lose_the_commits_after_the_last_checkpoint(tmp_path):
     files = sqlite_files(tmp_path, {i: None for i in range(1, 7)}, NORMAL)
     v = state(files, NORMAL, [5], committed=list(range(1, 10)))
-    assert v.verdict is Verdict.CLEAN and v.allowed == 3 and "3 acknowledged, not promised, lost as the contract allows" in v.reason
+    assert v.verdict is Verdict.CLEAN and v.allowed == 3
+    assert "3 acknowledged, not promised, lost as the contract allows" in v.reason
 
 
 def test_wal_normal_losing_a_checkpointed_commit_is_data_loss(tmp_path):
@@ -110,14 +111,17 @@ def test_full_losing_a_commit_is_data_loss_and_delete_full_names_the_fix(tmp_pat
     delete = Sqlite(transactions=10, journal="delete")
     [lost] = state(files, delete, list(range(1, 9))).lost
     assert "SQLite documents this" in lost.reason and "EXTRA" in lost.reason
-    assert "SQLite documents this" in delete.contract and "EXTRA" not in Sqlite(journal="delete", synchronous="extra").contract
+    assert "SQLite documents this" in delete.contract
+    assert "EXTRA" not in Sqlite(journal="delete", synchronous="extra").contract
 
 
 def test_sqlite_contract_lines():
-    assert [l for l in FULL.sql() if l.startswith(".shell")][:2] == [".shell echo 'ack 1' >&4", ".shell echo 'ack 2' >&4"]
+    shells = [line for line in FULL.sql() if line.startswith(".shell")]
+    assert shells[:2] == [".shell echo 'ack 1' >&4", ".shell echo 'ack 2' >&4"]
     normal = NORMAL.sql()
     checkpoint = normal.index("PRAGMA wal_checkpoint(FULL);")
-    assert normal[checkpoint - 1] == ".shell echo 'commit 5' >&4" and normal[checkpoint + 1] == ".shell echo 'ack 5' >&4"
+    assert normal[checkpoint - 1] == ".shell echo 'commit 5' >&4"
+    assert normal[checkpoint + 1] == ".shell echo 'ack 5' >&4"
     assert not [l for l in Sqlite(journal="delete").sql() if "checkpoint" in l]
     with pytest.raises(Exception, match="promises nothing"):
         workload("sqlite", journal="delete", synchronous="normal")
