@@ -32,6 +32,7 @@ def add_parsers(sub) -> None:
 
 def cmd_minimise(args) -> int:
     from plugpull.guest.rig import prepare_rig
+    from plugpull.lab.explain import meanings as explained
     from plugpull.lab.minimise import NotMinimisable, loaded, minimise
     from plugpull.lab.minimised import write_artifact
     from plugpull.paths import make_tempdir
@@ -50,18 +51,10 @@ def cmd_minimise(args) -> int:
         except NotMinimisable as e:
             print(f"not minimised: {e}")
             return EXIT_FOUND
-        meanings = {} if args.no_explain else _meanings(found, scratch)
+        meanings = {} if args.no_explain else explained(found, scratch)
         dest = write_artifact(found, args.out or args.dir / "minimised", scratch, meanings)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print((dest / "summary.txt").read_text(), end="")
     return EXIT_OK
 
-
-def _meanings(found, scratch: Path) -> dict:
-    """What each culprit write is in the filesystem's terms, where plugpull can tell."""
-    try:
-        from plugpull.lab.explain import meanings
-    except ImportError:
-        return {}
-    return meanings(found, scratch)
