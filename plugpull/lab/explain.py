@@ -31,8 +31,8 @@ def _run(argv: list[str]) -> str:
         return ""
 
 
-def ext4_layout(image: Path) -> tuple[int, list[tuple[int, int, str]], set[int]]:
-    """(block size, [(first, last, name)] of the groups' metadata, the journal's blocks)."""
+def ext4_layout(image: Path) -> tuple[int, list[tuple[int, int, str]], set[int], Path]:
+    """(block size, [(first, last, name)] of the groups' metadata, the journal's blocks, the image)."""
     text = _run(["dumpe2fs", str(image)])
     size = re.search(r"^Block size:\s+(\d+)", text, re.M)
     regions = []
@@ -44,11 +44,11 @@ def ext4_layout(image: Path) -> tuple[int, list[tuple[int, int, str]], set[int]]
                                             r"Inode bitmap|Inode table) at (\d+)(?:-(\d+))?", line):
             regions.append((int(first), int(last or first), f"group {group} {name.lower()}"))
     journal = {int(b) for b in _run(["debugfs", "-R", "blocks <8>", str(image)]).split() if b.isdigit()}
-    return (int(size[1]) if size else 4096), regions, journal
+    return (int(size[1]) if size else 4096), regions, journal, image
 
 
 def ext4_meaning(layout, offset: int, data: bytes) -> str:
-    size, regions, journal = layout
+    size, regions, journal = layout[:3]
     block = offset // size
     if block in journal:
         magic, kind, seq = struct.unpack(">III", data[:12]) if len(data) >= 12 else (0, 0, 0)
@@ -60,7 +60,19 @@ def ext4_meaning(layout, offset: int, data: bytes) -> str:
             return f"{name} (block {block})"
     if data[:2] == b"\x0a\xf3":
         return f"extent tree block (block {block})"
-    return f"block {block}: directory or file data"
+    return f"block {block}: directory or file data" + _owner(layout, block)
+
+
+def _owner(layout, block: int) -> str:
+    """ext4: the file that owns a data block in the base image, if debugfs can tell."""
+    image = layout[3] if len(layout) > 3 else None
+    if image is None:
+        return ""
+    found = re.search(rf"^{block}\s+(\d+)", _run(["debugfs", "-R", f"icheck {block}", str(image)]), re.M)
+    if not found:
+        return " (free in the base image)"
+    named = re.search(rf"^{found[1]}\s+(\S+)", _run(["debugfs", "-R", f"ncheck {found[1]}", str(image)]), re.M)
+    return f" (inode {found[1]}" + (f", {named[1]})" if named else ")")
 
 
 def xfs_layout(image: Path) -> dict:

@@ -121,6 +121,11 @@ def _versions(meta: dict) -> str:
     return f"guest kernel {meta.get('kernel', '?')}; {tools or 'tool versions not recorded'}; plugpull {__version__}"
 
 
+def _last_flush(rows: list[dict]) -> str:
+    flush = rows[0]["after_flush"] if rows else None
+    return "no flush had completed" if flush is None else f"the last completed flush is entry {flush}"
+
+
 def _tail(text: str, lines: int = 12) -> str:
     kept = [line for line in text.strip().splitlines() if line.strip()][-lines:]
     return "\n".join(f"    {line}" for line in kept) or "    (none)"
@@ -142,7 +147,7 @@ def summary(found: Minimised, dest: Path, meanings: dict | None = None) -> str:
         f"verdict: {answer['verdict']}: {answer['reason']}",
         f"reference: {found.reference} (clean); {len(changes)} of {len(found.variation.volatile)} volatile "
         f"writes differ from it; {found.checks} states checked in {found.seconds:.0f} s",
-        f"culprit writes ({len(rows)}), {fate}; the last completed flush is entry {rows[0]['after_flush'] if rows else '-'}:",
+        f"culprit writes ({len(rows)}), {fate}; " + _last_flush(rows) + ":",
     ]
     for r in rows:
         lines.append(f"  entry {r['entry']:>6}  {r['kind']} at byte {r['offset']} ({r['bytes']} bytes, sector "
