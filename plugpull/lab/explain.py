@@ -72,7 +72,7 @@ def _owner(layout, block: int) -> str:
     if not found:
         return " (free in the base image)"
     named = re.search(rf"^{found[1]}\s+(\S+)", _run(["debugfs", "-R", f"ncheck {found[1]}", str(image)]), re.M)
-    return f" (inode {found[1]}" + (f", {named[1]})" if named else ")")
+    return f" (inode {found[1]}" + (f", /{named[1].lstrip('/')})" if named else ")")
 
 
 def xfs_layout(image: Path) -> dict:
