@@ -1,0 +1,60 @@
+"""`plugpull minimise ARTIFACT` (or `minimize`): a failing crash state to its culprit writes."""
+
+import argparse
+import shutil
+from pathlib import Path
+
+from plugpull.cli.common import EXIT_FOUND, EXIT_OK, add_guest_options, kernel_source
+from plugpull.errors import UsageError
+from plugpull.lab.settings import MAX_WORKERS
+
+
+def _count(low: int, high: int):
+    def parse(text: str) -> int:
+        if not text.isdigit() or not low <= int(text) <= high:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}")
+        return int(text)
+    return parse
+
+
+def add_parsers(sub) -> None:
+    m = sub.add_parser("minimise", aliases=["minimize"],
+                       help="find the culprit writes of a saved failing crash state (delta debugging)")
+    add_guest_options(m)
+    m.add_argument("dir", type=Path, help="a saved state directory (results/.../states/NAME)")
+    m.add_argument("--out", type=Path, help="the minimised artifact (default: DIR/minimised)")
+    m.add_argument("--workers", type=_count(0, MAX_WORKERS), default=0,
+                   help="checker guests at once (default: one per core, at most 2)")
+    m.add_argument("--batch", type=_count(1, 64), default=8, help="candidate states judged per round trip")
+    m.add_argument("--no-explain", action="store_true", help="do not read the culprits' meaning from the image")
+    m.set_defaults(func=cmd_minimise)
+
+
+def cmd_minimise(args) -> int:
+    from plugpull.guest.rig import prepare_rig
+    from plugpull.lab.explain import meanings as explained
+    from plugpull.lab.minimise import NotMinimisable, loaded, minimise
+    from plugpull.lab.minimised import write_artifact
+    from plugpull.paths import make_tempdir
+
+    if not (args.dir / "state.json").is_file():
+        raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
+    if args.out is not None and args.out.exists() and not (args.out / "state.json").is_file():
+        raise UsageError(f"--out {args.out} exists and is not a minimised state")
+    kernel = kernel_source(args)
+    scratch = make_tempdir("minimise")
+    try:
+        loaded(args.dir, scratch / "check")
+        rig = prepare_rig(args.accel, kernel)
+        try:
+            found = minimise(args.dir, rig, scratch, workers=args.workers, batch=args.batch)
+        except NotMinimisable as e:
+            print(f"not minimised: {e}")
+            return EXIT_FOUND
+        meanings = {} if args.no_explain else explained(found, scratch)
+        dest = write_artifact(found, args.out or args.dir / "minimised", scratch, meanings)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print((dest / "summary.txt").read_text(), end="")
+    return EXIT_OK
+

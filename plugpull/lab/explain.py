@@ -1,0 +1,121 @@
+"""What a culprit write is, in the filesystem's own terms, read on the host.
+
+The layout comes from the base image (dumpe2fs and debugfs for ext4, xfs_db for XFS, all
+read-only); what the write holds comes from its data in the write log (a jbd2 block's header,
+an XFS log record header's cycle, a metadata block's magic). Unknown filesystems, or a tool
+that is missing, give no meaning rather than an error: the explanation is an aid.
+"""
+
+import re
+import struct
+import subprocess
+from pathlib import Path
+
+from plugpull.powerloss.writelog import SECTOR
+
+JBD2_MAGIC = 0xC03B3998
+JBD2_TYPES = {1: "descriptor", 2: "commit", 3: "superblock", 4: "superblock", 5: "revoke"}
+XFS_MAGICS = {b"XFSB": "superblock", b"XAGF": "AGF", b"XAGI": "AGI", b"XAFL": "AGFL", b"IN": "inode chunk",
+              b"XDB3": "directory block", b"XDD3": "directory data block", b"XDF3": "directory free block",
+              b"AB3B": "free-space btree (by block)", b"AB3C": "free-space btree (by size)",
+              b"IAB3": "inode btree", b"FIB3": "free-inode btree", b"BMA3": "block-map btree",
+              b"RMB3": "reverse-map btree", b"R3FC": "refcount btree", b"XAR3": "attribute block",
+              b"\x3b\xee": "attribute leaf", b"\x3d\xff": "directory leaf", b"\x3e\xbe": "btree node"}
+XLOG_MAGIC = 0xFEEDBABE
+
+
+def _run(argv: list[str]) -> str:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def ext4_layout(image: Path) -> tuple[int, list[tuple[int, int, str]], set[int], Path]:
+    """(block size, [(first, last, name)] of the groups' metadata, the journal's blocks, the image)."""
+    text = _run(["dumpe2fs", str(image)])
+    size = re.search(r"^Block size:\s+(\d+)", text, re.M)
+    regions = []
+    group = -1
+    for line in text.splitlines():
+        if m := re.match(r"Group (\d+):", line):
+            group = int(m[1])
+        for name, first, last in re.findall(r"(superblock|Group descriptors|Reserved GDT blocks|Block bitmap|"
+                                            r"Inode bitmap|Inode table) at (\d+)(?:-(\d+))?", line):
+            regions.append((int(first), int(last or first), f"group {group} {name.lower()}"))
+    journal = {int(b) for b in _run(["debugfs", "-R", "blocks <8>", str(image)]).split() if b.isdigit()}
+    return (int(size[1]) if size else 4096), regions, journal, image
+
+
+def ext4_meaning(layout, offset: int, data: bytes) -> str:
+    size, regions, journal = layout[:3]
+    block = offset // size
+    if block in journal:
+        magic, kind, seq = struct.unpack(">III", data[:12]) if len(data) >= 12 else (0, 0, 0)
+        if magic == JBD2_MAGIC:
+            return f"journal {JBD2_TYPES.get(kind, f'type {kind}')} block (transaction {seq})"
+        return "journal block (a logged copy of metadata)"
+    for first, last, name in regions:
+        if first <= block <= last:
+            return f"{name} (block {block})"
+    if data[:2] == b"\x0a\xf3":
+        return f"extent tree block (block {block})"
+    return f"block {block}: directory or file data" + _owner(layout, block)
+
+
+def _owner(layout, block: int) -> str:
+    """ext4: the file that owns a data block in the base image, if debugfs can tell."""
+    image = layout[3] if len(layout) > 3 else None
+    if image is None:
+        return ""
+    found = re.search(rf"^{block}\s+(\d+)", _run(["debugfs", "-R", f"icheck {block}", str(image)]), re.M)
+    if not found:
+        return " (free in the base image)"
+    named = re.search(rf"^{found[1]}\s+(\S+)", _run(["debugfs", "-R", f"ncheck {found[1]}", str(image)]), re.M)
+    return f" (inode {found[1]}" + (f", /{named[1].lstrip('/')})" if named else ")")
+
+
+def xfs_layout(image: Path) -> dict:
+    fields = ("blocksize", "agblocks", "logstart", "logblocks", "agblklog", "sectsize")
+    text = _run(["xfs_db", "-r", "-c", "sb 0", "-c", "p " + " ".join(fields), str(image)])
+    found = dict(re.findall(r"^(\w+) = (\d+)$", text, re.M))
+    return {k: int(v) for k, v in found.items()} if set(fields) <= found.keys() else {}
+
+
+def xfs_meaning(sb: dict, offset: int, data: bytes) -> str:
+    bs, agblocks = sb["blocksize"], sb["agblocks"]
+    log_ag, log_agbno = sb["logstart"] >> sb["agblklog"], sb["logstart"] & ((1 << sb["agblklog"]) - 1)
+    log_start = (log_ag * agblocks + log_agbno) * bs
+    if log_start <= offset < log_start + sb["logblocks"] * bs:
+        where = f"internal log, basic block {(offset - log_start) // SECTOR} of {sb['logblocks'] * bs // SECTOR}"
+        if len(data) >= 8 and struct.unpack(">I", data[:4])[0] == XLOG_MAGIC:
+            return f"{where}: log record header, cycle {struct.unpack('>I', data[4:8])[0]}"
+        return f"{where}: log record data"
+    ag, within = divmod(offset, agblocks * bs)
+    if within < 4 * sb["sectsize"]:
+        return f"AG {ag} {('superblock', 'AGF', 'AGI', 'AGFL')[within // sb['sectsize']]}"
+    for magic, name in XFS_MAGICS.items():
+        if data.startswith(magic):
+            return f"AG {ag} block {within // bs}: {name}"
+    return f"AG {ag} block {within // bs}: file data, or metadata without a magic"
+
+
+def meanings(found, scratch: Path) -> dict[int, str]:
+    """entry index -> meaning, for each culprit write of a minimised state."""
+    fs, base = found.doc["fs"], found.record.base
+    if fs == "ext4":
+        layout, explain = ext4_layout(base), ext4_meaning
+    elif fs == "xfs":
+        layout, explain = xfs_layout(base), xfs_meaning
+    else:
+        return {}
+    if not layout:
+        return {}
+    out = {}
+    with open(found.record.log, "rb") as log:
+        for i in found.culprits:
+            e = found.variation.updates[i]
+            log.seek(e.data_offset)
+            data = log.read(min(e.data_len, 4096)) if e.is_write else b""
+            out[i] = explain(layout, e.sector * SECTOR, data)
+    return out

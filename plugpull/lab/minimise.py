@@ -1,0 +1,171 @@
+"""Minimise a failing crash state to its culprit writes, judged by the real checker.
+
+    found = minimise(Path("results/crash-.../states/reorder-cut812"), rig, scratch)
+    found.culprits   # the volatile writes whose loss (from prefix) or survival (from
+                     # drop-unflushed) still gives the state's verdict
+
+The reference is the state with every volatile write persisted, or with none, whichever
+the checker finds clean (the one nearer the failing state if both are). ddmin then looks for
+a 1-minimal set of changes from it that keeps the failing verdict. Every judged plan is kept
+in the artifact's minimise.json, written after each batch, so an interrupted run goes on
+where it stopped and no plan is checked twice.
+"""
+
+import json
+import logging
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from plugpull.errors import InfraError, PlugpullError, UsageError
+from plugpull.files import atomic_write_json
+from plugpull.guest.rig import Rig
+from plugpull.lab.checker import Checker, default_workers
+from plugpull.lab.crash import load_state
+from plugpull.lab.ddmin import Memo, ddmin
+from plugpull.lab.fs import filesystem
+from plugpull.lab.judge import collect_for
+from plugpull.lab.record import Record
+from plugpull.lab.verdict import Verdict, classify, required_acks
+from plugpull.lab.workloads import workload
+from plugpull.powerloss.crashstate import CrashState, materialize
+from plugpull.powerloss.variation import REFERENCES, Variation, plan_key, variation
+from plugpull.powerloss.writelog import iter_entries
+from plugpull.progress import Progress
+
+log = logging.getLogger(__name__)
+
+CACHE = "minimise.json"
+CACHE_VERSION = 1
+EVIDENCE_CHARS = 4000
+
+
+class NotMinimisable(PlugpullError):
+    """The state's failure is not one a set of volatile writes explains: its own plan no
+    longer gives its verdict, or neither reference state is clean. A finding (exit 1)."""
+
+
+@dataclass(frozen=True)
+class Minimised:
+    doc: dict  # the artifact's state.json
+    record: Record
+    variation: Variation
+    reference: str
+    references: dict  # reference -> its answer
+    culprits: tuple[int, ...]
+    answer: dict  # the minimal state's: verdict, reason, mount, fsck, lost
+    checks: int  # plans the checker judged in this run
+    judged: int  # plans judged in all, with those of earlier runs
+    seconds: float
+
+
+class Judge:
+    """Judges plans (lists of pieces) on the checker guests: an answer per plan, every
+    answer written to the cache file at once."""
+
+    def __init__(self, rec: Record, doc: dict, rig: Rig, scratch: Path, cache_path: Path,
+                 workers: int, batch: int):
+        self.rec, self.doc, self.scratch, self.cache_path = rec, doc, scratch, cache_path
+        self.workload = workload(rec.meta["workload"], **rec.meta["params"])
+        self.owed = required_acks(rec.acks, doc["cut"])
+        per_guest = max(1, -(-batch // workers))
+        self.checker = Checker(rig, filesystem(doc["fs"]), batch=per_guest, workers=workers)
+        self.cache = load_cache(cache_path, doc["digest"])
+
+    def __call__(self, plans: list[list]) -> list[dict]:
+        states = []
+        try:
+            for i, pieces in enumerate(plans):
+                path = self.scratch / f"candidate-{i:03d}.img"
+                materialize(self.rec.base, self.rec.log, pieces, path, digest=False)
+                states.append(CrashState.of(path))
+            bar = Progress(f"minimising: {len(plans)} states", len(plans))
+            collect = [collect_for(self.workload, self.owed)] * len(plans)
+            observations = self.checker.check(states, progress=bar.advance, collect=collect)
+        finally:
+            for state in states:
+                state.remove()
+        answers = [self._answer(obs) for obs in observations]
+        for pieces, answer in zip(plans, answers):
+            if answer["verdict"] != Verdict.INFRA_ERROR:
+                self.cache[plan_key(pieces)] = answer
+        self.save()
+        broken = [a["reason"] for a in answers if a["verdict"] == Verdict.INFRA_ERROR]
+        if broken:
+            raise InfraError(f"a candidate state could not be checked: {broken[0]}")
+        return answers
+
+    def _answer(self, obs) -> dict:
+        v = classify(self.checker.fs, obs, self.workload, self.owed)
+        return {"verdict": str(v.verdict), "reason": v.reason, "mount": obs.mount_error[-EVIDENCE_CHARS:],
+                "fsck": obs.fsck_output[-EVIDENCE_CHARS:], "lost": [lost.ack for lost in v.lost[:20]]}
+
+    def save(self) -> None:
+        atomic_write_json(self.cache_path, {"version": CACHE_VERSION, "state": self.doc["digest"],
+                                            "judged": self.cache}, indent=None)
+
+
+def load_cache(path: Path, digest: str) -> dict:
+    """The plans judged by an earlier run on this state; none if it was another state's."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("version") != CACHE_VERSION or doc.get("state") != digest:
+        return {}
+    judged = doc.get("judged")
+    return judged if isinstance(judged, dict) else {}
+
+
+def loaded(artifact: Path, scratch: Path) -> tuple[dict, Record]:
+    """The artifact and its record, refused (UsageError) if there is nothing to minimise."""
+    doc, rec = load_state(artifact, scratch)
+    if doc.get("cut2") is not None or rec.two_disks:
+        raise UsageError(f"{artifact}: a state on two disks (extlog) cannot be minimised yet")
+    if doc["verdict"] in (Verdict.CLEAN, Verdict.INFRA_ERROR):
+        raise UsageError(f"{artifact}: its verdict is {doc['verdict']}; only a failing state is minimised")
+    return doc, rec
+
+
+def minimise(artifact: Path, rig: Rig, scratch: Path, workers: int = 0, batch: int = 8) -> Minimised:
+    started = time.monotonic()
+    doc, rec = loaded(artifact, scratch)
+    entries = list(iter_entries(rec.log))
+    var = variation(entries, doc["cut"], doc["model"], doc["seed"])
+    states = scratch / "candidates"
+    states.mkdir(parents=True, exist_ok=True)
+    judge = Judge(rec, doc, rig, states, artifact / CACHE, workers or default_workers(), batch)
+    if judge.cache:
+        log.info(f"resuming: {len(judge.cache)} plans of this state were judged before")
+    target = doc["verdict"]
+    memo = Memo(judge, key=plan_key, known=judge.cache, failing=lambda a: a["verdict"] == target)
+    reference, references = _reference(var, memo, target)
+    changes = var.changes(reference)
+    log.info(f"reference {reference} is clean; {len(changes)} volatile writes differ from it")
+
+    def round_told(current, n):
+        log.info(f"ddmin: {len(current)} writes left, in {n} parts ({len(memo.known)} plans judged)")
+
+    culprits = ddmin(changes, lambda cands: memo([var.pieces(reference, c) for c in cands]), batch, round_told)
+    shutil.rmtree(states, ignore_errors=True)
+    return Minimised(doc, rec, var, reference, references, culprits,
+                     memo.known[plan_key(var.pieces(reference, culprits))], memo.asked, len(memo.known),
+                     time.monotonic() - started)
+
+
+def _reference(var: Variation, memo: Memo, target: str) -> tuple[str, dict]:
+    """Judge the failing state and both references in one batch; the clean reference
+    nearer to the failing state."""
+    plans = {"failing": var.pieces("prefix", var.changes("prefix"))}
+    plans.update((r, var.pieces(r, ())) for r in REFERENCES)
+    memo(list(plans.values()))
+    answers = {name: memo.known[plan_key(p)] for name, p in plans.items()}
+    if answers["failing"]["verdict"] != target:
+        raise NotMinimisable(f"the state itself is now judged {answers['failing']['verdict']} "
+                             f"({answers['failing']['reason']}), not {target}: its verdict does not reproduce")
+    clean = [r for r in REFERENCES if answers[r]["verdict"] == Verdict.CLEAN]
+    if not clean:
+        raise NotMinimisable("neither reference state is clean (" + ", ".join(
+            f"{r}: {answers[r]['verdict']}" for r in REFERENCES) + "): the volatile writes do not explain it")
+    return min(clean, key=lambda r: len(var.changes(r))), {r: answers[r] for r in REFERENCES}
