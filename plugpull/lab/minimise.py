@@ -69,6 +69,7 @@ class Judge:
         self.rec, self.doc, self.scratch, self.cache_path = rec, doc, scratch, cache_path
         self.workload = workload(rec.meta["workload"], **rec.meta["params"])
         self.owed = required_acks(rec.acks, doc["cut"])
+        self.committed = required_acks(rec.acks, doc["cut"], kind="commit")
         per_guest = max(1, -(-batch // workers))
         self.checker = Checker(rig, filesystem(doc["fs"]), batch=per_guest, workers=workers)
         self.cache = load_cache(cache_path, doc["digest"])
@@ -97,7 +98,7 @@ class Judge:
         return answers
 
     def _answer(self, obs) -> dict:
-        v = classify(self.checker.fs, obs, self.workload, self.owed)
+        v = classify(self.checker.fs, obs, self.workload, self.owed, committed=self.committed)
         return {"verdict": str(v.verdict), "reason": v.reason, "mount": obs.mount_error[-EVIDENCE_CHARS:],
                 "fsck": obs.fsck_output[-EVIDENCE_CHARS:], "lost": [lost.ack for lost in v.lost[:20]]}
 
