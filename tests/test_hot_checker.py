@@ -1,6 +1,8 @@
 """The hot-plug checker on the fake backend: one guest stays up, each state is plugged in,
 checked and unplugged, and a guest that fails or cannot be trusted is replaced. No VM."""
 
+import itertools
+import threading
 from dataclasses import replace
 
 import pytest
@@ -126,7 +128,14 @@ def test_guests_that_keep_failing_to_boot_leave_the_rest_infra_errors(rec, tmp_p
 
 
 def test_two_workers_share_the_states_each_on_its_own_guest(rec, tmp_path):
-    backend = FakeBackend([], outcome_of)
+    both_busy, calls = threading.Barrier(2, timeout=10), itertools.count()
+
+    def together(image):
+        if next(calls) < 2:  # the first two checks wait for each other: both workers are busy
+            both_busy.wait()
+        return outcome_of(image)
+
+    backend = FakeBackend([], together)
     results = hot_judged(rec, backend, tmp_path, workers=2)
     assert verdicts(results) == EXPECTED
     assert len(backend.guests) == 2
