@@ -1,4 +1,5 @@
-"""Crash states checked per minute: the batched checker guest against one boot per state.
+"""Crash states checked per minute: the hot-plug checker guest, the batched one and one boot
+per state.
 
     .venv/bin/python bench/crash_states.py [--runs 3] [--states 32] [--single 6] [--fs xfs] [--model reorder]
 
@@ -16,7 +17,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from plugpull.lab.checker import Checker, default_workers
+from plugpull.lab.checker import Checker, Plug, default_workers
 from plugpull.guest.config import Accel
 from plugpull.lab.crash import state_cuts
 from plugpull.lab.fs import filesystem, mode
@@ -69,10 +70,12 @@ def main() -> int:
         entries = list(iter_entries(rec.log))
         print(f"{args.fs} 512 MiB, {rig.accel}: recorded {len(entries)} log entries, {len(rec.acks)} acks")
         cuts = state_cuts(entries, args.states, seed=1)
-        fast, batched, single = [], [], []
+        fast, batched, single, hot = [], [], [], []
         for run in range(args.runs):
             batched.append(rate(rec, entries, cuts, Checker(rig, fs, batch=args.batch), tmp, wl, args.model))
             show(run, f"batched ({args.batch}/boot)", batched[-1])
+            hot.append(rate(rec, entries, cuts, Checker(rig, fs, plug=Plug.HOT), tmp, wl, args.model))
+            show(run, "hot-plugged, one guest", hot[-1])
             checker = Checker(rig, fs, batch=args.batch // args.workers, workers=args.workers)
             fast.append(rate(rec, entries, cuts, checker, tmp, wl, args.model))
             show(run, f"batched on {args.workers} guests", fast[-1])
@@ -81,7 +84,9 @@ def main() -> int:
     print(f"median of {args.runs}, {args.model}:")
     f, b, s = (medians(f"{args.workers} guests", fast)[1], medians("one guest", batched)[1],
                medians("one boot per state", single)[1])
+    h = medians("hot-plugged, one guest", hot)[1]
     print(f"distinct states: ratios {f / s:.1f}x and {b / s:.1f}x over one boot per state")
+    print(f"hot-plugged against {args.batch} per boot, one guest each: {h / b:.2f}x")
     return 0
 
 
