@@ -31,6 +31,7 @@ CASES["ahci-wc1-realdisk"] = MachineSpec(disks=(DiskSpec(Path("/dev/sdz"), Bus.A
 CASES["ahci-wc1-payload"] = MachineSpec(disks=(disk(Bus.AHCI, True),), payload=Path("/cache/tree.tar"))
 CASES["scsi-checker"] = MachineSpec(disks=tuple(
     DiskSpec(Path(f"/work/state{i}.img"), Bus.SCSI, True, host_flush=False, snapshot=True) for i in range(3)))
+CASES["scsi-hotplug"] = MachineSpec(scsi_controller=True)
 
 
 def render(name: str, spec: MachineSpec) -> str:
@@ -70,6 +71,19 @@ def test_recorder_sits_between_device_and_image():
 def test_disk_driver_loaded_per_bus():
     assert "plugpull.modules=virtio_pci,virtio_console,sd_mod,ahci " in kernel_cmdline(CASES["ahci-wc1"])
     assert "plugpull.modules=virtio_pci,virtio_console,sd_mod,ata_piix " in kernel_cmdline(CASES["ide-wc0"])
+
+
+def test_a_hotplug_guest_has_the_scsi_controller_and_its_driver_without_disks():
+    spec = CASES["scsi-hotplug"]
+    argv = qemu_argv(spec, IMAGE, Accel.TCG, FDS)
+    assert "virtio-scsi-pci,id=scsi" in argv and not any(a.startswith("scsi-hd") for a in argv)
+    assert "sd_mod,virtio_scsi " in kernel_cmdline(spec) and "plugpull.disks=0" in kernel_cmdline(spec)
+    assert "virtio-scsi-pci,id=scsi" not in qemu_argv(MachineSpec(), IMAGE, Accel.TCG, FDS)
+
+
+def test_a_scsi_controller_refuses_disks_of_another_bus():
+    with pytest.raises(ValueError):
+        qemu_argv(MachineSpec(disks=(disk(Bus.AHCI, True),), scsi_controller=True), IMAGE, Accel.TCG, FDS)
 
 
 def test_commas_in_paths_are_escaped():

@@ -110,7 +110,8 @@ FIND_DISK = ("serial_of() { tail -c +5 $1/device/vpd_pg80 2>/dev/null | tr -d ' 
              "lookup() { for d in /sys/block/sd*; do [ \"$(serial_of $d)\" = %s ] && echo ${d##*/} && return 0; "
              "done; return 1; }; "
              "want=%s i=0; while [ $i -lt %s ]; do "
-             "if name=$(lookup); then [ $want = present ] && echo $name && exit 0; "
+             "if name=$(lookup); then [ $want = present ] && head -c 512 /dev/$name >/dev/null 2>&1 "
+             "&& echo $name && exit 0; "
              "else [ $want = gone ] && exit 0; fi; "
              "usleep 10000; i=$((i + 1)); done; exit 1")
 
@@ -118,7 +119,9 @@ FIND_DISK = ("serial_of() { tail -c +5 $1/device/vpd_pg80 2>/dev/null | tr -d ' 
 def wait_for_disk(guest: Guest, serial: str, present: bool = True) -> str:
     """The guest's name of the disk with this serial once it shows up (present=True), or ""
     once no disk has it any more (present=False). The guest has no hotplug daemon, so the
-    disk is looked up by serial in sysfs."""
+    disk is looked up by serial in sysfs. A disk is present once it can be read: the kernel
+    shows it in sysfs before it lets it be opened, and a mount in between fails (ENXIO),
+    which would make a good state look unmountable."""
     want = "present" if present else "gone"
     result = guest.run(FIND_DISK, serial, want, DISK_WAIT_SECONDS * 100, timeout=DISK_WAIT_SECONDS + 30)
     if result.rc != 0:

@@ -51,7 +51,9 @@ class DiskSpec:
 @dataclass(frozen=True)
 class MachineSpec:
     """`payload`: a read-only virtio disk (/dev/vda in the guest) carrying a workload's input,
-    e.g. a tar archive that the guest extracts; it stays off the bus under test."""
+    e.g. a tar archive that the guest extracts; it stays off the bus under test.
+    `scsi_controller`: boot with the virtio-scsi controller even with no disk on it, for
+    disks hot-plugged later (a checker guest that stays up)."""
 
     disks: tuple[DiskSpec, ...] = ()
     payload: Path | None = None
@@ -60,11 +62,14 @@ class MachineSpec:
     accel: Accel = Accel.AUTO
     kernel_args: tuple[str, ...] = ()
     interactive: bool = False
+    scsi_controller: bool = False
 
     @property
     def bus(self) -> Bus:
         """The controller of the first disk; every disk of a machine shares it."""
-        return self.disks[0].bus if self.disks else Bus.AHCI
+        if self.disks:
+            return self.disks[0].bus
+        return Bus.SCSI if self.scsi_controller else Bus.AHCI
 
     def test_id(self) -> str:
         if not self.disks:

@@ -183,7 +183,7 @@ class Machine:
         guest sees it. With `disk.snapshot` the file is only read."""
         hotplug.check_pluggable(disk)
         if self.spec.bus is not Bus.SCSI:
-            raise ValueError("hot-plugging needs the virtio-scsi controller: boot with a SCSI disk")
+            raise ValueError("hot-plugging needs the virtio-scsi controller: boot with scsi_controller")
         lun = self._next_lun
         self._next_lun += 1
         node = f"hotdisk{lun}"

@@ -51,7 +51,7 @@ def disk_args(index: int, disk: DiskSpec) -> list[str]:
 
 def kernel_cmdline(spec: MachineSpec) -> str:
     modules = list(BOOT_MODULES)
-    if spec.disks:
+    if spec.disks or spec.scsi_controller:
         modules.append(BUS_MODULES[spec.bus])
     if spec.payload:
         modules.append("virtio_blk")
@@ -93,7 +93,9 @@ def qemu_argv(spec: MachineSpec, image: GuestImage, accel: Accel, fds: ChannelFd
     ]
     if Bus.AHCI in buses:
         argv += ["-device", "ich9-ahci,id=ahci"]
-    if Bus.SCSI in buses:
+    if spec.scsi_controller and buses - {Bus.SCSI}:
+        raise ValueError("a machine with the virtio-scsi controller has only SCSI disks")
+    if Bus.SCSI in buses or spec.scsi_controller:
         argv += ["-device", "virtio-scsi-pci,id=scsi"]
     for i, disk in enumerate(spec.disks):
         argv += disk_args(i, disk)

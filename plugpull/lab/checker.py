@@ -1,8 +1,10 @@
 """Check crash states in a checker guest: recovery mount, the files for the oracle, fsck.
 
-States reach the guest as virtio-scsi disks, a batch per boot, so the boot (about 3 s under
-TCG) is paid once per batch rather than once per state. `batch=1` is the one-boot-per-state
-path, kept as the reference that the fast path must agree with.
+States reach the guest as virtio-scsi disks, in one of two ways (`Plug`). Hot: one guest per
+worker stays up for the whole run and each state is plugged in, checked and unplugged, so the
+boot (about 3 s under TCG) is paid once per worker. Batch: `batch` states are cold-plugged
+per boot; `batch=1` is the one-boot-per-state path, kept as the reference that the fast
+paths must agree with.
 """
 
 import os
@@ -10,6 +12,7 @@ import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from plugpull.guest.backend import Guest
 from plugpull.guest.config import Bus, DiskSpec, MachineSpec
@@ -22,6 +25,7 @@ from plugpull.paths import make_tempdir
 from plugpull.powerloss.crashstate import CrashState
 
 CHECK_TIMEOUT = 300.0
+LAUNCHES_TRIED = 2  # failed boots in a row after which a worker's remaining states are infra-errors
 SECTIONS = ("fsck", "mount", "dmesg")
 
 
@@ -82,11 +86,22 @@ def default_workers() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
+class Plug(StrEnum):
+    HOT = "hot"  # one guest per worker for the whole run; states plugged in and out
+    BATCH = "batch"  # `batch` states cold-plugged per boot
+
+
+def state_disk(path) -> DiskSpec:
+    """A state as the checker sees it: its writes go to a throwaway overlay, its file stays as it was."""
+    return DiskSpec(path, Bus.SCSI, True, host_flush=False, snapshot=True)
+
+
 @dataclass
 class Checker:
     rig: Rig
     fs: Filesystem
     batch: int = 16
+    plug: Plug = Plug.BATCH
     subdir: str = "pp"
     workers: int = 1
     check_timeout: float = CHECK_TIMEOUT  # a check that takes longer hung: kernel-crash
@@ -95,10 +110,13 @@ class Checker:
     _running: set = field(default_factory=set, init=False, repr=False)
 
     def check(self, states: list[CrashState], progress=None, collect: list[str] | None = None) -> list[Observation]:
-        """Observations in the order of `states`; chunks of `batch` run on `workers` guests.
-        `collect` says per state what the oracle needs back: "tar", "sums" or "none"."""
+        """Observations in the order of `states`, checked on `workers` guests, hot-plugged or in
+        chunks of `batch` (`plug`). `collect` says per state what the oracle needs back: "tar",
+        "sums" or "none"."""
         collect = collect or ["tar"] * len(states)
         jobs = list(zip(range(len(states)), states, collect))
+        if Plug(self.plug) is Plug.HOT:
+            return self._check_hot(jobs, progress)
         chunks = [jobs[i:i + self.batch] for i in range(0, len(jobs), self.batch)]
         if self.workers <= 1 or len(chunks) <= 1:
             return [obs for chunk in chunks for obs in self._check_chunk(chunk, progress)]
@@ -108,10 +126,14 @@ class Checker:
             with lock:
                 _tick(progress)
 
+        done = self._in_parallel([lambda chunk=chunk: self._check_chunk(chunk, tick) for chunk in chunks])
+        return [obs for chunk_obs in done for obs in chunk_obs]
+
+    def _in_parallel(self, tasks: list) -> list:
+        """The tasks' results, run on `workers` threads; on any failure (Ctrl-C) every guest stops."""
         pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="plugpull-checker")
         try:
-            done = pool.map(lambda chunk: self._check_chunk(chunk, tick), chunks)
-            return [obs for chunk_obs in done for obs in chunk_obs]
+            return list(pool.map(lambda task: task(), tasks))
         except BaseException:
             self._stop.set()  # Ctrl-C: stop the other guests now, not when their chunks end
             for m in list(self._running):
@@ -126,8 +148,7 @@ class Checker:
         if it never came up, all of them are infra-errors. After a failed unmount the rest go
         to a fresh guest too."""
         images = [p for _, state, _ in chunk for p in state.images]
-        spec = MachineSpec(disks=tuple(DiskSpec(p, Bus.SCSI, True, host_flush=False, snapshot=True)
-                                       for p in images))
+        spec = MachineSpec(disks=tuple(state_disk(p) for p in images))
         out: list[Observation] = []
         booted = False
         scratch = make_tempdir("checker")
@@ -163,6 +184,82 @@ class Checker:
         if len(out) < len(chunk):
             out += self._check_chunk(chunk[len(out):], progress)
         return out
+
+    def _check_hot(self, jobs: list[tuple], progress) -> list[Observation]:
+        """Each worker keeps one guest up and takes the next state as soon as it is done
+        with one, so a slow state holds up no other worker."""
+        pending, lock, out = iter(jobs), threading.Lock(), {}
+
+        def take():
+            with lock:
+                return next(pending, None)
+
+        def done(index: int, obs: Observation) -> None:
+            with lock:
+                out[index] = obs
+                _tick(progress)
+
+        workers = max(1, min(self.workers, len(jobs)))
+        if workers == 1:
+            self._hot_worker(take, done)
+        else:
+            self._in_parallel([lambda: self._hot_worker(take, done)] * workers)
+        return [out[index] for index in range(len(jobs))]
+
+    def _hot_worker(self, take, done) -> None:
+        """Check states in one guest until none is left. A guest that fails on a state, or
+        cannot be trusted after it, is replaced for the next one; one that does not boot
+        `LAUNCHES_TRIED` times in a row leaves this worker's remaining states infra-errors."""
+        guest, failed_launches, launch_error = None, 0, None
+        try:
+            while (job := take()) is not None:
+                if self._stop.is_set():
+                    raise InfraError("checking was stopped")
+                index, state, collect = job
+                if guest is None and failed_launches < LAUNCHES_TRIED:
+                    try:
+                        guest, failed_launches = _HotGuest(self), 0
+                    except LaunchError as e:
+                        if self._stop.is_set():
+                            raise
+                        failed_launches, launch_error = failed_launches + 1, e
+                if guest is None:
+                    done(index, _infra(launch_error))
+                    continue
+                obs, trusted = self._plug_and_check(guest, index, state, collect)
+                done(index, obs)
+                if not trusted:
+                    guest.close()
+                    guest = None
+        finally:
+            if guest is not None:
+                guest.close()
+
+    def _plug_and_check(self, guest: "_HotGuest", index: int, state: CrashState,
+                        collect) -> tuple[Observation, bool]:
+        """The state's observation, and whether the guest may check another state. A
+        failure while plugging or checking is judged by `_failed_on` and not checked again;
+        a state left mounted or a disk that would not unplug costs the guest, not the verdict."""
+        m = guest.machine
+        guest.console.set_mark()
+        try:
+            disks = [m.attach_disk(state_disk(path)) for path in state.images]
+            logdev = disks[1].device if state.log_disk else None
+            obs = self.check_one(m, disks[0].device, collect, logdev, self.hooks.get(index, ""))
+        except (GuestError, InfraError) as e:
+            if self._stop.is_set():
+                raise
+            return self._failed_on(e, guest.console), False
+        if obs.umount_rc not in (0, None):
+            return obs, False  # still mounted: a later state with the same UUID would not mount beside it
+        try:
+            for disk in reversed(disks):
+                m.detach_disk(disk)
+        except (GuestError, InfraError):
+            if self._stop.is_set():
+                raise
+            return obs, False
+        return obs, True
 
     def _failed_on(self, error: Exception, console: ConsoleWatch) -> Observation:
         """The state the guest failed on. The kernel under test failed if the console shows
@@ -210,6 +307,32 @@ class Checker:
             else:
                 files = files_of(m.run("cat /tmp/check.tar", timeout=self.check_timeout).stdout)
         return observation_from(keys, sections, files)
+
+
+class _HotGuest:
+    """A checker guest that stays up while states are plugged in and out: booted on
+    creation (LaunchError if it does not come up), gone with its console on `close`."""
+
+    SPEC = MachineSpec(scsi_controller=True)
+
+    def __init__(self, checker: Checker):
+        self._running = checker._running
+        self.scratch = make_tempdir("checker")
+        self.console = ConsoleWatch(self.scratch / "console.log")
+        self.machine = checker.rig.machine(self.SPEC, name="checker", console_log=self.console.path)
+        self._running.add(self.machine)
+        try:
+            self.machine.__enter__()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            self.machine.__exit__(None, None, None)
+        finally:
+            self._running.discard(self.machine)
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def _infra(error: Exception) -> Observation:

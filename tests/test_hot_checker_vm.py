@@ -1,0 +1,88 @@
+"""The hot-plug path against the batch path and one boot per state, in real checker guests:
+the same small ext4 states get the same verdicts, one of each kind that can be built, and a
+checker guest killed in the middle of a run leaves no state without a result."""
+
+import shutil
+import subprocess
+import threading
+
+import pytest
+from test_kernel_crash import Watched, kill_when_hooked
+
+from plugpull.guest.config import DiskSpec, MachineSpec
+from plugpull.guest.machine import Machine, create_disk
+from plugpull.guest.rig import Rig
+from plugpull.lab.checker import Checker, Plug
+from plugpull.lab.fs import filesystem
+from plugpull.lab.verdict import Verdict, classify
+from plugpull.lab.workloads import FsyncFiles
+from plugpull.powerloss.crashstate import CrashState
+
+pytestmark = pytest.mark.vm
+
+EXT4 = filesystem("ext4")
+WL = FsyncFiles(count=2, seed=1)
+PANIC_HOOK = "echo c > /proc/sysrq-trigger"
+
+
+@pytest.fixture(scope="module")
+def states(tmp_path_factory, image, accel):
+    """Five 16 MiB ext4 states: intact, missing an acked file, a file whose link count is
+    wrong (mounts, fsck objects), a zeroed superblock, and an intact one whose check panics
+    the checker's kernel (through a test hook)."""
+    d = tmp_path_factory.mktemp("hot-states")
+    good, partial = (create_disk(d / f"{name}.img", 16) for name in ("good", "partial"))
+    for path in (good, partial):
+        subprocess.run(EXT4.mkfs_argv(str(path)), check=True, capture_output=True)
+    with Machine(MachineSpec(disks=(DiskSpec(good), DiskSpec(partial))), image, accel) as m:
+        for n in (0, 1):
+            m.run(f"mkdir -p /mnt/{n} && mount -t ext4 /dev/pp-disk{n} /mnt/{n} && mkdir /mnt/{n}/pp").check()
+            m.write_file("/tmp/wl.sh", WL.script(f"/mnt/{n}"))
+            m.run("sh /tmp/wl.sh").check()
+        m.run("rm /mnt/1/pp/f00002 && umount /mnt/0 /mnt/1").check()
+    corrupt, zeroed, panics = (d / f"{name}.img" for name in ("corrupt", "zeroed", "panics"))
+    for path in (corrupt, zeroed, panics):
+        shutil.copyfile(good, path)
+    subprocess.run(["debugfs", "-w", "-R", "set_inode_field /pp/f00001 links_count 7", str(corrupt)],
+                   check=True, capture_output=True)
+    with open(zeroed, "r+b") as f:
+        f.seek(1024)
+        f.write(bytes(1024))
+    return {"good": (good, Verdict.CLEAN), "partial": (partial, Verdict.DATA_LOSS),
+            "corrupt": (corrupt, Verdict.FS_CORRUPT), "zeroed": (zeroed, Verdict.UNMOUNTABLE),
+            "panics": (panics, Verdict.KERNEL_CRASH)}
+
+
+def verdicts(checker: Checker, states: dict) -> dict:
+    names = list(states)
+    checker.hooks = {names.index("panics"): PANIC_HOOK} if "panics" in names else {}
+    observations = checker.check([CrashState.of(states[n][0]) for n in names])
+    return {n: classify(EXT4, o, WL, [1, 2]).verdict for n, o in zip(names, observations)}
+
+
+def test_hot_plug_batch_and_one_boot_per_state_give_the_same_verdicts(states, rig):
+    expected = {name: verdict for name, (_, verdict) in states.items()}
+    hot = verdicts(Checker(rig, EXT4, plug=Plug.HOT), states)
+    assert hot == expected
+    assert verdicts(Checker(rig, EXT4, plug=Plug.BATCH, batch=16), states) == hot
+    assert verdicts(Checker(rig, EXT4, plug=Plug.BATCH, batch=1), states) == hot
+
+
+def test_hot_plugged_states_stay_byte_identical(states, rig):
+    before = {name: path.read_bytes() for name, (path, _) in states.items()}
+    verdicts(Checker(rig, EXT4, plug=Plug.HOT), {n: s for n, s in states.items() if n != "panics"})
+    assert {name: path.read_bytes() for name, (path, _) in states.items()} == before
+
+
+def test_a_hot_checker_killed_mid_run_leaves_no_state_without_a_result(states, rig):
+    backend = Watched(rig.backend)
+    killer = threading.Thread(target=kill_when_hooked, args=(backend,), daemon=True)
+    killer.start()
+    checker = Checker(Rig(rig.image, rig.accel, backend), EXT4, plug=Plug.HOT,
+                      hooks={1: "echo hooked > /dev/plugpull-ack; sleep 3600"})
+    names = ["good", "partial", "zeroed", "corrupt"]
+    observations = checker.check([CrashState.of(states[n][0]) for n in names])
+    killer.join(60)
+    got = [classify(EXT4, o, WL, [1, 2]).verdict for o in observations]
+    assert got == [Verdict.CLEAN, Verdict.INFRA_ERROR, Verdict.UNMOUNTABLE, Verdict.FS_CORRUPT]
+    assert backend.guests.qsize() == 1, "one fresh guest took over the rest of the run"
