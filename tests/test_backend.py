@@ -68,15 +68,23 @@ def judged(rec, backend, tmp_path, batch):
     return judge(rec, ROUNDS, checker, WL, seed=1, state_dir=tmp_path / "states")
 
 
-def test_a_guest_that_dies_mid_batch_costs_one_state_and_a_fresh_guest_judges_the_rest(rec, tmp_path):
+def test_a_guest_that_dies_mid_batch_is_replaced_and_the_fresh_guest_judges_that_state_again(rec, tmp_path):
     backend = FakeBackend([Plan(dies_after=3)], outcome_of)  # disk listing, check and tar of the first state
+    results = judged(rec, backend, tmp_path, batch=4)
+    assert [r.verdict.verdict for r in results] == [Verdict.CLEAN, Verdict.CLEAN, Verdict.DATA_LOSS,
+                                                   Verdict.UNMOUNTABLE]
+    first, fresh = backend.guests
+    assert [d.path for d in fresh.spec.disks] == [r.state.disk for r in results[1:]]
+    assert not first.alive() and not fresh.alive()
+
+
+def test_a_state_the_rig_fails_on_twice_is_an_infra_error_and_the_rest_are_judged(rec, tmp_path):
+    backend = FakeBackend([Plan(dies_after=3), Plan(dies_after=1)], outcome_of)  # the retry dies too
     results = judged(rec, backend, tmp_path, batch=4)
     assert [r.verdict.verdict for r in results] == [Verdict.CLEAN, Verdict.INFRA_ERROR, Verdict.DATA_LOSS,
                                                    Verdict.UNMOUNTABLE]
     assert "checker guest failed" in results[1].verdict.reason
-    first, fresh = backend.guests
-    assert [d.path for d in fresh.spec.disks] == [r.state.disk for r in results[2:]]
-    assert not first.alive() and not fresh.alive()
+    assert len(backend.guests) == 3
 
 
 def test_a_guest_that_never_boots_gives_infra_error_for_all_its_states(rec, tmp_path):

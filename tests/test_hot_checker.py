@@ -59,14 +59,21 @@ def test_hot_plug_and_batch_paths_agree(rec, tmp_path):
     assert verdicts(hot) == verdicts(batch) == verdicts(one_boot) == EXPECTED
 
 
-def test_a_guest_that_dies_mid_run_is_replaced_and_no_state_goes_without_a_result(rec, tmp_path):
+def test_a_guest_that_dies_mid_run_is_replaced_and_the_fresh_guest_judges_that_state_again(rec, tmp_path):
     backend = FakeBackend([Plan(dies_after=PER_STATE + 1)], outcome_of)  # dies on the second pp-check
+    results = hot_judged(rec, backend, tmp_path)
+    assert verdicts(results) == [Verdict.CLEAN, Verdict.CLEAN, Verdict.DATA_LOSS, Verdict.UNMOUNTABLE]
+    first, fresh = backend.guests
+    assert attached(fresh) == [str(r.state.disk) for r in results[1:]]
+    assert not first.alive() and not fresh.alive()
+
+
+def test_a_state_the_rig_fails_on_twice_is_an_infra_error_and_no_state_goes_without_a_result(rec, tmp_path):
+    backend = FakeBackend([Plan(dies_after=PER_STATE + 1), Plan(dies_after=1)], outcome_of)
     results = hot_judged(rec, backend, tmp_path)
     assert verdicts(results) == [Verdict.CLEAN, Verdict.INFRA_ERROR, Verdict.DATA_LOSS, Verdict.UNMOUNTABLE]
     assert "checker guest failed" in results[1].verdict.reason
-    first, fresh = backend.guests
-    assert attached(fresh) == [str(r.state.disk) for r in results[2:]]
-    assert not first.alive() and not fresh.alive()
+    assert len(backend.guests) == 3
 
 
 def test_a_kernel_crash_is_the_states_verdict_and_the_state_is_not_checked_again(rec, tmp_path):

@@ -84,5 +84,5 @@ def test_a_hot_checker_killed_mid_run_leaves_no_state_without_a_result(states, r
     observations = checker.check([CrashState.of(states[n][0]) for n in names])
     killer.join(60)
     got = [classify(EXT4, o, WL, [1, 2]).verdict for o in observations]
-    assert got == [Verdict.CLEAN, Verdict.INFRA_ERROR, Verdict.UNMOUNTABLE, Verdict.FS_CORRUPT]
+    assert got == [Verdict.CLEAN, Verdict.DATA_LOSS, Verdict.UNMOUNTABLE, Verdict.FS_CORRUPT]
     assert backend.guests.qsize() == 1, "one fresh guest took over the rest of the run"

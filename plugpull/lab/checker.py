@@ -142,11 +142,12 @@ class Checker:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _check_chunk(self, chunk: list[tuple], progress) -> list[Observation]:
+    def _check_chunk(self, chunk: list[tuple], progress, retried: frozenset = frozenset()) -> list[Observation]:
         """Check a chunk of (index, state, collect) in one guest. If the guest fails on a
         state, its console judges that state (`_failed_on`) and the rest go to a fresh guest;
-        if it never came up, all of them are infra-errors. After a failed unmount the rest go
-        to a fresh guest too."""
+        a state the rig failed on (an infra-error) is judged again there, once. If the guest
+        never came up, all of them are infra-errors. After a failed unmount the rest go to a
+        fresh guest too."""
         images = [p for _, state, _ in chunk for p in state.images]
         spec = MachineSpec(disks=tuple(state_disk(p) for p in images))
         out: list[Observation] = []
@@ -165,7 +166,7 @@ class Checker:
                         raise InfraError("checking was stopped")
                     console.set_mark()
                     logdev = devices[lun + 1] if state.log_disk else None
-                    obs = self.check_one(m, devices[lun], collect, logdev, self.hooks.get(index, ""))
+                    obs = self.check_one(m, devices[lun], collect, logdev, self._hook(index, retried))
                     out.append(obs)
                     lun += len(state.images)
                     _tick(progress)
@@ -175,6 +176,8 @@ class Checker:
             if self._stop.is_set():
                 raise
             casualties = [self._failed_on(e, console)] if booted else [_infra(e)] * (len(chunk) - len(out))
+            if booted and casualties[0].infra_error and chunk[len(out)][0] not in retried:
+                retried, casualties = retried | {chunk[len(out)][0]}, []
             for failed in casualties:
                 out.append(failed)
                 _tick(progress)
@@ -182,7 +185,7 @@ class Checker:
             self._running.discard(machine)
             shutil.rmtree(scratch, ignore_errors=True)
         if len(out) < len(chunk):
-            out += self._check_chunk(chunk[len(out):], progress)
+            out += self._check_chunk(chunk[len(out):], progress, retried)
         return out
 
     def _check_hot(self, jobs: list[tuple], progress) -> list[Observation]:
@@ -209,10 +212,13 @@ class Checker:
     def _hot_worker(self, take, done) -> None:
         """Check states in one guest until none is left. A guest that fails on a state, or
         cannot be trusted after it, is replaced for the next one; one that does not boot
-        `LAUNCHES_TRIED` times in a row leaves this worker's remaining states infra-errors."""
+        `LAUNCHES_TRIED` times in a row leaves this worker's remaining states infra-errors.
+        A state the rig failed on (an infra-error) is judged again on the fresh guest, once."""
         guest, failed_launches, launch_error = None, 0, None
+        retry, retried = None, set()
         try:
-            while (job := take()) is not None:
+            while (job := retry or take()) is not None:
+                retry = None
                 if self._stop.is_set():
                     raise InfraError("checking was stopped")
                 index, state, collect = job
@@ -226,17 +232,26 @@ class Checker:
                 if guest is None:
                     done(index, _infra(launch_error))
                     continue
-                obs, trusted = self._plug_and_check(guest, index, state, collect)
-                done(index, obs)
+                obs, trusted = self._plug_and_check(guest, index, state, collect, self._hook(index, retried))
                 if not trusted:
                     guest.close()
                     guest = None
+                if obs.infra_error and index not in retried:
+                    retry = job
+                    retried.add(index)
+                    continue
+                done(index, obs)
         finally:
             if guest is not None:
                 guest.close()
 
+    def _hook(self, index: int, retried) -> str:
+        """The test hook of a state, on its first try only: the retry after a rig failure
+        is the state's own check."""
+        return "" if index in retried else self.hooks.get(index, "")
+
     def _plug_and_check(self, guest: "_HotGuest", index: int, state: CrashState,
-                        collect) -> tuple[Observation, bool]:
+                        collect, hook: str = "") -> tuple[Observation, bool]:
         """The state's observation, and whether the guest may check another state. A
         failure while plugging or checking is judged by `_failed_on` and not checked again;
         a state left mounted or a disk that would not unplug costs the guest, not the verdict."""
@@ -245,7 +260,7 @@ class Checker:
         try:
             disks = [m.attach_disk(state_disk(path)) for path in state.images]
             logdev = disks[1].device if state.log_disk else None
-            obs = self.check_one(m, disks[0].device, collect, logdev, self.hooks.get(index, ""))
+            obs = self.check_one(m, disks[0].device, collect, logdev, hook)
         except (GuestError, InfraError) as e:
             if self._stop.is_set():
                 raise
