@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import plugpull.guest.machine as machine_module
+from plugpull.cli.common import print_table
+from plugpull.cli.matrix import matrix_params
 from plugpull.errors import PlugpullError, UsageError
 from plugpull.guest.config import Accel
 from plugpull.guest.rig import prepare_rig
@@ -53,18 +55,6 @@ def traced_guests(trace: Path):
         machine_module.qemu_argv = plain
 
 
-def workload_params(texts) -> dict:
-    """'name.key=value' -> {name: {key: int or str}}."""
-    params: dict = {}
-    for text in texts:
-        name, dot, rest = text.partition(".")
-        key, eq, value = rest.partition("=")
-        if not (dot and eq and key):
-            raise UsageError(f"bad --param {text!r}: use WORKLOAD.KEY=VALUE")
-        params.setdefault(name, {})[key] = int(value) if value.isdigit() else value
-    return params
-
-
 def measure(fs_name: str, mode_name: str, wl, rig, scratch: Path) -> tuple:
     trace = scratch / "trace.log"
     with traced_guests(trace):
@@ -77,16 +67,11 @@ def measure(fs_name: str, mode_name: str, wl, rig, scratch: Path) -> tuple:
             f"{100 * counts.share:.2f}%"), counts.unordered
 
 
-def print_table(rows) -> None:
-    cells = [COLUMNS, *[tuple(map(str, r)) for r in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
-    for row in cells:
-        print("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
-
-
 def run(args) -> int:
-    params = workload_params([*DEFAULT_PARAMS, *args.param])
-    loads = [workload(name, **params.get(name, {})) for name in args.workload.split(",")]
+    names = args.workload.split(",")
+    defaults = [p for p in DEFAULT_PARAMS if p.partition(".")[0] in names]
+    params = matrix_params([*defaults, *args.param], names)
+    loads = [workload(name, **params.get(name, {})) for name in names]
     systems = args.fs.split(",")
     for name in systems:
         filesystem(name)
@@ -103,7 +88,7 @@ def run(args) -> int:
             unordered += crossed
     print(f"{args.mode} mode, AHCI disk, {rig.accel}; across = writes in flight when a flush was issued, "
           "during = writes issued while a flush was outstanding; (log) = the write log's own count")
-    print_table(rows)
+    print_table(COLUMNS, rows)
     return 1 if unordered else 0
 
 

@@ -73,7 +73,7 @@ def parse_params(items: list[str]) -> list[tuple[str, object]]:
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or not name:
-            raise UsageError(f"--param {item!r}: expected NAME=VALUE")
+            raise UsageError(f"bad --param {item!r}: expected NAME=VALUE")
         out.append((name, int(value) if value.lstrip("-").isdigit() else value))
     return out
 

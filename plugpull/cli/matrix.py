@@ -84,9 +84,9 @@ def matrix_params(items: list[str], workloads) -> dict:
     for name, value in parse_params(items):
         wl, dot, key = name.partition(".")
         if not dot or not key:
-            raise UsageError(f"--param {name}: expected WORKLOAD.NAME=VALUE, e.g. tree-extract.files=2000")
+            raise UsageError(f"bad --param {name}: expected WORKLOAD.NAME=VALUE, e.g. tree-extract.files=2000")
         if wl not in workloads:
-            raise UsageError(f"--param {name}: {wl!r} is not one of the --workload list ({', '.join(workloads)})")
+            raise UsageError(f"bad --param {name}: {wl!r} is not one of the --workload list ({', '.join(workloads)})")
         params.setdefault(wl, {})[key] = value
     return params
 
