@@ -71,14 +71,14 @@ def warn_unreachable_trigger(spec) -> None:
 
 def _print_run(args, run, rig, out: Path) -> int:
     from plugpull.lab.crash import recording_crashed, write_json
-    from plugpull.lab.verdict import Verdict
+    from plugpull.lab.verdict import POWER_CUT_VERDICTS
 
     rows = []
     for model in dict.fromkeys(s.model for s in run.states):
         states = [s for s in run.states if s.model == model]
-        counts = {str(v): sum(s.verdict == str(v) for s in states) for v in Verdict}
+        counts = {str(v): sum(s.verdict == str(v) for s in states) for v in POWER_CUT_VERDICTS}
         rows.append((args.fs, args.mode, model, len(states), len({s.distinct for s in states}), *counts.values()))
-    print_table(("fs", "mode", "model", "states", "distinct", *(str(v) for v in Verdict)), rows)
+    print_table(("fs", "mode", "model", "states", "distinct", *(str(v) for v in POWER_CUT_VERDICTS)), rows)
     t = run.timing
     print(f"record {t.record_s:.1f} s, check {t.check_s:.1f} s ({t.states_per_minute:.0f} states/min, "
           f"{t.distinct_per_minute or 0:.0f} distinct/min, {run.distinct or 0} distinct in all, {rig.accel})")
