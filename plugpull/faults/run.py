@@ -30,7 +30,7 @@ class FaultCase:
     fs: Filesystem
     fault: FaultSpec
     workload: object
-    disk_mib: int = 256
+    disk_mib: int = 512  # mkfs.xfs wants more than 300 MB
     bus: Bus = Bus.AHCI
 
 
