@@ -133,3 +133,41 @@ def test_the_fsync_retry_script_reports_and_retries():
     script = W.script("/mnt/test")
     assert "pp-io fsync 2 data" in script and "pp-io fsync 3 data && echo 'ack 3' >&4" in script
     assert script.index("/tmp/pp-fault-on") < script.index("pp-io write 2") < script.index("/tmp/pp-fault-off")
+
+
+def test_bad_input_exits_2_before_any_guest(capsys):
+    from plugpull.cli import main
+
+    for argv in (["--fault", "error-writes@acks:x"], ["--fault", "drop-writes", "--fs", "zfs"],
+                 ["--fault", "drop-writes", "--param", "size=1"], ["--fault", "drop-writes", "--runs", "0"]):
+        assert main(["faults", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("plugpull: ")
+
+
+RUNS = [
+    {"fs": "ext4", "fault": "error-writes@acks:1+3", "workload": "fsync-retry", "verdict": "silent-loss",
+     "version_after": 1, "told": {"acks": [1, 3], "errors": [[2, "fsync", "EIO"], [3, "close", "EIO"]]}},
+    {"fs": "ext4", "fault": "error-writes@acks:1+3", "workload": "fsync-retry", "verdict": "error-reported",
+     "version_after": 1, "told": {"acks": [1], "errors": [[2, "fsync", "EIO"], [3, "fsync", "EIO"]]}},
+    {"fs": "xfs", "fault": "drop-writes", "workload": "fsync-retry", "verdict": "infra-error",
+     "reason": "QEMU died", "told": {"errors": []}},
+]
+
+
+def test_the_faults_table_counts_verdicts_and_errnos():
+    from plugpull.cli.faults import table
+
+    header, rows = table(RUNS)
+    ext4 = dict(zip(header, rows[0]))
+    assert (ext4["runs"], ext4["silent-loss"], ext4["error-reported"], ext4["clean"]) == (2, 1, 1, 0)
+    assert (ext4["fsync errno"], ext4["close errno"], ext4["write errno"]) == ("EIO:3", "EIO:1", "-")
+    assert dict(zip(header, rows[1]))["infra-error"] == 1
+
+
+def test_the_retry_table_says_what_each_run_saw():
+    from plugpull.cli.faults import retry_table
+
+    header, rows = retry_table(RUNS)
+    assert len(rows) == 2  # the infra-error run has nothing to say
+    assert rows[0][2:5] == ("EIO", "yes", "no") and rows[1][2:5] == ("EIO", "no", "no")

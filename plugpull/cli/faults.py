@@ -66,6 +66,10 @@ def cmd_faults(args) -> int:
         atomic_write_json(args.json, {"kernel": rig.image.kernel_release, "runs": runs})
         print(f"results: {args.json}")
     print_table(*table(runs))
+    header, rows = retry_table(runs)
+    if rows:
+        print()
+        print_table(header, rows)
     if any(r["verdict"] == "infra-error" for r in runs):
         return EXIT_INFRA
     return EXIT_FOUND if args.fail_on_unsafe and any(r["verdict"] in UNSAFE for r in runs) else EXIT_OK
@@ -105,3 +109,18 @@ def table(runs: list[dict]) -> tuple[tuple, list]:
     return header, rows
 
 
+
+
+def retry_table(runs: list[dict]) -> tuple[tuple, list]:
+    """fsync-retry runs: per run, whether the first fsync reported an error, whether the retry
+    succeeded, and whether the new data was there after the remount."""
+    header = ("fs", "fault", "error at first fsync", "retry succeeds", "data present after remount", "verdict")
+    rows = []
+    for r in runs:
+        if r["workload"] != "fsync-retry" or "version_after" not in r:
+            continue
+        first = [name for ident, call, name in r["told"]["errors"] if ident == 2 and call == "fsync"]
+        retried = "yes" if 3 in r["told"]["acks"] else ("no" if first else "not needed")
+        rows.append((r["fs"], r["fault"], first[0] if first else "no", retried,
+                     "yes" if r["version_after"] == 2 else "no", r["verdict"]))
+    return header, rows

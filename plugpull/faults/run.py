@@ -43,6 +43,7 @@ class FaultRun:
     status: str = ""  # `dmsetup status` then
     switched: list = field(default_factory=list)  # (seconds since start, "on" / "off")
     shutdown: str = ""
+    version_after: int | None = None  # fsync-retry: the version of its file after the remount
     seconds: float = 0.0
 
     def to_json(self) -> dict:
@@ -50,7 +51,8 @@ class FaultRun:
         return {"fs": c.fs.name, "fault": str(c.fault), "workload": c.workload.name,
                 "params": c.workload.params(), "verdict": str(self.verdict.verdict), "reason": self.verdict.reason,
                 "told": self.told.to_json(), "table": self.table, "status": self.status,
-                "switched": self.switched, "shutdown": self.shutdown, "seconds": round(self.seconds, 1)}
+                "switched": self.switched, "shutdown": self.shutdown,
+                "version_after": self.version_after, "seconds": round(self.seconds, 1)}
 
 
 def run_fault(directory: Path, case: FaultCase, rig: Rig, timeout: float = 300.0) -> FaultRun:
@@ -165,4 +167,6 @@ def _after_window(m, case: FaultCase, rig: Rig, run: FaultRun, dev: str) -> Faul
     umount_rc = m.run(f"umount {MOUNTPOINT}").rc
     collect = "sums" if case.workload.collect == "sums" else "tar"
     obs = Checker(rig, case.fs).check_one(m, dev, collect)
+    if hasattr(case.workload, "version_of"):
+        run.version_after = case.workload.version_of(obs.files or {})
     return judge(case.fs, obs, run.told, case.workload, run.shutdown, umount_rc)

@@ -51,6 +51,11 @@ class FsyncRetry(Workload):
             "exit 0",
         ])
 
+    def version_of(self, files: dict) -> int | None:
+        """Which version the file holds in full after the remount, if either."""
+        got = files.get(self.path)
+        return next((v for v in (1, 2) if got == self.content(v)), None)
+
     def ops(self) -> int:
         return 3
 
