@@ -122,3 +122,30 @@ def _terminate(program: str, pid: int) -> None:
             return
         time.sleep(0.05)
     log.info("stopped %s (pid %d)", program, pid)
+
+
+def _libvirtd_version() -> str:
+    out = subprocess.run(["libvirtd", "--version"], capture_output=True, text=True)
+    return out.stdout.split()[-1] if out.returncode == 0 and out.stdout.split() else "unknown"
+
+
+def doctor_rows(needed: bool) -> list[tuple[str, str, bool]]:
+    """(name, what is there, ok) for `plugpull doctor`: libvirt is missing only if `needed`
+    (--backend libvirt); otherwise an absent libvirt is reported and is fine."""
+    rows = []
+    absent = missing()
+    if absent:
+        rows.append(("libvirt", f"missing {', '.join(absent)}: install libvirt-daemon-system (make deps)",
+                     not needed))
+        return rows
+    running = [d.program for d in DAEMONS if socket_alive(d.socket)]
+    state = ("running" if len(running) == len(DAEMONS)
+             else f"{', '.join(running) or 'neither daemon'} running; plugpull starts the rest when needed")
+    rows.append(("libvirt", f"libvirtd {_libvirtd_version()}, {state}", True))
+    try:
+        import libvirt
+        rows.append(("libvirt-python", ".".join(str(libvirt.getVersion() // f % 1000) for f in (1_000_000, 1000, 1)),
+                     True))
+    except ImportError:
+        rows.append(("libvirt-python", "missing: pip install libvirt-python (make deps)", not needed))
+    return rows
