@@ -25,6 +25,13 @@ COMMAND_PORT = "plugpull.cmd"
 ACK_PORT = "plugpull.ack"
 # libvirt names the first native SCSI controller scsi0: the hot-plug controller.
 HOTPLUG_CONTROLLER = 0
+# QEMU sees the commandline's devices before libvirt's, which take PCI slots from 2 upwards:
+# the passed-through PCI devices sit at fixed slots far above those.
+PCI_SLOTS = {"ahci": 0x10, "scsi": 0x11, "payload": 0x12}
+
+
+def _pci(device: str) -> str:
+    return f"bus=pci.0,addr={PCI_SLOTS[device]:#x}"
 
 
 @dataclass(frozen=True)
@@ -86,15 +93,15 @@ def passthrough_args(spec: MachineSpec) -> list[str]:
         raise ValueError("all disks of a machine share one controller")
     args: list[str] = []
     if Bus.AHCI in buses:
-        args += ["-device", "ich9-ahci,id=ahci"]
+        args += ["-device", f"ich9-ahci,id=ahci,{_pci('ahci')}"]
     if Bus.SCSI in buses:
-        args += ["-device", "virtio-scsi-pci,id=scsi"]
+        args += ["-device", f"virtio-scsi-pci,id=scsi,{_pci('scsi')}"]
     for i, disk in enumerate(spec.disks):
         args += disk_args(i, disk)
     if spec.payload:
         args += ["-blockdev", f"driver=file,node-name=payload-file,filename={escape(spec.payload)},read-only=on",
                  "-blockdev", "driver=raw,node-name=payload,file=payload-file,read-only=on",
-                 "-device", "virtio-blk-pci,drive=payload,serial=payload"]
+                 "-device", f"virtio-blk-pci,drive=payload,serial=payload,{_pci('payload')}"]
     return args
 
 

@@ -99,6 +99,7 @@ class LibvirtMachine:
         self.boot_seconds: float | None = None
         self.guest_release: str | None = None
         self.power_was_cut = False
+        self.cut: dict[Path, int] = {}  # each write log's size when the power was cut
         self.acks: LineStream | None = None
         self.xml = ""
         self._conn = None
@@ -242,7 +243,7 @@ class LibvirtMachine:
         first, as with the QEMU backend."""
         log.debug("%s: power cut", self.name)
         self.power_was_cut = True
-        cut = {d.write_log: os.stat(d.write_log).st_size for d in self.spec.disks if d.write_log}
+        self.cut = cut = {d.write_log: os.stat(d.write_log).st_size for d in self.spec.disks if d.write_log}
         self._kill_local_qemu()
         self._destroy()
         for path, size in cut.items():
