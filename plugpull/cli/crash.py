@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output,
-                                 kernel_source, parse_params, print_table)
+                                 guest_backend, kernel_source, parse_params, print_table)
 from plugpull.errors import UsageError
 from plugpull.guest.rig import prepare_rig
 from plugpull.lab.settings import add_options
@@ -43,11 +43,11 @@ def cmd_crash(args) -> int:
         raise UsageError(f"--out {out} is not a directory")
     if args.json:
         checked_output(args.json, "--json")
-    kernel = kernel_source(args)
+    kernel, backend = kernel_source(args), guest_backend(args)
     fresh = not out.exists()
     try:
         with run_log(out / "crash.log"):
-            rig = prepare_rig(args.accel, kernel)
+            rig = prepare_rig(args.accel, kernel, backend)
             run = run_crash(spec, rig, out)
     except BaseException:
         if fresh:
@@ -109,11 +109,11 @@ def cmd_replay(args) -> int:
 
     if not (args.dir / "state.json").is_file():
         raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
-    kernel = kernel_source(args)
+    kernel, backend = kernel_source(args), guest_backend(args)
     scratch = make_tempdir("replay")
     try:
         saved = load_state(args.dir, scratch)
-        rig = prepare_rig(args.accel, kernel)
+        rig = prepare_rig(args.accel, kernel, backend)
         r = replay(args.dir, rig, scratch, saved)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
