@@ -33,7 +33,7 @@ def add_parsers(sub) -> None:
 
 
 def cmd_doctor(args) -> int:
-    from plugpull.guest import image as image_mod
+    from plugpull.guest import image as image_mod, imagecache
     from plugpull.guest.accel import kvm_device_usable
     from plugpull.guest.libvirtd import doctor_rows
     from plugpull.guest.machine import cached_probe, qemu_version
@@ -71,7 +71,7 @@ def cmd_doctor(args) -> int:
     else:
         verdict = "usable" if probe["ok"] else "unusable, guests run under TCG"
         row("kvm", f"{verdict}: probe {probe.get('detail', 'recorded no detail')}")
-    cached = image_mod.cached_images()
+    cached = imagecache.cached_images()
     current = "unknown"
     if kernel is not None and not missing:
         try:

@@ -21,6 +21,7 @@ from plugpull.guest.cpio import CpioWriter
 from plugpull.errors import ImageError, ToolMissing
 from plugpull.guest.kernel import pvh_kernel
 from plugpull.files import atomic_path
+from plugpull.guest.imagecache import hold, prune_cache
 from plugpull.paths import IMAGES_DIR, cache_dir
 from plugpull.space import space_is_fatal
 
@@ -339,41 +340,11 @@ def build_image(kernel: KernelSource | None = None, recipe: Recipe | None = None
         if fresh:
             with space_is_fatal(root):
                 _build_into(final, plan, kernel, recipe, key)
-        _hold(final)
+        hold(final)
         if fresh:
             prune_cache(root, keep=KEEP_IMAGES)
     manifest = json.loads((final / "manifest.json").read_text())
     return GuestImage(key, final / "kernel", final / "initramfs.cpio", kernel.release, manifest, fresh)
-
-
-_HELD: dict[Path, int] = {}
-
-
-def _hold(image_dir: Path) -> None:
-    """Mark an image as in use by this process, for as long as it lives: a shared lock on its
-    `in-use` file, which `prune_cache` (another checkout building another image) respects.
-    The file's mtime is the image's last use."""
-    if image_dir in _HELD:
-        return
-    marker = image_dir / "in-use"
-    fd = os.open(marker, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    fcntl.flock(fd, fcntl.LOCK_SH)
-    os.utime(marker)
-    _HELD[image_dir] = fd
-
-
-def _in_use(image_dir: Path) -> bool:
-    try:
-        fd = os.open(image_dir / "in-use", os.O_RDWR | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
 
 
 def _build_into(final: Path, plan: Plan, kernel: KernelSource, recipe: Recipe, key: str) -> None:
@@ -399,22 +370,3 @@ def _build_into(final: Path, plan: Plan, kernel: KernelSource, recipe: Recipe, k
         }
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
         os.chmod(staging, 0o755)
-
-
-def prune_cache(root: Path, keep: int) -> list[Path]:
-    """Remove all but the `keep` most recently used images, never one a live process uses.
-    Called under the cache's lock."""
-    def last_use(manifest: Path) -> int:
-        marker = manifest.parent / "in-use"
-        return (marker if marker.exists() else manifest).stat().st_mtime_ns
-
-    manifests = sorted(cached_images(root), key=last_use, reverse=True)
-    removed = [m.parent for m in manifests[keep:] if not _in_use(m.parent)]
-    for d in removed:
-        shutil.rmtree(d, ignore_errors=True)
-    return removed
-
-
-def cached_images(root: Path | None = None) -> list[Path]:
-    root = root or cache_dir() / "images"
-    return sorted(p for p in root.glob("*/manifest.json")) if root.is_dir() else []
