@@ -45,9 +45,24 @@ def format_disks(fs: Filesystem, mode: Mode, disk: Path, log_disk: Path | None) 
         raise UsageError(f"the extlog mode is implemented for xfs only, not {fs.name}")
 
 
+def nth(path: Path, index: int) -> Path:
+    """Where disk `index`'s file goes beside the first disk's: write.log, write2.log, write3.log..."""
+    return path if index == 0 else path.with_name(f"{path.stem}{index + 1}{path.suffix}")
+
+
 def second(path: Path) -> Path:
     """Where the external log disk's file goes beside the data disk's: write.log -> write2.log."""
-    return path.with_name(f"{path.stem}2{path.suffix}")
+    return nth(path, 1)
+
+
+def disk_count(bed: "BedSpec") -> int:
+    """The disks a testbed records: the data disk, and the log disk in the extlog mode."""
+    return 2 if bed.mode.external_log else 1
+
+
+def disk_mibs(bed: "BedSpec") -> list[int]:
+    """The sizes of the disks a testbed records, in order."""
+    return [bed.disk_mib] + [EXTERNAL_LOG_MIB] * (disk_count(bed) - 1)
 
 
 def delayed(m: Guest, disk: str, profile: DiskProfile, mode: Mode) -> str:
