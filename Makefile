@@ -6,7 +6,7 @@ PLUGPULL := $(VENV)/bin/plugpull
 # Everything the host and the guest image need, from Debian 12's archive.
 DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs btrfs-progs \
 	fio bonnie++ hdparm dmsetup busybox-static kmod cpio sqlite3 rsync procps python3-venv \
-	gcc libc6-dev
+	gcc libc6-dev lvm2 cryptsetup-bin mdadm
 STAMP := $(VENV)/.installed
 
 .PHONY: deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity doctor shell clean

@@ -21,6 +21,7 @@ from pathlib import Path
 from plugpull.errors import InfraError, NothingChecked, ToolMissing, UsageError
 from plugpull.lab.checker import Checker, default_workers
 from plugpull.lab.spec import CrashSpec
+from plugpull.lab.stack import Stack
 from plugpull.guest.rig import Rig
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.lab.fs import filesystem
@@ -173,7 +174,8 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
                  out_dir: Path, planned: Planned | None = None) -> list[StateResult]:
     """Judge every distinct state on the checker guests, each cut by the acks it owes; save
     an artifact for each cut whose verdict is not clean. `planned`: the jobs' plan_states."""
-    checker = Checker(rig, fs, batch=spec.batch, workers=spec.workers or default_workers())
+    checker = Checker(rig, fs, batch=spec.batch, workers=spec.workers or default_workers(),
+                      stack=Stack.parse(spec.stack))
     planned = planned or plan_states(rec, jobs, spec.seed, entries)
     log.debug("checking %d cuts, %d distinct crash states: %d per checker boot, %d checkers at once",
               len(jobs), len(planned.plans), spec.batch, checker.workers)
@@ -333,7 +335,8 @@ def replay(state_dir: Path, rig: Rig, scratch: Path, saved: tuple | None = None)
     `load_state` gave for it, if already loaded."""
     doc, rec = saved or load_state(state_dir, scratch)
     wl = workload(rec.meta["workload"], **rec.meta["params"])
-    checker = Checker(rig, filesystem(doc["fs"]), batch=1)
+    stack = Stack.parse(rec.meta.get("stack", ""))
+    checker = Checker(rig, filesystem(doc["fs"]), batch=1, **({"stack": stack} if stack else {}))
     job = StateJob(doc["model"], doc["cut"], saved_others(doc))
     [(v, _, state, _, _)] = judge(rec, [job], checker, wl, doc["seed"], scratch / "states")
     digest = state.digest()

@@ -110,6 +110,7 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
         "fs": fs.name, "mode": mode.name, "workload": workload.name, "params": workload.params(),
         "trigger": str(trigger), "disk_mib": bed.disk_mib, "bus": str(bed.bus), "image": rig.image.key,
         "kernel": rig.image.kernel_release, "packages": rig.image.manifest.get("packages", {}),
+        **({"stack": str(bed.stack)} if bed.stack else {}),
     }
     with testbed(directory, bed, rig, write_log=write_log, base_copy=directory / "base.img",
                  timeout=timeout) as running:
