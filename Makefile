@@ -6,10 +6,10 @@ PLUGPULL := $(VENV)/bin/plugpull
 # Everything the host and the guest image need, from Debian 12's archive.
 DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs btrfs-progs \
 	fio bonnie++ hdparm dmsetup busybox-static kmod cpio sqlite3 rsync procps python3-venv \
-	gcc libc6-dev libvirt-daemon-system libvirt-dev pkg-config
+	gcc libc6-dev libvirt-daemon-system libvirt-dev pkg-config lvm2 cryptsetup-bin mdadm
 STAMP := $(VENV)/.installed
 
-.PHONY: faults-sweep deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity doctor shell clean
+.PHONY: faults-sweep test-stacks deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity doctor shell clean
 
 deps: $(STAMP)
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -49,6 +49,10 @@ test-vm: deps
 # Every fault kind on ext4 and xfs, and fsync-retry on ext4, xfs and btrfs (a few minutes).
 faults-sweep: deps
 	PLUGPULL_FAULTS_ALL=1 $(PY) -m pytest -m vm -s tests/test_faults_vm.py
+
+# Barriers through lvm, dm-crypt and md-raid1 on xfs and ext4, 30 states per model (long).
+test-stacks: deps
+	PLUGPULL_STACK_SUITE=1 $(PY) -m pytest -m vm suites/test_stacks.py
 
 # The main job: xfs and ext4, three modes, one metadata and one fsync workload, throughput
 # and crash safety per cell. Resumable: cells already in results/run.jsonl are skipped.

@@ -18,7 +18,7 @@ LOST = [{"ack": 7, "reason": "file missing"}]
 STATE = StateResult(fs="xfs", mode="nobarrier", workload="fsync-files", model="reorder", seed=1, cut=120,
                     verdict="data-loss", reason="1 of 30 acknowledged operations lost", acks_required=30,
                     acks_lost=1, fsck_rc=0, lost=LOST, artifact="out/states/reorder-cut120")
-EXTLOG_STATE = StateResult("xfs", "extlog", "fsync-files", "reorder", 1, 80, "clean", "30 intact", 30, 0, 0, cut2=44)
+EXTLOG_STATE = StateResult("xfs", "extlog", "fsync-files", "reorder", 1, 80, "clean", "30 intact", 30, 0, 0, cuts=(80, 44))
 LOG = {"entries": 300, "writes": 280, "flushes": 20, "fua": 0, "discards": 0, "bytes_written": 4 << 20,
        "log_bytes": 5 << 20, "torn_tail": False, "marks": 0}
 CRASH = CrashSummary(states=20, models=("cache:32:random",), clean=9, data_loss=7, fs_corrupt=3, unmountable=1,

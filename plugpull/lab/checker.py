@@ -11,7 +11,7 @@ import os
 import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from plugpull.guest.backend import Guest
@@ -20,6 +20,7 @@ from plugpull.guest.rig import Rig
 from plugpull.errors import GuestError, GuestTimeout, InfraError, LaunchError
 from plugpull.lab.console import EXCERPT_CHARS, ConsoleWatch, scan
 from plugpull.lab.fs import Filesystem
+from plugpull.lab.stack import Stack, top_of
 from plugpull.lab.verdict import Observation, files_of, sums_of
 from plugpull.paths import make_tempdir
 from plugpull.powerloss.crashstate import CrashState
@@ -104,6 +105,7 @@ class Checker:
     plug: Plug = Plug.BATCH
     subdir: str = "pp"
     workers: int = 1
+    stack: Stack | None = None  # the layers each state's disks are assembled through
     check_timeout: float = CHECK_TIMEOUT  # a check that takes longer hung: kernel-crash
     hooks: dict[int, str] = field(default_factory=dict)  # tests only: state index -> guest command run before its check
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
@@ -165,8 +167,8 @@ class Checker:
                     if self._stop.is_set():
                         raise InfraError("checking was stopped")
                     console.set_mark()
-                    logdev = devices[lun + 1] if state.log_disk else None
-                    obs = self.check_one(m, devices[lun], collect, logdev, self._hook(index, retried))
+                    names = [devices[lun + i] for i in range(len(state.images))]
+                    obs = self.check_state(m, names, state, collect, self._hook(index, retried))
                     out.append(obs)
                     lun += len(state.images)
                     _tick(progress)
@@ -259,8 +261,7 @@ class Checker:
         guest.console.set_mark()
         try:
             disks = [m.attach_disk(state_disk(path)) for path in state.images]
-            logdev = disks[1].device if state.log_disk else None
-            obs = self.check_one(m, disks[0].device, collect, logdev, hook)
+            obs = self.check_state(m, [disk.device for disk in disks], state, collect, hook)
         except (GuestError, InfraError) as e:
             if self._stop.is_set():
                 raise
@@ -297,6 +298,27 @@ class Checker:
         if sorted(devices) != list(range(count)):
             raise InfraError(f"checker guest sees state disks {sorted(devices)}, expected {count}")
         return devices
+
+    def check_state(self, m: Guest, devices: list[str], state: CrashState, collect, hook: str = "") -> Observation:
+        """A state on its disks (kernel names, in the state's order): through the stack,
+        assembled first and taken down after (one that does not assemble is unmountable,
+        with pp-stack's words; one that does not come down leaves the guest untrusted, as a
+        failed unmount does); or the data disk with its log disk, if it has one."""
+        if self.stack is None:
+            return self.check_one(m, devices[0], collect, devices[1] if state.log_disk else None, hook)
+        opened = m.run(self.stack.command("open", devices), timeout=self.check_timeout)
+        try:
+            top = top_of(opened.text) if opened.rc == 0 else None
+        except ValueError as e:
+            top, opened = None, replace(opened, stderr=str(e).encode())
+        if top is None:
+            m.run(f"{self.stack.command('close')} 2>/dev/null", timeout=self.check_timeout)
+            reason = (opened.stderr.decode(errors="replace").strip() or f"pp-stack exited {opened.rc}")
+            return Observation(mount_rc=opened.rc or 1, fsck_rc=-1,
+                               mount_error=f"the stack did not assemble: {reason}")
+        obs = self.check_one(m, top, collect, None, hook)
+        closed = m.run(self.stack.command("close"), timeout=self.check_timeout)
+        return obs if closed.rc == 0 else replace(obs, umount_rc=obs.umount_rc or closed.rc)
 
     def check_one(self, m: Guest, dev: str, collect: "str | ScriptCollect" = "tar",
                   logdev: str | None = None, hook: str = "") -> Observation:

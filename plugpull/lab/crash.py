@@ -21,6 +21,7 @@ from pathlib import Path
 from plugpull.errors import InfraError, NothingChecked, ToolMissing, UsageError
 from plugpull.lab.checker import Checker, default_workers
 from plugpull.lab.spec import CrashSpec
+from plugpull.lab.stack import Stack
 from plugpull.guest.rig import Rig
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.lab.fs import filesystem
@@ -30,7 +31,7 @@ from plugpull.powerloss.models import cut_points, stable_rng
 from plugpull.progress import Progress
 from plugpull.results import CrashRun, CrashTiming, StateResult
 from plugpull.lab.record import Record, record
-from plugpull.lab.testbed import EXTERNAL_LOG_MIB, run_host, second
+from plugpull.lab.testbed import disk_mibs, run_host
 from plugpull.lab.verdict import Verdict
 from plugpull.lab.workloads import workload
 from plugpull.lab.workloads.params import promised_acks
@@ -51,8 +52,8 @@ def state_cuts(entries, n: int, seed: int) -> list[int]:
     return sorted({end, *others})
 
 
-def pair_cuts(pairs: list, n: int, seed: int) -> list[tuple[int, int]]:
-    """N of the consistent cuts sampled across the two disks' logs, always with the last."""
+def pair_cuts(pairs: list, n: int, seed: int) -> list[tuple[int, ...]]:
+    """N of the consistent cuts sampled across the disks' logs, always with the last."""
     pairs = [tuple(p) for p in pairs]
     others = stable_rng(seed, "pair-cuts", len(pairs)).sample(pairs[:-1], min(n - 1, len(pairs) - 1))
     return sorted({pairs[-1], *others})
@@ -98,14 +99,14 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
 
 
 def recording_need(bed) -> int:
-    """Bytes a recording may take before its log grows: the disk image can fill to its size."""
-    return (bed.disk_mib + (EXTERNAL_LOG_MIB if bed.mode.external_log else 0)) * MIB
+    """Bytes a recording may take before its log grows: the disk images can fill to their size."""
+    return sum(disk_mibs(bed)) * MIB
 
 
 def state_need(rec: Record) -> int:
     """Bytes one crash state may take: its base image's blocks and every byte the log wrote,
     at most the disk's size (a state is sparse; all are built before checking starts)."""
-    disks = [(rec.base, rec.log)] + ([(second(rec.base), second(rec.log))] if rec.two_disks else [])
+    disks = zip(rec.bases, rec.logs)
     return sum(min(os.stat(base).st_size, allocated_bytes(base) + os.stat(log).st_size) for base, log in disks)
 
 
@@ -139,18 +140,19 @@ def recording_crashed(run: CrashRun) -> bool:
     return any(s.model == RECORDING for s in run.states)
 
 
-def crash_cuts(rec: Record, entries, spec: CrashSpec) -> list[tuple[int, int | None]]:
-    """The cut points of a run: (cut, cut in the external log disk's log or None). With a
-    budget or --exhaustive every cut (or every --cuts one); else --states seeded ones."""
+def crash_cuts(rec: Record, entries, spec: CrashSpec) -> list[tuple[int, ...]]:
+    """The cut points of a run: a cut in each disk's log. With a budget or --exhaustive every
+    cut (or every --cuts one); else --states seeded ones. With more than one disk, the
+    consistent cuts the recording sampled."""
     every = spec.budget or spec.exhaustive
-    if rec.two_disks:
-        pairs = [tuple(p) for p in rec.meta["cut_pairs"]]
-        return pairs if every else pair_cuts(pairs, spec.states, spec.seed)
+    if rec.disks > 1:
+        cuts = rec.consistent_cuts
+        return cuts if every else pair_cuts(cuts, spec.states, spec.seed)
     if spec.cuts:
-        return [(c, None) for c in cut_points(entries, spec.cuts, spec.seed)]
+        return [(c,) for c in cut_points(entries, spec.cuts, spec.seed)]
     if every:
-        return [(c, None) for c in range(len(entries) + 1)]
-    return [(c, None) for c in state_cuts(entries, spec.states, spec.seed)]
+        return [(c,) for c in range(len(entries) + 1)]
+    return [(c,) for c in state_cuts(entries, spec.states, spec.seed)]
 
 
 def crash_jobs(rec: Record, entries, spec: CrashSpec, models) -> list[StateJob]:
@@ -162,17 +164,18 @@ def crash_jobs(rec: Record, entries, spec: CrashSpec, models) -> list[StateJob]:
         order = spending_order(pool, entries, rec.acks, spec.seed, first=lambda cut: cut[0])
         kept = within_budget(rec, entries, candidates(models, order), spec.budget, spec.seed)
         rank = {str(model): i for i, model in enumerate(models)}
-        return sorted(kept, key=lambda job: (rank[job.model], job.cut, job.cut2 or 0))
+        return sorted(kept, key=lambda job: (rank[job.model], job.cuts))
     if spec.exhaustive:
         refuse_too_big(len(pool), len(models))
-    return [StateJob(str(model), cut, cut2) for model in models for cut, cut2 in pool]
+    return [StateJob(str(model), cut, tuple(others)) for model in models for cut, *others in pool]
 
 
 def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_dir: Path, wl, fs,
                  out_dir: Path, planned: Planned | None = None) -> list[StateResult]:
     """Judge every distinct state on the checker guests, each cut by the acks it owes; save
     an artifact for each cut whose verdict is not clean. `planned`: the jobs' plan_states."""
-    checker = Checker(rig, fs, batch=spec.batch, workers=spec.workers or default_workers())
+    checker = Checker(rig, fs, batch=spec.batch, workers=spec.workers or default_workers(),
+                      stack=Stack.parse(spec.stack))
     planned = planned or plan_states(rec, jobs, spec.seed, entries)
     log.debug("checking %d cuts, %d distinct crash states: %d per checker boot, %d checkers at once",
               len(jobs), len(planned.plans), spec.batch, checker.workers)
@@ -181,11 +184,12 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
     results: list[StateResult] = []
     record_dir = None
     digests: dict[int, str] = {}  # a shared state is hashed once, whichever of its cuts need it
-    for (model, cut, cut2), (v, obs, state, required, distinct) in zip(jobs, judged):
+    for job, (v, obs, state, required, distinct) in zip(jobs, judged):
+        model, cut = job.model, job.cut
         result = StateResult(
             fs=spec.fs, mode=spec.mode, workload=spec.workload, model=model, seed=spec.seed, cut=cut,
             verdict=str(v.verdict), reason=v.reason, acks_required=len(required), acks_lost=len(v.lost),
-            fsck_rc=obs.fsck_rc, lost=[asdict(l) for l in v.lost[:20]], cut2=cut2,
+            fsck_rc=obs.fsck_rc, lost=[asdict(l) for l in v.lost[:20]], cuts=job.cuts if job.others else None,
             kernel_excerpt=obs.kernel_excerpt or None, distinct=distinct,
             acks_allowed=v.allowed, broken=v.broken[:20],
         )
@@ -194,8 +198,7 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
             digest = digests[distinct] = digests.get(distinct) or state.digest()
             artifact = save_artifact(out_dir, record_dir, result, digest, obs)
             result = StateResult(**{**asdict(result), "artifact": str(artifact)})
-        log.debug("%s cut %s%s: %s, %s (%d acks owed, %d lost, fsck rc %d)", model, cut,
-                  "" if cut2 is None else f" and {cut2}", result.verdict, result.reason, len(required),
+        log.debug("%s cut %s: %s, %s (%d acks owed, %d lost, fsck rc %d)", model, job.where, result.verdict, result.reason, len(required),
                   len(v.lost), obs.fsck_rc)
         results.append(result)
     remove_states([j.state for j in judged])
@@ -205,7 +208,7 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
 def record_digest(rec: Record) -> str:
     """What names a recording in an out dir: the sha256 of its record.json and write logs."""
     h = hashlib.sha256()
-    for path in (rec.dir / "record.json", rec.log, *([second(rec.log)] if rec.two_disks else [])):
+    for path in (rec.dir / "record.json", *rec.logs):
         with open(path, "rb") as f:
             while chunk := f.read(1 << 20):
                 h.update(chunk)
@@ -224,8 +227,8 @@ def saved_record(out_dir: Path, rec: Record) -> Path:
 def save_artifact(out_dir: Path, record_dir: Path, result: StateResult, digest: str, obs) -> Path:
     """A state directory with what rebuilds and rechecks it, pointing at its run's record."""
     name = f"{result.model.replace(':', '_').replace('+', '_')}-cut{result.cut}"
-    if result.cut2 is not None:
-        name += f"-{result.cut2}"
+    for other in (result.cuts or ())[1:]:
+        name += f"-{other}"
     where = out_dir / "states" / name
     where.mkdir(parents=True, exist_ok=True)
     doc = {**asdict(result), "record": os.path.relpath(record_dir, where), "digest": digest,
@@ -237,7 +240,7 @@ def save_artifact(out_dir: Path, record_dir: Path, result: StateResult, digest: 
 
 def save_record(rec: Record, dest: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
-    pairs = [(rec.base, rec.log)] + ([(second(rec.base), second(rec.log))] if rec.two_disks else [])
+    pairs = zip(rec.bases, rec.logs)
     with atomic_path(dest, directory=True) as tmp:
         for base, log in pairs:
             run_host(["qemu-img", "convert", "-c", "-f", "raw", "-O", "qcow2", str(base),
@@ -253,18 +256,16 @@ def load_record(saved: Path, scratch: Path) -> Record:
     names the file that is missing or damaged."""
     scratch.mkdir(parents=True, exist_ok=True)
     _need(saved / "record.json", saved / "base.qcow2", saved / "write.log.gz")
-    for stem in ("base", "base2"):
-        if (saved / f"{stem}.qcow2").is_file():
-            _unpack_image(saved / f"{stem}.qcow2", scratch / f"{stem}.img")
-    for name in ("write.log", "write2.log"):
-        if (saved / f"{name}.gz").is_file():
-            _unpack_log(saved / f"{name}.gz", scratch / name)
     shutil.copy(saved / "record.json", scratch / "record.json")
     try:
         rec = Record.load(scratch)
         workload(rec.meta["workload"], **rec.meta["params"])
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UsageError(f"{saved / 'record.json'}: not a plugpull record ({describe_bad(e)})") from None
+    for base, log in zip(rec.bases, rec.logs):
+        _need(saved / f"{base.stem}.qcow2", saved / f"{log.name}.gz")
+        _unpack_image(saved / f"{base.stem}.qcow2", base)
+        _unpack_log(saved / f"{log.name}.gz", log)
     return rec
 
 
@@ -317,6 +318,14 @@ def load_state(state_dir: Path, scratch: Path) -> tuple[dict, Record]:
     return doc, rec
 
 
+def saved_others(doc: dict) -> tuple[int, ...]:
+    """A saved state's cuts in the other disks' logs: `cuts` after the first, or an older
+    artifact's `cut2`."""
+    if doc.get("cuts"):
+        return tuple(doc["cuts"][1:])
+    return () if doc.get("cut2") is None else (doc["cut2"],)
+
+
 def write_json(path: Path, doc) -> None:
     atomic_write_json(path, doc)
 
@@ -326,8 +335,9 @@ def replay(state_dir: Path, rig: Rig, scratch: Path, saved: tuple | None = None)
     `load_state` gave for it, if already loaded."""
     doc, rec = saved or load_state(state_dir, scratch)
     wl = workload(rec.meta["workload"], **rec.meta["params"])
-    checker = Checker(rig, filesystem(doc["fs"]), batch=1)
-    job = StateJob(doc["model"], doc["cut"], doc.get("cut2"))
+    stack = Stack.parse(rec.meta.get("stack", ""))
+    checker = Checker(rig, filesystem(doc["fs"]), batch=1, **({"stack": stack} if stack else {}))
+    job = StateJob(doc["model"], doc["cut"], saved_others(doc))
     [(v, _, state, _, _)] = judge(rec, [job], checker, wl, doc["seed"], scratch / "states")
     digest = state.digest()
     state.remove()

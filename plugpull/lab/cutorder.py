@@ -12,10 +12,9 @@ is seeded, so the same record, seed and budget check the same states.
 from collections.abc import Callable, Sequence
 
 from plugpull.errors import UsageError
-from plugpull.lab.judge import StateJob, plan_key
+from plugpull.lab.judge import StateJob, disk_plans, plan_key
 from plugpull.lab.record import Record
-from plugpull.lab.testbed import second
-from plugpull.powerloss.models import plan, stable_rng
+from plugpull.powerloss.models import stable_rng
 from plugpull.powerloss.writelog import iter_entries
 
 # Cuts x models that --exhaustive checks without a budget: about ten minutes of checking
@@ -36,7 +35,7 @@ def spending_order(pool: Sequence, entries, acks, seed: int, first: Callable = l
     """The cuts of `pool` in the order a budget spends them: the last (the kill point), the
     cuts next to a flush or an ack (the events in seeded random order, each event's two cuts
     together), then the rest in seeded random order. `first`: a pool item's cut in the main
-    log (a cut pair's first cut)."""
+    log (a cut tuple's first cut)."""
     pool = list(pool)
     if not pool:
         return []
@@ -56,19 +55,18 @@ def spending_order(pool: Sequence, entries, acks, seed: int, first: Callable = l
 
 def candidates(models, order: Sequence) -> list[StateJob]:
     """Every model at each cut in turn, so that a budget is shared between the models."""
-    return [StateJob(str(model), *(cut if isinstance(cut, tuple) else (cut, None)))
+    return [StateJob(str(model), *((cut[0], tuple(cut[1:])) if isinstance(cut, tuple) else (cut,)))
             for cut in order for model in models]
 
 
 def within_budget(rec: Record, entries, jobs: Sequence[StateJob], budget: int, seed: int) -> list[StateJob]:
     """The leading jobs that need at most `budget` distinct states: a job whose state is
     already in is free, and the walk stops at the first that would need one more."""
-    entries2 = list(iter_entries(second(rec.log))) if rec.two_disks else None
+    every_entries = [entries] + [list(iter_entries(log)) for log in rec.logs[1:]]
     seen: set[bytes] = set()
     kept = []
     for job in jobs:
-        pieces2 = None if job.cut2 is None else plan(entries2, job.cut2, job.model, seed)
-        key = plan_key(plan(entries, job.cut, job.model, seed), pieces2)
+        key = plan_key(*disk_plans(every_entries, job, seed))
         if key not in seen:
             if len(seen) == budget:
                 break

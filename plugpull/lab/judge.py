@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from plugpull.lab.checker import Checker, ScriptCollect
 from plugpull.lab.record import Record
-from plugpull.lab.testbed import second
+from plugpull.lab.testbed import nth
 from plugpull.lab.verdict import Observation, StateVerdict, classify, required_acks
 from plugpull.lab.workloads.script import CheckScriptError
 from plugpull.powerloss.crashstate import CrashState, materialize
@@ -28,11 +28,19 @@ from plugpull.powerloss.writelog import iter_entries
 
 
 class StateJob(NamedTuple):
-    """Which state to build: a model and a cut (and the cut in the external log disk's log)."""
+    """Which state to build: a model and a cut (and the cuts in the other disks' logs)."""
 
     model: str
     cut: int
-    cut2: int | None = None
+    others: tuple[int, ...] = ()
+
+    @property
+    def cuts(self) -> tuple[int, ...]:
+        return (self.cut, *self.others)
+
+    @property
+    def where(self) -> str:
+        return " and ".join(map(str, self.cuts))
 
 
 class Judged(NamedTuple):
@@ -45,46 +53,48 @@ class Judged(NamedTuple):
 
 class Planned(NamedTuple):
     """The jobs' distinct states: per job the index of its state in `plans`, and per distinct
-    state its pieces (and the external log disk's, or None)."""
+    state the pieces of each disk, in the order of the record's disks."""
 
     which: list[int]
-    plans: list[tuple[list[Piece], list[Piece] | None]]
+    plans: list[tuple[list[Piece], ...]]
 
 
-def plan_key(pieces: list[Piece], pieces2: list[Piece] | None) -> bytes:
-    """What a state's images depend on besides the record: the pieces that persist, in apply
-    order (a later piece overwrites an earlier one where they overlap)."""
+def plan_key(*disks: list[Piece]) -> bytes:
+    """What a state's images depend on besides the record: the pieces that persist on each
+    disk, in apply order (a later piece overwrites an earlier one where they overlap)."""
     h = hashlib.sha256()
-    for part in (pieces, pieces2 or []):
+    for part in disks:
         h.update(repr([(p.entry_index, p.first_sector, p.nr_sectors) for p in part]).encode() + b"|")
     return h.digest()
+
+
+def disk_plans(every_entries: list[list], job: StateJob, seed: int) -> tuple[list[Piece], ...]:
+    """The job's pieces on each disk: the job's model applied to each disk's log at its cut."""
+    return tuple(plan(entries, cut, job.model, seed) for entries, cut in zip(every_entries, job.cuts))
 
 
 def plan_states(rec: Record, jobs, seed: int, entries: list | None = None) -> Planned:
     """Group the jobs by the state they build; a state's number is the order it first appears."""
     entries = list(iter_entries(rec.log)) if entries is None else entries
-    entries2 = list(iter_entries(second(rec.log))) if rec.two_disks else None
+    every_entries = [entries] + [list(iter_entries(log)) for log in rec.logs[1:]]
     seen: dict[bytes, int] = {}
     which, plans = [], []
     for job in (StateJob(*job) for job in jobs):
-        pieces = plan(entries, job.cut, job.model, seed)
-        pieces2 = None if job.cut2 is None else plan(entries2, job.cut2, job.model, seed)
-        key = plan_key(pieces, pieces2)
+        pieces = disk_plans(every_entries, job, seed)
+        key = plan_key(*pieces)
         if key not in seen:
             seen[key] = len(plans)
-            plans.append((pieces, pieces2))
+            plans.append(pieces)
         which.append(seen[key])
     return Planned(which, plans)
 
 
-def build_state(rec: Record, pieces: list[Piece], pieces2: list[Piece] | None, path: Path) -> CrashState:
-    """The crash state's image at `path`; with an external log disk, its image beside it."""
-    materialize(rec.base, rec.log, pieces, path, digest=False)
-    if pieces2 is None:
-        return CrashState.of(path)
-    path2 = second(path)
-    materialize(second(rec.base), second(rec.log), pieces2, path2, digest=False)
-    return CrashState.of(path, path2)
+def build_state(rec: Record, pieces: tuple[list[Piece], ...], path: Path) -> CrashState:
+    """The crash state's images: the first disk's at `path`, the others' beside it."""
+    paths = [nth(path, i) for i in range(len(pieces))]
+    for base, log, disk_pieces, image in zip(rec.bases, rec.logs, pieces, paths):
+        materialize(base, log, disk_pieces, image, digest=False)
+    return CrashState(tuple(paths))
 
 
 def judge(rec: Record, jobs, checker: Checker, workload, seed: int, state_dir: Path,
@@ -95,12 +105,12 @@ def judge(rec: Record, jobs, checker: Checker, workload, seed: int, state_dir: P
     jobs = [StateJob(*job) for job in jobs]
     state_dir.mkdir(parents=True, exist_ok=True)
     planned = planned or plan_states(rec, jobs, seed, entries)
-    owed = [required_acks(rec.acks, job.cut, job.cut2) for job in jobs]
-    committed = [required_acks(rec.acks, job.cut, job.cut2, kind="commit") for job in jobs]
+    owed = [required_acks(rec.acks, job.cut, job.others) for job in jobs]
+    committed = [required_acks(rec.acks, job.cut, job.others, kind="commit") for job in jobs]
     states: list[CrashState] = []
     try:
-        for i, (pieces, pieces2) in enumerate(planned.plans):
-            states.append(build_state(rec, pieces, pieces2, state_dir / f"state-{i:05d}.img"))
+        for i, pieces in enumerate(planned.plans):
+            states.append(build_state(rec, pieces, state_dir / f"state-{i:05d}.img"))
         observations = checker.check(states, progress=progress, collect=shared_collects(workload, planned, owed))
     except BaseException:
         remove_states(states)
@@ -137,5 +147,4 @@ def _classified(checker: Checker, obs: Observation, workload, required: list[int
     try:
         return classify(checker.fs, obs, workload, required, committed=committed)
     except CheckScriptError as e:
-        where = f"{job.model} cut {job.cut}" + ("" if job.cut2 is None else f" and {job.cut2}")
-        raise CheckScriptError(f"{e} (crash state {where})") from None
+        raise CheckScriptError(f"{e} (crash state {job.model} cut {job.where})") from None

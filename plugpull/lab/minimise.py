@@ -122,8 +122,8 @@ def load_cache(path: Path, digest: str) -> dict:
 def loaded(artifact: Path, scratch: Path) -> tuple[dict, Record]:
     """The artifact and its record, refused (UsageError) if there is nothing to minimise."""
     doc, rec = load_state(artifact, scratch)
-    if doc.get("cut2") is not None or rec.two_disks:
-        raise UsageError(f"{artifact}: a state on two disks (extlog) cannot be minimised yet")
+    if doc.get("cut2") is not None or doc.get("cuts") or rec.disks > 1:
+        raise UsageError(f"{artifact}: a state on more than one disk (extlog, a stack) cannot be minimised yet")
     if doc["verdict"] in (Verdict.CLEAN, Verdict.INFRA_ERROR):
         raise UsageError(f"{artifact}: its verdict is {doc['verdict']}; only a failing state is minimised")
     return doc, rec

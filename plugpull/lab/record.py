@@ -18,7 +18,7 @@ from plugpull.guest.rig import Rig
 from plugpull.files import atomic_write_json
 from plugpull.errors import DiskFull, GuestTimeout, InfraError, UsageError
 from plugpull.lab.console import ConsoleWatch
-from plugpull.lab.testbed import MOUNTPOINT, BedSpec, second, testbed
+from plugpull.lab.testbed import MOUNTPOINT, BedSpec, disk_count, nth, testbed
 from plugpull.lab.verdict import Ack
 from plugpull.powerloss.writelog import entry_index_at, iter_entries, summarize
 
@@ -71,9 +71,22 @@ class Record:
         return self.dir / "write.log"
 
     @property
-    def two_disks(self) -> bool:
-        """An external log disk was recorded too (base2.img, write2.log)."""
-        return "log2" in self.meta
+    def disks(self) -> int:
+        """How many disks were recorded: base.img and write.log, then base2.img and write2.log..."""
+        return self.meta.get("disks", 2 if "log2" in self.meta else 1)
+
+    @property
+    def bases(self) -> list[Path]:
+        return [nth(self.base, i) for i in range(self.disks)]
+
+    @property
+    def logs(self) -> list[Path]:
+        return [nth(self.log, i) for i in range(self.disks)]
+
+    @property
+    def consistent_cuts(self) -> list[tuple[int, ...]]:
+        """The cuts across every disk's log that the sampler saw (more than one disk only)."""
+        return [tuple(c) for c in self.meta.get("cuts", self.meta.get("cut_pairs", []))]
 
     def save(self) -> None:
         atomic_write_json(self.dir / "record.json", {**self.meta, "acks": [asdict(a) for a in self.acks]})
@@ -81,7 +94,7 @@ class Record:
     @classmethod
     def load(cls, directory: Path) -> "Record":
         data = json.loads((directory / "record.json").read_text())
-        acks = [Ack(**a) for a in data.pop("acks")]
+        acks = [Ack(**a) for a in data.pop("acks")]  # a record from before N disks has position2
         return cls(directory, data, acks)
 
 
@@ -92,21 +105,22 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
     fs, mode, workload = bed.fs, bed.mode, bed.workload
     directory.mkdir(parents=True, exist_ok=True)
     write_log = directory / "write.log"
-    log2 = second(write_log) if mode.external_log else None
+    logs = [nth(write_log, i) for i in range(disk_count(bed))]
     meta = {
         "fs": fs.name, "mode": mode.name, "workload": workload.name, "params": workload.params(),
         "trigger": str(trigger), "disk_mib": bed.disk_mib, "bus": str(bed.bus), "image": rig.image.key,
         "kernel": rig.image.kernel_release, "packages": rig.image.manifest.get("packages", {}),
+        **({"stack": str(bed.stack)} if bed.stack else {}),
     }
     with testbed(directory, bed, rig, write_log=write_log, base_copy=directory / "base.img",
                  timeout=timeout) as running:
         m = running.machine
         meta["accel"] = str(m.accel)
         meta["queue_write_cache"] = running.queue_write_cache
-        sizes = ((lambda: (os.stat(write_log).st_size, os.stat(log2).st_size)) if log2
+        sizes = ((lambda: tuple(os.stat(path).st_size for path in logs)) if len(logs) > 1
                  else (lambda: os.stat(write_log).st_size))
         m.acks.set_stamp(sizes)
-        sampler = _Sampler(sizes) if log2 else None
+        sampler = Sampler(sizes) if len(logs) > 1 else None
         console = ConsoleWatch(m.console_log)
         m.run(TROUBLE_ON_THE_CONSOLE)
         m.write_file("/tmp/workload.sh", workload.script(MOUNTPOINT))
@@ -132,7 +146,7 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
     elif finished not in (None, 0):
         raise InfraError(f"the workload failed in the guest (exit {finished}):\n{detail}")
     meta["workload_finished"] = finished == 0
-    rec = Record(directory, meta, _stamped_acks(meta, acks, write_log, log2, sampler, sizes))
+    rec = Record(directory, meta, _stamped_acks(meta, acks, logs, sampler, sizes))
     rec.save()
     return rec
 
@@ -187,17 +201,27 @@ def stop_on_host_io_error(m, write_log: Path) -> None:
     raise InfraError(f"QEMU paused the guest on a host I/O error: {error.get('reason', 'unknown')}")
 
 
-def _stamped_acks(meta: dict, acks: list, write_log: Path, log2: Path | None, sampler, sizes) -> list[Ack]:
-    """Acks with the log positions their stamps stand for; with a second disk, also the
-    consistent cut pairs the sampler saw (into `meta`)."""
-    meta["log"] = asdict(summarize(write_log))
-    index = _indexer(write_log)
-    if log2 is None:
+def _stamped_acks(meta: dict, acks: list, logs: list[Path], sampler, sizes) -> list[Ack]:
+    """Acks with the log positions their stamps stand for; with more than one disk, also the
+    consistent cuts the sampler saw (into `meta`)."""
+    meta["log"] = asdict(summarize(logs[0]))
+    index = _indexer(logs[0])
+    if len(logs) == 1:
         return [Ack(i, s, index(s), kind=k) for i, s, k in acks]
-    meta["log2"] = asdict(summarize(log2))
-    index2 = _indexer(log2)
-    meta["cut_pairs"] = sorted({(index(s1), index2(s2)) for s1, s2 in sampler.samples + [sizes()]})
-    return [Ack(i, s1, index(s1), index2(s2), k) for i, (s1, s2), k in acks]
+    meta["disks"] = len(logs)
+    for n, path in enumerate(logs[1:], start=2):
+        meta[f"log{n}"] = asdict(summarize(path))
+    cuts = consistent_cuts([_indexer(path) for path in logs], sampler.samples + [sizes()])
+    meta["cuts"] = cuts
+    meta["sample_gap_ms"] = round(sampler.widest_gap * 1000, 1)
+    indexers = [_indexer(path) for path in logs[1:]]
+    return [Ack(i, s[0], index(s[0]), kind=k, others=tuple(ix(p) for ix, p in zip(indexers, s[1:])))
+            for i, s, k in acks]
+
+
+def consistent_cuts(indexers: list, samples: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The sampled log sizes as cuts (entries complete in each log), distinct and sorted."""
+    return sorted({tuple(ix(size) for ix, size in zip(indexers, sample)) for sample in samples})
 
 
 def _indexer(write_log: Path):
@@ -206,25 +230,43 @@ def _indexer(write_log: Path):
     return lambda size: bisect.bisect_right(ends, size)
 
 
-class _Sampler:
-    """Samples both write logs' sizes every few ms. Each sample is a moment at which both
-    logs held exactly those prefixes: a consistent cut across the two disks, which have no
-    order between them otherwise."""
+class Sampler:
+    """Samples every write log's size every `interval` seconds, as a double collect: the
+    sizes are read twice and kept only if both reads agree. A log only grows, so each log
+    held that size from its first read to its second, and at any moment between the end of
+    the first collect and the start of the second all logs held exactly those prefixes: a
+    consistent cut across the disks, which have no order between them otherwise. A moment
+    of the run is at most `widest_gap` (the interval, more when writes kept a collect from
+    agreeing) from a sampled cut."""
 
-    def __init__(self, sizes, interval: float = 0.005):
+    def __init__(self, sizes, interval: float = 0.005, clock=time.monotonic):
         self.samples: list = []
-        self._sizes, self._interval = sizes, interval
+        self.widest_gap = 0.0
+        self._sizes, self._interval, self._clock = sizes, interval, clock
+        self._last = clock()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="plugpull-sampler", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._done.wait(self._interval):
-            self.samples.append(self._sizes())
+            self.sample()
+
+    def sample(self) -> bool:
+        """One double collect; whether it gave a consistent cut."""
+        first = self._sizes()
+        if self._sizes() != first:
+            return False
+        now = self._clock()
+        self.widest_gap = max(self.widest_gap, now - self._last)
+        self._last = now
+        self.samples.append(first)
+        return True
 
     def stop(self) -> None:
         self._done.set()
         self._thread.join()
+        self.widest_gap = max(self.widest_gap, self._clock() - self._last)
 
 
 def _triggered(trigger: Trigger, n_acks: int, write_log: Path, started: float) -> bool:

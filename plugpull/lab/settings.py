@@ -16,6 +16,7 @@ from plugpull.lab.fs import FILESYSTEMS, MODES
 from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
 from plugpull.lab.cutorder import EXHAUSTIVE_MAX
 from plugpull.lab.record import Trigger
+from plugpull.lab.stack import LAYERS, Stack
 from plugpull.lab.workloads import SCRIPT_PREFIX, WORKLOADS
 from plugpull.powerloss.models import cut_points, parse_model
 
@@ -211,6 +212,8 @@ SETTINGS = (
             {"crash": "acks:30", "matrix": "end"}, case="crash.trigger", case_default="end"),
     Setting("cuts", Spelled(_cuts), "cut points instead of --states random ones: flushes, every:N (writes), "
             "random:N, end, or a comma-separated union", {"crash": ""}),
+    Setting("stack", Spelled(Stack.parse), "layers between the filesystem and the recorded disks, from the "
+            f"disks up, comma-separated: {', '.join(LAYERS)} (md-* first)", {"crash": ""}),
     Setting("bus", Choice("bus", lambda: RECORDED_BUSES), "the disk's controller: ahci (SATA) or ide",
             {"crash": "ahci", "matrix": "ahci"}, case="matrix.bus", case_default="ahci"),
     Setting("disk_mib", Whole(64), "size of the disk under test", {"crash": "512", "matrix": "512"},

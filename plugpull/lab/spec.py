@@ -12,6 +12,7 @@ from plugpull.errors import UsageError
 from plugpull.guest.config import Bus
 from plugpull.lab.fs import Filesystem, Mode, filesystem, mode as mode_named
 from plugpull.lab.record import Trigger
+from plugpull.lab.stack import Stack
 from plugpull.lab.testbed import BedSpec
 from plugpull.lab.workloads import SCRIPT_PREFIX, Script, Workload, read_script, workload as workload_named
 from plugpull.powerloss.models import ModelSpec, cut_points, parse_model
@@ -35,6 +36,7 @@ class CrashSpec:
     check_script: str = ""  # the path, until `load_user_scripts` reads it into `params`
     budget: int = 0  # distinct states per run, drawn from every cut (cutorder); 0: no budget
     exhaustive: bool = False  # every cut under every model
+    stack: str = ""  # layers between the filesystem and the disks, from the disks up (lab/stack)
 
     def __post_init__(self):
         object.__setattr__(self, "bus", Bus(self.bus))
@@ -79,8 +81,11 @@ class CrashSpec:
                 cut_points([], self.cuts, self.seed)
             except ValueError as e:
                 raise UsageError(f"--cuts: {e}") from None
+        stack = Stack.parse(self.stack)
+        if stack is not None and mode.external_log:
+            raise UsageError(f"bad --stack {self.stack!r}: the extlog mode keeps its log on a disk of its own")
         return CrashPlan(self, filesystem(self.fs), mode, workload_named(self.workload, **dict(self.params)),
-                         tuple(models), Trigger.parse(self.trigger))
+                         tuple(models), Trigger.parse(self.trigger), stack)
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,7 @@ class CrashPlan:
     workload: Workload
     models: tuple[ModelSpec, ...]
     trigger: Trigger
+    stack: Stack | None = None
 
     @property
     def recording_mode(self) -> Mode:
@@ -102,7 +108,8 @@ class CrashPlan:
 
     @property
     def recording_bed(self) -> BedSpec:
-        return BedSpec(self.fs, self.recording_mode, self.workload, self.spec.disk_mib, self.spec.bus)
+        return BedSpec(self.fs, self.recording_mode, self.workload, self.spec.disk_mib, self.spec.bus,
+                       stack=self.stack)
 
 
 def load_user_scripts(spec: CrashSpec, base: Path) -> CrashSpec:

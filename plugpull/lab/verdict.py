@@ -11,7 +11,8 @@ entry count `cut` therefore owes every ack whose stamp covers at most `cut` entr
 
 import io
 import tarfile
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import InitVar, dataclass, field
 from enum import StrEnum
 
 from plugpull.lab.fs import Filesystem
@@ -37,18 +38,29 @@ POWER_CUT_VERDICTS = tuple(v for v in Verdict if v not in FAULT_VERDICTS)  # a c
 
 @dataclass(frozen=True)
 class Ack:
+    """`others`: the positions in the other recorded disks' logs (disk 2, 3...), read at the
+    same moment; `position2` (a record from before N disks) is the second disk's alone."""
+
     ident: int
     stamp: int  # write-log size in bytes when the host read the ack
     position: int  # entries complete in the log at that size
-    position2: int | None = None  # the same in the external log disk's write log, if any
+    position2: InitVar[int | None] = None
     kind: str = "ack"  # "ack": a durability promise; "commit": acknowledged, not promised
+    others: tuple[int, ...] = ()
+
+    def __post_init__(self, position2):
+        others = tuple(self.others) or (() if position2 is None else (position2,))
+        object.__setattr__(self, "others", others)
 
 
-def required_acks(acks: list[Ack], cut: int, cut2: int | None = None, kind: str = "ack") -> list[int]:
-    """The acks of `kind` a state cut at `cut` owes. With an external log disk, a state cut at
-    (cut, cut2) owes an ack only if both logs had reached the ack's positions."""
+def required_acks(acks: list[Ack], cut: int, others: int | Sequence[int] | None = None,
+                  kind: str = "ack") -> list[int]:
+    """The acks of `kind` a state cut at `cut` owes. With more disks, a state cut at `cut` and
+    `others` (the other logs' cuts; an int for one) owes an ack only if every log had reached
+    the ack's position in it."""
+    others = (others,) if isinstance(others, int) else tuple(others or ())
     return [a.ident for a in acks if a.kind == kind and a.position <= cut
-            and (cut2 is None or a.position2 is None or a.position2 <= cut2)]
+            and all(p <= c for p, c in zip(a.others, others))]
 
 
 @dataclass(frozen=True)

@@ -227,16 +227,20 @@ def materialize(base_image, log_path, pieces: Iterable[Piece], out_path, digest:
     return sha
 
 
+MAX_DISKS = 8  # recorded disks of one state: the most a stack or extlog takes, with room
+
+
 @dataclass(frozen=True)
 class CrashState:
-    """A crash state as the checker takes it: its disk images, the data disk first, then the
-    external log disk when the filesystem keeps its log on one (the extlog mode)."""
+    """A crash state as the checker takes it: its disk images in the order they were
+    recorded: the data disk, then the external log disk (the extlog mode); or a stack's
+    member disks."""
 
     images: tuple[Path, ...]
 
     def __post_init__(self):
-        if len(self.images) not in (1, 2):
-            raise ValueError(f"a crash state has a disk and at most a log disk, not {len(self.images)} images")
+        if not 1 <= len(self.images) <= MAX_DISKS:
+            raise ValueError(f"a crash state has 1 to {MAX_DISKS} disk images, not {len(self.images)}")
 
     @classmethod
     def of(cls, disk: Path, log_disk: Path | None = None) -> "CrashState":
@@ -248,6 +252,7 @@ class CrashState:
 
     @property
     def log_disk(self) -> Path | None:
+        """The second image: the external log disk, when the state is an extlog one."""
         return self.images[1] if len(self.images) > 1 else None
 
     def digest(self) -> str:

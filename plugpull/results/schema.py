@@ -8,7 +8,8 @@ from typing import Any
 
 from plugpull.results.diskio import DiskIO
 
-SCHEMA_VERSION = 4  # 4: the disk's writes and flushes per phase and run (`io`), a case's `seed`
+SCHEMA_VERSION = 4  # 4: the disk's writes and flushes per phase and run (`io`), a case's `seed`,
+                    # a state's cuts on every disk (`cuts`) instead of `cut2`
 MIB = 1 << 20
 VERDICTS = ("clean", "data-loss", "inconsistent", "fs-corrupt", "unmountable", "kernel-crash", "infra-error")
 UNSAFE_VERDICTS = ("data-loss", "inconsistent", "fs-corrupt", "unmountable", "kernel-crash")
@@ -189,11 +190,27 @@ class StateResult(_Fields):
     fsck_rc: int
     lost: list = field(default_factory=list)
     artifact: str | None = None
-    cut2: int | None = None  # the cut in the external log disk's write log (extlog mode)
+    cuts: tuple | None = None  # with more than one recorded disk (extlog, a stack): the cut in each disk's log
     kernel_excerpt: str | None = None  # kernel-crash: the guest kernel's words, from its console or log
     distinct: int | None = None  # the distinct state the cut shares with every cut of the same number
     acks_allowed: int = 0  # acknowledged operations lost as the workload's contract allows
     broken: list = field(default_factory=list)  # the workload's invariants the state broke
+
+    def __post_init__(self):
+        if self.cuts is not None:
+            object.__setattr__(self, "cuts", tuple(self.cuts))
+
+    @property
+    def cut2(self) -> int | None:
+        """The cut in the second disk's log (the extlog mode's log disk), if there is one."""
+        return self.cuts[1] if self.cuts and len(self.cuts) > 1 else None
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "StateResult":
+        """Schema 3 and before kept the second disk's cut alone, as `cut2`."""
+        if doc.get("cut2") is not None and not doc.get("cuts"):
+            doc = {**doc, "cuts": (doc.get("cut"), doc["cut2"])}
+        return super().from_json(doc)
 
 
 def _verdict_field(verdict: str) -> str:
