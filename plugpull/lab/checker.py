@@ -20,7 +20,7 @@ from plugpull.guest.rig import Rig
 from plugpull.errors import GuestError, GuestTimeout, InfraError, LaunchError
 from plugpull.lab.console import EXCERPT_CHARS, ConsoleWatch, scan
 from plugpull.lab.fs import Filesystem
-from plugpull.lab.stack import Stack, top_of
+from plugpull.lab.stack import Stack, top_of, without
 from plugpull.lab.verdict import Observation, files_of, sums_of
 from plugpull.paths import make_tempdir
 from plugpull.powerloss.crashstate import CrashState
@@ -106,6 +106,7 @@ class Checker:
     subdir: str = "pp"
     workers: int = 1
     stack: Stack | None = None  # the layers each state's disks are assembled through
+    lost: int | None = None  # the stack's member each state is assembled without (--lose-disk)
     check_timeout: float = CHECK_TIMEOUT  # a check that takes longer hung: kernel-crash
     hooks: dict[int, str] = field(default_factory=dict)  # tests only: state index -> guest command run before its check
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
@@ -306,7 +307,7 @@ class Checker:
         failed unmount does); or the data disk with its log disk, if it has one."""
         if self.stack is None:
             return self.check_one(m, devices[0], collect, devices[1] if state.log_disk else None, hook)
-        opened = m.run(self.stack.command("open", devices), timeout=self.check_timeout)
+        opened = m.run(self.stack.command("open", without(devices, self.lost)), timeout=self.check_timeout)
         try:
             top = top_of(opened.text) if opened.rc == 0 else None
         except ValueError as e:

@@ -174,8 +174,9 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
                  out_dir: Path, planned: Planned | None = None) -> list[StateResult]:
     """Judge every distinct state on the checker guests, each cut by the acks it owes; save
     an artifact for each cut whose verdict is not clean. `planned`: the jobs' plan_states."""
-    checker = Checker(rig, fs, batch=spec.batch, workers=spec.workers or default_workers(),
-                      stack=Stack.parse(spec.stack))
+    stack = Stack.parse(spec.stack)
+    checker = Checker(rig, fs, batch=spec.batch, workers=spec.workers or default_workers(), stack=stack,
+                      lost=stack.lost_member(spec.lose_disk, spec.seed) if stack else None)
     planned = planned or plan_states(rec, jobs, spec.seed, entries)
     log.debug("checking %d cuts, %d distinct crash states: %d per checker boot, %d checkers at once",
               len(jobs), len(planned.plans), spec.batch, checker.workers)

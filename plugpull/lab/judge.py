@@ -20,6 +20,7 @@ from typing import NamedTuple
 from plugpull.lab.checker import Checker, ScriptCollect
 from plugpull.lab.record import Record
 from plugpull.lab.testbed import nth
+from plugpull.lab.writehole import with_write_hole
 from plugpull.lab.verdict import Observation, StateVerdict, classify, required_acks
 from plugpull.lab.workloads.script import CheckScriptError
 from plugpull.powerloss.crashstate import CrashState, materialize
@@ -115,8 +116,8 @@ def judge(rec: Record, jobs, checker: Checker, workload, seed: int, state_dir: P
     except BaseException:
         remove_states(states)
         raise
-    return [Judged(_classified(checker, observations[d], workload, required, job, told), observations[d], states[d],
-                   required, d)
+    return [Judged(_classified(checker, observations[d], workload, required, job, told, rec.acks), observations[d],
+                   states[d], required, d)
             for job, d, required, told in zip(jobs, planned.which, owed, committed)]
 
 
@@ -143,8 +144,10 @@ def collect_for(workload, required: list[int]):
 
 
 def _classified(checker: Checker, obs: Observation, workload, required: list[int], job: StateJob,
-                committed: list[int]) -> StateVerdict:
+                committed: list[int], acks: list = ()) -> StateVerdict:
+    """With a lost member, each lost ack the write hole explains says so (writehole)."""
     try:
-        return classify(checker.fs, obs, workload, required, committed=committed)
+        v = classify(checker.fs, obs, workload, required, committed=committed)
+        return v if getattr(checker, "lost", None) is None else with_write_hole(v, workload, acks, required)
     except CheckScriptError as e:
         raise CheckScriptError(f"{e} (crash state {job.model} cut {job.where})") from None

@@ -16,7 +16,7 @@ from plugpull.lab.fs import FILESYSTEMS, MODES
 from plugpull.lab.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
 from plugpull.lab.cutorder import EXHAUSTIVE_MAX
 from plugpull.lab.record import Trigger
-from plugpull.lab.stack import LAYERS, Stack
+from plugpull.lab.stack import LAYERS, Stack, check_lose_disk
 from plugpull.lab.workloads import SCRIPT_PREFIX, WORKLOADS
 from plugpull.powerloss.models import cut_points, parse_model
 
@@ -214,6 +214,9 @@ SETTINGS = (
             "random:N, end, or a comma-separated union", {"crash": ""}),
     Setting("stack", Spelled(Stack.parse), "layers between the filesystem and the recorded disks, from the "
             f"disks up, comma-separated: {', '.join(LAYERS)} (md-* first)", {"crash": ""}),
+    Setting("lose_disk", Spelled(check_lose_disk), "after the cut, leave this member of the --stack's array "
+            "out (0, 1, ... or random, seeded) and check each state on the array assembled degraded",
+            {"crash": ""}),
     Setting("bus", Choice("bus", lambda: RECORDED_BUSES), "the disk's controller: ahci (SATA) or ide",
             {"crash": "ahci", "matrix": "ahci"}, case="matrix.bus", case_default="ahci"),
     Setting("disk_mib", Whole(64), "size of the disk under test", {"crash": "512", "matrix": "512"},

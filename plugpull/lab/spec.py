@@ -37,6 +37,7 @@ class CrashSpec:
     budget: int = 0  # distinct states per run, drawn from every cut (cutorder); 0: no budget
     exhaustive: bool = False  # every cut under every model
     stack: str = ""  # layers between the filesystem and the disks, from the disks up (lab/stack)
+    lose_disk: str = ""  # the stack's member left out after the cut: N, random (seeded) or ""
 
     def __post_init__(self):
         object.__setattr__(self, "bus", Bus(self.bus))
@@ -84,8 +85,11 @@ class CrashSpec:
         stack = Stack.parse(self.stack)
         if stack is not None and mode.external_log:
             raise UsageError(f"bad --stack {self.stack!r}: the extlog mode keeps its log on a disk of its own")
+        if self.lose_disk and stack is None:
+            raise UsageError(f"bad --lose-disk {self.lose_disk}: it takes a member out of a --stack, and there is none")
+        lost = stack.lost_member(self.lose_disk, self.seed) if stack else None
         return CrashPlan(self, filesystem(self.fs), mode, workload_named(self.workload, **dict(self.params)),
-                         tuple(models), Trigger.parse(self.trigger), stack)
+                         tuple(models), Trigger.parse(self.trigger), stack, lost)
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,7 @@ class CrashPlan:
     models: tuple[ModelSpec, ...]
     trigger: Trigger
     stack: Stack | None = None
+    lost_member: int | None = None  # the stack's member each checked state is assembled without
 
     @property
     def recording_mode(self) -> Mode:

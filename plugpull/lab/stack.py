@@ -12,6 +12,7 @@ from the disks as they are.
 from dataclasses import dataclass
 
 from plugpull.errors import UsageError
+from plugpull.powerloss.models import stable_rng
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class Layer:
     name: str
     disks: int = 0
     summary: str = ""
+    redundant: bool = False  # it still reads every block with one member lost
 
     @property
     def first(self) -> bool:
@@ -33,9 +35,9 @@ LAYERS = {
     for layer in (
         Layer("lvm", summary="a linear LVM logical volume"),
         Layer("dm-crypt", summary="LUKS2 with a fixed test key (PBKDF2, 1000 iterations)"),
-        Layer("md-raid1", 2, "md RAID1 over two disks, with a write-intent bitmap"),
-        Layer("md-raid5", 3, "md RAID5 over three disks, with a write-intent bitmap"),
-        Layer("md-raid5-ppl", 3, "md RAID5 over three disks, with a partial parity log"),
+        Layer("md-raid1", 2, "md RAID1 over two disks, with a write-intent bitmap", True),
+        Layer("md-raid5", 3, "md RAID5 over three disks, with a write-intent bitmap", True),
+        Layer("md-raid5-ppl", 3, "md RAID5 over three disks, with a partial parity log", True),
     )
 }
 
@@ -68,9 +70,36 @@ class Stack:
         """The recorded disks under it."""
         return LAYERS[self.layers[0]].disks or 1
 
+    def lost_member(self, text: str, seed: int) -> int | None:
+        """The member `--lose-disk` leaves out of every checked state (0-based, in the disks'
+        order): N, or `random`, drawn from the seed; None for "". UsageError, one line, for a
+        member out of range or a stack with nothing to lose a member from."""
+        if not text:
+            return None
+        check_lose_disk(text)
+        if not LAYERS[self.layers[0]].redundant:
+            raise UsageError(f"bad --lose-disk {text}: --stack {self} has no redundancy to lose a disk from "
+                             f"(one of {', '.join(n for n, l in LAYERS.items() if l.redundant)} comes first)")
+        if text == "random":
+            return stable_rng(seed, "lose-disk", str(self)).randrange(self.disks)
+        if int(text) >= self.disks:
+            raise UsageError(f"bad --lose-disk {text}: --stack {self} has members 0 to {self.disks - 1}")
+        return int(text)
+
     def command(self, op: str, devices: list[str] = ()) -> str:
         """The guest's pp-stack command: create, open (both print top=NAME) or close."""
         return " ".join(["pp-stack", op, str(self), *(f"/dev/{d}" for d in devices)])
+
+
+def check_lose_disk(text: str) -> None:
+    """`--lose-disk`'s spelling: "", a member number or `random` (the range is the stack's)."""
+    if text and text != "random" and not text.isdigit():
+        raise UsageError(f"bad --lose-disk {text!r}: expected a member number (0, 1, ...) or random")
+
+
+def without(devices: list[str], lost: int | None) -> list[str]:
+    """A state's disks as the checker assembles them: all but the lost member."""
+    return [d for i, d in enumerate(devices) if i != lost]
 
 
 def top_of(output: str) -> str:

@@ -14,6 +14,7 @@ class FsyncFiles(Workload):
     count: int = 40
     seed: int = 1
     name = "fsync-files"
+    write_once = True  # an acked file is never written again (lab/writehole)
     invariants = ("an unacknowledged file holds nothing or a prefix of its data",)
 
     def ops(self) -> int:
