@@ -4,8 +4,10 @@
 # (first only, over every disk), lvm (a linear LV), dm-crypt (LUKS2, a fixed test key).
 # create makes a new stack, open assembles one that exists (a crash state's disks), both
 # print `top=NAME`, the kernel's name of the device the filesystem lives on; close takes it
-# down, top first. No udev here: LVM and libdevmapper make their device nodes themselves.
-op=$1 layers=$(echo "$2" | tr ',+' '  ')
+# down, top first. force-open is open with one member missing on purpose: mdadm --force, the
+# operator's override of md's refusal to start a dirty degraded array. No udev here: LVM and libdevmapper make their device nodes themselves.
+op=$1 layers=$(echo "$2" | tr ',+' '  ') force=
+[ "$op" != force-open ] || op=open force=--force
 shift 2
 devs="$*"
 key=plugpull-stack-test-key
@@ -28,7 +30,7 @@ md() {  # md LEVEL [create options]
         mdadm --create /dev/md0 --run --metadata=1.2 --level="$level" --raid-devices="$n" --assume-clean \
             "$@" $devs </dev/null >/tmp/stack.md 2>&1 || fail "mdadm --create: $(tail -n 1 /tmp/stack.md)"
     else
-        mdadm --assemble --run /dev/md0 $devs </dev/null >/tmp/stack.md 2>&1 \
+        mdadm --assemble --run $force /dev/md0 $devs </dev/null >/tmp/stack.md 2>&1 \
             || fail "mdadm --assemble: $(tail -n 1 /tmp/stack.md)"
     fi
     devs=/dev/md0

@@ -59,4 +59,4 @@ def test_the_checker_assembles_the_array_without_the_lost_member():
     guest = StubGuest(GuestResult("pp-stack open", 0, b"top=md0\n", b""))
     checker = Checker(rig=None, fs=filesystem("xfs"), stack=Stack.parse("md-raid5"), lost=0)
     obs = checker.check_state(guest, ["sdb", "sdc", "sdd"], CrashState((Path("a"), Path("b"), Path("c"))), "none")
-    assert guest.commands[0] == "pp-stack open md-raid5 /dev/sdc /dev/sdd" and obs.mount_rc == 0
+    assert guest.commands[0] == "pp-stack force-open md-raid5 /dev/sdc /dev/sdd" and obs.mount_rc == 0

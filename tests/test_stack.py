@@ -72,7 +72,7 @@ class StubGuest:
     def run(self, command, *args, timeout=None):
         text = quote_command(command, *args)
         self.commands.append(text)
-        if text.startswith("pp-stack open"):
+        if text.startswith(("pp-stack open", "pp-stack force-open")):
             return self.opened
         if text.startswith("pp-stack close"):
             return GuestResult(text, self.close_rc, b"", b"")

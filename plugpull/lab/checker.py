@@ -307,7 +307,8 @@ class Checker:
         failed unmount does); or the data disk with its log disk, if it has one."""
         if self.stack is None:
             return self.check_one(m, devices[0], collect, devices[1] if state.log_disk else None, hook)
-        opened = m.run(self.stack.command("open", without(devices, self.lost)), timeout=self.check_timeout)
+        opened = m.run(self.stack.command("open" if self.lost is None else "force-open", without(devices, self.lost)),
+                       timeout=self.check_timeout)
         try:
             top = top_of(opened.text) if opened.rc == 0 else None
         except ValueError as e:

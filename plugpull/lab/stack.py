@@ -87,7 +87,8 @@ class Stack:
         return int(text)
 
     def command(self, op: str, devices: list[str] = ()) -> str:
-        """The guest's pp-stack command: create, open (both print top=NAME) or close."""
+        """The guest's pp-stack command: create, open, force-open (the array degraded on
+        purpose, started even if dirty; these print top=NAME) or close."""
         return " ".join(["pp-stack", op, str(self), *(f"/dev/{d}" for d in devices)])
 
 
