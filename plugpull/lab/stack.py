@@ -72,7 +72,7 @@ class Stack:
 
     def lost_member(self, text: str, seed: int) -> int | None:
         """The member `--lose-disk` leaves out of every checked state (0-based, in the disks'
-        order): N, or `random`, drawn from the seed; None for "". UsageError, one line, for a
+        order): N, or `random`, drawn from the seed and the member count (so md-raid5 and md-raid5-ppl lose the same one); None for "". UsageError, one line, for a
         member out of range or a stack with nothing to lose a member from."""
         if not text:
             return None
@@ -81,7 +81,7 @@ class Stack:
             raise UsageError(f"bad --lose-disk {text}: --stack {self} has no redundancy to lose a disk from "
                              f"(one of {', '.join(n for n, l in LAYERS.items() if l.redundant)} comes first)")
         if text == "random":
-            return stable_rng(seed, "lose-disk", str(self)).randrange(self.disks)
+            return stable_rng(seed, "lose-disk", self.disks).randrange(self.disks)
         if int(text) >= self.disks:
             raise UsageError(f"bad --lose-disk {text}: --stack {self} has members 0 to {self.disks - 1}")
         return int(text)
