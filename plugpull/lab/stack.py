@@ -72,8 +72,9 @@ class Stack:
 
     def lost_member(self, text: str, seed: int) -> int | None:
         """The member `--lose-disk` leaves out of every checked state (0-based, in the disks'
-        order): N, or `random`, drawn from the seed and the member count (so md-raid5 and md-raid5-ppl lose the same one); None for "". UsageError, one line, for a
-        member out of range or a stack with nothing to lose a member from."""
+        order): N, or `random`, drawn from the seed and the member count (md-raid5 and
+        md-raid5-ppl lose the same one); None for "". UsageError, one line, for a member out
+        of range or a stack with nothing to lose a member from."""
         if not text:
             return None
         check_lose_disk(text)
