@@ -11,6 +11,7 @@ import os
 import pytest
 
 from plugpull.lab.spec import CrashSpec
+from plugpull.lab.writehole import write_hole_losses as write_hole_losses_of
 
 pytestmark = pytest.mark.vm
 
@@ -44,3 +45,21 @@ def test_full_barrier_is_clean_and_nobarrier_is_not(crash_run, stack, fs):
     assert unsafe(barrier) == []
     nobarrier = crash_run(spec(stack, "nobarrier", states=30, fs=fs))
     assert unsafe(nobarrier), "nobarrier through the stack lost nothing"
+
+
+def write_hole_losses(run) -> int:
+    return sum(write_hole_losses_of(s.lost) for s in run.states)
+
+
+@pytest.mark.skipif(not FULL, reason="the full stack suite runs with PLUGPULL_STACK_SUITE=1")
+def test_full_the_write_hole_opens_on_raid5_and_not_with_ppl(crash_run):
+    """Member 0 lost after the cut: its acked files, long flushed, are rebuilt from the parity
+    of stripes whose other data member was being written. PPL closes the hole."""
+    def lose(stack: str):
+        return crash_run(CrashSpec(fs="xfs", mode="barrier", workload="fsync-files", params=(("count", 150),),
+                                   models=MODELS, states=30, seed=1, trigger="acks:120", stack=stack,
+                                   lose_disk="0", disk_mib=512))
+    raid5 = lose("md-raid5")
+    assert sum(s.acks_required for s in raid5.states) > 0
+    assert write_hole_losses(raid5) > 0, "no acked file, long flushed, read back wrong"
+    assert write_hole_losses(lose("md-raid5-ppl")) == 0
