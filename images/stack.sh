@@ -4,8 +4,10 @@
 # (first only, over every disk), lvm (a linear LV), dm-crypt (LUKS2, a fixed test key).
 # create makes a new stack, open assembles one that exists (a crash state's disks), both
 # print `top=NAME`, the kernel's name of the device the filesystem lives on; close takes it
-# down, top first. force-open is open with one member missing on purpose: mdadm --force, the
-# operator's override of md's refusal to start a dirty degraded array. No udev here: LVM and libdevmapper make their device nodes themselves.
+# down, top first. force-open is open with one member missing on purpose: where md refuses to
+# start the array (dirty and degraded), mdadm --force, the operator's override. Not forced
+# first: --force marks the array clean, and md would skip its PPL recovery.
+# No udev here: LVM and libdevmapper make their device nodes themselves.
 op=$1 layers=$(echo "$2" | tr ',+' '  ') force=
 [ "$op" != force-open ] || op=open force=--force
 shift 2
@@ -21,6 +23,15 @@ kernel_name() {  # a device-mapper device's kernel name (dm-N), whose /dev node 
     dmsetup info -c --noheadings -o blkdevname "$1"
 }
 
+assemble() {  # assemble [--force]
+    mdadm --assemble --run "$@" /dev/md0 $devs </dev/null >/tmp/stack.md 2>&1
+}
+
+forced() {  # the array md refused to start, started with --force after all
+    mdadm --stop /dev/md0 >/dev/null 2>&1
+    assemble --force && echo "forced=md refused to start it: mdadm --force"
+}
+
 md() {  # md LEVEL [create options]
     level=$1
     shift
@@ -30,8 +41,7 @@ md() {  # md LEVEL [create options]
         mdadm --create /dev/md0 --run --metadata=1.2 --level="$level" --raid-devices="$n" --assume-clean \
             "$@" $devs </dev/null >/tmp/stack.md 2>&1 || fail "mdadm --create: $(tail -n 1 /tmp/stack.md)"
     else
-        mdadm --assemble --run $force /dev/md0 $devs </dev/null >/tmp/stack.md 2>&1 \
-            || fail "mdadm --assemble: $(tail -n 1 /tmp/stack.md)"
+        assemble || { [ -n "$force" ] && forced; } || fail "mdadm --assemble: $(tail -n 1 /tmp/stack.md)"
     fi
     devs=/dev/md0
 }

@@ -60,3 +60,18 @@ def test_the_checker_assembles_the_array_without_the_lost_member():
     checker = Checker(rig=None, fs=filesystem("xfs"), stack=Stack.parse("md-raid5"), lost=0)
     obs = checker.check_state(guest, ["sdb", "sdc", "sdd"], CrashState((Path("a"), Path("b"), Path("c"))), "none")
     assert guest.commands[0] == "pp-stack force-open md-raid5 /dev/sdc /dev/sdd" and obs.mount_rc == 0
+
+
+def test_an_artifact_keeps_the_lost_member_for_replay(tmp_path):
+    import json
+    from plugpull.lab.crash import save_artifact
+    from plugpull.lab.verdict import Observation
+    from plugpull.results import StateResult
+
+    result = StateResult(fs="xfs", mode="barrier", workload="fsync-files", model="reorder", seed=1, cut=9,
+                         verdict="data-loss", reason="r", acks_required=3, acks_lost=1, fsck_rc=0, cuts=(9, 4, 7))
+    obs = Observation(mount_rc=0, fsck_rc=0)
+    lost = save_artifact(tmp_path, tmp_path / "record", result, "d", obs, lost_member=0)
+    whole = save_artifact(tmp_path / "b", tmp_path / "record", result, "d", obs)
+    assert json.loads((lost / "state.json").read_text())["lost_member"] == 0
+    assert "lost_member" not in json.loads((whole / "state.json").read_text())

@@ -197,7 +197,7 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
         if v.verdict is not Verdict.CLEAN:
             record_dir = record_dir or saved_record(out_dir, rec)
             digest = digests[distinct] = digests.get(distinct) or state.digest()
-            artifact = save_artifact(out_dir, record_dir, result, digest, obs)
+            artifact = save_artifact(out_dir, record_dir, result, digest, obs, checker.lost)
             result = StateResult(**{**asdict(result), "artifact": str(artifact)})
         log.debug("%s cut %s: %s, %s (%d acks owed, %d lost, fsck rc %d)", model, job.where, result.verdict, result.reason, len(required),
                   len(v.lost), obs.fsck_rc)
@@ -225,14 +225,17 @@ def saved_record(out_dir: Path, rec: Record) -> Path:
     return record_dir
 
 
-def save_artifact(out_dir: Path, record_dir: Path, result: StateResult, digest: str, obs) -> Path:
-    """A state directory with what rebuilds and rechecks it, pointing at its run's record."""
+def save_artifact(out_dir: Path, record_dir: Path, result: StateResult, digest: str, obs,
+                  lost_member: int | None = None) -> Path:
+    """A state directory with what rebuilds and rechecks it, pointing at its run's record
+    (and the stack's member its check left out, with --lose-disk)."""
     name = f"{result.model.replace(':', '_').replace('+', '_')}-cut{result.cut}"
     for other in (result.cuts or ())[1:]:
         name += f"-{other}"
     where = out_dir / "states" / name
     where.mkdir(parents=True, exist_ok=True)
     doc = {**asdict(result), "record": os.path.relpath(record_dir, where), "digest": digest,
+           **({} if lost_member is None else {"lost_member": lost_member}),
            "evidence": {"fsck": obs.fsck_output, "mount": obs.mount_error, "kernel": obs.kernel_log,
                         "kernel_crash": obs.kernel_excerpt}}
     write_json(where / "state.json", doc)
@@ -337,7 +340,7 @@ def replay(state_dir: Path, rig: Rig, scratch: Path, saved: tuple | None = None)
     doc, rec = saved or load_state(state_dir, scratch)
     wl = workload(rec.meta["workload"], **rec.meta["params"])
     stack = Stack.parse(rec.meta.get("stack", ""))
-    checker = Checker(rig, filesystem(doc["fs"]), batch=1, **({"stack": stack} if stack else {}))
+    checker = Checker(rig, filesystem(doc["fs"]), batch=1, stack=stack, lost=doc.get("lost_member"))
     job = StateJob(doc["model"], doc["cut"], saved_others(doc))
     [(v, _, state, _, _)] = judge(rec, [job], checker, wl, doc["seed"], scratch / "states")
     digest = state.digest()
