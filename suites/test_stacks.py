@@ -1,12 +1,14 @@
 """Barriers through storage stacks: with barriers, an fsync workload on XFS through LVM,
 dm-crypt and md RAID1 loses nothing at any cut; with nobarrier it does.
 
-What `make test` runs is one small recording through all three layers at once. The full
+What `make test` runs is one small recording through all three layers at once, each state
+checked with one mirror lost (two states: the make-test share stays small). The full
 suite (every stack x barrier and nobarrier, 30 states per model) runs with
 PLUGPULL_STACK_SUITE=1: about 3 minutes a run under TCG.
 """
 
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -28,8 +30,10 @@ def unsafe(run) -> list:
     return [(s.model, s.cuts or s.cut, s.verdict, s.reason) for s in run.states if s.verdict != "clean"]
 
 
-def test_barriers_pass_through_raid1_lvm_and_dm_crypt(crash_run):
-    run = crash_run(spec("md-raid1,lvm,dm-crypt", "barrier", states=3, models=("drop-unflushed",)))
+def test_barriers_pass_through_raid1_lvm_and_dm_crypt_to_each_mirror(crash_run):
+    """Each state is checked on mirror 0 alone (--lose-disk 1): every ack is on it."""
+    run = crash_run(replace(spec("md-raid1,lvm,dm-crypt", "barrier", states=2, models=("drop-unflushed",)),
+                            lose_disk="1"))
     assert run.record["stack"] == "md-raid1,lvm,dm-crypt" and run.record["disks"] == 2
     assert all(s.cuts and len(s.cuts) == 2 for s in run.states), "each state is cut on both members"
     assert sum(s.acks_required for s in run.states) > 0, "no state owed anything"
@@ -54,10 +58,11 @@ def write_hole_losses(run) -> int:
 @pytest.mark.skipif(not FULL, reason="the full stack suite runs with PLUGPULL_STACK_SUITE=1")
 def test_full_the_write_hole_opens_on_raid5_and_not_with_ppl(crash_run):
     """Member 0 lost after the cut: its acked files, long flushed, are rebuilt from the parity
-    of stripes whose other data member was being written. PPL closes the hole."""
+    of stripes whose other data member was being written. PPL closes the hole. The hole is
+    rare: 5 of 100 states, and 2 of 30, 0 of 30 in runs here, so this takes 100."""
     def lose(stack: str):
         return crash_run(CrashSpec(fs="xfs", mode="barrier", workload="fsync-files", params=(("count", 150),),
-                                   models=MODELS, states=30, seed=1, trigger="acks:120", stack=stack,
+                                   models=("reorder",), states=100, seed=1, trigger="acks:120", stack=stack,
                                    lose_disk="0", disk_mib=512))
     raid5 = lose("md-raid5")
     assert sum(s.acks_required for s in raid5.states) > 0
