@@ -138,7 +138,7 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
     crash = doc.crash
     base = CrashSpec(models=tuple(crash.models), states=crash.states, seed=crash.seed, trigger=crash.trigger,
                      bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib, check_script=crash.check_script,
-                     budget=crash.budget)
+                     budget=crash.budget, stack=crash.stack, lose_disk=crash.lose_disk)
     seed = seed_table(path, doc.seed, doc.matrix.workloads, doc.matrix.modes)
     todo = cells(base, doc.matrix.fs, doc.matrix.modes, doc.matrix.workloads, _workload_params(path, doc, scale),
                  profile=doc.matrix.profile, seed=seed)

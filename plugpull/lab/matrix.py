@@ -59,14 +59,16 @@ class Cell:
         disk_profile(self.profile)
 
     def to_json(self) -> dict:
-        """The cell's settings as one flat JSON object, as stored in each result line. A budget
-        only when one is set: the keys of cells without one stay those of earlier results."""
+        """The cell's settings as one flat JSON object, as stored in each result line. A budget,
+        a stack and a lost disk only when set: the keys of cells without them stay those of
+        earlier results."""
         spec = self.spec
         return {"fs": spec.fs, "mode": spec.mode, "workload": spec.workload, "params": list(spec.params),
                 "bus": str(spec.bus), "disk_mib": spec.disk_mib, "throughput": self.throughput,
                 "crash": self.crash, "states": spec.states, "models": list(spec.models), "seed": spec.seed,
                 "trigger": spec.trigger, "overhead": self.overhead, "profile": self.profile,
-                "real_disk": self.real_disk, **({"budget": spec.budget} if spec.budget else {})}
+                "real_disk": self.real_disk, **({"budget": spec.budget} if spec.budget else {}),
+                **({"stack": spec.stack} if spec.stack else {}), **({"lose_disk": spec.lose_disk} if spec.lose_disk else {})}
 
     def key(self) -> str:
         doc = json.dumps(self.to_json(), sort_keys=True, default=list)
@@ -142,7 +144,8 @@ def measure_throughput(cell: Cell, plan: CrashPlan, rig: Rig, work: Path) -> Thr
     log.info(f"  throughput: {cell.workload} on {cell.fs} ({cell.mode})")
     real = Path(cell.real_disk) if cell.real_disk else None
     fs, mode, wl = plan.fs, plan.mode, plan.workload
-    bed = BedSpec(fs, mode, wl, cell.disk_mib, cell.bus, None if real else disk_profile(cell.profile), real)
+    bed = BedSpec(fs, mode, wl, cell.disk_mib, cell.bus, None if real else disk_profile(cell.profile), real,
+                  stack=plan.stack)
     result = measure(work / "throughput", bed, rig)
     if not cell.overhead:
         return result

@@ -213,10 +213,11 @@ SETTINGS = (
     Setting("cuts", Spelled(_cuts), "cut points instead of --states random ones: flushes, every:N (writes), "
             "random:N, end, or a comma-separated union", {"crash": ""}),
     Setting("stack", Spelled(Stack.parse), "layers between the filesystem and the recorded disks, from the "
-            f"disks up, comma-separated: {', '.join(LAYERS)} (md-* first)", {"crash": ""}),
+            f"disks up, comma-separated: {', '.join(LAYERS)} (md-* first)", {"crash": ""}, case="crash.stack",
+            case_default=""),
     Setting("lose_disk", Spelled(check_lose_disk), "after the cut, leave this member of the --stack's array "
             "out (0, 1, ... or random, seeded) and check each state on the array assembled degraded",
-            {"crash": ""}),
+            {"crash": ""}, case="crash.lose_disk", case_default=""),
     Setting("bus", Choice("bus", lambda: RECORDED_BUSES), "the disk's controller: ahci (SATA) or ide",
             {"crash": "ahci", "matrix": "ahci"}, case="matrix.bus", case_default="ahci"),
     Setting("disk_mib", Whole(64), "size of the disk under test", {"crash": "512", "matrix": "512"},

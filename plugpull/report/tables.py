@@ -1,4 +1,5 @@
-"""The report's tables: cells grouped per filesystem, workload and parameters, one row per mode.
+"""The report's tables: cells grouped per filesystem, workload and parameters, one row per
+mode (per stack and mode, for cells run through a storage stack).
 
 The table follows the barrier debates' posts: the rate of each phase (the seeds' "op/s" per
 phase, or MiB/s for a phase that only moves bytes), how much slower than barrier the mode
@@ -55,7 +56,9 @@ class Group:
 
     @property
     def baseline(self) -> CellResult | None:
-        return next((c for c in self.cells if c.mode == BASELINE), None)
+        """Barrier with no stack, if the group has it: a stack's rows then show what it costs."""
+        barriers = [c for c in self.cells if c.mode == BASELINE]
+        return next((c for c in barriers if not stack_of(c)), barriers[0] if barriers else None)
 
     @property
     def phase_names(self) -> tuple[str, ...]:
@@ -76,11 +79,21 @@ class Group:
         return MBS if MBS in units and OPS not in units else OPS
 
     def label(self, cell: CellResult) -> str:
-        """The mode, and the key's tail too when the group holds that mode twice (a cell run
-        with other settings that the key tells apart)."""
-        if sum(c.mode == cell.mode for c in self.cells) > 1:
-            return f"{cell.mode} {cell.key.rsplit('/', 1)[-1]}"
-        return cell.mode
+        """The stack (and the member lost) and the mode; the key's tail too when the group
+        holds that row twice (a cell run with other settings that the key tells apart)."""
+        if sum(row_of(c) == row_of(cell) for c in self.cells) > 1:
+            return f"{row_of(cell)} {cell.key.rsplit('/', 1)[-1]}"
+        return row_of(cell)
+
+
+def stack_of(cell: CellResult) -> str:
+    return (cell.settings or {}).get("stack", "")
+
+
+def row_of(cell: CellResult) -> str:
+    """`barrier`, or through a stack `md-raid5 barrier`, or `md-raid5 lose 0 barrier`."""
+    lost = (cell.settings or {}).get("lose_disk", "")
+    return " ".join(part for part in (stack_of(cell), lost and f"lose {lost}", cell.mode) if part)
 
 
 def groups(cells: list[CellResult]) -> list[Group]:
@@ -88,7 +101,7 @@ def groups(cells: list[CellResult]) -> list[Group]:
     for cell in cells:
         params = tuple((name, param_text(value)) for name, value in cell.params)
         by_group.setdefault((cell.fs, cell.workload, params), []).append(cell)
-    return [Group(fs, workload, params, tuple(sorted(members, key=lambda c: mode_rank(c.mode))))
+    return [Group(fs, workload, params, tuple(sorted(members, key=lambda c: (stack_of(c), mode_rank(c.mode)))))
             for (fs, workload, params), members in sorted(by_group.items())]
 
 
