@@ -3,6 +3,8 @@ reached over loopback TCP. One recording is checked on one host, then on both wh
 second host's daemon is killed with a batch in flight: no state is lost, and the verdicts and
 the states' digests are those of the one-host run."""
 
+import threading
+
 import pytest
 
 from plugpull.errors import InfraError
@@ -19,7 +21,7 @@ from plugpull.powerloss.writelog import iter_entries
 pytestmark = pytest.mark.vm
 
 SPEC = CrashSpec(fs="ext4", mode="nobarrier", workload="fsync-files", params=(("count", 6),),
-                 models=("prefix", "drop-unflushed"), states=3, seed=1, trigger="acks:4")
+                 models=("prefix", "drop-unflushed"), states=4, seed=1, trigger="acks:4")
 
 
 @pytest.fixture(scope="module")
@@ -33,11 +35,12 @@ def second_host(libvirt_backend):
 
 
 class DropsOut:
-    """A host whose daemon is SIGKILLed as its `at`-th checker guest is about to boot."""
+    """A host whose daemon is SIGKILLed as its `at`-th checker guest is about to boot (its
+    batch in flight); `killed` is set then, or when the run ends without it."""
 
     def __init__(self, backend: LibvirtBackend, instance, at: int = 2):
         self.backend, self.instance, self.at = backend, instance, at
-        self.uri, self.launches = backend.uri, 0
+        self.uri, self.launches, self.killed = backend.uri, 0, threading.Event()
 
     def reachable(self) -> bool:
         return self.backend.reachable()
@@ -46,6 +49,18 @@ class DropsOut:
         self.launches += 1
         if self.launches == self.at:
             self.instance.kill_daemon()
+            self.killed.set()
+        return self.backend.machine(*args, **kwargs)
+
+
+class WaitsFor:
+    """A host that boots no guest before `event`: the other host takes batches first."""
+
+    def __init__(self, backend, event: threading.Event):
+        self.backend, self.event, self.uri = backend, event, backend.uri
+
+    def machine(self, *args, **kwargs):
+        self.event.wait(timeout=600)
         return self.backend.machine(*args, **kwargs)
 
 
@@ -66,7 +81,11 @@ def test_two_hosts_judge_as_one_and_a_host_that_dies_loses_no_state(libvirt_rig,
     system = libvirt_rig.backend
     _, one = check_on(libvirt_rig, [system], rec, plan, entries, tmp_path / "one", batch=16)
     dying = DropsOut(LibvirtBackend(second_host.uri, second_host.qemu_pid_dir), second_host)
-    reached, two = check_on(libvirt_rig, [system, dying], rec, plan, entries, tmp_path / "two", batch=2)
+    try:
+        reached, two = check_on(libvirt_rig, [WaitsFor(system, dying.killed), dying], rec, plan, entries,
+                                tmp_path / "two", batch=2)
+    finally:
+        dying.killed.set()
     assert len({digest for _, digest in one}) >= 3, "too few distinct states to tell hosts apart"
     assert "infra-error" not in [verdict for verdict, _ in one]
     assert two == one

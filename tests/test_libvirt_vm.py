@@ -71,8 +71,6 @@ def test_a_state_is_hot_plugged_through_libvirt_and_left_unchanged(libvirt_rig, 
 
 
 CELLS = [(fs, mode) for fs in ("xfs", "ext4") for mode in ("barrier", "nobarrier")]
-if os.environ.get("PP_CELLS"):
-    CELLS = [tuple(c.split("-")) for c in os.environ["PP_CELLS"].split(",")]
 
 
 def claim(fs: str, mode: str, full: bool) -> CrashSpec:
@@ -127,7 +125,6 @@ def claim_cells(libvirt_rig, tmp_path_factory):
         yield out
     finally:
         guest.close()
-    assert plugpull_domains(libvirt_rig.backend) == []
 
 
 @pytest.mark.parametrize("fs, mode", CELLS)
