@@ -88,11 +88,13 @@ class Staging:
 
 class LibvirtMachine:
     def __init__(self, spec: MachineSpec, image: GuestImage, accel: Accel, uri: str,
-                 console_log: Path | None = None, boot_timeout: float = 120.0, name: str | None = None):
+                 console_log: Path | None = None, boot_timeout: float = 120.0, name: str | None = None,
+                 qemu_pid_dir: Path | None = None):
         if spec.disks and any(d.host_device for d in spec.disks):
             raise UsageError("the libvirt backend takes image files, not block devices")
         self.spec, self.image, self.accel, self.uri = spec, image, accel, uri
         self.console_log = console_log
+        self.qemu_pid_dir = qemu_pid_dir or (QEMU_PID_DIR if uri.startswith("qemu:///") else None)
         self.boot_timeout = boot_timeout
         self.name = name or spec.test_id()
         self.domain_name = f"plugpull-{self.name}-{uuid.uuid4().hex[:8]}"
@@ -250,10 +252,10 @@ class LibvirtMachine:
             os.truncate(path, size)
 
     def _kill_local_qemu(self) -> None:
-        if not self.uri.startswith("qemu:///"):
+        if self.qemu_pid_dir is None:
             return
         try:
-            pid = int((QEMU_PID_DIR / f"{self.domain_name}.pid").read_text().strip())
+            pid = int((self.qemu_pid_dir / f"{self.domain_name}.pid").read_text().strip())
             os.kill(pid, signal.SIGKILL)
         except (OSError, ValueError):
             pass  # gone already, or not visible from here: destroy does it
@@ -264,7 +266,7 @@ class LibvirtMachine:
         try:
             self._dom.destroy()
         except libvirt.libvirtError:
-            pass  # already gone
+            self._kill_local_qemu()  # gone already, or its daemon is: then its QEMU lives on
         self._dom = None
 
     def close(self) -> None:
@@ -291,10 +293,25 @@ class LibvirtBackend:
 
     name = "libvirt"
 
-    def __init__(self, uri: str = DEFAULT_URI):
+    def __init__(self, uri: str = DEFAULT_URI, qemu_pid_dir: Path | None = None):
         self.uri = uri
+        self.qemu_pid_dir = qemu_pid_dir  # where a daemon on this machine keeps its QEMUs' pids
+
+    def reachable(self) -> bool:
+        """Whether the daemon still answers: a host that does not has dropped out."""
+        try:
+            conn = libvirt.open(self.uri)
+        except libvirt.libvirtError:
+            return False
+        try:
+            conn.getLibVersion()
+            return True
+        except libvirt.libvirtError:
+            return False
+        finally:
+            conn.close()
 
     def machine(self, spec: MachineSpec, image: GuestImage, accel: Accel, *, console_log: Path | None = None,
                 name: str | None = None, boot_timeout: float = 120.0) -> LibvirtMachine:
         return LibvirtMachine(spec, image, accel, self.uri, console_log=console_log,
-                              boot_timeout=boot_timeout, name=name)
+                              boot_timeout=boot_timeout, name=name, qemu_pid_dir=self.qemu_pid_dir)

@@ -117,6 +117,9 @@ class Checker:
         "sums" or "none"."""
         collect = collect or ["tar"] * len(states)
         jobs = list(zip(range(len(states)), states, collect))
+        if self.rig.hosts:
+            from plugpull.lab.spread import check_on_hosts
+            return check_on_hosts(self, jobs, progress)
         if Plug(self.plug) is Plug.HOT:
             return self._check_hot(jobs, progress)
         chunks = [jobs[i:i + self.batch] for i in range(0, len(jobs), self.batch)]
