@@ -99,16 +99,20 @@ def table(runs: list[dict]) -> tuple[tuple, list]:
     for r in runs:
         cells.setdefault((r["fs"], r["fault"], r["workload"]), []).append(r)
     shown = [str(v) for v in Verdict if v != Verdict.DATA_LOSS and v != Verdict.INCONSISTENT]
-    header = ("fs", "fault", "workload", "runs", *shown, *(f"{s} errno" for s in SYSCALLS))
+    header = ("fs", "fault", "workload", "runs", *shown, *(f"{s} errno" for s in SYSCALLS), "corruption")
     rows = []
     for key, group in cells.items():
         verdicts = Counter(r["verdict"] for r in group)
         errnos = [Counter(name for r in group for _, call, name in r["told"]["errors"] if call == s) for s in SYSCALLS]
+        found = Counter(r["corruption"] for r in group if r.get("corruption"))
         rows.append((*key, len(group), *(verdicts[v] for v in shown),
-                     *(" ".join(f"{k}:{n}" for k, n in sorted(c.items())) or "-" for c in errnos)))
+                     *(_counts(c) for c in errnos), _counts(found)))
     return header, rows
 
 
+def _counts(counter: Counter) -> str:
+    """NAME:count, space-separated (spaces in a name become dashes), or "-"."""
+    return " ".join(f"{k.replace(' ', '-')}:{n}" for k, n in sorted(counter.items())) or "-"
 
 
 def retry_table(runs: list[dict]) -> tuple[tuple, list]:

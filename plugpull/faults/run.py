@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plugpull.errors import GuestTimeout, InfraError
+from plugpull.faults.evidence import Corruption, corruption
 from plugpull.faults.spec import FaultSpec
 from plugpull.faults.table import DEVICE, fault_table, linear, swap
 from plugpull.faults.told import Told
@@ -44,6 +45,7 @@ class FaultRun:
     switched: list = field(default_factory=list)  # (seconds since start, "on" / "off")
     shutdown: str = ""
     version_after: int | None = None  # fsync-retry: the version of its file after the remount
+    corruption: Corruption = field(default_factory=Corruption)
     seconds: float = 0.0
 
     def to_json(self) -> dict:
@@ -52,7 +54,8 @@ class FaultRun:
                 "params": c.workload.params(), "verdict": str(self.verdict.verdict), "reason": self.verdict.reason,
                 "told": self.told.to_json(), "table": self.table, "status": self.status,
                 "switched": self.switched, "shutdown": self.shutdown,
-                "version_after": self.version_after, "seconds": round(self.seconds, 1)}
+                "version_after": self.version_after, "corruption": self.corruption.finding,
+                "corruption_evidence": self.corruption.evidence, "seconds": round(self.seconds, 1)}
 
 
 def run_fault(directory: Path, case: FaultCase, rig: Rig, timeout: float = 300.0) -> FaultRun:
@@ -162,11 +165,17 @@ def _triggered(trigger: Trigger, told: Told, write_log: Path, started: float) ->
 
 def _after_window(m, case: FaultCase, rig: Rig, run: FaultRun, dev: str) -> FaultVerdict:
     options = m.run(f"awk '$2 == \"{MOUNTPOINT}\" {{print $4}}' /proc/mounts").text.strip()
+    scrub = m.run(f"btrfs scrub start -B -R {MOUNTPOINT} 2>&1", timeout=120).text if case.fs.name == "btrfs" else ""
     kernel_log = m.run("dmesg").text
     run.shutdown = gave_up(kernel_log, options)
     umount_rc = m.run(f"umount {MOUNTPOINT}").rc
     collect = "sums" if case.workload.collect == "sums" else "tar"
     obs = Checker(rig, case.fs).check_one(m, dev, collect)
+    wrong_after = False
     if hasattr(case.workload, "version_of"):
         run.version_after = case.workload.version_of(obs.files or {})
+        wrong_after = obs.collect_rc == "0" and run.version_after is None and case.workload.path in (obs.files or {})
+    run.corruption = corruption(run.told, kernel_log + "\n" + obs.kernel_log, scrub,
+                                unreadable_after=obs.collect_rc not in (None, "0", "absent", "skipped"),
+                                wrong_after=wrong_after)
     return judge(case.fs, obs, run.told, case.workload, run.shutdown, umount_rc)
