@@ -42,3 +42,18 @@ def test_wrong_data_outweighs_any_detection():
 def test_no_sign_of_corruption_is_no_finding():
     found = corruption(_told("ack 1", "error 2 fsync 5"), "EXT4-fs (dm-0): mounted filesystem", "csum_errors: 0")
     assert (found.finding, found.evidence) == ("", "")
+
+
+def test_the_cross_check_agrees_only_when_both_sides_match():
+    from plugpull.faults.xfstests import CrossCheck, Side
+
+    same = {"pp/f00001": b"a", "pp/f00002": b"b"}
+    check = CrossCheck("ext4", "fsync-files", "acks:2", cut=40, acks_before=[1, 2],
+                       flakey=Side(0, 0, dict(same), []), prefix=Side(0, 0, dict(same), []))
+    assert check.differences == []
+    check.prefix = Side(0, 4, {"pp/f00001": b"a"}, [2])
+    assert check.differences == ["fsck rc: dm-flakey 0, prefix 4", "acks lost: dm-flakey [], prefix [2]",
+                                 "1 files differ, first pp/f00002"]
+    check.prefix, check.logged_after = Side(0, 0, dict(same), []), 3
+    assert check.differences == ["3 write-log entries after the drop began"]
+    assert check.to_json()["flakey"] == {"mount_rc": 0, "fsck_rc": 0, "files": 2, "lost": []}

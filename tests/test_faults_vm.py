@@ -68,3 +68,19 @@ def test_fsync_retry_records_what_the_run_measured(rig, tmp_path, fs):
         assert run.verdict.verdict in ("clean", "silent-loss", "fs-corrupt")
     else:
         assert run.verdict.verdict in ("error-reported", "fs-shutdown", "fs-corrupt", "unmountable")
+
+
+@sweep
+@pytest.mark.parametrize("fs", ["ext4", "xfs"])
+def test_the_xfstests_method_agrees_with_the_prefix_model(rig, tmp_path, fs):
+    """dm-flakey drop_writes from the 6th ack, unmount, writes allowed, remount (xfstests'
+    power cut) against the prefix state at the same write-log cut: the same files, the same
+    acknowledged files intact."""
+    from plugpull.faults.xfstests import cross_check
+
+    check = cross_check(tmp_path / fs, filesystem(fs), workload("fsync-files", count=12), "acks:6", rig)
+    print(fs, check.to_json())
+    assert not check.kernel_crash
+    assert check.cut > 0 and len(check.acks_before) >= 6 and check.flakey.mount_rc == 0
+    assert check.differences == []
+    assert not list(tmp_path.glob("*/*.img"))

@@ -75,6 +75,22 @@ def run_fault(directory: Path, case: FaultCase, rig: Rig, timeout: float = 300.0
 
 def _in_guest(m, case: FaultCase, rig: Rig, write_log: Path, timeout: float) -> FaultRun:
     run = FaultRun(case)
+    dev, switch, console = start(m, run, write_log, timeout)
+    trouble = until_done(m, case.fault, run, switch, write_log, timeout, console) or console.trouble()
+    if trouble:
+        run.verdict = FaultVerdict(Verdict.KERNEL_CRASH, trouble.summary)
+    else:
+        switch.off()
+        run.verdict = _after_window(m, case, rig, run, dev)
+    run.seconds = time.monotonic() - switch.started
+    return run
+
+
+def start(m, run: FaultRun, write_log: Path, timeout: float) -> tuple[str, "Switch", ConsoleWatch]:
+    """The filesystem mounted on a linear dm device over the disk, the workload started in the
+    background (the fault on first if it has no trigger): the device's name, the switch and
+    the console watch."""
+    case = run.case
     disk = "/dev/" + m.run("readlink /dev/pp-disk0").check().text.strip()
     sectors = int(m.run(f"blockdev --getsz {disk}").check().text)
     m.run(f"modprobe dm_flakey && dmsetup create {DEVICE} --table '{linear(sectors, disk)}'").check()
@@ -88,31 +104,28 @@ def _in_guest(m, case: FaultCase, rig: Rig, write_log: Path, timeout: float) -> 
     m.run(TROUBLE_ON_THE_CONSOLE)
     m.write_file("/tmp/workload.sh", case.workload.script(MOUNTPOINT))
     console.set_mark()
-    switch = _Switch(m, run, sectors, disk)
+    switch = Switch(m, run, sectors, disk, write_log)
     if case.fault.trigger is None:
         switch.on()
     m.run("(sh /tmp/workload.sh > /tmp/workload.out 2>&1; echo \"done $?\" > /dev/plugpull-ack) "
           "</dev/null >/dev/null 2>&1 &").check()
-    trouble = _until_done(m, case.fault, run, switch, write_log, timeout, console) or console.trouble()
-    if trouble:
-        run.verdict = FaultVerdict(Verdict.KERNEL_CRASH, trouble.summary)
-    else:
-        switch.off()
-        run.verdict = _after_window(m, case, rig, run, dev)
-    run.seconds = time.monotonic() - switch.started
-    return run
+    return dev, switch, console
 
 
-class _Switch:
-    """Turns the fault on and off (once each), noting when and the table that took effect."""
+class Switch:
+    """Turns the fault on and off (once each), noting when, the table that took effect, and
+    the write log's entries and the acks at that moment (`entries_at_on`, `acks_at_on`)."""
 
-    def __init__(self, m, run: FaultRun, sectors: int, disk: str):
-        self.m, self.run, self.sectors, self.disk = m, run, sectors, disk
+    def __init__(self, m, run: FaultRun, sectors: int, disk: str, write_log: Path):
+        self.m, self.run, self.sectors, self.disk, self.write_log = m, run, sectors, disk, write_log
         self.started, self.on_at, self.off_at = time.monotonic(), None, None
+        self.entries_at_on, self.acks_at_on = 0, 0
 
     def on(self) -> None:
         self.m.run(swap(fault_table(self.run.case.fault, self.sectors, self.disk))).check()
         self.on_at = time.monotonic()
+        self.entries_at_on = entry_index_at(self.write_log, os.stat(self.write_log).st_size)
+        self.acks_at_on = len(self.run.told.acks)
         self.run.table = self.m.run(f"dmsetup table {DEVICE}").check().text.strip()
         self.run.status = self.m.run(f"dmsetup status {DEVICE}").check().text.strip()
         self.m.run(f"touch {FAULT_ON}").check()
@@ -130,7 +143,7 @@ class _Switch:
         return self.on_at is not None and window is not None and time.monotonic() - self.on_at >= window
 
 
-def _until_done(m, fault: FaultSpec, run: FaultRun, switch: _Switch, write_log: Path, timeout: float, console):
+def until_done(m, fault: FaultSpec, run: FaultRun, switch: Switch, write_log: Path, timeout: float, console):
     """Read the ack port until the workload ends, switching the fault as its trigger and
     window say; a KernelTrouble if the guest kernel failed meanwhile."""
     deadline = switch.started + timeout
