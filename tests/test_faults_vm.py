@@ -73,14 +73,14 @@ def test_fsync_retry_records_what_the_run_measured(rig, tmp_path, fs):
 @sweep
 @pytest.mark.parametrize("fs", ["ext4", "xfs"])
 def test_the_xfstests_method_agrees_with_the_prefix_model(rig, tmp_path, fs):
-    """dm-flakey drop_writes from the 6th ack, unmount, writes allowed, remount (xfstests'
+    """dm-flakey drop_writes from the 8th ack, unmount, writes allowed, remount (xfstests'
     power cut) against the prefix state at the same write-log cut: the same files, the same
     acknowledged files intact."""
     from plugpull.faults.xfstests import cross_check
 
-    check = cross_check(tmp_path / fs, filesystem(fs), workload("fsync-files", count=12), "acks:6", rig)
+    check = cross_check(tmp_path / fs, filesystem(fs), workload("fsync-files", count=30), "acks:8", rig)
     print(fs, check.to_json())
     assert not check.kernel_crash
-    assert check.cut > 0 and len(check.acks_before) >= 6 and check.flakey.mount_rc == 0
+    assert check.cut > 0 and len(check.acks_before) >= 8 and check.flakey.mount_rc == 0
     assert check.differences == []
     assert not list(tmp_path.glob("*/*.img"))

@@ -45,8 +45,8 @@ class CrossCheck:
     trigger: str
     cut: int = 0  # write-log entries when writes began to be dropped
     logged_after: int = 0  # entries that reached the log after that (0: the drop was total)
-    acks_before: list[int] = field(default_factory=list)  # acks the cut owes
-    acks_after: int = 0  # acks the workload got while its writes were dropped
+    acks_before: list[int] = field(default_factory=list)  # acks that arrived before the cut: owed
+    acks_after: int = 0  # acks that arrived later (their writes may have been dropped)
     flakey: Side = field(default_factory=Side)
     prefix: Side = field(default_factory=Side)
     kernel_crash: str = ""  # the guest kernel failed during the recording: nothing compared
@@ -108,8 +108,8 @@ def _xfstests_way(m, case: FaultCase, rig: Rig, write_log: Path, result: CrossCh
     if trouble := until_done(m, case.fault, run, switch, write_log, timeout, console) or console.trouble():
         result.kernel_crash = trouble.summary
         return Side()
-    result.cut, result.acks_before = switch.entries_at_on, sorted(set(run.told.acks[:switch.acks_at_on]))
-    result.acks_after = len(run.told.acks) - switch.acks_at_on
+    result.cut, result.acks_before = switch.entries_at_on, run.told.acks_by(switch.log_bytes_at_on)
+    result.acks_after = len(set(run.told.acks) - set(result.acks_before))
     m.run(f"umount {MOUNTPOINT}").check()
     switch.off()
     result.logged_after = entry_index_at(write_log, write_log.stat().st_size) - switch.entries_at_on
