@@ -114,18 +114,19 @@ def start(m, run: FaultRun, write_log: Path, timeout: float) -> tuple[str, "Swit
 
 class Switch:
     """Turns the fault on and off (once each), noting when, the table that took effect, and
-    the write log's size and entries once it had (`log_bytes_at_on`, `entries_at_on`)."""
+    when the swap to the fault began (`swap_started`) and the write log's entries once it had
+    taken effect (`entries_at_on`)."""
 
     def __init__(self, m, run: FaultRun, sectors: int, disk: str, write_log: Path):
         self.m, self.run, self.sectors, self.disk, self.write_log = m, run, sectors, disk, write_log
         self.started, self.on_at, self.off_at = time.monotonic(), None, None
-        self.log_bytes_at_on, self.entries_at_on = 0, 0
+        self.swap_started, self.entries_at_on = None, 0
 
     def on(self) -> None:
+        self.swap_started = time.monotonic()
         self.m.run(swap(fault_table(self.run.case.fault, self.sectors, self.disk))).check()
         self.on_at = time.monotonic()
-        self.log_bytes_at_on = os.stat(self.write_log).st_size
-        self.entries_at_on = entry_index_at(self.write_log, self.log_bytes_at_on)
+        self.entries_at_on = entry_index_at(self.write_log, os.stat(self.write_log).st_size)
         self.run.table = self.m.run(f"dmsetup table {DEVICE}").check().text.strip()
         self.run.status = self.m.run(f"dmsetup status {DEVICE}").check().text.strip()
         self.m.run(f"touch {FAULT_ON}").check()
@@ -164,7 +165,7 @@ def until_done(m, fault: FaultSpec, run: FaultRun, switch: Switch, write_log: Pa
             if trouble := console.trouble():
                 return trouble
             raise InfraError("the ack stream closed before the workload ended (QEMU died?)")
-        run.told.add(line.text, line.stamp)
+        run.told.add(line.text, line.arrived)
     return None
 
 

@@ -23,18 +23,18 @@ class Error:
 @dataclass
 class Told:
     acks: list[int] = field(default_factory=list)
-    stamps: list = field(default_factory=list)  # per ack, its line's stamp on arrival (the write log's size)
+    arrived: list = field(default_factory=list)  # per ack, when its line reached the host (time.monotonic)
     errors: list[Error] = field(default_factory=list)
     wrong: list[str] = field(default_factory=list)  # "ID PATH OFFSET"
     exit_code: int | None = None
 
-    def add(self, text: str, stamp=None) -> None:
+    def add(self, text: str, arrived: float | None = None) -> None:
         """One ack-port line; lines of other kinds are not the application's."""
         words = text.split()
         kind, args = (words[0], words[1:]) if words else ("", [])
         if kind == "ack" and len(args) == 1 and args[0].isdigit():
             self.acks.append(int(args[0]))
-            self.stamps.append(stamp)
+            self.arrived.append(arrived)
         elif kind == "error" and len(args) == 3 and args[0].isdigit() and args[2].isdigit():
             self.errors.append(Error(int(args[0]), args[1], int(args[2])))
         elif kind == "wrong" and len(args) == 3:
@@ -42,9 +42,10 @@ class Told:
         elif kind == "done" and len(args) == 1 and args[0].lstrip("-").isdigit():
             self.exit_code = int(args[0])
 
-    def acks_by(self, log_bytes: int) -> list[int]:
-        """The acks that arrived while the write log was at most `log_bytes` long."""
-        return sorted({a for a, s in zip(self.acks, self.stamps) if s is not None and s <= log_bytes})
+    def acks_before(self, moment: float) -> list[int]:
+        """The acks that reached the host before `moment` (time.monotonic), so were sent before
+        it. Not the write log's size: while writes are dropped, the log does not grow."""
+        return sorted({a for a, t in zip(self.acks, self.arrived) if t is not None and t < moment})
 
     def errno_counts(self, syscall: str) -> Counter:
         return Counter(e.name for e in self.errors if e.syscall == syscall)

@@ -108,7 +108,7 @@ def _xfstests_way(m, case: FaultCase, rig: Rig, write_log: Path, result: CrossCh
     if trouble := until_done(m, case.fault, run, switch, write_log, timeout, console) or console.trouble():
         result.kernel_crash = trouble.summary
         return Side()
-    result.cut, result.acks_before = switch.entries_at_on, run.told.acks_by(switch.log_bytes_at_on)
+    result.cut, result.acks_before = switch.entries_at_on, run.told.acks_before(switch.swap_started)
     result.acks_after = len(set(run.told.acks) - set(result.acks_before))
     m.run(f"umount {MOUNTPOINT}").check()
     switch.off()
