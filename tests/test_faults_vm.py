@@ -84,3 +84,19 @@ def test_the_xfstests_method_agrees_with_the_prefix_model(rig, tmp_path, fs):
     assert check.cut > 0 and len(check.acks_before) >= 8 and check.flakey.mount_rc == 0
     assert check.differences == []
     assert not list(tmp_path.glob("*/*.img"))
+
+
+@sweep
+def test_a_fault_then_power_loss_is_judged_in_one_run(rig, tmp_path):
+    """error-writes, then power cuts in the same write log under the prefix model: every cut
+    judged, and the cut at the workload's end owes the acks that run got."""
+    from plugpull.faults.powercut import PowerCuts
+
+    case = FaultCase(filesystem("ext4"), parse_fault("error-writes" + WINDOW), workload("fsync-retry", wait=20),
+                     power_cuts=PowerCuts(("prefix",), 3))
+    run = run_fault(tmp_path / "ext4", case, rig)
+    print(run.to_json())
+    assert 0 < run.entries_at_on < run.entries_at_end
+    assert sum(run.power_loss["prefix"].values()) == 3
+    assert "infra-error" not in run.power_loss["prefix"]
+    assert not list((tmp_path / "ext4").rglob("*.img"))

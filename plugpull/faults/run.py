@@ -9,6 +9,7 @@ from pathlib import Path
 
 from plugpull.errors import GuestTimeout, InfraError
 from plugpull.faults.evidence import Corruption, corruption
+from plugpull.faults.powercut import PowerCuts, judge_power_cuts
 from plugpull.faults.spec import FaultSpec
 from plugpull.faults.table import DEVICE, fault_table, linear, swap
 from plugpull.faults.told import Told
@@ -23,6 +24,7 @@ from plugpull.lab.record import TROUBLE_ON_THE_CONSOLE, Trigger
 from plugpull.lab.testbed import MOUNTPOINT, format_disks
 from plugpull.lab.verdict import Verdict
 from plugpull.lab.workloads.faulty import FAULT_OFF, FAULT_ON
+from plugpull.powerloss.crashstate import copy_sparse
 from plugpull.powerloss.writelog import entry_index_at
 
 
@@ -33,6 +35,7 @@ class FaultCase:
     workload: object
     disk_mib: int = 512  # mkfs.xfs wants more than 300 MB
     bus: Bus = Bus.AHCI
+    power_cuts: PowerCuts | None = None  # then judge power cuts in the run's write log too
 
 
 @dataclass
@@ -46,6 +49,9 @@ class FaultRun:
     shutdown: str = ""
     version_after: int | None = None  # fsync-retry: the version of its file after the remount
     corruption: Corruption = field(default_factory=Corruption)
+    entries_at_on: int = 0  # the write log's entries when the fault took effect
+    entries_at_end: int = 0  # and when the workload ended
+    power_loss: dict = field(default_factory=dict)  # model -> verdict -> cuts (case.power_cuts)
     seconds: float = 0.0
 
     def to_json(self) -> dict:
@@ -55,28 +61,37 @@ class FaultRun:
                 "told": self.told.to_json(), "table": self.table, "status": self.status,
                 "switched": self.switched, "shutdown": self.shutdown,
                 "version_after": self.version_after, "corruption": self.corruption.finding,
-                "corruption_evidence": self.corruption.evidence, "seconds": round(self.seconds, 1)}
+                "corruption_evidence": self.corruption.evidence, "power_loss": self.power_loss,
+                "seconds": round(self.seconds, 1)}
 
 
 def run_fault(directory: Path, case: FaultCase, rig: Rig, timeout: float = 300.0) -> FaultRun:
     directory.mkdir(parents=True, exist_ok=True)
     disk, write_log = create_disk(directory / "disk.img", case.disk_mib), directory / "write.log"
+    base = directory / "base.img"  # the power cuts' base image
     try:
         format_disks(case.fs, MODES["barrier"], disk, None)
+        if case.power_cuts:
+            copy_sparse(disk, base)
         write_log.write_bytes(b"")
         spec = MachineSpec(disks=(DiskSpec(disk, case.bus, True, host_flush=False, write_log=write_log),),
                            memory_mib=case.workload.memory_mib())
         with rig.machine(spec, console_log=directory / "console.log", name="faults") as m:
-            return _in_guest(m, case, rig, write_log, timeout)
+            run = _in_guest(m, case, rig, write_log, timeout)
+        if case.power_cuts and run.verdict.verdict != Verdict.KERNEL_CRASH:
+            run.power_loss = judge_power_cuts(directory, run, rig, case.power_cuts)
+        return run
     finally:
-        disk.unlink(missing_ok=True)
-        write_log.unlink(missing_ok=True)
+        for path in (disk, write_log, base):
+            path.unlink(missing_ok=True)
 
 
 def _in_guest(m, case: FaultCase, rig: Rig, write_log: Path, timeout: float) -> FaultRun:
     run = FaultRun(case)
     dev, switch, console = start(m, run, write_log, timeout)
     trouble = until_done(m, case.fault, run, switch, write_log, timeout, console) or console.trouble()
+    run.entries_at_on = switch.entries_at_on
+    run.entries_at_end = entry_index_at(write_log, os.stat(write_log).st_size)
     if trouble:
         run.verdict = FaultVerdict(Verdict.KERNEL_CRASH, trouble.summary)
     else:
@@ -165,7 +180,7 @@ def until_done(m, fault: FaultSpec, run: FaultRun, switch: Switch, write_log: Pa
             if trouble := console.trouble():
                 return trouble
             raise InfraError("the ack stream closed before the workload ended (QEMU died?)")
-        run.told.add(line.text, line.arrived)
+        run.told.add(line.text, line.arrived, line.stamp)
     return None
 
 
