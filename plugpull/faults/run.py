@@ -10,7 +10,7 @@ from pathlib import Path
 from plugpull.errors import GuestTimeout, InfraError
 from plugpull.faults.evidence import Corruption, corruption
 from plugpull.faults.powercut import PowerCuts, judge_power_cuts
-from plugpull.faults.spec import FaultSpec
+from plugpull.faults.spec import SEEDED, FaultSpec
 from plugpull.faults.table import DEVICE, fault_table, linear, swap
 from plugpull.faults.told import Told
 from plugpull.faults.verdict import FaultVerdict, gave_up, judge
@@ -204,7 +204,8 @@ def _after_window(m, case: FaultCase, rig: Rig, run: FaultRun, dev: str) -> Faul
     if hasattr(case.workload, "version_of"):
         run.version_after = case.workload.version_of(obs.files or {})
         wrong_after = obs.collect_rc == "0" and run.version_after is None and case.workload.path in (obs.files or {})
-    run.corruption = corruption(run.told, kernel_log + "\n" + obs.kernel_log, scrub,
-                                unreadable_after=obs.collect_rc not in (None, "0", "absent", "skipped"),
-                                wrong_after=wrong_after)
+    if case.fault.kind in SEEDED:  # other faults' stale reads are the verdict's silent-loss
+        run.corruption = corruption(run.told, kernel_log + "\n" + obs.kernel_log, scrub,
+                                    unreadable_after=obs.collect_rc not in (None, "0", "absent", "skipped"),
+                                    wrong_after=wrong_after)
     return judge(case.fs, obs, run.told, case.workload, run.shutdown, umount_rc)
