@@ -182,3 +182,10 @@ def test_acks_owed_at_a_moment_are_those_that_arrived_before_it():
     for text, arrived in (("ack 1", 1.0), ("error 2 fsync 5", 1.5), ("ack 2", 2.0), ("ack 3", 3.0), ("ack 4", None)):
         told.add(text, arrived)
     assert told.acks_before(2.5) == [1, 2] and told.acks_before(1.0) == [] and told.acks_before(9.0) == [1, 2, 3]
+
+
+def test_a_silent_loss_says_when_the_file_could_not_be_read():
+    told = _told("ack 1", "ack 2")
+    unreadable = judge(EXT4, _obs(None, collect_rc="1"), told, W, "")
+    assert unreadable.verdict == Verdict.SILENT_LOSS and "unreadable" in unreadable.reason
+    assert "unreadable" not in judge(EXT4, _obs(W.content(1), collect_rc="0"), told, W, "").reason
