@@ -111,6 +111,10 @@ class Machine:
     def launch(self) -> None:
         if shutil.which(QEMU_BINARY) is None:
             raise ToolMissing(QEMU_BINARY, "install the Debian package qemu-system-x86 (make deps)")
+        for part in (self.image.kernel, self.image.initramfs):
+            if not Path(part).is_file():
+                raise LaunchError(f"the guest image's {Path(part).name} is gone ({part}): removed from the "
+                                  "image cache while in use? the next run rebuilds it", [], None, "")
         self._tmp = make_tempdir("vm")
         if self.console_log is None and not self.spec.interactive:
             self.console_log = self._tmp / "console.log"
