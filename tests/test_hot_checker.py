@@ -13,14 +13,16 @@ from test_console import PANIC
 
 from plugpull.guest.config import Accel
 from plugpull.guest.rig import Rig
-from plugpull.lab.checker import Checker, Plug
+from plugpull.errors import GuestError
+from plugpull.guest.backend import await_disk_command
+from plugpull.lab.checker import Checker, Plug, parse_report, split_blob
 from plugpull.lab.judge import judge
 from plugpull.lab.verdict import Verdict
 from plugpull.powerloss.crashstate import CrashState
 
 EXPECTED = [Verdict.CLEAN, Verdict.CLEAN, Verdict.DATA_LOSS, Verdict.UNMOUNTABLE]
-# per state with files: attach, pp-check, the files, detach
-PER_STATE = 4
+# per state: attach, pp-check (the files come with its report), detach
+PER_STATE = 3
 
 
 @pytest.fixture
@@ -162,3 +164,22 @@ def test_a_state_with_an_external_log_plugs_both_disks_and_names_the_log(tmp_pat
     check = next(c for c in guest.commands if c.startswith("pp-check "))
     assert check.split(";")[0].split()[2:] == ["/dev/sda", "pp", "none", "/dev/sdb"]
     assert sum(c.startswith(": detach ") for c in guest.commands) == 2
+
+
+def test_a_report_and_the_file_after_it_come_apart_by_the_announced_length():
+    tar = b"pp/f1\n\0blob_bytes=3\nbinary"
+    text, blob = split_blob(b"mount_rc=0\nblob_bytes=%d\n---dmesg\n" % len(tar) + tar)
+    assert blob == tar
+    assert parse_report(text)[0]["blob_bytes"] == str(len(tar))
+    assert split_blob(b"mount_rc=32\n---dmesg\n") == ("mount_rc=32\n---dmesg\n", b"")
+
+
+def test_a_report_shorter_than_its_file_is_a_guest_error():
+    with pytest.raises(GuestError):
+        split_blob(b"blob_bytes=99\nshort")
+
+
+def test_a_disk_wait_refuses_words_it_would_paste_into_the_guest_shell():
+    assert "d0=$(await_disk plugpull3 present" in await_disk_command("plugpull3", "d0")
+    with pytest.raises(ValueError):
+        await_disk_command("plugpull3; reboot", "d0")

@@ -178,9 +178,10 @@ class Machine:
         """Put `data` at `path` in the guest, through the command channel."""
         upload(self, path, data, mode)
 
-    def attach_disk(self, disk: DiskSpec) -> AttachedDisk:
+    def attach_disk(self, disk: DiskSpec, wait: bool = True) -> AttachedDisk:
         """Plug a disk into the running guest's virtio-scsi controller; returns once the
-        guest sees it. With `disk.snapshot` the file is only read."""
+        guest sees it (without `wait`, at once: the device is then "" and the caller's next
+        command waits for it, `await_disk_command`). With `disk.snapshot` the file is only read."""
         hotplug.check_pluggable(disk)
         if self.spec.bus is not Bus.SCSI:
             raise ValueError("hot-plugging needs the virtio-scsi controller: boot with scsi_controller")
@@ -197,17 +198,19 @@ class Machine:
             self._qmp("blockdev-del", {"node-name": node})
             raise
         serial = f"plugpull{lun}"
-        return AttachedDisk(node, serial, wait_for_disk(self, serial))
+        return AttachedDisk(node, serial, wait_for_disk(self, serial) if wait else "")
 
-    def detach_disk(self, disk: AttachedDisk) -> None:
-        """Unplug a disk that attach_disk plugged in; returns once the guest lost it."""
+    def detach_disk(self, disk: AttachedDisk, wait: bool = True) -> None:
+        """Unplug a disk that attach_disk plugged in; returns once QEMU let go of it and
+        (with `wait`) once the guest lost it too."""
         self._qmp("device_del", {"id": disk.handle})
         self._wait_deleted(disk.handle)
         self._qmp("blockdev-del", {"node-name": disk.handle})
         overlay = self._overlays.pop(disk.handle, None)
         if overlay:
             overlay.unlink(missing_ok=True)
-        wait_for_disk(self, disk.serial, present=False)
+        if wait:
+            wait_for_disk(self, disk.serial, present=False)
 
     def _qmp(self, command: str, arguments: dict) -> object:
         if self.qmp is None:

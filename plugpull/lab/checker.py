@@ -8,13 +8,15 @@ paths must agree with.
 """
 
 import os
+import re
+import shlex
 import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from plugpull.guest.backend import Guest
+from plugpull.guest.backend import Guest, await_disk_command
 from plugpull.guest.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.rig import Rig
 from plugpull.errors import GuestError, GuestTimeout, InfraError, LaunchError
@@ -27,6 +29,10 @@ from plugpull.powerloss.crashstate import CrashState
 CHECK_TIMEOUT = 300.0
 LAUNCHES_TRIED = 2  # failed boots in a row after which a worker's remaining states are infra-errors
 SECTIONS = ("fsck", "mount", "dmesg")
+BLOBS = {"tar": "/tmp/check.tar", "sums": "/tmp/check.sums"}  # what the oracle gets back, per collect
+BLOB_LINE = re.compile(rb"^blob_bytes=(\d+)$", re.M)
+REPORT_TAIL = ("; echo ---fsck; tail -n 40 /tmp/check.fsck; echo ---mount; cat /tmp/check.mount; "
+               "echo ---dmesg; head -n 200 /tmp/check.dmesg")
 
 
 def parse_report(text: str) -> tuple[dict, dict]:
@@ -258,9 +264,11 @@ class Checker:
         m = guest.machine
         guest.console.set_mark()
         try:
-            disks = [m.attach_disk(state_disk(path)) for path in state.images]
-            logdev = disks[1].device if state.log_disk else None
-            obs = self.check_one(m, disks[0].device, collect, logdev, hook)
+            disks = [m.attach_disk(state_disk(path), wait=False) for path in state.images]
+            names = [disk.device or f"$pp_dev{i}" for i, disk in enumerate(disks)]
+            prelude = "".join(await_disk_command(disk.serial, name[1:])
+                              for disk, name in zip(disks, names) if not disk.device)
+            obs = self.check_one(m, names[0], collect, names[1] if state.log_disk else None, hook, prelude)
         except (GuestError, InfraError) as e:
             if self._stop.is_set():
                 raise
@@ -269,7 +277,7 @@ class Checker:
             return obs, False  # still mounted: a later state with the same UUID would not mount beside it
         try:
             for disk in reversed(disks):
-                m.detach_disk(disk)
+                m.detach_disk(disk, wait=False)  # the next state's command waits for its own disk
         except (GuestError, InfraError):
             if self._stop.is_set():
                 raise
@@ -299,29 +307,46 @@ class Checker:
         return devices
 
     def check_one(self, m: Guest, dev: str, collect: "str | ScriptCollect" = "tar",
-                  logdev: str | None = None, hook: str = "") -> Observation:
-        """`hook`: a guest command run first, in the same command (tests only)."""
+                  logdev: str | None = None, hook: str = "", prelude: str = "") -> Observation:
+        """One guest command: recovery mount, collect, fsck, and the report with what the
+        oracle needs after it. `dev`, `logdev`: kernel names, or (`$name`) shell variables
+        that `prelude`, run first, sets. `hook`: a guest command run first (tests only)."""
         script = collect if isinstance(collect, ScriptCollect) else None
         if script:
             _upload_check(m, script)
             collect = "script"
-        report = m.run(
-            (f"{hook.replace('%', '%%')}\n" if hook else "") +
-            "pp-check %s %s %s %s %s; echo ---fsck; tail -n 40 /tmp/check.fsck; echo ---mount; "
-            "cat /tmp/check.mount; echo ---dmesg; head -n 200 /tmp/check.dmesg",
-            self.fs.name, f"/dev/{dev}", self.subdir, collect, f"/dev/{logdev}" if logdev else "",
-            timeout=self.check_timeout,
-        )
-        keys, sections = parse_report(report.text)
+        blob = BLOBS.get(collect)
+        words = [shlex.quote(w) for w in ("pp-check", self.fs.name)] + [_device_word(dev)]
+        words += [shlex.quote(w) for w in (self.subdir, collect)] + [_device_word(logdev) if logdev else "''"]
+        command = (f"{hook}\n" if hook else "") + prelude + " ".join(words)
+        if blob:
+            command += f"; [ -f {blob} ] && echo blob_bytes=$(wc -c < {blob})"
+        command += REPORT_TAIL + (f"; [ -f {blob} ] && cat {blob}; true" if blob else "")
+        report = m.run(command, timeout=self.check_timeout)
+        text, blob_bytes = split_blob(report.stdout)
+        keys, sections = parse_report(text)
+        if "disk_missing" in keys:
+            raise GuestError(f"disk {keys['disk_missing']} did not show up in the guest")
         files = None
         if script and keys.get("collect_rc") is not None:
             files = _script_files(m, keys["collect_rc"])
         elif keys.get("collect_rc") not in (None, "absent", "skipped"):
-            if collect == "sums":
-                files = sums_of(m.run("cat /tmp/check.sums", timeout=self.check_timeout).text)
-            else:
-                files = files_of(m.run("cat /tmp/check.tar", timeout=self.check_timeout).stdout)
+            files = sums_of(blob_bytes.decode(errors="replace")) if collect == "sums" else files_of(blob_bytes)
         return observation_from(keys, sections, files)
+
+
+def _device_word(dev: str) -> str:
+    return f'"/dev/${{{dev[1:]}}}"' if dev.startswith("$") else shlex.quote(f"/dev/{dev}")
+
+
+def split_blob(stdout: bytes) -> tuple[str, bytes]:
+    """The report's text, and the file it ends with: `blob_bytes=N` says how long it is."""
+    found = BLOB_LINE.search(stdout)
+    size = int(found.group(1)) if found else 0
+    if size > len(stdout):
+        raise GuestError(f"the check's report is cut short: {len(stdout)} bytes for a {size}-byte file")
+    text = stdout[:len(stdout) - size] if size else stdout
+    return text.decode(errors="replace"), stdout[len(stdout) - size:] if size else b""
 
 
 class _HotGuest:
