@@ -23,7 +23,7 @@ from pathlib import Path
 from qemu.qmp.legacy import QEMUMonitorProtocol
 
 from plugpull.guest import accel as accel_mod
-from plugpull.guest import hotplug
+from plugpull.guest import hotplug, snapshot
 from plugpull.guest.backend import AttachedDisk, upload, wait_for_disk
 from plugpull.guest.channel import CommandChannel, GuestResult, LineStream, quote_command
 from plugpull.guest.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
@@ -62,8 +62,9 @@ def create_disk(path: Path, size_mib: int) -> Path:
 class Machine:
     def __init__(self, spec: MachineSpec, image: GuestImage, accel: Accel | None = None,
                  console_log: Path | None = None, boot_timeout: float = 120.0,
-                 name: str | None = None):
+                 name: str | None = None, restore: Path | None = None):
         self.spec = spec
+        self.restore = restore  # a saved state (`snapshot`) to start from instead of booting
         self.image = image
         self.accel = accel if accel is not None else resolve_accel(spec.accel, image).accel
         self.console_log = console_log
@@ -114,6 +115,8 @@ class Machine:
         self._sockets = ours
         fds = ChannelFds(*(s.fileno() for s in theirs))
         self.argv = qemu_argv(self.spec, self.image, self.accel, fds, self.console_log)
+        if self.restore:
+            self.argv += ["-incoming", "defer"]
         stderr_path = self._tmp / "qemu.stderr"
         log.debug("%s: %s", self.name, shlex.join(self.argv))
         started = time.monotonic()
@@ -137,14 +140,33 @@ class Machine:
         try:
             self.qmp = QEMUMonitorProtocol(qmp_sock)
             self.qmp.connect()
-            self.guest_release = self._channel.wait_ready(self.boot_timeout)
+            self.guest_release = self._restored() if self.restore else self._channel.wait_ready(self.boot_timeout)
         except Exception as e:  # QMP and the channel fail in their own ways when QEMU dies early
-            log.debug("%s did not become ready under %s: %s", self.name, self.accel, e)
+            log.debug("%s did not become ready under %s%s: %s", self.name, self.accel,
+                      f" from {self.restore}" if self.restore else "", e)
             raise LaunchError(f"guest did not become ready: {e}", self.argv,
                               self._exitcode_after(1.0), self._early_output()) from None
         self.boot_seconds = time.monotonic() - started
-        log.debug("%s booted in %.1f s under %s (kernel %s)", self.name, self.boot_seconds, self.accel,
-                  self.guest_release)
+        log.debug("%s %s in %.1f s under %s (kernel %s)", self.name, "restored" if self.restore else "booted",
+                  self.boot_seconds, self.accel, self.guest_release)
+
+    def _restored(self) -> str:
+        """Load the saved state, then ask the agent for the kernel release, with the guest's
+        clock set to the host's on the way: a restored guest has no READY to send."""
+        snapshot.load(self.qmp, self.restore)
+        answer = self._channel.run(f"date -s @{int(time.time())} >/dev/null && uname -r", self.boot_timeout)
+        if answer.rc != 0:
+            raise GuestError(f"the restored guest's agent failed (rc {answer.rc}): {answer.stderr!r}")
+        return answer.text.strip()
+
+    def save_state(self, path: Path) -> None:
+        """Save this running, idle guest to `path` (`snapshot`); it stays paused afterwards."""
+        try:
+            snapshot.save(self.qmp, path)
+        except GuestError:
+            raise
+        except Exception as e:  # qemu.qmp's own errors: an error reply, a lost socket
+            raise GuestError(f"saving the guest failed: {e}") from None
 
     def _exitcode_after(self, seconds: float):
         try:
@@ -300,8 +322,13 @@ class QemuBackend:
     name: str = "qemu"
 
     def machine(self, spec: MachineSpec, image: GuestImage, accel: Accel, *, console_log: Path | None = None,
-                name: str | None = None, boot_timeout: float = 120.0) -> Machine:
-        return Machine(spec, image, accel, console_log=console_log, boot_timeout=boot_timeout, name=name)
+                name: str | None = None, boot_timeout: float = 120.0, restore: Path | None = None) -> Machine:
+        return Machine(spec, image, accel, console_log=console_log, boot_timeout=boot_timeout, name=name,
+                       restore=restore)
+
+    def saved_state(self, spec: MachineSpec, image: GuestImage, accel: Accel) -> Path:
+        """Where a saved guest of this machine lives (`snapshot`): restores are this backend's own."""
+        return snapshot.saved_state_path(spec, image, accel, qemu_version())
 
 
 QEMU = QemuBackend()

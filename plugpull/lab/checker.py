@@ -22,6 +22,7 @@ from plugpull.guest.rig import Rig
 from plugpull.errors import GuestError, GuestTimeout, InfraError, LaunchError
 from plugpull.lab.console import EXCERPT_CHARS, ConsoleWatch, scan
 from plugpull.lab.fs import Filesystem
+from plugpull.lab.hotguest import HotGuest
 from plugpull.lab.verdict import Observation, files_of, sums_of
 from plugpull.paths import make_tempdir
 from plugpull.powerloss.crashstate import CrashState
@@ -111,6 +112,7 @@ class Checker:
     subdir: str = "pp"
     workers: int = 1
     check_timeout: float = CHECK_TIMEOUT  # a check that takes longer hung: kernel-crash
+    restore: bool = True  # hot: start checker guests from a saved one (`snapshot`) where the backend can
     hooks: dict[int, str] = field(default_factory=dict)  # tests only: state index -> guest command run before its check
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
     _running: set = field(default_factory=set, init=False, repr=False)
@@ -230,7 +232,7 @@ class Checker:
                 index, state, collect = job
                 if guest is None and failed_launches < LAUNCHES_TRIED:
                     try:
-                        guest, failed_launches = _HotGuest(self), 0
+                        guest, failed_launches = HotGuest(self.rig, self._running, self.restore), 0
                     except LaunchError as e:
                         if self._stop.is_set():
                             raise
@@ -256,7 +258,7 @@ class Checker:
         is the state's own check."""
         return "" if index in retried else self.hooks.get(index, "")
 
-    def _plug_and_check(self, guest: "_HotGuest", index: int, state: CrashState,
+    def _plug_and_check(self, guest: HotGuest, index: int, state: CrashState,
                         collect, hook: str = "") -> tuple[Observation, bool]:
         """The state's observation, and whether the guest may check another state. A
         failure while plugging or checking is judged by `_failed_on` and not checked again;
@@ -347,32 +349,6 @@ def split_blob(stdout: bytes) -> tuple[str, bytes]:
         raise GuestError(f"the check's report is cut short: {len(stdout)} bytes for a {size}-byte file")
     text = stdout[:len(stdout) - size] if size else stdout
     return text.decode(errors="replace"), stdout[len(stdout) - size:] if size else b""
-
-
-class _HotGuest:
-    """A checker guest that stays up while states are plugged in and out: booted on
-    creation (LaunchError if it does not come up), gone with its console on `close`."""
-
-    SPEC = MachineSpec(scsi_controller=True)
-
-    def __init__(self, checker: Checker):
-        self._running = checker._running
-        self.scratch = make_tempdir("checker")
-        self.console = ConsoleWatch(self.scratch / "console.log")
-        self.machine = checker.rig.machine(self.SPEC, name="checker", console_log=self.console.path)
-        self._running.add(self.machine)
-        try:
-            self.machine.__enter__()
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        try:
-            self.machine.__exit__(None, None, None)
-        finally:
-            self._running.discard(self.machine)
-            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def _infra(error: Exception) -> Observation:
