@@ -8,6 +8,7 @@ block guarantees all are gone.
 """
 
 import ctypes
+import functools
 import json
 import logging
 import os
@@ -334,6 +335,7 @@ class QemuBackend:
 QEMU = QemuBackend()
 
 
+@functools.cache
 def qemu_version() -> str:
     out = subprocess.run([QEMU_BINARY, "--version"], capture_output=True, text=True)
     return out.stdout.split("\n", 1)[0].removeprefix("QEMU emulator version ").strip()
