@@ -2,6 +2,7 @@
 checked and unplugged, and a guest that fails or cannot be trusted is replaced. No VM."""
 
 import itertools
+import subprocess
 import threading
 from dataclasses import replace
 
@@ -14,7 +15,7 @@ from test_console import PANIC
 from plugpull.guest.config import Accel
 from plugpull.guest.rig import Rig
 from plugpull.errors import GuestError
-from plugpull.guest.backend import await_disk_command
+from plugpull.guest.backend import DISK_FUNCTIONS, await_disk_command
 from plugpull.lab.checker import Checker, Plug, parse_report, split_blob
 from plugpull.lab.judge import judge
 from plugpull.lab.verdict import Verdict
@@ -183,3 +184,14 @@ def test_a_disk_wait_refuses_words_it_would_paste_into_the_guest_shell():
     assert "d0=$(await_disk plugpull3 present" in await_disk_command("plugpull3", "d0")
     with pytest.raises(ValueError):
         await_disk_command("plugpull3; reboot", "d0")
+
+
+def test_a_disk_lookup_never_names_a_glob_that_matched_no_disk(tmp_path):
+    """When no disk is there yet the glob stays unexpanded; expanded later (a disk showed up
+    meanwhile, here a serial_of that matches anything) it must not come back as the name."""
+    functions = DISK_FUNCTIONS.replace("/sys/block/", f"{tmp_path}/")
+    racing = functions + "serial_of() { echo plugpull0; }; lookup plugpull0"
+    found = subprocess.run(["sh", "-c", racing], capture_output=True, text=True)
+    assert found.returncode == 1 and found.stdout == ""
+    (tmp_path / "sdb").mkdir()
+    assert subprocess.run(["sh", "-c", racing], capture_output=True, text=True).stdout == "sdb\n"

@@ -107,8 +107,9 @@ def upload(guest: Guest, path: str, data: bytes | str, mode: int = 0o644) -> Non
 
 
 DISK_FUNCTIONS = (
-    "serial_of() { tail -c +5 $1/device/vpd_pg80 2>/dev/null | tr -d ' \\000'; }; "
-    "lookup() { for d in /sys/block/sd*; do [ \"$(serial_of $d)\" = \"$1\" ] && echo ${d##*/} && return 0; "
+    "serial_of() { tail -c +5 \"$1/device/vpd_pg80\" 2>/dev/null | tr -d ' \\000'; }; "
+    "lookup() { for d in /sys/block/sd*; do [ -e \"$d\" ] || continue; "
+    "[ \"$(serial_of \"$d\")\" = \"$1\" ] && echo ${d##*/} && return 0; "
     "done; return 1; }; "
     "await_disk() { i=0; while [ $i -lt $3 ]; do "
     "if name=$(lookup $1); then [ $2 = present ] && head -c 512 /dev/$name >/dev/null 2>&1 "
@@ -134,7 +135,8 @@ def wait_for_disk(guest: Guest, serial: str, present: bool = True) -> str:
     once no disk has it any more (present=False). The guest has no hotplug daemon, so the
     disk is looked up by serial in sysfs. A disk is present once it can be read: the kernel
     shows it in sysfs before it lets it be opened, and a mount in between fails (ENXIO),
-    which would make a good state look unmountable."""
+    which would make a good state look unmountable. A glob that matched nothing stays
+    unexpanded and is skipped: expanded later, once a disk shows up, it named the disk `sd*`."""
     want = "present" if present else "gone"
     result = guest.run(FIND_DISK, serial, want, DISK_TRIES, timeout=DISK_WAIT_SECONDS + 30)
     if result.rc != 0:
