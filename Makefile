@@ -6,10 +6,10 @@ PLUGPULL := $(VENV)/bin/plugpull
 # Everything the host and the guest image need, from Debian 12's archive.
 DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs btrfs-progs \
 	fio bonnie++ hdparm dmsetup busybox-static kmod cpio sqlite3 rsync procps python3-venv \
-	gcc libc6-dev
+	gcc libc6-dev libvirt-daemon-system libvirt-dev pkg-config
 STAMP := $(VENV)/.installed
 
-.PHONY: deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity doctor shell clean
+.PHONY: faults-sweep deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity doctor shell clean
 
 deps: $(STAMP)
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -45,6 +45,10 @@ test-unit: deps
 
 test-vm: deps
 	$(PY) -m pytest -m vm
+
+# Every fault kind on ext4 and xfs, and fsync-retry on ext4, xfs and btrfs (a few minutes).
+faults-sweep: deps
+	PLUGPULL_FAULTS_ALL=1 $(PY) -m pytest -m vm -s tests/test_faults_vm.py
 
 # The main job: xfs and ext4, three modes, one metadata and one fsync workload, throughput
 # and crash safety per cell. Resumable: cells already in results/run.jsonl are skipped.

@@ -79,3 +79,39 @@ def test_an_oracle_that_answers_short_is_refused():
 def test_split_covers_everything_in_order():
     parts = split(tuple(range(10)), 3)
     assert parts == [(0, 1, 2, 3), (4, 5, 6), (7, 8, 9)]
+
+
+class Trips(Planted):
+    """Counts the oracle calls that reach the checker (round trips), behind a memo."""
+
+    def __init__(self, culprits):
+        super().__init__(culprits)
+        self.trips = 0
+
+    def __call__(self, candidates):
+        self.trips += 1
+        return super().__call__(candidates)
+
+
+@pytest.mark.parametrize("k", sorted(BOUNDS))
+def test_lookahead_gives_the_same_answer_in_fewer_round_trips(k):
+    plain_trips = ahead_trips = 0
+    for seed in range(20):
+        culprits = random.Random(seed).sample(CHANGES, k)
+        plain, ahead = Trips(culprits), Trips(culprits)
+        memo = Memo(ahead)
+        assert ddmin(CHANGES, Memo(plain)) == ddmin(CHANGES, memo, lookahead=memo.knows) == tuple(sorted(culprits))
+        assert ahead.checks == len(ahead.seen)
+        plain_trips, ahead_trips = plain_trips + plain.trips, ahead_trips + ahead.trips
+    assert ahead_trips < plain_trips
+
+
+def test_lookahead_keeps_batches_at_most_the_batch_size():
+    sizes = []
+
+    def fails(cands):
+        sizes.append(len(cands))
+        return [{7, 8, 9} <= set(c) for c in cands]
+    memo = Memo(fails)
+    assert ddmin(CHANGES, memo, batch=5, lookahead=memo.knows) == (7, 8, 9)
+    assert max(sizes) <= 5 and 5 in sizes

@@ -1,8 +1,10 @@
 """The image builder on a tiny recipe (busybox only) and a fake kernel: no VM, a few ms."""
 
+import multiprocessing
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -111,11 +113,43 @@ def test_cpio_is_deterministic_and_extractable(tmp_path):
     assert (out / "etc/hello").stat().st_mode & 0o777 == 0o600
 
 
-def test_old_images_are_pruned(kernel, tmp_path):
+def _build_in_child(kernel, text, root, hold=None):
+    """Build in a forked process, which exits (and so stops using the image) unless `hold`,
+    an Event, keeps it alive."""
+    def child():
+        build_image(kernel, recipe(text), root)
+        if hold is not None:
+            hold.wait(60)
+    ctx = multiprocessing.get_context("fork")
+    proc = ctx.Process(target=child)
+    proc.start()
+    if hold is None:
+        proc.join(60)
+        assert proc.exitcode == 0
+    return proc
+
+
+def test_old_images_are_pruned_but_never_one_in_use(kernel, tmp_path):
     root = tmp_path / "cache"
-    keys = [build_image(kernel, recipe(RECIPE + f"\n# variant {i}\n"), root).key for i in range(5)]
-    left = sorted(p.name for p in root.iterdir() if (p / "manifest.json").is_file())
-    assert len(left) == 3 and set(left) <= set(keys) and keys[-1] in left
+    variants = [RECIPE + f"\n# variant {i}\n" for i in range(6)]
+    hold = multiprocessing.get_context("fork").Event()
+    holder = _build_in_child(kernel, variants[0], root, hold)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(root.glob("*/in-use")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        held = next(root.glob("*/in-use")).parent.name
+        for text in variants[1:]:
+            _build_in_child(kernel, text, root)
+        left = {p.name for p in root.iterdir() if (p / "manifest.json").is_file()}
+        assert held in left, "an image a live process uses was pruned"
+        assert len(left) == 4, left  # the 3 most recently used, and the one in use
+    finally:
+        hold.set()
+        holder.join(60)
+    _build_in_child(kernel, RECIPE + "\n# variant 7\n", root)
+    left = {p.name for p in root.iterdir() if (p / "manifest.json").is_file()}
+    assert held not in left and len(left) == 3
 
 
 HELLO = '#include <stdio.h>\nint main(void) { puts("hello %s"); return 0; }\n'

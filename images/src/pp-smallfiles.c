@@ -17,6 +17,10 @@
  * every phase counts file operations only. Nothing is fsynced: barriers act here only
  * through the filesystem's own journal commits. File contents and the shuffles come from
  * SEED alone, so two runs with the same arguments do the same work.
+ *
+ * With PP_STAT set to a disk's /sys/block/DEV/stat, its line is printed before phase #1 and
+ * after each phase ("pp-stat N FIELDS", N = the phases done), so each phase's writes and
+ * flushes are the difference of two lines.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -135,11 +139,30 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static void disk_stat(int done)
+{
+	const char *path = getenv("PP_STAT");
+	char line[512];
+	FILE *f;
+
+	if (!path || !*path)
+		return;
+	f = fopen(path, "r");
+	if (!f)
+		die("open %s: %s", path, strerror(errno));
+	if (!fgets(line, sizeof(line), f))
+		die("read %s: %s", path, ferror(f) ? strerror(errno) : "empty");
+	fclose(f);
+	printf("pp-stat %d %s%s", done, line, strchr(line, '\n') ? "" : "\n");
+	fflush(stdout);
+}
+
 static void report(int number, const char *name, double seconds)
 {
 	printf("#%d %-22s: %.3f seconds (%.2f op/s).\n", number, name, seconds,
 	       seconds > 0 ? count / seconds : 0.0);
 	fflush(stdout);
+	disk_stat(number);
 }
 
 /* A Fisher-Yates shuffle of 0..count-1, drawn from the run's own stream. */
@@ -327,6 +350,7 @@ int main(int argc, char **argv)
 	make_dirs();
 	printf("... testing %lu files ...\n", count);
 	fflush(stdout);
+	disk_stat(0);
 
 	start = now();
 	create_files(buf);

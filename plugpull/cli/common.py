@@ -82,7 +82,27 @@ def add_guest_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accel", type=Accel, choices=list(Accel), default=Accel.AUTO)
     p.add_argument("--kernel", type=Path, help="boot this kernel (bzImage) instead of the host's")
     p.add_argument("--modules", type=Path, help="with --kernel: its lib/modules/RELEASE tree")
+    p.add_argument("--backend", default="qemu", choices=("qemu", "libvirt"), help="what runs the guests")
+    p.add_argument("--connect", metavar="URI", type=_libvirt_uri, help="with --backend libvirt: the libvirt URI "
+                   "(default qemu:///system)")
     add_log_options(p)
+
+
+def _libvirt_uri(text: str) -> str:
+    from plugpull.guest.backends import checked_uri
+    try:
+        return checked_uri(text)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix(f"bad --connect {text!r}: ")) from None
+
+
+def guest_backend(args):
+    """The --backend/--connect backend, checked and ready; what it started stops at exit."""
+    import atexit
+    from plugpull.guest.backends import prepare_backend
+    prepared = prepare_backend(args.backend, args.connect)
+    atexit.register(prepared.close)
+    return prepared.backend
 
 
 def print_table(header, rows) -> None:

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output,
-                                 kernel_source, parse_params, print_table)
+                                 guest_backend, kernel_source, parse_params, print_table)
 from plugpull.errors import UsageError
 from plugpull.guest.rig import prepare_rig
 from plugpull.lab.settings import add_options
@@ -43,11 +43,11 @@ def cmd_crash(args) -> int:
         raise UsageError(f"--out {out} is not a directory")
     if args.json:
         checked_output(args.json, "--json")
-    kernel = kernel_source(args)
+    kernel, backend = kernel_source(args), guest_backend(args)
     fresh = not out.exists()
     try:
         with run_log(out / "crash.log"):
-            rig = prepare_rig(args.accel, kernel)
+            rig = prepare_rig(args.accel, kernel, backend)
             run = run_crash(spec, rig, out)
     except BaseException:
         if fresh:
@@ -71,14 +71,14 @@ def warn_unreachable_trigger(spec) -> None:
 
 def _print_run(args, run, rig, out: Path) -> int:
     from plugpull.lab.crash import recording_crashed, write_json
-    from plugpull.lab.verdict import Verdict
+    from plugpull.lab.verdict import POWER_CUT_VERDICTS
 
     rows = []
     for model in dict.fromkeys(s.model for s in run.states):
         states = [s for s in run.states if s.model == model]
-        counts = {str(v): sum(s.verdict == str(v) for s in states) for v in Verdict}
+        counts = {str(v): sum(s.verdict == str(v) for s in states) for v in POWER_CUT_VERDICTS}
         rows.append((args.fs, args.mode, model, len(states), len({s.distinct for s in states}), *counts.values()))
-    print_table(("fs", "mode", "model", "states", "distinct", *(str(v) for v in Verdict)), rows)
+    print_table(("fs", "mode", "model", "states", "distinct", *(str(v) for v in POWER_CUT_VERDICTS)), rows)
     t = run.timing
     print(f"record {t.record_s:.1f} s, check {t.check_s:.1f} s ({t.states_per_minute:.0f} states/min, "
           f"{t.distinct_per_minute or 0:.0f} distinct/min, {run.distinct or 0} distinct in all, {rig.accel})")
@@ -109,11 +109,11 @@ def cmd_replay(args) -> int:
 
     if not (args.dir / "state.json").is_file():
         raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
-    kernel = kernel_source(args)
+    kernel, backend = kernel_source(args), guest_backend(args)
     scratch = make_tempdir("replay")
     try:
         saved = load_state(args.dir, scratch)
-        rig = prepare_rig(args.accel, kernel)
+        rig = prepare_rig(args.accel, kernel, backend)
         r = replay(args.dir, rig, scratch, saved)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -6,8 +6,9 @@ import time
 from pathlib import Path
 
 from plugpull import __version__
-from plugpull.cli.common import EXIT_OK, EXIT_USAGE, add_guest_options, kernel_source, on_off, print_table
-from plugpull.errors import PlugpullError, ToolMissing
+from plugpull.cli.common import (EXIT_OK, EXIT_USAGE, add_guest_options, guest_backend, kernel_source, on_off,
+                                 print_table)
+from plugpull.errors import PlugpullError, ToolMissing, UsageError
 from plugpull.guest.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.rig import prepare_rig
 from plugpull.lab.settings import option_type
@@ -32,8 +33,9 @@ def add_parsers(sub) -> None:
 
 
 def cmd_doctor(args) -> int:
-    from plugpull.guest import image as image_mod
+    from plugpull.guest import image as image_mod, imagecache
     from plugpull.guest.accel import kvm_device_usable
+    from plugpull.guest.libvirtd import doctor_rows
     from plugpull.guest.machine import cached_probe, qemu_version
 
     rows, missing = [], []
@@ -69,7 +71,7 @@ def cmd_doctor(args) -> int:
     else:
         verdict = "usable" if probe["ok"] else "unusable, guests run under TCG"
         row("kvm", f"{verdict}: probe {probe.get('detail', 'recorded no detail')}")
-    cached = image_mod.cached_images()
+    cached = imagecache.cached_images()
     current = "unknown"
     if kernel is not None and not missing:
         try:
@@ -80,6 +82,8 @@ def cmd_doctor(args) -> int:
         except PlugpullError as e:
             row("image", f"cannot be built: {e}", False)
     row("image cache", f"{image_mod.cache_dir() / 'images'}: {len(cached)} image(s); current {current}")
+    for name, value, ok in doctor_rows(args.backend == "libvirt"):
+        row(name, value, ok)
     width = max(len(r[0]) for r in rows)
     for name, value, ok in rows:
         print(f"{name:<{width}}  {value}")
@@ -98,7 +102,9 @@ def boot_spec(args, disk_dir: Path, interactive=False) -> MachineSpec:
 def cmd_shell(args) -> int:
     from plugpull.paths import make_tempdir
 
-    rig = prepare_rig(args.accel, kernel_source(args))
+    if args.backend != "qemu":
+        raise UsageError("plugpull shell needs --backend qemu: its console is this terminal")
+    rig = prepare_rig(args.accel, kernel_source(args), guest_backend(args))
     work = make_tempdir("shell")
     try:
         spec = boot_spec(args, work, interactive=True)
@@ -116,7 +122,7 @@ def cmd_disks(args) -> int:
     from plugpull.paths import make_tempdir
 
     started = time.monotonic()
-    rig = prepare_rig(args.accel, kernel_source(args))
+    rig = prepare_rig(args.accel, kernel_source(args), guest_backend(args))
     print(f"image {rig.image.key} ({rig.image.kernel_release}) ready in {time.monotonic() - started:.1f} s",
           file=sys.stderr)
     header = ("bus", "qemu write-cache", "guest queue/write_cache", "hdparm -W", "accel", "boot s")

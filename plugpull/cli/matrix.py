@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output,
-                                 kernel_source, parse_params)
+                                 guest_backend, kernel_source, parse_params)
 from plugpull.errors import UsageError
 from plugpull.guest.rig import prepare_rig
 from plugpull.lab.settings import add_options
@@ -107,9 +107,9 @@ def cmd_matrix(args) -> int:
     todo = with_user_scripts(todo, Path("."))
     for cell in todo:
         cell.validate()
-    kernel = kernel_source(args)
+    kernel, backend = kernel_source(args), guest_backend(args)
     with run_log(args.results.with_suffix(".log")):
-        rig = prepare_rig(args.accel, kernel)
+        rig = prepare_rig(args.accel, kernel, backend)
         work = make_tempdir("matrix")
         try:
             ran = run_matrix(todo, args.results, rig, work)
@@ -132,10 +132,10 @@ def cmd_reproduce(args) -> int:
         cell.validate()
     results = checked_output(args.results or Path("results") / f"{args.case.stem}.jsonl", "--results",
                              parent_must_exist=False)
-    kernel = kernel_source(args)
+    kernel, backend = kernel_source(args), guest_backend(args)
     print(f"{case.title}\n  {case.source}\n  {len(case.cells)} cells, scale {args.scale:g}", file=sys.stderr)
     with run_log(results.with_suffix(".log")):
-        rig = prepare_rig(args.accel, kernel)
+        rig = prepare_rig(args.accel, kernel, backend)
         work = make_tempdir("reproduce")
         try:
             ran = run_matrix(list(case.cells), results, rig, work)

@@ -4,7 +4,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from plugpull.cli.common import EXIT_FOUND, EXIT_OK, add_guest_options, kernel_source
+from plugpull.cli.common import EXIT_FOUND, EXIT_OK, add_guest_options, guest_backend, kernel_source
 from plugpull.errors import UsageError
 from plugpull.lab.settings import MAX_WORKERS
 
@@ -41,11 +41,11 @@ def cmd_minimise(args) -> int:
         raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
     if args.out is not None and args.out.exists() and not (args.out / "state.json").is_file():
         raise UsageError(f"--out {args.out} exists and is not a minimised state")
-    kernel = kernel_source(args)
+    kernel, backend = kernel_source(args), guest_backend(args)
     scratch = make_tempdir("minimise")
     try:
         loaded(args.dir, scratch / "check")
-        rig = prepare_rig(args.accel, kernel)
+        rig = prepare_rig(args.accel, kernel, backend)
         try:
             found = minimise(args.dir, rig, scratch, workers=args.workers, batch=args.batch)
         except NotMinimisable as e:

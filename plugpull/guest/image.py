@@ -21,6 +21,7 @@ from plugpull.guest.cpio import CpioWriter
 from plugpull.errors import ImageError, ToolMissing
 from plugpull.guest.kernel import pvh_kernel
 from plugpull.files import atomic_path
+from plugpull.guest.imagecache import hold, prune_cache
 from plugpull.paths import IMAGES_DIR, cache_dir
 from plugpull.space import space_is_fatal
 
@@ -332,16 +333,16 @@ def build_image(kernel: KernelSource | None = None, recipe: Recipe | None = None
     key = cache_key(recipe, kernel, plan)
     root = root or cache_dir() / "images"
     final = root / key
-    fresh = False
-    if not (final / "manifest.json").is_file():
-        root.mkdir(parents=True, exist_ok=True)
-        with open(root / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not (final / "manifest.json").is_file():
-                with space_is_fatal(root):
-                    _build_into(final, plan, kernel, recipe, key)
-                prune_cache(root, keep=KEEP_IMAGES)
-                fresh = True
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        fresh = not (final / "manifest.json").is_file()
+        if fresh:
+            with space_is_fatal(root):
+                _build_into(final, plan, kernel, recipe, key)
+        hold(final)
+        if fresh:
+            prune_cache(root, keep=KEEP_IMAGES)
     manifest = json.loads((final / "manifest.json").read_text())
     return GuestImage(key, final / "kernel", final / "initramfs.cpio", kernel.release, manifest, fresh)
 
@@ -369,17 +370,3 @@ def _build_into(final: Path, plan: Plan, kernel: KernelSource, recipe: Recipe, k
         }
         (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
         os.chmod(staging, 0o755)
-
-
-def prune_cache(root: Path, keep: int) -> list[Path]:
-    """Remove all but the `keep` most recently built images."""
-    manifests = sorted(cached_images(root), key=lambda p: p.stat().st_mtime_ns, reverse=True)
-    removed = [m.parent for m in manifests[keep:]]
-    for d in removed:
-        shutil.rmtree(d, ignore_errors=True)
-    return removed
-
-
-def cached_images(root: Path | None = None) -> list[Path]:
-    root = root or cache_dir() / "images"
-    return sorted(p for p in root.glob("*/manifest.json")) if root.is_dir() else []

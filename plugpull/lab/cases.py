@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from plugpull.errors import UsageError
 from plugpull.lab.matrix import cells, with_user_scripts
+from plugpull.lab.seeds import SeedSection, seed_table
 from plugpull.lab.settings import SETTINGS, Setting
 from plugpull.lab.spec import CrashSpec
 from plugpull.lab.workloads import workload
@@ -28,6 +29,7 @@ class Case:
     cells: tuple
     unsafe: tuple = ()
     safe: tuple = ()
+    seed: dict | None = None  # the [seed] table: the seed's published figures
 
 
 class CaseError(UsageError):
@@ -63,7 +65,8 @@ CrashSection = _section("crash")
 CaseFile = create_model(
     "CaseFile", __config__=STRICT, title=(str, ...), source=(str, ""), summary=(str, ""),
     matrix=(MatrixSection, ...), workload=(dict[str, dict[str, Any]], {}),
-    crash=(CrashSection, CrashSection()), expect=(ExpectSection, ExpectSection()))
+    crash=(CrashSection, CrashSection()), expect=(ExpectSection, ExpectSection()),
+    seed=(SeedSection | None, None))
 
 
 def _where(loc: tuple) -> str:
@@ -72,7 +75,8 @@ def _where(loc: tuple) -> str:
     if not rest:
         return str(head)
     where = f"[{head}] {rest[0]}" if head != "workload" else f"[workload.{rest[0]}]"
-    return where + "".join(f"[{part}]" for part in rest[1:] if isinstance(part, int))
+    return where + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in rest[1:]
+                           if head != "workload")
 
 
 def _first_error(path: Path, error: ValidationError) -> CaseError:
@@ -135,14 +139,15 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
     base = CrashSpec(models=tuple(crash.models), states=crash.states, seed=crash.seed, trigger=crash.trigger,
                      bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib, check_script=crash.check_script,
                      budget=crash.budget)
+    seed = seed_table(path, doc.seed, doc.matrix.workloads, doc.matrix.modes)
     todo = cells(base, doc.matrix.fs, doc.matrix.modes, doc.matrix.workloads, _workload_params(path, doc, scale),
-                 profile=doc.matrix.profile)
+                 profile=doc.matrix.profile, seed=seed)
     try:
         todo = with_user_scripts(todo, path.parent)
     except UsageError as e:
         raise CaseError(f"{path}: {e}") from None
     return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo),
-                _expected(path, doc, "unsafe"), _expected(path, doc, "safe"))
+                _expected(path, doc, "unsafe"), _expected(path, doc, "safe"), seed)
 
 
 def expectation_failures(case: Case, results: list[CellResult]) -> list[str]:

@@ -38,29 +38,48 @@ def _round(current: tuple, n: int) -> list[tuple[tuple, bool]]:
     return rounds
 
 
-def _first_failing(candidates: list[tuple[tuple, bool]], fails: Oracle, batch: int):
+def _ahead(current: tuple, n: int, room: int) -> list[tuple]:
+    """Up to `room` candidates a later round asks first: the parts of the next finer split,
+    which are the next round's parts whether a part fails now or none does."""
+    if room < 1 or 2 * n > len(current):
+        return []
+    return split(current, 2 * n)[:room]
+
+
+def _first_failing(candidates: list[tuple[tuple, bool]], fails: Oracle, batch: int, spare=(), known=None):
+    """The first failing candidate; `spare` fills a short last batch that has a candidate
+    not `known` yet (so it goes to the checkers anyway), asked but not used."""
     for start in range(0, len(candidates), batch):
         chunk = candidates[start:start + batch]
-        verdicts = fails([c for c, _ in chunk])
-        if len(verdicts) != len(chunk):
-            raise ValueError(f"the oracle answered {len(verdicts)} of {len(chunk)} candidates")
+        extra = list(spare)[:batch - len(chunk)] if start + batch >= len(candidates) else []
+        if known and all(known(c) for c, _ in chunk):
+            extra = []
+        verdicts = fails([c for c, _ in chunk] + extra)
+        if len(verdicts) != len(chunk) + len(extra):
+            raise ValueError(f"the oracle answered {len(verdicts)} of {len(chunk) + len(extra)} candidates")
         for (candidate, is_part), failed in zip(chunk, verdicts):
             if failed:
                 return candidate, is_part
     return None
 
 
-def ddmin(changes: Sequence[Hashable], fails: Oracle, batch: int = 8, on_round=None) -> tuple:
+def ddmin(changes: Sequence[Hashable], fails: Oracle, batch: int = 8, on_round=None,
+          lookahead: Callable[[tuple], bool] | None = None) -> tuple:
     """A 1-minimal failing subset of `changes` (Zeller and Hildebrandt's ddmin, with the
     parts and complements of a round asked in batches). `on_round(current, n)` is told of
-    every round before it is asked."""
+    every round before it is asked. `lookahead(candidate)` says whether a memoising oracle
+    knows a candidate already; with it, a batch that must go to the checkers and has room
+    also asks the next round's parts, so that round is answered without a trip. The answer
+    is the same; a few more candidates are judged."""
     if batch < 1:
         raise ValueError("batch must be at least 1")
     current, n = tuple(changes), 2
     while len(current) >= 2:
         if on_round:
             on_round(current, n)
-        hit = _first_failing(_round(current, n), fails, batch)
+        candidates = _round(current, n)
+        spare = _ahead(current, n, batch - len(candidates) % batch) if lookahead else []
+        hit = _first_failing(candidates, fails, batch, spare, lookahead)
         if hit and hit[1]:
             current, n = hit[0], 2
         elif hit:
@@ -95,3 +114,6 @@ class Memo:
             if self.after:
                 self.after(self.known)
         return [self.failing(self.known[self.key(c)]) for c in candidates]
+
+    def knows(self, candidate: tuple) -> bool:
+        return self.key(candidate) in self.known

@@ -11,7 +11,9 @@ import struct
 import subprocess
 from pathlib import Path
 
-from plugpull.powerloss.writelog import SECTOR
+from plugpull.lab.xfslog import block_cycle, parse_record
+from plugpull.powerloss.legal import durability
+from plugpull.powerloss.writelog import SECTOR, iter_entries
 
 JBD2_MAGIC = 0xC03B3998
 JBD2_TYPES = {1: "descriptor", 2: "commit", 3: "superblock", 4: "superblock", 5: "revoke"}
@@ -22,6 +24,8 @@ XFS_MAGICS = {b"XFSB": "superblock", b"XAGF": "AGF", b"XAGI": "AGI", b"XAFL": "A
               b"RMB3": "reverse-map btree", b"R3FC": "refcount btree", b"XAR3": "attribute block",
               b"\x3b\xee": "attribute leaf", b"\x3d\xff": "directory leaf", b"\x3e\xbe": "btree node"}
 XLOG_MAGIC = 0xFEEDBABE
+READ_BYTES = 1 << 16  # a whole log record of the default 32 KiB iclog, with room
+RECOVERY_WINDOW_BB = 4096  # XLOG_TOTAL_REC_SHIFT: 8 iclogs of 256 KiB, where recovery looks for torn writes
 
 
 def _run(argv: list[str]) -> str:
@@ -82,14 +86,22 @@ def xfs_layout(image: Path) -> dict:
     return {k: int(v) for k, v in found.items()} if set(fields) <= found.keys() else {}
 
 
+def xfs_log_bytes(sb: dict) -> tuple[int, int]:
+    """The internal log's first byte on the disk and its size."""
+    log_ag, log_agbno = sb["logstart"] >> sb["agblklog"], sb["logstart"] & ((1 << sb["agblklog"]) - 1)
+    return (log_ag * sb["agblocks"] + log_agbno) * sb["blocksize"], sb["logblocks"] * sb["blocksize"]
+
+
 def xfs_meaning(sb: dict, offset: int, data: bytes) -> str:
     bs, agblocks = sb["blocksize"], sb["agblocks"]
-    log_ag, log_agbno = sb["logstart"] >> sb["agblklog"], sb["logstart"] & ((1 << sb["agblklog"]) - 1)
-    log_start = (log_ag * agblocks + log_agbno) * bs
-    if log_start <= offset < log_start + sb["logblocks"] * bs:
+    log_start, log_size = xfs_log_bytes(sb)
+    if log_start <= offset < log_start + log_size:
         where = f"internal log, basic block {(offset - log_start) // SECTOR} of {sb['logblocks'] * bs // SECTOR}"
+        record = parse_record(data)
+        if record:
+            return f"{where}: {record}"
         if len(data) >= 8 and struct.unpack(">I", data[:4])[0] == XLOG_MAGIC:
-            return f"{where}: log record header, cycle {struct.unpack('>I', data[4:8])[0]}"
+            return f"{where}: log record header, cycle {block_cycle(data)}"
         return f"{where}: log record data"
     ag, within = divmod(offset, agblocks * bs)
     if within < 4 * sb["sectsize"]:
@@ -98,6 +110,29 @@ def xfs_meaning(sb: dict, offset: int, data: bytes) -> str:
         if data.startswith(magic):
             return f"AG {ag} block {within // bs}: {name}"
     return f"AG {ag} block {within // bs}: file data, or metadata without a magic"
+
+
+def xfs_log_context(sb: dict, entries, cut: int, index: int) -> str:
+    """Where a write to the internal log sits against the flushes: the flush before it and
+    the next one, how many log writes the cache held since, and how far past the head the
+    flushed log ends at it lies (recovery expects torn writes only within 4096 blocks)."""
+    start, size = (b // SECTOR for b in xfs_log_bytes(sb))
+    issued = list(entries[:cut])
+    why = durability(issued, cut)
+    in_log = [e for e in issued if e.is_write and start <= e.sector < start + size]
+    target = next(e for e in in_log if e.index == index)
+    flushes = [e.index for e in entries if e.is_flush]
+    before = max((f for f in flushes if f < index), default=None)
+    after = min((f for f in flushes if f > index), default=None)
+    durable = [e for e in in_log if why.get(e.index)]
+    head = (durable[-1].sector + durable[-1].nr_sectors - start) if durable else 0
+    since = sum(1 for e in in_log if (before is None or e.index > before) and e.index <= index)
+    past = (target.sector - start - head) % size
+    after_text = f"flush entry {after}" if after is not None and after < cut else "no flush before the cut"
+    return (f"log write {since} since {'no flush' if before is None else f'flush entry {before}'}, next: "
+            f"{after_text}; {past} basic blocks ({past / target.nr_sectors:.0f} records of its size) past "
+            f"block {head}, where the flushed log ends; recovery looks for torn writes within "
+            f"{RECOVERY_WINDOW_BB} blocks of the head")
 
 
 def meanings(found, scratch: Path) -> dict[int, str]:
@@ -112,10 +147,13 @@ def meanings(found, scratch: Path) -> dict[int, str]:
     if not layout:
         return {}
     out = {}
+    entries = list(iter_entries(found.record.log)) if fs == "xfs" else []
     with open(found.record.log, "rb") as log:
         for i in found.culprits:
             e = found.variation.updates[i]
             log.seek(e.data_offset)
-            data = log.read(min(e.data_len, 4096)) if e.is_write else b""
+            data = log.read(min(e.data_len, READ_BYTES)) if e.is_write else b""
             out[i] = explain(layout, e.sector * SECTOR, data)
+            if out[i].startswith("internal log") and e.is_write:
+                out[i] += "; " + xfs_log_context(layout, entries, found.doc["cut"], i)
     return out

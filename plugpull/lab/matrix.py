@@ -13,7 +13,7 @@ import os
 import platform
 import shutil
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from plugpull.guest.config import Bus
@@ -44,6 +44,7 @@ class Cell:
     overhead: bool = False
     profile: str = DEFAULT_PROFILE
     real_disk: str | None = None
+    seed: dict | None = field(default=None, compare=False)  # a case's [seed] table; not in the key
 
     fs = property(lambda self: self.spec.fs)
     mode = property(lambda self: self.spec.mode)
@@ -131,7 +132,8 @@ def run_cell(cell: Cell, rig: Rig, work: Path, artifacts: Path) -> CellResult:
         error = f"nothing checked (not a verdict): {e}"
     return CellResult(key=cell.key(), fs=cell.fs, mode=cell.mode, workload=cell.workload,
                       params=tuple(plan.workload.params().items()), settings=cell.to_json(), env=env, started=started_at,
-                      seconds=time.monotonic() - started, throughput=throughput, crash=crash, error=error)
+                      seconds=time.monotonic() - started, throughput=throughput, crash=crash, error=error,
+                      seed=cell.seed)
 
 
 def measure_throughput(cell: Cell, plan: CrashPlan, rig: Rig, work: Path) -> Throughput:

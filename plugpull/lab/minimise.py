@@ -148,7 +148,8 @@ def minimise(artifact: Path, rig: Rig, scratch: Path, workers: int = 0, batch: i
     def round_told(current, n):
         log.info(f"ddmin: {len(current)} writes left, in {n} parts ({len(memo.known)} plans judged)")
 
-    culprits = ddmin(changes, lambda cands: memo([var.pieces(reference, c) for c in cands]), batch, round_told)
+    culprits = ddmin(changes, lambda cands: memo([var.pieces(reference, c) for c in cands]), batch, round_told,
+                     lookahead=lambda c: memo.knows(var.pieces(reference, c)))
     shutil.rmtree(states, ignore_errors=True)
     return Minimised(doc, rec, var, reference, references, culprits,
                      memo.known[plan_key(var.pieces(reference, culprits))], memo.asked, len(memo.known),

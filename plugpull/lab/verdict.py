@@ -25,6 +25,14 @@ class Verdict(StrEnum):
     UNMOUNTABLE = "unmountable"
     KERNEL_CRASH = "kernel-crash"  # the kernel under test panicked, oopsed or hung on the state
     INFRA_ERROR = "infra-error"
+    # device faults (plugpull.faults): judged by what the application was told
+    ERROR_REPORTED = "error-reported"
+    SILENT_LOSS = "silent-loss"
+    FS_SHUTDOWN = "fs-shutdown"
+
+
+FAULT_VERDICTS = (Verdict.ERROR_REPORTED, Verdict.SILENT_LOSS, Verdict.FS_SHUTDOWN)
+POWER_CUT_VERDICTS = tuple(v for v in Verdict if v not in FAULT_VERDICTS)  # a crash state's
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ from jinja2 import Environment, PackageLoader
 from plugpull.files import atomic_write
 from plugpull.report.tables import (FS_VERDICTS, MISSING, RATIO_NOTE, Table, environment, failures,
                                     mode_notes, tables)
+from plugpull.report.cause import CAUSE_NOTE, has_cause
+from plugpull.report.seeds import NOTE as SEED_NOTE, seed_tables
 from plugpull.results import INFRA, UNSAFE_VERDICTS, CellResult
 
 TEMPLATE = "report.html.j2"
@@ -63,6 +65,9 @@ def html_page(cells: list[CellResult], png: bytes, warnings: Sequence[str] = ())
         cell_count=len(cells),
         tables=[marked(t) for t in tables(cells)],
         ratio_note=RATIO_NOTE,
+        cause_note=CAUSE_NOTE if has_cause(cells) else "",
+        seeds=seed_tables(cells),
+        seed_note=SEED_NOTE,
         failures=failures(cells),
         image=base64.b64encode(png).decode("ascii"),
         environment=environment(cells),

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from plugpull.lab.fs import MODES
+from plugpull.report.cause import CAUSE_HEADER, CAUSE_NOTE, cause_columns, fmt_ratio, has_cause
 from plugpull.results import INFRA, CellResult, CrashSummary, Phase, param_text
 
 OPS, MBS = "op/s", "MiB/s"
@@ -115,12 +116,6 @@ def fmt_rate(value: float | None) -> str:
     return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
-def fmt_ratio(value: float | None) -> str:
-    if value is None:
-        return MISSING
-    return f"x{value:.1f}" if value >= 1 else f"x{value:.2f}"
-
-
 def fmt_count(value: int | None) -> str:
     return MISSING if value is None else str(value)
 
@@ -157,23 +152,27 @@ def shown_verdicts(cells: list[CellResult]) -> tuple[str, ...]:
 
 def tables(cells: list[CellResult]) -> list[Table]:
     """A table per group. `states` counts cuts (the verdicts count them too); `distinct`, shown
-    when some cell knows it, the distinct states checked for them."""
+    when some cell knows it, the distinct states checked for them; the cause columns, when
+    some cell read the disk's counters, on the same phase as 'vs barrier'."""
     verdicts = shown_verdicts(cells)
     distinct = ("distinct",) if any(c.crash and c.crash.distinct is not None for c in cells) else ()
     result = []
     for group in groups(cells):
         names = group.phase_names
         units = [group.unit(n) for n in names]
-        header = ("mode", *(f"{n} {u}" for n, u in zip(names, units)), "vs barrier", "states", *distinct,
-                  *verdicts)
+        causes = CAUSE_HEADER if has_cause(group.cells) else ()
+        header = ("mode", *(f"{n} {u}" for n, u in zip(names, units)), "vs barrier", *causes, "states",
+                  *distinct, *verdicts)
         rows = []
         for cell in group.cells:
             crash = cell.crash or CrashSummary()
             rows.append((group.label(cell), *(phase_text(cell, n, u) for n, u in zip(names, units)),
-                         fmt_ratio(slowdown(cell, group)), fmt_count(crash.states),
+                         fmt_ratio(slowdown(cell, group)),
+                         *(cause_columns(cell, group.baseline, group.first_phase) if causes else ()),
+                         fmt_count(crash.states),
                          *(fmt_count(crash.distinct) for _ in distinct),
                          *(fmt_count(crash.count(v)) for v in verdicts)))
-        result.append(Table(group.title, header, tuple(rows), crash_from=len(names) + 2))
+        result.append(Table(group.title, header, tuple(rows), crash_from=len(names) + 2 + len(causes)))
     return result
 
 
@@ -218,11 +217,15 @@ def render_table(cells: list[CellResult]) -> str:
             lines.append(("  " + "  ".join(throughput) + "  |  " + "  ".join(crash)).rstrip())
         lines.append("")
     lines.append(RATIO_NOTE)
+    if has_cause(cells):
+        lines.append(CAUSE_NOTE)
     lines.append(f"'{MISSING}': not measured.")
     if failures(cells):
         lines.append("incomplete cells:")
         lines.extend(f"  {f}" for f in failures(cells))
-    return "\n".join(lines) + "\n"
+    from plugpull.report.seeds import render_seeds  # seeds builds on this module's helpers
+    seeds = render_seeds(cells)
+    return "\n".join(lines) + "\n" + (f"\n{seeds}" if seeds else "")
 
 
 def render_text(cells: list[CellResult], warnings: Sequence[str] = ()) -> str:

@@ -7,6 +7,7 @@ still loads; a newer version is refused with a `SchemaError` naming it. Reading 
 about values (a number that is not one becomes None), strict about what names a cell.
 """
 
+from plugpull.results.diskio import DiskIO, StatError
 from plugpull.results.lines import append_line, read_cells
 from plugpull.results.schema import (
     CellResult,
@@ -28,7 +29,7 @@ from plugpull.results.schema import (
 )
 
 __all__ = [
-    "CellResult", "CrashRun", "CrashSummary", "CrashTiming", "Env", "INFRA", "MIB", "Phase",
+    "CellResult", "CrashRun", "CrashSummary", "CrashTiming", "DiskIO", "Env", "StatError", "INFRA", "MIB", "Phase",
     "SCHEMA_VERSION", "SchemaError", "StateResult", "Throughput", "UNSAFE_VERDICTS", "VERDICTS",
     "check_schema", "param_text", "append_line", "read_cells"
 ]

@@ -6,7 +6,9 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-SCHEMA_VERSION = 3
+from plugpull.results.diskio import DiskIO
+
+SCHEMA_VERSION = 4  # 4: the disk's writes and flushes per phase and run (`io`), a case's `seed`
 MIB = 1 << 20
 VERDICTS = ("clean", "data-loss", "inconsistent", "fs-corrupt", "unmountable", "kernel-crash", "infra-error")
 UNSAFE_VERDICTS = ("data-loss", "inconsistent", "fs-corrupt", "unmountable", "kernel-crash")
@@ -109,6 +111,7 @@ class Phase(_Fields):
     bytes: int | None = None
     ops_per_s: float | None = None
     mb_per_s: float | None = None
+    io: DiskIO | None = None  # what the disk did during the phase, when it was read around it
 
     @property
     def op_rate(self) -> float | None:
@@ -132,9 +135,12 @@ class Phase(_Fields):
     def measured(self) -> bool:
         return self.seconds is not None or self.ops_per_s is not None or self.mb_per_s is not None
 
+    def to_json(self) -> dict:
+        return {**asdict(self), "io": self.io.to_json() if self.io else None}
+
     @classmethod
     def from_json(cls, doc: dict) -> "Phase":
-        return _lenient(cls, doc, name=str(doc.get("name")))
+        return _lenient(cls, doc, name=str(doc.get("name")), io=DiskIO.from_json(doc.get("io")))
 
 
 @dataclass(frozen=True)
@@ -148,17 +154,20 @@ class Throughput:
     recorded: bool = False  # measured under the write recorder
     profile: dict | None = None  # the disk profile's settings, None on a real disk or none at all
     real_disk: str | None = None
+    io: DiskIO | None = None  # what the disk did over all the timed steps
 
     def __post_init__(self):
         _settle(self, phases=tuple(self.phases), profile=self.profile)
 
     def to_json(self) -> dict:
-        return {**asdict(self), "phases": [p.to_json() for p in self.phases]}
+        return {**asdict(self), "phases": [p.to_json() for p in self.phases],
+                "io": self.io.to_json() if self.io else None}
 
     @classmethod
     def from_json(cls, doc: dict) -> "Throughput":
         phases = [p for p in _of(list, doc.get("phases")) or [] if isinstance(p, dict)]
         return _lenient(cls, doc, recorded=doc.get("recorded") is True, profile=_of(dict, doc.get("profile")),
+                        io=DiskIO.from_json(doc.get("io")),
                         phases=tuple(Phase.from_json({**p, "name": p.get("name") or f"phase {i + 1}"})
                                      for i, p in enumerate(phases)))
 
@@ -352,9 +361,10 @@ class CellResult:
     throughput: Throughput | None = None
     crash: CrashSummary | None = None
     error: str | None = None
+    seed: dict | None = None  # the case file's [seed] table: the seed's published figures
 
     def __post_init__(self):
-        _settle(self, params=_pairs(self.params), settings=self.settings)
+        _settle(self, params=_pairs(self.params), settings=self.settings, seed=self.seed)
 
     @property
     def phases(self) -> tuple[Phase, ...]:
@@ -368,7 +378,8 @@ class CellResult:
                 "workload": self.workload, "params": dict(self.params), "cell": self.settings,
                 "env": self.env.to_json() if self.env else None, "started": self.started,
                 "seconds": self.seconds, "throughput": self.throughput.to_json() if self.throughput else None,
-                "crash": self.crash.to_json() if self.crash else None, "error": self.error}
+                "crash": self.crash.to_json() if self.crash else None, "error": self.error,
+                **({"seed": self.seed} if self.seed else {})}
 
     @classmethod
     def from_json(cls, doc: dict) -> "CellResult":
@@ -384,4 +395,4 @@ class CellResult:
             [*names.values(), *(f"{k}={param_text(v)}" for k, v in params)])
         return _lenient(cls, doc, key=key, **names, params=params, settings=_of(dict, doc.get("cell")),
                         env=_optional(Env, doc.get("env")), throughput=_optional(Throughput, doc.get("throughput")),
-                        crash=_optional(CrashSummary, doc.get("crash")))
+                        crash=_optional(CrashSummary, doc.get("crash")), seed=_of(dict, doc.get("seed")))

@@ -21,19 +21,20 @@ from plugpull.lab.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Findings, L
                                          content_line, repeated, sha256)
 from plugpull.lab.workloads.bench import (FIO_JOBS, BigCopy, Bonnie, Fio, SmallFiles, TreeCopy, TreeExtract,
                                           TreeRemove)
+from plugpull.lab.workloads.faulty import FsyncRetry
 from plugpull.lab.workloads.oracle import AtomicReplace, FsyncAppend, FsyncFiles
 from plugpull.lab.workloads.sqlite import Sqlite
 from plugpull.lab.workloads.script import PREFIX as SCRIPT_PREFIX, CheckScriptError, Script, read_script
 from plugpull.lab.workloads.params import check_params
 
 __all__ = ["ACK_PORT", "DIR", "PAYLOAD_DEV", "FIO_JOBS", "SCRIPT_PREFIX", "WORKLOADS", "AtomicReplace", "BigCopy",
-           "Bonnie", "CheckScriptError", "Findings", "Fio", "FsyncAppend", "FsyncFiles", "Lost", "Script",
+           "Bonnie", "CheckScriptError", "Findings", "Fio", "FsyncAppend", "FsyncFiles", "FsyncRetry", "Lost", "Script",
            "SmallFiles", "Sqlite", "Step", "TreeCopy", "TreeExtract", "TreeRemove", "Workload", "content_line",
            "read_script", "repeated", "sha256", "workload"]
 
 
 WORKLOADS = {w.name: w for w in (FsyncFiles, FsyncAppend, AtomicReplace, TreeExtract, TreeRemove, TreeCopy, BigCopy,
-                                 SmallFiles, Bonnie, Fio, Sqlite)}
+                                 SmallFiles, Bonnie, Fio, Sqlite, FsyncRetry)}
 # The user's own workload is named on the command line as script:PATH; its texts are its parameters.
 USER_WORKLOADS = {Script.name: Script}
 

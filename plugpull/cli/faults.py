@@ -1,0 +1,126 @@
+"""`plugpull faults`: device faults under the filesystem (dm-flakey), a table over
+filesystem x fault x workload of the verdicts and of the errnos the application was told."""
+
+import logging
+import time
+from collections import Counter
+from pathlib import Path
+
+from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_source, \
+    parse_params, print_table
+from plugpull.errors import InfraError, UsageError
+
+log = logging.getLogger(__name__)
+UNSAFE = ("silent-loss", "fs-corrupt", "unmountable", "kernel-crash")
+
+
+def add_parsers(sub) -> None:
+    f = sub.add_parser("faults", help="inject device faults (dm-flakey) and judge what the application was told")
+    add_guest_options(f)
+    f.add_argument("--fs", default="ext4", help="filesystems, comma-separated (default ext4)")
+    f.add_argument("--fault", action="append", required=True,
+                   help="KIND[@TRIGGER][+SECONDS][,seed=N], repeatable; KIND: error-writes, drop-writes, "
+                        "corrupt-writes, corrupt-reads, flaky:UP:DOWN; TRIGGER: acks:N, writes:N, time:S")
+    f.add_argument("--workload", default="fsync-retry", help="workloads, comma-separated (default fsync-retry)")
+    f.add_argument("--param", action="append", default=[], help="NAME=VALUE for the workloads")
+    f.add_argument("--runs", type=int, default=1, help="runs per cell (default 1)")
+    f.add_argument("--json", type=Path, help="write every run here (atomically)")
+    f.add_argument("--out", type=Path, help="directory for the runs' consoles (default results/faults-...)")
+    f.add_argument("--fail-on-unsafe", action="store_true", help=f"exit 1 if a run is {', '.join(UNSAFE)}")
+    f.set_defaults(func=cmd_faults)
+
+
+def plan(args) -> list:
+    """Every FaultCase the arguments ask for, checked before any guest boots."""
+    from plugpull.faults.run import FaultCase
+    from plugpull.faults.spec import parse_fault
+    from plugpull.lab.fs import filesystem
+    from plugpull.lab.workloads import workload
+
+    if args.runs < 1:
+        raise UsageError(f"bad --runs {args.runs}: at least 1")
+    systems = [filesystem(n.strip()) for n in args.fs.split(",")]
+    faults = [parse_fault(text) for text in args.fault]
+    params = dict(parse_params(args.param))
+    loads = [workload(n.strip(), **params) for n in args.workload.split(",")]
+    return [FaultCase(fs, fault, w) for fs in systems for fault in faults for w in loads]
+
+
+def cmd_faults(args) -> int:
+    from plugpull.files import atomic_write_json
+    from plugpull.guest.rig import prepare_rig
+    from plugpull.log import run_log
+
+    cases = plan(args)
+    if args.json:
+        checked_output(args.json, "--json")
+    out = args.out or Path("results") / f"faults-{time.strftime('%Y%m%d-%H%M%S')}"
+    kernel = kernel_source(args)
+    runs = []
+    with run_log(out / "faults.log"):
+        rig = prepare_rig(args.accel, kernel)
+        for n, case in enumerate(cases):
+            for i in range(args.runs):
+                runs.append(_one(out / f"{n:03d}-{case.fs.name}-{i}", case, rig))
+    if args.json:
+        atomic_write_json(args.json, {"kernel": rig.image.kernel_release, "runs": runs})
+        print(f"results: {args.json}")
+    print_table(*table(runs))
+    header, rows = retry_table(runs)
+    if rows:
+        print()
+        print_table(header, rows)
+    if any(r["verdict"] == "infra-error" for r in runs):
+        return EXIT_INFRA
+    return EXIT_FOUND if args.fail_on_unsafe and any(r["verdict"] in UNSAFE for r in runs) else EXIT_OK
+
+
+def _one(directory: Path, case, rig) -> dict:
+    """One run as JSON; a harness failure is its infra-error, never a filesystem verdict."""
+    from plugpull.faults.run import run_fault
+
+    try:
+        result = run_fault(directory, case, rig).to_json()
+    except InfraError as e:
+        result = {"fs": case.fs.name, "fault": str(case.fault), "workload": case.workload.name,
+                  "verdict": "infra-error", "reason": str(e).splitlines()[0], "told": {"errors": []}}
+    log.info("%s %s %s: %s (%s)", result["fs"], result["fault"], result["workload"], result["verdict"],
+             result["reason"])
+    return result
+
+
+def table(runs: list[dict]) -> tuple[tuple, list]:
+    """(header, rows): a row per (fs, fault, workload), the verdict counts, and the errnos
+    the application got from write, fsync and close (NAME:count)."""
+    from plugpull.faults.told import SYSCALLS
+    from plugpull.lab.verdict import Verdict
+
+    cells: dict = {}
+    for r in runs:
+        cells.setdefault((r["fs"], r["fault"], r["workload"]), []).append(r)
+    shown = [str(v) for v in Verdict if v != Verdict.DATA_LOSS and v != Verdict.INCONSISTENT]
+    header = ("fs", "fault", "workload", "runs", *shown, *(f"{s} errno" for s in SYSCALLS))
+    rows = []
+    for key, group in cells.items():
+        verdicts = Counter(r["verdict"] for r in group)
+        errnos = [Counter(name for r in group for _, call, name in r["told"]["errors"] if call == s) for s in SYSCALLS]
+        rows.append((*key, len(group), *(verdicts[v] for v in shown),
+                     *(" ".join(f"{k}:{n}" for k, n in sorted(c.items())) or "-" for c in errnos)))
+    return header, rows
+
+
+
+
+def retry_table(runs: list[dict]) -> tuple[tuple, list]:
+    """fsync-retry runs: per run, whether the first fsync reported an error, whether the retry
+    succeeded, and whether the new data was there after the remount."""
+    header = ("fs", "fault", "error at first fsync", "retry succeeds", "data present after remount", "verdict")
+    rows = []
+    for r in runs:
+        if r["workload"] != "fsync-retry" or "version_after" not in r:
+            continue
+        first = [name for ident, call, name in r["told"]["errors"] if ident == 2 and call == "fsync"]
+        retried = "yes" if 3 in r["told"]["acks"] else ("no" if first else "not needed")
+        rows.append((r["fs"], r["fault"], first[0] if first else "no", retried,
+                     "yes" if r["version_after"] == 2 else "no", r["verdict"]))
+    return header, rows

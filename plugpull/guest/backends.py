@@ -1,0 +1,73 @@
+"""The backends by name, as `--backend` and `--connect` choose them, checked before any guest
+boots: a bad value is a `UsageError`, and for libvirt the daemons are started (when this host
+is the one meant and nobody runs them) and the connection is tried once."""
+
+import re
+from dataclasses import dataclass, field
+
+from plugpull.errors import InfraError, UsageError
+from plugpull.guest.backend import Backend
+from plugpull.guest.machine import QEMU
+
+BACKENDS = ("qemu", "libvirt")
+DEFAULT_URI = "qemu:///system"
+_URI = re.compile(r"^qemu(\+[a-z]+)?://[^\s/]*/(system|session)(\?\S*)?$")
+
+
+def checked_uri(text: str) -> str:
+    """A libvirt QEMU URI: qemu:///system, qemu+tcp://HOST/system, qemu+ssh://USER@HOST/system."""
+    if not _URI.match(text):
+        raise UsageError(f"bad --connect {text!r}: expected a libvirt QEMU URI such as {DEFAULT_URI}")
+    return text
+
+
+def is_local_system(uri: str) -> bool:
+    return uri == "qemu:///system"
+
+
+@dataclass
+class Prepared:
+    """A backend ready to use and what to undo at the end (the daemons it started)."""
+
+    backend: Backend
+    version: str = ""
+    _daemons: object = field(default=None, repr=False)
+
+    def close(self) -> None:
+        if self._daemons is not None:
+            self._daemons.stop()
+
+
+def prepare_backend(name: str, uri: str | None = None) -> Prepared:
+    if name not in BACKENDS:
+        raise UsageError(f"bad --backend {name!r}: expected one of {', '.join(BACKENDS)}")
+    if name == "qemu":
+        if uri is not None:
+            raise UsageError("--connect needs --backend libvirt")
+        return Prepared(QEMU)
+    return _prepare_libvirt(checked_uri(uri or DEFAULT_URI))
+
+
+def _prepare_libvirt(uri: str) -> Prepared:
+    try:
+        import libvirt
+        from plugpull.guest.libvirt_machine import LibvirtBackend
+    except ImportError:
+        raise UsageError("--backend libvirt needs the libvirt-python package (make deps)") from None
+    from plugpull.guest.libvirtd import LocalDaemons
+    daemons = LocalDaemons()
+    if is_local_system(uri):
+        try:
+            daemons.ensure()
+        except InfraError as e:
+            daemons.stop()
+            raise UsageError(f"--backend libvirt: {e}") from None
+    try:
+        conn = libvirt.open(uri)
+        version = conn.getLibVersion()
+        conn.close()
+    except libvirt.libvirtError as e:
+        daemons.stop()
+        raise UsageError(f"bad --connect {uri}: {str(e).splitlines()[0]}") from None
+    major, minor, micro = version // 1_000_000, version // 1000 % 1000, version % 1000
+    return Prepared(LibvirtBackend(uri), f"{major}.{minor}.{micro}", daemons)

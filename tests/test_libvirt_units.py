@@ -1,0 +1,93 @@
+"""The libvirt backend's pieces that need no daemon: URIs, the daemons' book, the options."""
+
+import os
+import socket
+import subprocess
+
+import pytest
+
+from plugpull.cli import main
+from plugpull.errors import UsageError
+from plugpull.guest import libvirtd
+from plugpull.guest.backends import checked_uri, prepare_backend
+from plugpull.guest.machine import QEMU
+
+
+@pytest.mark.parametrize("uri", ["qemu:///system", "qemu:///session", "qemu+tcp://127.0.0.1/system",
+                                 "qemu+ssh://root@host.example/system", "qemu+ssh://h/system?keyfile=/k"])
+def test_good_uris(uri):
+    assert checked_uri(uri) == uri
+
+
+@pytest.mark.parametrize("uri", ["", "qemu://", "xen:///system", "http://x/", "qemu:///system junk",
+                                 "qemu+tcp://h/other"])
+def test_bad_uris_are_usage_errors(uri):
+    with pytest.raises(UsageError, match="bad --connect"):
+        checked_uri(uri)
+
+
+def test_the_qemu_backend_takes_no_uri():
+    assert prepare_backend("qemu").backend is QEMU
+    with pytest.raises(UsageError, match="--connect needs --backend libvirt"):
+        prepare_backend("qemu", "qemu:///system")
+    with pytest.raises(UsageError, match="bad --backend"):
+        prepare_backend("xen")
+
+
+def test_a_stale_socket_file_is_not_a_running_daemon(tmp_path):
+    path = tmp_path / "sock"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))
+        s.listen()
+        assert libvirtd.socket_alive(path)
+    assert path.exists() and not libvirtd.socket_alive(path)
+    assert not libvirtd.socket_alive(tmp_path / "absent")
+
+
+def test_stop_ends_exactly_the_daemons_it_started():
+    ours = subprocess.Popen(["sleep", "60"])
+    theirs = subprocess.Popen(["sleep", "60"])
+    try:
+        book = libvirtd.LocalDaemons(started={"virtlogd": ours.pid})
+        book.stop()
+        assert ours.wait(10) != 0
+        assert theirs.poll() is None, "a process the book did not start was stopped"
+        assert book.started == {}
+        book.stop()  # nothing left to stop: no error
+    finally:
+        theirs.kill()
+        theirs.wait()
+
+
+def test_a_zombie_is_not_alive():
+    assert libvirtd.pid_alive(os.getpid())
+    child = subprocess.Popen(["true"])
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: a zombie
+    assert not libvirtd.pid_alive(child.pid)
+    child.wait()
+
+
+def test_doctor_rows_say_what_is_missing(monkeypatch):
+    monkeypatch.setattr(libvirtd.shutil, "which", lambda name: None)
+    needed = libvirtd.doctor_rows(needed=True)
+    optional = libvirtd.doctor_rows(needed=False)
+    assert needed[0][0] == "libvirt" and "libvirt-daemon-system" in needed[0][1] and not needed[0][2]
+    assert optional[0][2]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["crash", "--backend", "xen"], "invalid choice"),
+    (["crash", "--backend", "libvirt", "--connect", "http://x/"], "libvirt QEMU URI"),
+    (["crash", "--connect", "qemu:///system"], "--connect needs --backend libvirt"),
+    (["shell", "--backend", "libvirt"], "plugpull shell needs --backend qemu"),
+])
+def test_bad_backend_options_are_one_line_exit_2(capsys, tmp_path, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,49 @@
+"""The README's XFS finding, in its smallest form and without a recording: on a fresh
+filesystem, one log record with nothing before it back to the head. Right after the head,
+recovery takes it as a torn write and mounts; 4032 blocks past it (as in the minimised
+bonnie++ state), the record ends 4096 blocks past a lost block and recovery fails."""
+
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from plugpull.lab.checker import Checker
+from plugpull.lab.explain import xfs_layout, xfs_log_bytes
+from plugpull.lab.fs import filesystem
+from plugpull.lab.xfslog import XLOG_MAGIC
+from plugpull.powerloss.crashstate import CrashState
+from plugpull.powerloss.writelog import SECTOR
+
+pytestmark = pytest.mark.vm
+HEAD = 2  # where a fresh log's head is: after mkfs's unmount record
+RECORD_BB = 64  # a 32 KiB iclog
+
+
+def with_record(tmp_path, name: str, block: int):
+    """A fresh 1 GiB XFS whose log holds one record of cycle 1 (a bad CRC) at `block`."""
+    if shutil.which("mkfs.xfs") is None:
+        pytest.skip("mkfs.xfs is not installed (make deps)")
+    image = tmp_path / f"{name}.img"
+    with open(image, "wb") as f:
+        f.truncate(1 << 30)
+    subprocess.run(["mkfs.xfs", "-q", "-f", str(image)], check=True, capture_output=True)
+    start, _ = xfs_log_bytes(xfs_layout(image))
+    lsn = (1 << 32) | block
+    header = struct.pack(">IIIiQQIIi", XLOG_MAGIC, 1, 2, (RECORD_BB - 1) * SECTOR, lsn, (1 << 32) | HEAD, 0, HEAD, 0)
+    data = header.ljust(SECTOR, b"\0") + b"".join(struct.pack(">I", 1).ljust(SECTOR, b"\0")
+                                                  for _ in range(RECORD_BB - 1))
+    with open(image, "r+b") as f:
+        f.seek(start + block * SECTOR)
+        f.write(data)
+    return CrashState.of(image)
+
+
+def test_a_record_4096_blocks_past_a_lost_one_makes_the_log_unrecoverable(rig, tmp_path):
+    near, far = with_record(tmp_path, "near", HEAD), with_record(tmp_path, "far", HEAD + 4032 + 4)
+    checker = Checker(rig, filesystem("xfs"), batch=2, workers=1)
+    seen_near, seen_far = checker.check([near, far], collect=["none", "none"])
+    assert seen_near.mount_rc == 0, seen_near.kernel_log[-2000:]
+    assert seen_far.mount_rc != 0
+    assert "didn't find previous header" in seen_far.kernel_log, seen_far.kernel_log[-2000:]
