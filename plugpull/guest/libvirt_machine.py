@@ -183,9 +183,10 @@ class LibvirtMachine:
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
         upload(self, path, data, mode)
 
-    def attach_disk(self, disk: DiskSpec) -> AttachedDisk:
+    def attach_disk(self, disk: DiskSpec, wait: bool = True) -> AttachedDisk:
         """Plug a disk in on the native virtio-scsi controller, through libvirt; with
-        `disk.snapshot`, behind a throwaway qcow2 overlay, the file only read."""
+        `disk.snapshot`, behind a throwaway qcow2 overlay, the file only read. Without
+        `wait`, the device is "" and the caller's next command waits for it."""
         hotplug.check_pluggable(disk)
         if self.spec.bus is not Bus.SCSI or not self.spec.scsi_controller:
             raise ValueError("hot-plugging needs the virtio-scsi controller: boot with scsi_controller")
@@ -199,9 +200,9 @@ class LibvirtMachine:
         self._libvirt(self._dom.attachDeviceFlags, xml, libvirt.VIR_DOMAIN_AFFECT_LIVE)
         self._plugged.add(target, xml, [p for p in (staged, overlay) if p])
         serial = libvirt_devices.serial(unit)
-        return AttachedDisk(target, serial, wait_for_disk(self, serial))
+        return AttachedDisk(target, serial, wait_for_disk(self, serial) if wait else "")
 
-    def detach_disk(self, disk: AttachedDisk) -> None:
+    def detach_disk(self, disk: AttachedDisk, wait: bool = True) -> None:
         xml, files = self._plugged.pop(disk.handle)
         self._libvirt(self._dom.detachDeviceFlags, xml, libvirt.VIR_DOMAIN_AFFECT_LIVE)
         deadline = time.monotonic() + UNPLUG_TIMEOUT
@@ -211,7 +212,8 @@ class LibvirtMachine:
             time.sleep(0.02)
         for path in files:
             path.unlink(missing_ok=True)
-        wait_for_disk(self, disk.serial, present=False)
+        if wait:
+            wait_for_disk(self, disk.serial, present=False)
 
     def _libvirt(self, call, *args):
         try:

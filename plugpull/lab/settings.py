@@ -218,7 +218,8 @@ SETTINGS = (
             {"crash": "ahci", "matrix": "ahci"}, case="matrix.bus", case_default="ahci"),
     Setting("disk_mib", Whole(64), "size of the disk under test", {"crash": "512", "matrix": "512"},
             case="matrix.disk_mib", case_default=512),
-    Setting("batch", Whole(1), "crash states per checker guest boot", {"crash": "16"}),
+    Setting("batch", Whole(0), "crash states per checker guest boot (0: hot-plugged, one guest per worker "
+            "for the whole run, restored from a saved one)", {"crash": "0"}),
     Setting("workers", Whole(0, MAX_WORKERS), "checker guests at once (default: one per core, at most 2)",
             {"crash": "0"}),
     Setting("profile", Choice("disk profile", load_profiles),
