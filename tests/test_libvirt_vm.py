@@ -11,7 +11,8 @@ import pytest
 
 from plugpull.guest.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.machine import create_disk
-from plugpull.lab.checker import Checker, _HotGuest
+from plugpull.lab.checker import Checker
+from plugpull.lab.hotguest import HotGuest
 from plugpull.lab.crash import crash_jobs
 from plugpull.lab.judge import judge, remove_states
 from plugpull.lab.record import record
@@ -110,7 +111,7 @@ def claim_cells(libvirt_rig, tmp_path_factory):
     that one guest: {cell: (record meta, [(verdict, acks owed)])}."""
     root = tmp_path_factory.mktemp("claim")
     with ThreadPoolExecutor(3) as pool:
-        booting = pool.submit(_HotGuest, Checker(libvirt_rig, None))
+        booting = pool.submit(HotGuest, libvirt_rig, set())
         recorded = dict(zip(CELLS, pool.map(lambda cell: record_cell(libvirt_rig, root, cell), CELLS)))
         guest = booting.result()
     try:
