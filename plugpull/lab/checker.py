@@ -309,7 +309,7 @@ class Checker:
             (f"{hook.replace('%', '%%')}\n" if hook else "") +
             "pp-check %s %s %s %s %s; echo ---fsck; tail -n 40 /tmp/check.fsck; echo ---mount; "
             "cat /tmp/check.mount; echo ---dmesg; head -n 200 /tmp/check.dmesg",
-            self.fs.name, f"/dev/{dev}", self.subdir, collect, f"/dev/{logdev}" if logdev else "",
+            self.fs.mount_type, f"/dev/{dev}", self.subdir, collect, f"/dev/{logdev}" if logdev else "",
             timeout=self.check_timeout,
         )
         keys, sections = parse_report(report.text)
