@@ -346,7 +346,7 @@ class Checker:
             _upload_check(m, script)
             collect = "script"
         blob = BLOBS.get(collect)
-        words = [shlex.quote(w) for w in ("pp-check", self.fs.name)] + [_device_word(dev)]
+        words = [shlex.quote(w) for w in ("pp-check", self.fs.mount_type)] + [_device_word(dev)]
         words += [shlex.quote(w) for w in (self.subdir, collect)] + [_device_word(logdev) if logdev else "''"]
         command = (f"{hook}\n" if hook else "") + prelude + " ".join(words)
         if blob:

@@ -224,7 +224,7 @@ SETTINGS = (
             {"crash": "0"}),
     Setting("profile", Choice("disk profile", load_profiles),
             "flush and write-through latency of the disk a throughput run stands for "
-            "(vmconfig/disks.toml: host, hdd, ssd)", {"matrix": DEFAULT_PROFILE}, case="matrix.profile",
+            "(vmconfig/disks.toml: host, hdd, ssd, laptop-5400, server-7200)", {"matrix": DEFAULT_PROFILE}, case="matrix.profile",
             case_default=DEFAULT_PROFILE, option="--disk-profile"),
 )
 
