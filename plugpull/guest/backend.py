@@ -106,8 +106,9 @@ def upload(guest: Guest, path: str, data: bytes | str, mode: int = 0o644) -> Non
     guest.run("chmod %s %s && mv -f %s %s", f"{mode:o}", partial, partial, path).check()
 
 
-FIND_DISK = ("serial_of() { tail -c +5 $1/device/vpd_pg80 2>/dev/null | tr -d ' \\000'; }; "
-             "lookup() { for d in /sys/block/sd*; do [ \"$(serial_of $d)\" = %s ] && echo ${d##*/} && return 0; "
+FIND_DISK = ("serial_of() { tail -c +5 \"$1/device/vpd_pg80\" 2>/dev/null | tr -d ' \\000'; }; "
+             "lookup() { for d in /sys/block/sd*; do [ -e \"$d\" ] || continue; "
+             "[ \"$(serial_of \"$d\")\" = %s ] && echo ${d##*/} && return 0; "
              "done; return 1; }; "
              "want=%s i=0; while [ $i -lt %s ]; do "
              "if name=$(lookup); then [ $want = present ] && head -c 512 /dev/$name >/dev/null 2>&1 "
@@ -121,7 +122,9 @@ def wait_for_disk(guest: Guest, serial: str, present: bool = True) -> str:
     once no disk has it any more (present=False). The guest has no hotplug daemon, so the
     disk is looked up by serial in sysfs. A disk is present once it can be read: the kernel
     shows it in sysfs before it lets it be opened, and a mount in between fails (ENXIO),
-    which would make a good state look unmountable."""
+    which would make a good state look unmountable. A glob that matched no disk stays
+    unexpanded and is skipped: expanded later, once the disk shows up, it named the disk
+    `sd*`, and the state's mount of /dev/sd* failed: unmountable."""
     want = "present" if present else "gone"
     result = guest.run(FIND_DISK, serial, want, DISK_WAIT_SECONDS * 100, timeout=DISK_WAIT_SECONDS + 30)
     if result.rc != 0:
