@@ -9,7 +9,7 @@ DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs 
 	gcc libc6-dev libvirt-daemon-system libvirt-dev pkg-config lvm2 cryptsetup-bin mdadm
 STAMP := $(VENV)/.installed
 
-.PHONY: faults-sweep test-stacks deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity doctor shell clean
+.PHONY: faults-sweep test-stacks test-hosts deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity doctor shell clean
 
 deps: $(STAMP)
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -53,6 +53,10 @@ faults-sweep: deps
 # Barriers through lvm, dm-crypt and md-raid1 on xfs and ext4, 30 states per model (long).
 test-stacks: deps
 	PLUGPULL_STACK_SUITE=1 $(PY) -m pytest -m vm suites/test_stacks.py
+
+# Crash states checked on two libvirt hosts of this machine, one of them killed mid-run (minutes).
+test-hosts: deps
+	PLUGPULL_LIBVIRT_HOSTS=1 $(PY) -m pytest -m vm tests/test_libvirt_hosts_vm.py
 
 # The main job: xfs and ext4, three modes, one metadata and one fsync workload, throughput
 # and crash safety per cell. Resumable: cells already in results/run.jsonl are skipped.

@@ -1,10 +1,12 @@
-"""Crash states checked per minute: the hot-plug checker guest, the batched one and one boot
-per state.
+"""Crash states checked per minute: the batched checker guests, the hot-plug ones booted and
+restored from a saved guest, and one boot per state; and a checker's start to ready, booted
+against restored.
 
     .venv/bin/python bench/crash_states.py [--runs 3] [--states 32] [--single 6] [--fs xfs] [--model reorder]
+                                           [--one-guest]
 
 Records one fsync-heavy workload on a 512 MiB disk, then times building and checking crash
-states both ways, in the same run, and reports each rate's median and their ratio: cuts per
+states every way, in the same run, and reports each rate's median and their ratios: cuts per
 minute (every cut gets a verdict) and distinct states per minute (cuts that persist the same
 pieces share one check). Run by hand or `make bench`; never asserted in tests.
 """
@@ -17,7 +19,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from plugpull.guest.snapshot import ensure_saved
 from plugpull.lab.checker import Checker, Plug, default_workers
+from plugpull.lab.hotguest import HotGuest
 from plugpull.guest.config import Accel
 from plugpull.lab.crash import state_cuts
 from plugpull.lab.fs import filesystem, mode
@@ -50,6 +54,24 @@ def medians(name: str, rates: list[tuple]) -> tuple[float, float]:
     return cuts, distinct
 
 
+def ready_seconds(rig, restore) -> float:
+    """Start to ready of one hot checker guest: booted (restore None) or restored."""
+    with rig.backend.machine(HotGuest.SPEC, rig.image, rig.accel, name="bench", restore=restore) as m:
+        return m.boot_seconds
+
+
+def paths(args) -> list[tuple[str, dict]]:
+    """The checker paths compared, as Checker arguments."""
+    n = args.workers
+    out = [(f"batched ({args.batch}/boot) on {n}", dict(batch=max(1, args.batch // n), workers=n)),
+           (f"hot, booted, on {n}", dict(plug=Plug.HOT, workers=n, restore=False)),
+           (f"hot, restored, on {n}", dict(plug=Plug.HOT, workers=n))]
+    if args.one_guest:
+        out += [(f"batched ({args.batch}/boot) on 1", dict(batch=args.batch)),
+                ("hot, restored, on 1", dict(plug=Plug.HOT))]
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
@@ -57,6 +79,7 @@ def main() -> int:
     ap.add_argument("--single", type=int, default=6, help="states per run, one boot each")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--workers", type=int, default=default_workers(), help="checker guests at once")
+    ap.add_argument("--one-guest", action="store_true", help="also the paths on one guest")
     ap.add_argument("--fs", default="xfs")
     ap.add_argument("--model", default="reorder", help="power-loss model of the states")
     ap.add_argument("--accel", type=Accel, choices=list(Accel), default=Accel.AUTO)
@@ -64,33 +87,46 @@ def main() -> int:
     rig = prepare_rig(args.accel)
     fs = filesystem(args.fs)
     wl = FsyncFiles(count=60, seed=1)
+    saved = rig.backend.saved_state(HotGuest.SPEC, rig.image, rig.accel)
+    ensure_saved(lambda: rig.backend.machine(HotGuest.SPEC, rig.image, rig.accel), saved)
     with tempfile.TemporaryDirectory(prefix="plugpull-bench-") as tmp:
         tmp = Path(tmp)
         rec = record(tmp / "record", BedSpec(fs, mode("barrier"), wl, 512), Trigger.parse("acks:50"), rig)
         entries = list(iter_entries(rec.log))
         print(f"{args.fs} 512 MiB, {rig.accel}: recorded {len(entries)} log entries, {len(rec.acks)} acks")
         cuts = state_cuts(entries, args.states, seed=1)
-        fast, batched, single, hot, hot_fast = [], [], [], [], []
+        rates = {name: [] for name, _ in paths(args)} | {"one boot per state": []}
+        ready = {"boot": [], "restore": []}
         for run in range(args.runs):
-            batched.append(rate(rec, entries, cuts, Checker(rig, fs, batch=args.batch), tmp, wl, args.model))
-            show(run, f"batched ({args.batch}/boot)", batched[-1])
-            hot.append(rate(rec, entries, cuts, Checker(rig, fs, plug=Plug.HOT), tmp, wl, args.model))
-            show(run, "hot-plugged, one guest", hot[-1])
-            checker = Checker(rig, fs, batch=args.batch // args.workers, workers=args.workers)
-            fast.append(rate(rec, entries, cuts, checker, tmp, wl, args.model))
-            show(run, f"batched on {args.workers} guests", fast[-1])
-            checker = Checker(rig, fs, plug=Plug.HOT, workers=args.workers)
-            hot_fast.append(rate(rec, entries, cuts, checker, tmp, wl, args.model))
-            show(run, f"hot-plugged on {args.workers} guests", hot_fast[-1])
-            single.append(rate(rec, entries, cuts[: args.single], Checker(rig, fs, batch=1), tmp, wl, args.model))
-            show(run, "one boot per state", single[-1])
-    print(f"median of {args.runs}, {args.model}:")
-    f, b, s = (medians(f"{args.workers} guests", fast)[1], medians("one guest", batched)[1],
-               medians("one boot per state", single)[1])
-    h, hf = medians("hot-plugged, one guest", hot)[1], medians(f"hot-plugged, {args.workers} guests", hot_fast)[1]
-    print(f"distinct states: ratios {f / s:.1f}x and {b / s:.1f}x over one boot per state")
-    print(f"hot-plugged against {args.batch} per boot: {h / b:.2f}x on one guest, {hf / f:.2f}x on {args.workers}")
+            ready["boot"].append(ready_seconds(rig, None))
+            ready["restore"].append(ready_seconds(rig, saved))
+            print(f"run {run + 1}: checker ready in {ready['boot'][-1]:.2f} s booted, "
+                  f"{ready['restore'][-1]:.2f} s restored", flush=True)
+            for name, options in paths(args):
+                rates[name].append(rate(rec, entries, cuts, Checker(rig, fs, **options), tmp, wl, args.model))
+                show(run, name, rates[name][-1])
+            single = rate(rec, entries, cuts[: args.single], Checker(rig, fs, batch=1), tmp, wl, args.model)
+            rates["one boot per state"].append(single)
+            show(run, "one boot per state", single)
+    report(args, rates, ready)
     return 0
+
+
+def report(args, rates: dict, ready: dict) -> None:
+    print(f"median of {args.runs}, {args.model}:")
+    distinct = {name: medians(name, values)[1] for name, values in rates.items()}
+    boot, restore = statistics.median(ready["boot"]), statistics.median(ready["restore"])
+    print(f"checker start to ready: booted {boot:.2f} s, restored {restore:.2f} s: restore {boot / restore:.1f}x "
+          f"faster (spread: booted {min(ready['boot']):.2f}-{max(ready['boot']):.2f}, "
+          f"restored {min(ready['restore']):.2f}-{max(ready['restore']):.2f})")
+    n, single = args.workers, distinct["one boot per state"]
+    batched, hot, restored = (distinct[name] for name, _ in paths(args)[:3])
+    print(f"distinct states over one boot per state: batched {batched / single:.1f}x, hot booted "
+          f"{hot / single:.1f}x, hot restored {restored / single:.1f}x")
+    print(f"hot-plugged against {args.batch} per boot, on {n} guests: {hot / batched:.2f}x booted, "
+          f"{restored / batched:.2f}x restored")
+    spread = [r[1] for r in rates[paths(args)[2][0]]]
+    print(f"hot restored on {n}: distinct states/min per run {', '.join(f'{x:.0f}' for x in spread)}")
 
 
 if __name__ == "__main__":

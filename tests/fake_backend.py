@@ -3,7 +3,7 @@
 Each guest the backend creates follows the next `Plan` given to it: it boots or raises
 LaunchError, streams scripted ack lines, and dies after a number of commands. It answers the
 commands the lab sends: the checker's disk listing and `pp-check` (with the report
-images/check.sh prints, for an `Outcome` that the test decides per disk image), the
+images/check.sh prints and the oracle's file after it, for an `Outcome` that the test decides per disk image), the
 testbed's `readlink`, and anything else with success and no output.
 
     backend = FakeBackend([Plan(dies_after=3), Plan()], outcome_of=lambda image: Outcome())
@@ -43,8 +43,10 @@ class Outcome:
             lines += ["collect_rc=skipped" if collect == "none" else f"collect_rc={status}",
                       f"umount_rc={self.umount_rc}"]
         mount_error = "" if self.mount_rc == 0 else "mount: /mnt/check: wrong fs type, bad superblock"
-        lines += [f"fsck_rc={self.fsck_rc}", "---fsck", "---mount", mount_error, "---dmesg"]
-        return "\n".join(lines) + "\n"
+        blob = {"tar": self.tar(), "sums": self.sums().encode()}.get(collect, b"") if self.mount_rc == 0 else b""
+        lines += [f"fsck_rc={self.fsck_rc}"] + ([f"blob_bytes={len(blob)}"] if blob else [])
+        lines += ["---fsck", "---mount", mount_error, "---dmesg"]
+        return ("\n".join(lines) + "\n").encode() + blob
 
     def tar(self) -> bytes:
         out = io.BytesIO()
@@ -169,8 +171,8 @@ class FakeGuest:
             return "".join(f"{i} {kernel_name(i)}\n" for i in range(len(self._disks)))
         if text.startswith("readlink /dev/pp-disk"):
             return kernel_name(int(text.removeprefix("readlink /dev/pp-disk"))) + "\n"
-        if text.startswith("pp-check "):
-            _, _, dev, _, collect, *_ = shlex.split(text.split(";", 1)[0])
+        if "pp-check " in text:
+            _, _, dev, _, collect, *_ = shlex.split(text[text.index("pp-check "):].split(";", 1)[0])
             index = [kernel_name(i) for i in range(len(self._disks))].index(dev.removeprefix("/dev/"))
             self._last = (self._outcome_of(self._disks[index]), collect)
             return self._last[0].report(collect)
@@ -186,13 +188,13 @@ class FakeGuest:
         self.run(": write %s", path)
         self.files[path] = data.encode() if isinstance(data, str) else bytes(data)
 
-    def attach_disk(self, disk: DiskSpec) -> AttachedDisk:
+    def attach_disk(self, disk: DiskSpec, wait: bool = True) -> AttachedDisk:
         self.run(": attach %s", disk.path)
         self._disks.append(disk.path)
         index = len(self._disks) - 1
         return AttachedDisk(f"fake{index}", f"plugpull{index}", kernel_name(index))
 
-    def detach_disk(self, disk: AttachedDisk) -> None:
+    def detach_disk(self, disk: AttachedDisk, wait: bool = True) -> None:
         self.run(": detach %s", disk.handle)
 
     def _print(self, text: str) -> None:

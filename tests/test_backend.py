@@ -69,7 +69,7 @@ def judged(rec, backend, tmp_path, batch):
 
 
 def test_a_guest_that_dies_mid_batch_is_replaced_and_the_fresh_guest_judges_that_state_again(rec, tmp_path):
-    backend = FakeBackend([Plan(dies_after=3)], outcome_of)  # disk listing, check and tar of the first state
+    backend = FakeBackend([Plan(dies_after=2)], outcome_of)  # disk listing, check of the first state
     results = judged(rec, backend, tmp_path, batch=4)
     assert [r.verdict.verdict for r in results] == [Verdict.CLEAN, Verdict.CLEAN, Verdict.DATA_LOSS,
                                                    Verdict.UNMOUNTABLE]
@@ -79,7 +79,7 @@ def test_a_guest_that_dies_mid_batch_is_replaced_and_the_fresh_guest_judges_that
 
 
 def test_a_state_the_rig_fails_on_twice_is_an_infra_error_and_the_rest_are_judged(rec, tmp_path):
-    backend = FakeBackend([Plan(dies_after=3), Plan(dies_after=1)], outcome_of)  # the retry dies too
+    backend = FakeBackend([Plan(dies_after=2), Plan(dies_after=1)], outcome_of)  # the retry dies too
     results = judged(rec, backend, tmp_path, batch=4)
     assert [r.verdict.verdict for r in results] == [Verdict.CLEAN, Verdict.INFRA_ERROR, Verdict.DATA_LOSS,
                                                    Verdict.UNMOUNTABLE]

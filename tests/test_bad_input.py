@@ -135,7 +135,7 @@ PROBES = [
     Probe("cuts", "crash --cuts sometimes", 2, "sometimes"),
     Probe("trigger", "crash --trigger acks:0", 2, "acks:0"),
     Probe("trigger-kind", "crash --trigger soon", 2, "soon"),
-    Probe("batch", "crash --batch 0", 2, "--batch"),
+    Probe("batch", "crash --batch -1", 2, "--batch"),
     Probe("workers-negative", "crash --workers -1", 2, "--workers"),
     Probe("workers-huge", "crash --workers 1000", 2, "--workers"),
     Probe("disk-mib", "crash --disk-mib 10", 2, "--disk-mib"),

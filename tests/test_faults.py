@@ -132,6 +132,7 @@ def test_the_worst_finding_wins_over_a_reported_error():
 def test_the_fsync_retry_script_reports_and_retries():
     script = W.script("/mnt/test")
     assert "pp-io fsync 2 data" in script and "pp-io fsync 3 data && echo 'ack 3' >&4" in script
+    assert script.index("drop_caches") < script.index("pp-io read 2") < script.index("pp-io dread 4")
     assert script.index("/tmp/pp-fault-on") < script.index("pp-io write 2") < script.index("/tmp/pp-fault-off")
 
 
@@ -147,7 +148,8 @@ def test_bad_input_exits_2_before_any_guest(capsys):
 
 RUNS = [
     {"fs": "ext4", "fault": "error-writes@acks:1+3", "workload": "fsync-retry", "verdict": "silent-loss",
-     "version_after": 1, "told": {"acks": [1, 3], "errors": [[2, "fsync", "EIO"], [3, "close", "EIO"]]}},
+     "version_after": 1, "told": {"acks": [1, 3], "errors": [[2, "fsync", "EIO"], [3, "close", "EIO"]]},
+     "corruption": "returned wrong data"},
     {"fs": "ext4", "fault": "error-writes@acks:1+3", "workload": "fsync-retry", "verdict": "error-reported",
      "version_after": 1, "told": {"acks": [1], "errors": [[2, "fsync", "EIO"], [3, "fsync", "EIO"]]}},
     {"fs": "xfs", "fault": "drop-writes", "workload": "fsync-retry", "verdict": "infra-error",
@@ -162,6 +164,8 @@ def test_the_faults_table_counts_verdicts_and_errnos():
     ext4 = dict(zip(header, rows[0]))
     assert (ext4["runs"], ext4["silent-loss"], ext4["error-reported"], ext4["clean"]) == (2, 1, 1, 0)
     assert (ext4["fsync errno"], ext4["close errno"], ext4["write errno"]) == ("EIO:3", "EIO:1", "-")
+    assert ext4["corruption"] == "returned-wrong-data:1"
+    assert dict(zip(header, rows[1]))["corruption"] == "-"
     assert dict(zip(header, rows[1]))["infra-error"] == 1
 
 
@@ -171,3 +175,17 @@ def test_the_retry_table_says_what_each_run_saw():
     header, rows = retry_table(RUNS)
     assert len(rows) == 2  # the infra-error run has nothing to say
     assert rows[0][2:5] == ("EIO", "yes", "no") and rows[1][2:5] == ("EIO", "no", "no")
+
+
+def test_acks_owed_at_a_moment_are_those_that_arrived_before_it():
+    told = Told()
+    for text, arrived in (("ack 1", 1.0), ("error 2 fsync 5", 1.5), ("ack 2", 2.0), ("ack 3", 3.0), ("ack 4", None)):
+        told.add(text, arrived)
+    assert told.acks_before(2.5) == [1, 2] and told.acks_before(1.0) == [] and told.acks_before(9.0) == [1, 2, 3]
+
+
+def test_a_silent_loss_says_when_the_file_could_not_be_read():
+    told = _told("ack 1", "ack 2")
+    unreadable = judge(EXT4, _obs(None, collect_rc="1"), told, W, "")
+    assert unreadable.verdict == Verdict.SILENT_LOSS and "unreadable" in unreadable.reason
+    assert "unreadable" not in judge(EXT4, _obs(W.content(1), collect_rc="0"), told, W, "").reason

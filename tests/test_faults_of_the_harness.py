@@ -368,3 +368,14 @@ def test_not_enough_space_for_the_states_is_refused_before_building_them(small_f
     assert not any("checking" in line for line in run.lines), "no state was checked"
     assert not run.out.exists()
     assert_nothing_left_after_the_next_run(run, monkeypatch)
+
+
+def test_an_image_removed_from_the_cache_is_named_not_a_dead_guest(tmp_path):
+    from plugpull.errors import LaunchError
+    from plugpull.guest.config import Accel, MachineSpec
+    from plugpull.guest.image import GuestImage
+    from plugpull.guest.machine import Machine
+    (tmp_path / "initramfs.cpio").write_bytes(b"")
+    image = GuestImage("k", tmp_path / "kernel", tmp_path / "initramfs.cpio", "6.1")
+    with pytest.raises(LaunchError, match="kernel is gone"):
+        Machine(MachineSpec(), image, Accel.TCG).launch()

@@ -2,6 +2,7 @@
 checked and unplugged, and a guest that fails or cannot be trusted is replaced. No VM."""
 
 import itertools
+import subprocess
 import threading
 from dataclasses import replace
 
@@ -13,14 +14,16 @@ from test_console import PANIC
 
 from plugpull.guest.config import Accel
 from plugpull.guest.rig import Rig
-from plugpull.lab.checker import Checker, Plug
+from plugpull.errors import GuestError
+from plugpull.guest.backend import DISK_FUNCTIONS, await_disk_command
+from plugpull.lab.checker import Checker, Plug, parse_report, split_blob
 from plugpull.lab.judge import judge
 from plugpull.lab.verdict import Verdict
 from plugpull.powerloss.crashstate import CrashState
 
 EXPECTED = [Verdict.CLEAN, Verdict.CLEAN, Verdict.DATA_LOSS, Verdict.UNMOUNTABLE]
-# per state with files: attach, pp-check, the files, detach
-PER_STATE = 4
+# per state: attach, pp-check (the files come with its report), detach
+PER_STATE = 3
 
 
 @pytest.fixture
@@ -162,3 +165,33 @@ def test_a_state_with_an_external_log_plugs_both_disks_and_names_the_log(tmp_pat
     check = next(c for c in guest.commands if c.startswith("pp-check "))
     assert check.split(";")[0].split()[2:] == ["/dev/sda", "pp", "none", "/dev/sdb"]
     assert sum(c.startswith(": detach ") for c in guest.commands) == 2
+
+
+def test_a_report_and_the_file_after_it_come_apart_by_the_announced_length():
+    tar = b"pp/f1\n\0blob_bytes=3\nbinary"
+    text, blob = split_blob(b"mount_rc=0\nblob_bytes=%d\n---dmesg\n" % len(tar) + tar)
+    assert blob == tar
+    assert parse_report(text)[0]["blob_bytes"] == str(len(tar))
+    assert split_blob(b"mount_rc=32\n---dmesg\n") == ("mount_rc=32\n---dmesg\n", b"")
+
+
+def test_a_report_shorter_than_its_file_is_a_guest_error():
+    with pytest.raises(GuestError):
+        split_blob(b"blob_bytes=99\nshort")
+
+
+def test_a_disk_wait_refuses_words_it_would_paste_into_the_guest_shell():
+    assert "d0=$(await_disk plugpull3 present" in await_disk_command("plugpull3", "d0")
+    with pytest.raises(ValueError):
+        await_disk_command("plugpull3; reboot", "d0")
+
+
+def test_a_disk_lookup_never_names_a_glob_that_matched_no_disk(tmp_path):
+    """When no disk is there yet the glob stays unexpanded; expanded later (a disk showed up
+    meanwhile, here a serial_of that matches anything) it must not come back as the name."""
+    functions = DISK_FUNCTIONS.replace("/sys/block/", f"{tmp_path}/")
+    racing = functions + "serial_of() { echo plugpull0; }; lookup plugpull0"
+    found = subprocess.run(["sh", "-c", racing], capture_output=True, text=True)
+    assert found.returncode == 1 and found.stdout == ""
+    (tmp_path / "sdb").mkdir()
+    assert subprocess.run(["sh", "-c", racing], capture_output=True, text=True).stdout == "sdb\n"

@@ -1,19 +1,24 @@
 """The hot-plug path against the batch path and one boot per state, in real checker guests:
 the same small ext4 states get the same verdicts, one of each kind that can be built, and a
-checker guest killed in the middle of a run leaves no state without a result."""
+checker guest killed in the middle of a run leaves no state without a result, whether the
+hot guests were booted or restored from a saved one."""
 
 import shutil
 import subprocess
 import threading
 
+from dataclasses import dataclass
+
 import pytest
 from test_kernel_crash import Watched, kill_when_hooked
 
+from plugpull.guest import snapshot
 from plugpull.guest.config import DiskSpec, MachineSpec
 from plugpull.guest.machine import Machine, create_disk
 from plugpull.guest.rig import Rig
 from plugpull.lab.checker import Checker, Plug
 from plugpull.lab.fs import filesystem
+from plugpull.lab.hotguest import HotGuest
 from plugpull.lab.verdict import Verdict, classify
 from plugpull.lab.workloads import FsyncFiles
 from plugpull.powerloss.crashstate import CrashState
@@ -60,10 +65,15 @@ def verdicts(checker: Checker, states: dict) -> dict:
     return {n: classify(EXT4, o, WL, [1, 2]).verdict for n, o in zip(names, observations)}
 
 
+def saved_checker(rig: Rig):
+    return rig.backend.saved_state(HotGuest.SPEC, rig.image, rig.accel)
+
+
 def test_hot_plug_batch_and_one_boot_per_state_give_the_same_verdicts(states, rig):
     expected = {name: verdict for name, (_, verdict) in states.items()}
     hot = verdicts(Checker(rig, EXT4, plug=Plug.HOT), states)
     assert hot == expected
+    assert saved_checker(rig).is_file(), "the hot guests were restored from a saved one"
     assert verdicts(Checker(rig, EXT4, plug=Plug.BATCH, batch=16), states) == hot
     assert verdicts(Checker(rig, EXT4, plug=Plug.BATCH, batch=1), states) == hot
 
@@ -74,11 +84,22 @@ def test_hot_plugged_states_stay_byte_identical(states, rig):
     assert {name: path.read_bytes() for name, (path, _) in states.items()} == before
 
 
-def test_a_hot_checker_killed_mid_run_leaves_no_state_without_a_result(states, rig):
-    backend = Watched(rig.backend)
+@dataclass
+class WatchedSaving(Watched):
+    """A watched backend that keeps saved guests as the one it wraps does."""
+
+    def saved_state(self, *args):
+        return self.inner.saved_state(*args)
+
+
+@pytest.mark.parametrize("restore", [True, False], ids=["restored", "booted"])
+def test_a_hot_checker_killed_mid_run_leaves_no_state_without_a_result(states, rig, restore):
+    if restore:
+        snapshot.ensure_saved(lambda: rig.backend.machine(HotGuest.SPEC, rig.image, rig.accel), saved_checker(rig))
+    backend = WatchedSaving(rig.backend)
     killer = threading.Thread(target=kill_when_hooked, args=(backend,), daemon=True)
     killer.start()
-    checker = Checker(Rig(rig.image, rig.accel, backend), EXT4, plug=Plug.HOT,
+    checker = Checker(Rig(rig.image, rig.accel, backend), EXT4, plug=Plug.HOT, restore=restore,
                       hooks={1: "echo hooked > /dev/plugpull-ack; sleep 3600"})
     names = ["good", "partial", "zeroed", "corrupt"]
     observations = checker.check([CrashState.of(states[n][0]) for n in names])
@@ -86,3 +107,4 @@ def test_a_hot_checker_killed_mid_run_leaves_no_state_without_a_result(states, r
     got = [classify(EXT4, o, WL, [1, 2]).verdict for o in observations]
     assert got == [Verdict.CLEAN, Verdict.DATA_LOSS, Verdict.UNMOUNTABLE, Verdict.FS_CORRUPT]
     assert backend.guests.qsize() == 1, "one fresh guest took over the rest of the run"
+    assert (backend.guests.get().restore is not None) is restore

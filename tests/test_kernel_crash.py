@@ -40,8 +40,8 @@ def rec(tmp_path):
     return test_backend.rec.__wrapped__(tmp_path)
 
 
-# the disk listing, then pp-check and the tar of a first state: the guest fails on the second
-ON_THE_SECOND_STATE = 3
+# the disk listing, then pp-check of a first state (its tar comes with the report): the guest fails on the second
+ON_THE_SECOND_STATE = 2
 
 
 def test_a_panic_on_the_console_makes_that_state_kernel_crash_and_the_rest_are_judged(rec, tmp_path):

@@ -1,5 +1,6 @@
 """The libvirt backend's pieces that need no daemon: URIs, the daemons' book, the options."""
 
+import json
 import os
 import socket
 import subprocess
@@ -9,6 +10,7 @@ import pytest
 from plugpull.cli import main
 from plugpull.errors import UsageError
 from plugpull.guest import libvirtd
+from plugpull.guest.daemon_users import daemon_users
 from plugpull.guest.backends import checked_uri, prepare_backend
 from plugpull.guest.machine import QEMU
 
@@ -44,19 +46,39 @@ def test_a_stale_socket_file_is_not_a_running_daemon(tmp_path):
     assert not libvirtd.socket_alive(tmp_path / "absent")
 
 
-def test_stop_ends_exactly_the_daemons_it_started():
+def test_only_the_last_user_stops_the_daemons_plugpull_started(tmp_path):
     ours = subprocess.Popen(["sleep", "60"])
     theirs = subprocess.Popen(["sleep", "60"])
+    users_file = tmp_path / "users"
     try:
-        book = libvirtd.LocalDaemons(started={"virtlogd": ours.pid})
-        book.stop()
+        with daemon_users(users_file) as users:
+            users.started["virtlogd"] = ours.pid
+            first, second = users.join(), users.join()
+        libvirtd.LocalDaemons(users_file, _user=first).stop()
+        assert ours.poll() is None, "a daemon still in use by another user was stopped"
+        last = libvirtd.LocalDaemons(users_file, _user=second)
+        last.stop()
         assert ours.wait(10) != 0
-        assert theirs.poll() is None, "a process the book did not start was stopped"
-        assert book.started == {}
-        book.stop()  # nothing left to stop: no error
+        assert theirs.poll() is None, "a process plugpull did not start was stopped"
+        last.stop()  # left already: no error
+        with daemon_users(users_file) as users:
+            assert users.started == {} and users.active == []
     finally:
-        theirs.kill()
-        theirs.wait()
+        for p in (ours, theirs):
+            p.kill()
+            p.wait()
+
+
+def test_a_dead_user_is_dropped_from_the_users_file(tmp_path):
+    users_file = tmp_path / "users"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    users_file.write_text(json.dumps({"started": {}, "users": [f"{dead.pid}:1:gone", "junk", 7]}))
+    with daemon_users(users_file) as users:
+        assert users.active == []
+        me = users.join()
+    with daemon_users(users_file) as users:
+        assert users.active == [me]
 
 
 def test_a_zombie_is_not_alive():
@@ -80,6 +102,8 @@ def test_doctor_rows_say_what_is_missing(monkeypatch):
     (["crash", "--backend", "libvirt", "--connect", "http://x/"], "libvirt QEMU URI"),
     (["crash", "--connect", "qemu:///system"], "--connect needs --backend libvirt"),
     (["shell", "--backend", "libvirt"], "plugpull shell needs --backend qemu"),
+    (["crash", "--hosts", "qemu+ssh://root@host.example/system"], "only hosts on this machine"),
+    (["crash", "--hosts", "qemu:///system,qemu:///system"], "names a host twice"),
 ])
 def test_bad_backend_options_are_one_line_exit_2(capsys, tmp_path, monkeypatch, argv, message):
     monkeypatch.chdir(tmp_path)

@@ -7,6 +7,8 @@
  *                                    SIZE bytes over the start of the file, close
  *   pp-io fsync ID PATH              open, fsync, close (a directory too)
  *   pp-io read ID PATH LINE SIZE     read SIZE bytes, compare with LINE\n repeated
+ *   pp-io dread ID PATH LINE SIZE    the same through O_DIRECT: the device's bytes, never the
+ *                                    page cache's
  *
  * Exit status 0 if every call succeeded (and a read matched), 1 otherwise.
  */
@@ -69,11 +71,13 @@ static int do_fsync(const char *path)
     return bad;
 }
 
-static int do_read(const char *path, const char *line, size_t size)
+static int do_read(const char *path, const char *line, size_t size, int flags)
 {
-    char *want = pattern(line, size), *got = malloc(size + 1);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0 || !got)
+    char *want = pattern(line, size), *got = NULL;
+    if (posix_memalign((void **)&got, 4096, size + 4096))
+        exit(2);
+    int fd = open(path, O_RDONLY | flags);
+    if (fd < 0)
         return told("open");
     size_t done = 0;
     int bad = 0;
@@ -105,7 +109,7 @@ static int do_read(const char *path, const char *line, size_t size)
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: pp-io write|fsync|read ID PATH [LINE SIZE]\n");
+        fprintf(stderr, "usage: pp-io write|fsync|read|dread ID PATH [LINE SIZE]\n");
         return 2;
     }
     op_id = argv[2];
@@ -119,7 +123,9 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "write"))
         return do_write(argv[3], argv[4], size);
     if (!strcmp(argv[1], "read"))
-        return do_read(argv[3], argv[4], size);
+        return do_read(argv[3], argv[4], size, 0);
+    if (!strcmp(argv[1], "dread"))
+        return do_read(argv[3], argv[4], size, O_DIRECT);
     fprintf(stderr, "pp-io: unknown operation %s\n", argv[1]);
     return 2;
 }

@@ -22,6 +22,8 @@ def add_parsers(sub) -> None:
     c.add_argument("--json", type=Path, help="write the results here (atomically)")
     c.add_argument("--out", type=Path, help="directory for artifacts (default results/crash-...)")
     c.add_argument("--fail-on-unsafe", action="store_true", help="exit 1 if any state is not clean")
+    c.add_argument("--hosts", metavar="URI[,URI...]", help="spread the checking of states over these libvirt "
+                   "hosts (connections on this machine)")
     c.set_defaults(func=cmd_crash)
 
     r = sub.add_parser("replay", help="rebuild a saved crash state, verify its hash, recheck it")
@@ -44,16 +46,29 @@ def cmd_crash(args) -> int:
     if args.json:
         checked_output(args.json, "--json")
     kernel, backend = kernel_source(args), guest_backend(args)
+    hosts = checker_hosts(args.hosts)
     fresh = not out.exists()
     try:
         with run_log(out / "crash.log"):
-            rig = prepare_rig(args.accel, kernel, backend)
+            rig = prepare_rig(args.accel, kernel, backend, hosts)
             run = run_crash(spec, rig, out)
     except BaseException:
         if fresh:
             drop_if_only_log(out)
         raise
     return _print_run(args, run, rig, out)
+
+
+def checker_hosts(text: str | None) -> tuple:
+    """The --hosts backends, checked and connected before any guest boots; closed at exit."""
+    import atexit
+    from plugpull.guest.backends import prepare_hosts
+    if not text:
+        return ()
+    prepared = prepare_hosts(text)
+    for p in prepared:
+        atexit.register(p.close)
+    return tuple(p.backend for p in prepared)
 
 
 def warn_unreachable_trigger(spec) -> None:

@@ -24,6 +24,10 @@ def add_parsers(sub) -> None:
     f.add_argument("--workload", default="fsync-retry", help="workloads, comma-separated (default fsync-retry)")
     f.add_argument("--param", action="append", default=[], help="NAME=VALUE for the workloads")
     f.add_argument("--runs", type=int, default=1, help="runs per cell (default 1)")
+    f.add_argument("--power-loss", metavar="MODELS",
+                   help="then power loss: cut each run's write log after the fault came on and judge the cuts "
+                        "with these power-loss models, comma-separated (prefix, reorder, ...)")
+    f.add_argument("--cuts", type=int, default=4, help="with --power-loss: cuts per model and run (default 4)")
     f.add_argument("--json", type=Path, help="write every run here (atomically)")
     f.add_argument("--out", type=Path, help="directory for the runs' consoles (default results/faults-...)")
     f.add_argument("--fail-on-unsafe", action="store_true", help=f"exit 1 if a run is {', '.join(UNSAFE)}")
@@ -32,6 +36,7 @@ def add_parsers(sub) -> None:
 
 def plan(args) -> list:
     """Every FaultCase the arguments ask for, checked before any guest boots."""
+    from plugpull.faults.powercut import power_cuts
     from plugpull.faults.run import FaultCase
     from plugpull.faults.spec import parse_fault
     from plugpull.lab.fs import filesystem
@@ -43,7 +48,8 @@ def plan(args) -> list:
     faults = [parse_fault(text) for text in args.fault]
     params = dict(parse_params(args.param))
     loads = [workload(n.strip(), **params) for n in args.workload.split(",")]
-    return [FaultCase(fs, fault, w) for fs in systems for fault in faults for w in loads]
+    cuts = power_cuts(args.power_loss, args.cuts) if args.power_loss is not None else None
+    return [FaultCase(fs, fault, w, power_cuts=cuts) for fs in systems for fault in faults for w in loads]
 
 
 def cmd_faults(args) -> int:
@@ -99,16 +105,31 @@ def table(runs: list[dict]) -> tuple[tuple, list]:
     for r in runs:
         cells.setdefault((r["fs"], r["fault"], r["workload"]), []).append(r)
     shown = [str(v) for v in Verdict if v != Verdict.DATA_LOSS and v != Verdict.INCONSISTENT]
-    header = ("fs", "fault", "workload", "runs", *shown, *(f"{s} errno" for s in SYSCALLS))
+    header = ("fs", "fault", "workload", "runs", *shown, *(f"{s} errno" for s in SYSCALLS), "corruption")
+    cuts = any(r.get("power_loss") for r in runs)
+    header += ("after power loss",) if cuts else ()
     rows = []
     for key, group in cells.items():
         verdicts = Counter(r["verdict"] for r in group)
         errnos = [Counter(name for r in group for _, call, name in r["told"]["errors"] if call == s) for s in SYSCALLS]
-        rows.append((*key, len(group), *(verdicts[v] for v in shown),
-                     *(" ".join(f"{k}:{n}" for k, n in sorted(c.items())) or "-" for c in errnos)))
+        found = Counter(r["corruption"] for r in group if r.get("corruption"))
+        row = (*key, len(group), *(verdicts[v] for v in shown), *(_counts(c) for c in errnos), _counts(found))
+        rows.append(row + ((_power_loss(group),) if cuts else ()))
     return header, rows
 
 
+def _power_loss(group: list[dict]) -> str:
+    """Per model, the verdicts of the power cuts after the fault: "prefix clean:3 data-loss:1"."""
+    models: dict[str, Counter] = {}
+    for r in group:
+        for model, verdicts in (r.get("power_loss") or {}).items():
+            models.setdefault(model, Counter()).update(verdicts)
+    return "; ".join(f"{model} {_counts(c)}" for model, c in models.items()) or "-"
+
+
+def _counts(counter: Counter) -> str:
+    """NAME:count, space-separated (spaces in a name become dashes), or "-"."""
+    return " ".join(f"{k.replace(' ', '-')}:{n}" for k, n in sorted(counter.items())) or "-"
 
 
 def retry_table(runs: list[dict]) -> tuple[tuple, list]:

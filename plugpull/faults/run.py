@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plugpull.errors import GuestTimeout, InfraError
-from plugpull.faults.spec import FaultSpec
+from plugpull.faults.evidence import Corruption, corruption
+from plugpull.faults.powercut import PowerCuts, judge_power_cuts
+from plugpull.faults.spec import SEEDED, FaultSpec
 from plugpull.faults.table import DEVICE, fault_table, linear, swap
 from plugpull.faults.told import Told
 from plugpull.faults.verdict import FaultVerdict, gave_up, judge
@@ -22,6 +24,7 @@ from plugpull.lab.record import TROUBLE_ON_THE_CONSOLE, Trigger
 from plugpull.lab.testbed import MOUNTPOINT, format_disks
 from plugpull.lab.verdict import Verdict
 from plugpull.lab.workloads.faulty import FAULT_OFF, FAULT_ON
+from plugpull.powerloss.crashstate import copy_sparse
 from plugpull.powerloss.writelog import entry_index_at
 
 
@@ -32,6 +35,7 @@ class FaultCase:
     workload: object
     disk_mib: int = 512  # mkfs.xfs wants more than 300 MB
     bus: Bus = Bus.AHCI
+    power_cuts: PowerCuts | None = None  # then judge power cuts in the run's write log too
 
 
 @dataclass
@@ -44,6 +48,10 @@ class FaultRun:
     switched: list = field(default_factory=list)  # (seconds since start, "on" / "off")
     shutdown: str = ""
     version_after: int | None = None  # fsync-retry: the version of its file after the remount
+    corruption: Corruption = field(default_factory=Corruption)
+    entries_at_on: int = 0  # the write log's entries when the fault took effect
+    entries_at_end: int = 0  # and when the workload ended
+    power_loss: dict = field(default_factory=dict)  # model -> verdict -> cuts (case.power_cuts)
     seconds: float = 0.0
 
     def to_json(self) -> dict:
@@ -52,26 +60,52 @@ class FaultRun:
                 "params": c.workload.params(), "verdict": str(self.verdict.verdict), "reason": self.verdict.reason,
                 "told": self.told.to_json(), "table": self.table, "status": self.status,
                 "switched": self.switched, "shutdown": self.shutdown,
-                "version_after": self.version_after, "seconds": round(self.seconds, 1)}
+                "version_after": self.version_after, "corruption": self.corruption.finding,
+                "corruption_evidence": self.corruption.evidence, "power_loss": self.power_loss,
+                "seconds": round(self.seconds, 1)}
 
 
 def run_fault(directory: Path, case: FaultCase, rig: Rig, timeout: float = 300.0) -> FaultRun:
     directory.mkdir(parents=True, exist_ok=True)
     disk, write_log = create_disk(directory / "disk.img", case.disk_mib), directory / "write.log"
+    base = directory / "base.img"  # the power cuts' base image
     try:
         format_disks(case.fs, MODES["barrier"], disk, None)
+        if case.power_cuts:
+            copy_sparse(disk, base)
         write_log.write_bytes(b"")
         spec = MachineSpec(disks=(DiskSpec(disk, case.bus, True, host_flush=False, write_log=write_log),),
                            memory_mib=case.workload.memory_mib())
         with rig.machine(spec, console_log=directory / "console.log", name="faults") as m:
-            return _in_guest(m, case, rig, write_log, timeout)
+            run = _in_guest(m, case, rig, write_log, timeout)
+        if case.power_cuts and run.verdict.verdict != Verdict.KERNEL_CRASH:
+            run.power_loss = judge_power_cuts(directory, run, rig, case.power_cuts)
+        return run
     finally:
-        disk.unlink(missing_ok=True)
-        write_log.unlink(missing_ok=True)
+        for path in (disk, write_log, base):
+            path.unlink(missing_ok=True)
 
 
 def _in_guest(m, case: FaultCase, rig: Rig, write_log: Path, timeout: float) -> FaultRun:
     run = FaultRun(case)
+    dev, switch, console = start(m, run, write_log, timeout)
+    trouble = until_done(m, case.fault, run, switch, write_log, timeout, console) or console.trouble()
+    run.entries_at_on = switch.entries_at_on
+    run.entries_at_end = entry_index_at(write_log, os.stat(write_log).st_size)
+    if trouble:
+        run.verdict = FaultVerdict(Verdict.KERNEL_CRASH, trouble.summary)
+    else:
+        switch.off()
+        run.verdict = _after_window(m, case, rig, run, dev)
+    run.seconds = time.monotonic() - switch.started
+    return run
+
+
+def start(m, run: FaultRun, write_log: Path, timeout: float) -> tuple[str, "Switch", ConsoleWatch]:
+    """The filesystem mounted on a linear dm device over the disk, the workload started in the
+    background (the fault on first if it has no trigger): the device's name, the switch and
+    the console watch."""
+    case = run.case
     disk = "/dev/" + m.run("readlink /dev/pp-disk0").check().text.strip()
     sectors = int(m.run(f"blockdev --getsz {disk}").check().text)
     m.run(f"modprobe dm_flakey && dmsetup create {DEVICE} --table '{linear(sectors, disk)}'").check()
@@ -85,31 +119,29 @@ def _in_guest(m, case: FaultCase, rig: Rig, write_log: Path, timeout: float) -> 
     m.run(TROUBLE_ON_THE_CONSOLE)
     m.write_file("/tmp/workload.sh", case.workload.script(MOUNTPOINT))
     console.set_mark()
-    switch = _Switch(m, run, sectors, disk)
+    switch = Switch(m, run, sectors, disk, write_log)
     if case.fault.trigger is None:
         switch.on()
     m.run("(sh /tmp/workload.sh > /tmp/workload.out 2>&1; echo \"done $?\" > /dev/plugpull-ack) "
           "</dev/null >/dev/null 2>&1 &").check()
-    trouble = _until_done(m, case.fault, run, switch, write_log, timeout, console) or console.trouble()
-    if trouble:
-        run.verdict = FaultVerdict(Verdict.KERNEL_CRASH, trouble.summary)
-    else:
-        switch.off()
-        run.verdict = _after_window(m, case, rig, run, dev)
-    run.seconds = time.monotonic() - switch.started
-    return run
+    return dev, switch, console
 
 
-class _Switch:
-    """Turns the fault on and off (once each), noting when and the table that took effect."""
+class Switch:
+    """Turns the fault on and off (once each), noting when, the table that took effect, and
+    when the swap to the fault began (`swap_started`) and the write log's entries once it had
+    taken effect (`entries_at_on`)."""
 
-    def __init__(self, m, run: FaultRun, sectors: int, disk: str):
-        self.m, self.run, self.sectors, self.disk = m, run, sectors, disk
+    def __init__(self, m, run: FaultRun, sectors: int, disk: str, write_log: Path):
+        self.m, self.run, self.sectors, self.disk, self.write_log = m, run, sectors, disk, write_log
         self.started, self.on_at, self.off_at = time.monotonic(), None, None
+        self.swap_started, self.entries_at_on = None, 0
 
     def on(self) -> None:
+        self.swap_started = time.monotonic()
         self.m.run(swap(fault_table(self.run.case.fault, self.sectors, self.disk))).check()
         self.on_at = time.monotonic()
+        self.entries_at_on = entry_index_at(self.write_log, os.stat(self.write_log).st_size)
         self.run.table = self.m.run(f"dmsetup table {DEVICE}").check().text.strip()
         self.run.status = self.m.run(f"dmsetup status {DEVICE}").check().text.strip()
         self.m.run(f"touch {FAULT_ON}").check()
@@ -127,7 +159,7 @@ class _Switch:
         return self.on_at is not None and window is not None and time.monotonic() - self.on_at >= window
 
 
-def _until_done(m, fault: FaultSpec, run: FaultRun, switch: _Switch, write_log: Path, timeout: float, console):
+def until_done(m, fault: FaultSpec, run: FaultRun, switch: Switch, write_log: Path, timeout: float, console):
     """Read the ack port until the workload ends, switching the fault as its trigger and
     window say; a KernelTrouble if the guest kernel failed meanwhile."""
     deadline = switch.started + timeout
@@ -148,7 +180,7 @@ def _until_done(m, fault: FaultSpec, run: FaultRun, switch: _Switch, write_log: 
             if trouble := console.trouble():
                 return trouble
             raise InfraError("the ack stream closed before the workload ended (QEMU died?)")
-        run.told.add(line.text)
+        run.told.add(line.text, line.arrived, line.stamp)
     return None
 
 
@@ -162,11 +194,18 @@ def _triggered(trigger: Trigger, told: Told, write_log: Path, started: float) ->
 
 def _after_window(m, case: FaultCase, rig: Rig, run: FaultRun, dev: str) -> FaultVerdict:
     options = m.run(f"awk '$2 == \"{MOUNTPOINT}\" {{print $4}}' /proc/mounts").text.strip()
+    scrub = m.run(f"btrfs scrub start -B -R {MOUNTPOINT} 2>&1", timeout=120).text if case.fs.name == "btrfs" else ""
     kernel_log = m.run("dmesg").text
     run.shutdown = gave_up(kernel_log, options)
     umount_rc = m.run(f"umount {MOUNTPOINT}").rc
     collect = "sums" if case.workload.collect == "sums" else "tar"
     obs = Checker(rig, case.fs).check_one(m, dev, collect)
+    wrong_after = False
     if hasattr(case.workload, "version_of"):
         run.version_after = case.workload.version_of(obs.files or {})
+        wrong_after = obs.collect_rc == "0" and run.version_after is None and case.workload.path in (obs.files or {})
+    if case.fault.kind in SEEDED:  # other faults' stale reads are the verdict's silent-loss
+        run.corruption = corruption(run.told, kernel_log + "\n" + obs.kernel_log, scrub,
+                                    unreadable_after=obs.collect_rc not in (None, "0", "absent", "skipped"),
+                                    wrong_after=wrong_after)
     return judge(case.fs, obs, run.told, case.workload, run.shutdown, umount_rc)

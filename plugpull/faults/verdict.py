@@ -49,7 +49,9 @@ def judge(fs: Filesystem, obs: Observation, told: Told, workload, shutdown: str,
         return FaultVerdict(Verdict.FS_CORRUPT, f"{fs.fsck} found damage after the fault (rc={obs.fsck_rc})")
     lost = workload.examine(sorted(set(told.acks)), obs.files or {}).lost
     if lost:
-        return FaultVerdict(Verdict.SILENT_LOSS, f"{len(lost)} acknowledged operations lost: {lost[0].reason}")
+        unreadable = obs.collect_rc not in (None, "0", "absent", "skipped")
+        return FaultVerdict(Verdict.SILENT_LOSS, f"{len(lost)} acknowledged operations lost: {lost[0].reason}"
+                            + (f" (unreadable: collecting the files failed, rc {obs.collect_rc})" if unreadable else ""))
     if told.wrong:
         return FaultVerdict(Verdict.SILENT_LOSS, f"a read returned wrong data without an error ({told.wrong[0]})")
     if shutdown:

@@ -40,7 +40,7 @@ class AttachedDisk:
 
     handle: str
     serial: str
-    device: str  # the guest kernel's name: sdq
+    device: str  # the guest kernel's name: sdq ("" if attach_disk did not wait for the guest)
 
 
 class AckStream(Protocol):
@@ -72,9 +72,9 @@ class Guest(Protocol):
 
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None: ...
 
-    def attach_disk(self, disk: DiskSpec) -> AttachedDisk: ...
+    def attach_disk(self, disk: DiskSpec, wait: bool = True) -> AttachedDisk: ...
 
-    def detach_disk(self, disk: AttachedDisk) -> None: ...
+    def detach_disk(self, disk: AttachedDisk, wait: bool = True) -> None: ...
 
     def alive(self) -> bool: ...
 
@@ -106,14 +106,28 @@ def upload(guest: Guest, path: str, data: bytes | str, mode: int = 0o644) -> Non
     guest.run("chmod %s %s && mv -f %s %s", f"{mode:o}", partial, partial, path).check()
 
 
-FIND_DISK = ("serial_of() { tail -c +5 $1/device/vpd_pg80 2>/dev/null | tr -d ' \\000'; }; "
-             "lookup() { for d in /sys/block/sd*; do [ \"$(serial_of $d)\" = %s ] && echo ${d##*/} && return 0; "
-             "done; return 1; }; "
-             "want=%s i=0; while [ $i -lt %s ]; do "
-             "if name=$(lookup); then [ $want = present ] && head -c 512 /dev/$name >/dev/null 2>&1 "
-             "&& echo $name && exit 0; "
-             "else [ $want = gone ] && exit 0; fi; "
-             "usleep 10000; i=$((i + 1)); done; exit 1")
+DISK_FUNCTIONS = (
+    "serial_of() { tail -c +5 \"$1/device/vpd_pg80\" 2>/dev/null | tr -d ' \\000'; }; "
+    "lookup() { for d in /sys/block/sd*; do [ -e \"$d\" ] || continue; "
+    "[ \"$(serial_of \"$d\")\" = \"$1\" ] && echo ${d##*/} && return 0; "
+    "done; return 1; }; "
+    "await_disk() { i=0; while [ $i -lt $3 ]; do "
+    "if name=$(lookup $1); then [ $2 = present ] && head -c 512 /dev/$name >/dev/null 2>&1 "
+    "&& echo $name && return 0; "
+    "else [ $2 = gone ] && return 0; fi; "
+    "usleep 10000; i=$((i + 1)); done; return 1; }; ")
+FIND_DISK = DISK_FUNCTIONS + "await_disk %s %s %s"
+DISK_TRIES = DISK_WAIT_SECONDS * 100
+
+
+def await_disk_command(serial: str, var: str) -> str:
+    """Guest shell that waits until the disk with `serial` can be read and sets `var` to its
+    kernel name, or prints `disk_missing=SERIAL` and ends the command: a check can start
+    with it instead of a round trip of its own (`wait_for_disk`)."""
+    if not (serial.isalnum() and var.isidentifier()):
+        raise ValueError(f"bad disk serial or variable: {serial!r} {var!r}")
+    return (f"{DISK_FUNCTIONS}{var}=$(await_disk {serial} present {DISK_TRIES}) || "
+            f"{{ echo disk_missing={serial}; exit 0; }}; ")
 
 
 def wait_for_disk(guest: Guest, serial: str, present: bool = True) -> str:
@@ -121,9 +135,10 @@ def wait_for_disk(guest: Guest, serial: str, present: bool = True) -> str:
     once no disk has it any more (present=False). The guest has no hotplug daemon, so the
     disk is looked up by serial in sysfs. A disk is present once it can be read: the kernel
     shows it in sysfs before it lets it be opened, and a mount in between fails (ENXIO),
-    which would make a good state look unmountable."""
+    which would make a good state look unmountable. A glob that matched nothing stays
+    unexpanded and is skipped: expanded later, once a disk shows up, it named the disk `sd*`."""
     want = "present" if present else "gone"
-    result = guest.run(FIND_DISK, serial, want, DISK_WAIT_SECONDS * 100, timeout=DISK_WAIT_SECONDS + 30)
+    result = guest.run(FIND_DISK, serial, want, DISK_TRIES, timeout=DISK_WAIT_SECONDS + 30)
     if result.rc != 0:
         raise GuestError(f"disk {serial} is not {want} in the guest after {DISK_WAIT_SECONDS} s")
     return result.text.strip()

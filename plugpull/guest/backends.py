@@ -25,6 +25,42 @@ def is_local_system(uri: str) -> bool:
     return uri == "qemu:///system"
 
 
+_THIS_MACHINE = re.compile(r"^qemu(\+[a-z]+)?://(?:[^@/]*@)?(|127\.0\.0\.1|localhost|\[::1\])(:\d+)?/")
+
+
+def on_this_machine(uri: str) -> bool:
+    """Whether the host of a URI is this machine, where the staging of files (hard links
+    under the temp dir) and the unix-socket channels reach its QEMUs."""
+    return bool(_THIS_MACHINE.match(uri))
+
+
+def checked_hosts(text: str) -> list[str]:
+    """--hosts URI[,URI...]: libvirt URIs of hosts on this machine, none twice."""
+    uris = [checked_uri(u.strip()) for u in text.split(",") if u.strip()]
+    if not uris:
+        raise UsageError("--hosts needs at least one libvirt URI")
+    if len(set(uris)) != len(uris):
+        raise UsageError(f"--hosts names a host twice: {text}")
+    for uri in uris:
+        if not on_this_machine(uri):
+            raise UsageError(f"--hosts {uri}: only hosts on this machine can check states for now "
+                             "(states and channels are reached through its file system)")
+    return uris
+
+
+def prepare_hosts(text: str) -> list["Prepared"]:
+    """Each --hosts URI's backend, connected; on a failure, what was started stops."""
+    prepared: list = []
+    try:
+        for uri in checked_hosts(text):
+            prepared.append(prepare_backend("libvirt", uri))
+    except BaseException:
+        for p in prepared:
+            p.close()
+        raise
+    return prepared
+
+
 @dataclass
 class Prepared:
     """A backend ready to use and what to undo at the end (the daemons it started)."""

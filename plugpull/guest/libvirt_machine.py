@@ -88,11 +88,13 @@ class Staging:
 
 class LibvirtMachine:
     def __init__(self, spec: MachineSpec, image: GuestImage, accel: Accel, uri: str,
-                 console_log: Path | None = None, boot_timeout: float = 120.0, name: str | None = None):
+                 console_log: Path | None = None, boot_timeout: float = 120.0, name: str | None = None,
+                 qemu_pid_dir: Path | None = None):
         if spec.disks and any(d.host_device for d in spec.disks):
             raise UsageError("the libvirt backend takes image files, not block devices")
         self.spec, self.image, self.accel, self.uri = spec, image, accel, uri
         self.console_log = console_log
+        self.qemu_pid_dir = qemu_pid_dir or (QEMU_PID_DIR if uri.startswith("qemu:///") else None)
         self.boot_timeout = boot_timeout
         self.name = name or spec.test_id()
         self.domain_name = f"plugpull-{self.name}-{uuid.uuid4().hex[:8]}"
@@ -181,9 +183,10 @@ class LibvirtMachine:
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
         upload(self, path, data, mode)
 
-    def attach_disk(self, disk: DiskSpec) -> AttachedDisk:
+    def attach_disk(self, disk: DiskSpec, wait: bool = True) -> AttachedDisk:
         """Plug a disk in on the native virtio-scsi controller, through libvirt; with
-        `disk.snapshot`, behind a throwaway qcow2 overlay, the file only read."""
+        `disk.snapshot`, behind a throwaway qcow2 overlay, the file only read. Without
+        `wait`, the device is "" and the caller's next command waits for it."""
         hotplug.check_pluggable(disk)
         if self.spec.bus is not Bus.SCSI or not self.spec.scsi_controller:
             raise ValueError("hot-plugging needs the virtio-scsi controller: boot with scsi_controller")
@@ -197,9 +200,9 @@ class LibvirtMachine:
         self._libvirt(self._dom.attachDeviceFlags, xml, libvirt.VIR_DOMAIN_AFFECT_LIVE)
         self._plugged.add(target, xml, [p for p in (staged, overlay) if p])
         serial = libvirt_devices.serial(unit)
-        return AttachedDisk(target, serial, wait_for_disk(self, serial))
+        return AttachedDisk(target, serial, wait_for_disk(self, serial) if wait else "")
 
-    def detach_disk(self, disk: AttachedDisk) -> None:
+    def detach_disk(self, disk: AttachedDisk, wait: bool = True) -> None:
         xml, files = self._plugged.pop(disk.handle)
         self._libvirt(self._dom.detachDeviceFlags, xml, libvirt.VIR_DOMAIN_AFFECT_LIVE)
         deadline = time.monotonic() + UNPLUG_TIMEOUT
@@ -209,7 +212,8 @@ class LibvirtMachine:
             time.sleep(0.02)
         for path in files:
             path.unlink(missing_ok=True)
-        wait_for_disk(self, disk.serial, present=False)
+        if wait:
+            wait_for_disk(self, disk.serial, present=False)
 
     def _libvirt(self, call, *args):
         try:
@@ -250,10 +254,10 @@ class LibvirtMachine:
             os.truncate(path, size)
 
     def _kill_local_qemu(self) -> None:
-        if not self.uri.startswith("qemu:///"):
+        if self.qemu_pid_dir is None:
             return
         try:
-            pid = int((QEMU_PID_DIR / f"{self.domain_name}.pid").read_text().strip())
+            pid = int((self.qemu_pid_dir / f"{self.domain_name}.pid").read_text().strip())
             os.kill(pid, signal.SIGKILL)
         except (OSError, ValueError):
             pass  # gone already, or not visible from here: destroy does it
@@ -264,7 +268,7 @@ class LibvirtMachine:
         try:
             self._dom.destroy()
         except libvirt.libvirtError:
-            pass  # already gone
+            self._kill_local_qemu()  # gone already, or its daemon is: then its QEMU lives on
         self._dom = None
 
     def close(self) -> None:
@@ -291,10 +295,25 @@ class LibvirtBackend:
 
     name = "libvirt"
 
-    def __init__(self, uri: str = DEFAULT_URI):
+    def __init__(self, uri: str = DEFAULT_URI, qemu_pid_dir: Path | None = None):
         self.uri = uri
+        self.qemu_pid_dir = qemu_pid_dir  # where a daemon on this machine keeps its QEMUs' pids
+
+    def reachable(self) -> bool:
+        """Whether the daemon still answers: a host that does not has dropped out."""
+        try:
+            conn = libvirt.open(self.uri)
+        except libvirt.libvirtError:
+            return False
+        try:
+            conn.getLibVersion()
+            return True
+        except libvirt.libvirtError:
+            return False
+        finally:
+            conn.close()
 
     def machine(self, spec: MachineSpec, image: GuestImage, accel: Accel, *, console_log: Path | None = None,
                 name: str | None = None, boot_timeout: float = 120.0) -> LibvirtMachine:
         return LibvirtMachine(spec, image, accel, self.uri, console_log=console_log,
-                              boot_timeout=boot_timeout, name=name)
+                              boot_timeout=boot_timeout, name=name, qemu_pid_dir=self.qemu_pid_dir)

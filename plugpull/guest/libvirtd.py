@@ -6,6 +6,10 @@ both. `LocalDaemons.ensure()` starts whichever of the two has no live socket, ea
 `-d` (it forks and writes its pid file), waits for its socket, and remembers the pid of what
 it started; `stop()` ends exactly those, never a daemon that was running before. Neither
 daemon is given `--listen`: they serve their local unix sockets only.
+
+Several plugpull processes (two runs, pytest-xdist workers) share the daemons the first of
+them started: each registers in a users file under the run dir (`daemon_users`), under a lock,
+and only the last user to leave stops them.
 """
 
 import logging
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plugpull.errors import InfraError, ToolMissing
+from plugpull.guest.daemon_users import daemon_users
 
 log = logging.getLogger(__name__)
 
@@ -75,14 +80,20 @@ def missing() -> list[str]:
 
 @dataclass
 class LocalDaemons:
-    """The daemons this plugpull process started (pids), so that it stops only those."""
+    """This process's share of the daemons plugpull started: the last user stops them."""
 
+    users_file: Path = RUN_DIR / "plugpull-libvirtd.users"
     started: dict[str, int] = field(default_factory=dict)
+    _user: str = ""
 
     def ensure(self) -> None:
-        for daemon in DAEMONS:
-            if not socket_alive(daemon.socket):
-                self._start(daemon)
+        with daemon_users(self.users_file) as users:
+            for daemon in DAEMONS:
+                if not socket_alive(daemon.socket):
+                    users.started.pop(daemon.program, None)
+                    self._start(daemon)
+                    users.started[daemon.program] = self.started[daemon.program]
+            self._user = users.join()
 
     def _start(self, daemon: Daemon) -> None:
         if shutil.which(daemon.program) is None:
@@ -105,10 +116,18 @@ class LocalDaemons:
         log.info("started %s (pid %d)", daemon.program, pid)
 
     def stop(self) -> None:
-        """SIGTERM to each daemon this object started, libvirtd before virtlogd; wait for each."""
-        for program in reversed(list(self.started)):
-            pid = self.started.pop(program)
-            _terminate(program, pid)
+        """Leave; the last user SIGTERMs each daemon plugpull started, libvirtd before
+        virtlogd, and waits for each. A daemon plugpull did not start is never stopped."""
+        if not self._user:
+            return
+        with daemon_users(self.users_file) as users:
+            users.leave(self._user)
+            self._user = ""
+            self.started.clear()
+            if users.active:
+                return
+            for program in reversed([d.program for d in DAEMONS if d.program in users.started]):
+                _terminate(program, users.started.pop(program))
 
 
 def _terminate(program: str, pid: int) -> None:

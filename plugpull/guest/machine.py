@@ -8,6 +8,7 @@ block guarantees all are gone.
 """
 
 import ctypes
+import functools
 import json
 import logging
 import os
@@ -23,7 +24,7 @@ from pathlib import Path
 from qemu.qmp.legacy import QEMUMonitorProtocol
 
 from plugpull.guest import accel as accel_mod
-from plugpull.guest import hotplug
+from plugpull.guest import hotplug, snapshot
 from plugpull.guest.backend import AttachedDisk, upload, wait_for_disk
 from plugpull.guest.channel import CommandChannel, GuestResult, LineStream, quote_command
 from plugpull.guest.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
@@ -68,8 +69,9 @@ def _quiet_qmp_task(loop, context: dict) -> None:
 class Machine:
     def __init__(self, spec: MachineSpec, image: GuestImage, accel: Accel | None = None,
                  console_log: Path | None = None, boot_timeout: float = 120.0,
-                 name: str | None = None):
+                 name: str | None = None, restore: Path | None = None):
         self.spec = spec
+        self.restore = restore  # a saved state (`snapshot`) to start from instead of booting
         self.image = image
         self.accel = accel if accel is not None else resolve_accel(spec.accel, image).accel
         self.console_log = console_log
@@ -111,6 +113,10 @@ class Machine:
     def launch(self) -> None:
         if shutil.which(QEMU_BINARY) is None:
             raise ToolMissing(QEMU_BINARY, "install the Debian package qemu-system-x86 (make deps)")
+        for part in (self.image.kernel, self.image.initramfs):
+            if not Path(part).is_file():
+                raise LaunchError(f"the guest image's {Path(part).name} is gone ({part}): removed from the "
+                                  "image cache while in use? the next run rebuilds it", [], None, "")
         self._tmp = make_tempdir("vm")
         if self.console_log is None and not self.spec.interactive:
             self.console_log = self._tmp / "console.log"
@@ -120,6 +126,8 @@ class Machine:
         self._sockets = ours
         fds = ChannelFds(*(s.fileno() for s in theirs))
         self.argv = qemu_argv(self.spec, self.image, self.accel, fds, self.console_log)
+        if self.restore:
+            self.argv += ["-incoming", "defer"]
         stderr_path = self._tmp / "qemu.stderr"
         log.debug("%s: %s", self.name, shlex.join(self.argv))
         started = time.monotonic()
@@ -146,14 +154,33 @@ class Machine:
             if loop is not None:
                 loop.set_exception_handler(_quiet_qmp_task)
             self.qmp.connect()
-            self.guest_release = self._channel.wait_ready(self.boot_timeout)
+            self.guest_release = self._restored() if self.restore else self._channel.wait_ready(self.boot_timeout)
         except Exception as e:  # QMP and the channel fail in their own ways when QEMU dies early
-            log.debug("%s did not become ready under %s: %s", self.name, self.accel, e)
+            log.debug("%s did not become ready under %s%s: %s", self.name, self.accel,
+                      f" from {self.restore}" if self.restore else "", e)
             raise LaunchError(f"guest did not become ready: {e}", self.argv,
                               self._exitcode_after(1.0), self._early_output()) from None
         self.boot_seconds = time.monotonic() - started
-        log.debug("%s booted in %.1f s under %s (kernel %s)", self.name, self.boot_seconds, self.accel,
-                  self.guest_release)
+        log.debug("%s %s in %.1f s under %s (kernel %s)", self.name, "restored" if self.restore else "booted",
+                  self.boot_seconds, self.accel, self.guest_release)
+
+    def _restored(self) -> str:
+        """Load the saved state, then ask the agent for the kernel release, with the guest's
+        clock set to the host's on the way: a restored guest has no READY to send."""
+        snapshot.load(self.qmp, self.restore)
+        answer = self._channel.run(f"date -s @{int(time.time())} >/dev/null && uname -r", self.boot_timeout)
+        if answer.rc != 0:
+            raise GuestError(f"the restored guest's agent failed (rc {answer.rc}): {answer.stderr!r}")
+        return answer.text.strip()
+
+    def save_state(self, path: Path) -> None:
+        """Save this running, idle guest to `path` (`snapshot`); it stays paused afterwards."""
+        try:
+            snapshot.save(self.qmp, path)
+        except GuestError:
+            raise
+        except Exception as e:  # qemu.qmp's own errors: an error reply, a lost socket
+            raise GuestError(f"saving the guest failed: {e}") from None
 
     def _exitcode_after(self, seconds: float):
         try:
@@ -187,9 +214,10 @@ class Machine:
         """Put `data` at `path` in the guest, through the command channel."""
         upload(self, path, data, mode)
 
-    def attach_disk(self, disk: DiskSpec) -> AttachedDisk:
+    def attach_disk(self, disk: DiskSpec, wait: bool = True) -> AttachedDisk:
         """Plug a disk into the running guest's virtio-scsi controller; returns once the
-        guest sees it. With `disk.snapshot` the file is only read."""
+        guest sees it (without `wait`, at once: the device is then "" and the caller's next
+        command waits for it, `await_disk_command`). With `disk.snapshot` the file is only read."""
         hotplug.check_pluggable(disk)
         if self.spec.bus is not Bus.SCSI:
             raise ValueError("hot-plugging needs the virtio-scsi controller: boot with scsi_controller")
@@ -206,17 +234,19 @@ class Machine:
             self._qmp("blockdev-del", {"node-name": node})
             raise
         serial = f"plugpull{lun}"
-        return AttachedDisk(node, serial, wait_for_disk(self, serial))
+        return AttachedDisk(node, serial, wait_for_disk(self, serial) if wait else "")
 
-    def detach_disk(self, disk: AttachedDisk) -> None:
-        """Unplug a disk that attach_disk plugged in; returns once the guest lost it."""
+    def detach_disk(self, disk: AttachedDisk, wait: bool = True) -> None:
+        """Unplug a disk that attach_disk plugged in; returns once QEMU let go of it and
+        (with `wait`) once the guest lost it too."""
         self._qmp("device_del", {"id": disk.handle})
         self._wait_deleted(disk.handle)
         self._qmp("blockdev-del", {"node-name": disk.handle})
         overlay = self._overlays.pop(disk.handle, None)
         if overlay:
             overlay.unlink(missing_ok=True)
-        wait_for_disk(self, disk.serial, present=False)
+        if wait:
+            wait_for_disk(self, disk.serial, present=False)
 
     def _qmp(self, command: str, arguments: dict) -> object:
         if self.qmp is None:
@@ -306,13 +336,19 @@ class QemuBackend:
     name: str = "qemu"
 
     def machine(self, spec: MachineSpec, image: GuestImage, accel: Accel, *, console_log: Path | None = None,
-                name: str | None = None, boot_timeout: float = 120.0) -> Machine:
-        return Machine(spec, image, accel, console_log=console_log, boot_timeout=boot_timeout, name=name)
+                name: str | None = None, boot_timeout: float = 120.0, restore: Path | None = None) -> Machine:
+        return Machine(spec, image, accel, console_log=console_log, boot_timeout=boot_timeout, name=name,
+                       restore=restore)
+
+    def saved_state(self, spec: MachineSpec, image: GuestImage, accel: Accel) -> Path:
+        """Where a saved guest of this machine lives (`snapshot`): restores are this backend's own."""
+        return snapshot.saved_state_path(spec, image, accel, qemu_version())
 
 
 QEMU = QemuBackend()
 
 
+@functools.cache
 def qemu_version() -> str:
     out = subprocess.run([QEMU_BINARY, "--version"], capture_output=True, text=True)
     return out.stdout.split("\n", 1)[0].removeprefix("QEMU emulator version ").strip()

@@ -16,6 +16,10 @@ class Rig:
     image: GuestImage
     accel: Accel
     backend: Backend = QEMU
+    hosts: tuple[Backend, ...] = ()  # --hosts: the backends the checker's work is spread over
+
+    def on_host(self, backend: Backend) -> "Rig":
+        return Rig(self.image, self.accel, backend)
 
     def machine(self, spec: MachineSpec, *, console_log=None, name: str | None = None,
                 boot_timeout: float = 120.0) -> Guest:
@@ -24,11 +28,12 @@ class Rig:
                                     boot_timeout=boot_timeout)
 
 
-def prepare_rig(accel: Accel = Accel.AUTO, kernel: KernelSource | None = None, backend: Backend = QEMU) -> Rig:
+def prepare_rig(accel: Accel = Accel.AUTO, kernel: KernelSource | None = None, backend: Backend = QEMU,
+                hosts: tuple[Backend, ...] = ()) -> Rig:
     """Build (or find cached) the guest image and settle the accelerator: KVM if a probe
     guest boots under it, TCG otherwise. A freshly built image boots once before it is used."""
     image = build_image(kernel)
-    rig = Rig(image, resolve_accel(accel, image).accel, backend)
+    rig = Rig(image, resolve_accel(accel, image).accel, backend, hosts)
     if image.fresh:
         first_boot(rig)
     return rig

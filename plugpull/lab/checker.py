@@ -8,18 +8,21 @@ paths must agree with.
 """
 
 import os
+import re
+import shlex
 import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from plugpull.guest.backend import Guest
+from plugpull.guest.backend import Guest, await_disk_command
 from plugpull.guest.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.rig import Rig
 from plugpull.errors import GuestError, GuestTimeout, InfraError, LaunchError
 from plugpull.lab.console import EXCERPT_CHARS, ConsoleWatch, scan
 from plugpull.lab.fs import Filesystem
+from plugpull.lab.hotguest import HotGuest
 from plugpull.lab.stack import Stack, top_of, without
 from plugpull.lab.verdict import Observation, files_of, sums_of
 from plugpull.paths import make_tempdir
@@ -28,6 +31,10 @@ from plugpull.powerloss.crashstate import CrashState
 CHECK_TIMEOUT = 300.0
 LAUNCHES_TRIED = 2  # failed boots in a row after which a worker's remaining states are infra-errors
 SECTIONS = ("fsck", "mount", "dmesg")
+BLOBS = {"tar": "/tmp/check.tar", "sums": "/tmp/check.sums"}  # what the oracle gets back, per collect
+BLOB_LINE = re.compile(rb"^blob_bytes=(\d+)$", re.M)
+REPORT_TAIL = ("; echo ---fsck; tail -n 40 /tmp/check.fsck; echo ---mount; cat /tmp/check.mount; "
+               "echo ---dmesg; head -n 200 /tmp/check.dmesg")
 
 
 def parse_report(text: str) -> tuple[dict, dict]:
@@ -108,6 +115,7 @@ class Checker:
     stack: Stack | None = None  # the layers each state's disks are assembled through
     lost: int | None = None  # the stack's member each state is assembled without (--lose-disk)
     check_timeout: float = CHECK_TIMEOUT  # a check that takes longer hung: kernel-crash
+    restore: bool = True  # hot: start checker guests from a saved one (`snapshot`) where the backend can
     hooks: dict[int, str] = field(default_factory=dict)  # tests only: state index -> guest command run before its check
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
     _running: set = field(default_factory=set, init=False, repr=False)
@@ -118,6 +126,9 @@ class Checker:
         "sums" or "none"."""
         collect = collect or ["tar"] * len(states)
         jobs = list(zip(range(len(states)), states, collect))
+        if self.rig.hosts:
+            from plugpull.lab.spread import check_on_hosts
+            return check_on_hosts(self, jobs, progress)
         if Plug(self.plug) is Plug.HOT:
             return self._check_hot(jobs, progress)
         chunks = [jobs[i:i + self.batch] for i in range(0, len(jobs), self.batch)]
@@ -227,7 +238,7 @@ class Checker:
                 index, state, collect = job
                 if guest is None and failed_launches < LAUNCHES_TRIED:
                     try:
-                        guest, failed_launches = _HotGuest(self), 0
+                        guest, failed_launches = HotGuest(self.rig, self._running, self.restore), 0
                     except LaunchError as e:
                         if self._stop.is_set():
                             raise
@@ -253,7 +264,7 @@ class Checker:
         is the state's own check."""
         return "" if index in retried else self.hooks.get(index, "")
 
-    def _plug_and_check(self, guest: "_HotGuest", index: int, state: CrashState,
+    def _plug_and_check(self, guest: HotGuest, index: int, state: CrashState,
                         collect, hook: str = "") -> tuple[Observation, bool]:
         """The state's observation, and whether the guest may check another state. A
         failure while plugging or checking is judged by `_failed_on` and not checked again;
@@ -261,8 +272,12 @@ class Checker:
         m = guest.machine
         guest.console.set_mark()
         try:
-            disks = [m.attach_disk(state_disk(path)) for path in state.images]
-            obs = self.check_state(m, [disk.device for disk in disks], state, collect, hook)
+            wait = self.stack is not None  # a stack is assembled by a command of its own, from named disks
+            disks = [m.attach_disk(state_disk(path), wait=wait) for path in state.images]
+            names = [disk.device or f"$pp_dev{i}" for i, disk in enumerate(disks)]
+            prelude = "".join(await_disk_command(disk.serial, name[1:])
+                              for disk, name in zip(disks, names) if not disk.device)
+            obs = self.check_state(m, names, state, collect, hook, prelude)
         except (GuestError, InfraError) as e:
             if self._stop.is_set():
                 raise
@@ -271,7 +286,7 @@ class Checker:
             return obs, False  # still mounted: a later state with the same UUID would not mount beside it
         try:
             for disk in reversed(disks):
-                m.detach_disk(disk)
+                m.detach_disk(disk, wait=False)  # the next state's command waits for its own disk
         except (GuestError, InfraError):
             if self._stop.is_set():
                 raise
@@ -300,13 +315,14 @@ class Checker:
             raise InfraError(f"checker guest sees state disks {sorted(devices)}, expected {count}")
         return devices
 
-    def check_state(self, m: Guest, devices: list[str], state: CrashState, collect, hook: str = "") -> Observation:
+    def check_state(self, m: Guest, devices: list[str], state: CrashState, collect, hook: str = "",
+                    prelude: str = "") -> Observation:
         """A state on its disks (kernel names, in the state's order): through the stack,
         assembled first and taken down after (one that does not assemble is unmountable,
         with pp-stack's words; one that does not come down leaves the guest untrusted, as a
         failed unmount does); or the data disk with its log disk, if it has one."""
         if self.stack is None:
-            return self.check_one(m, devices[0], collect, devices[1] if state.log_disk else None, hook)
+            return self.check_one(m, devices[0], collect, devices[1] if state.log_disk else None, hook, prelude)
         opened = m.run(self.stack.command("open" if self.lost is None else "force-open", without(devices, self.lost)),
                        timeout=self.check_timeout)
         try:
@@ -323,55 +339,46 @@ class Checker:
         return obs if closed.rc == 0 else replace(obs, umount_rc=obs.umount_rc or closed.rc)
 
     def check_one(self, m: Guest, dev: str, collect: "str | ScriptCollect" = "tar",
-                  logdev: str | None = None, hook: str = "") -> Observation:
-        """`hook`: a guest command run first, in the same command (tests only)."""
+                  logdev: str | None = None, hook: str = "", prelude: str = "") -> Observation:
+        """One guest command: recovery mount, collect, fsck, and the report with what the
+        oracle needs after it. `dev`, `logdev`: kernel names, or (`$name`) shell variables
+        that `prelude`, run first, sets. `hook`: a guest command run first (tests only)."""
         script = collect if isinstance(collect, ScriptCollect) else None
         if script:
             _upload_check(m, script)
             collect = "script"
-        report = m.run(
-            (f"{hook.replace('%', '%%')}\n" if hook else "") +
-            "pp-check %s %s %s %s %s; echo ---fsck; tail -n 40 /tmp/check.fsck; echo ---mount; "
-            "cat /tmp/check.mount; echo ---dmesg; head -n 200 /tmp/check.dmesg",
-            self.fs.name, f"/dev/{dev}", self.subdir, collect, f"/dev/{logdev}" if logdev else "",
-            timeout=self.check_timeout,
-        )
-        keys, sections = parse_report(report.text)
+        blob = BLOBS.get(collect)
+        words = [shlex.quote(w) for w in ("pp-check", self.fs.mount_type)] + [_device_word(dev)]
+        words += [shlex.quote(w) for w in (self.subdir, collect)] + [_device_word(logdev) if logdev else "''"]
+        command = (f"{hook}\n" if hook else "") + prelude + " ".join(words)
+        if blob:
+            command += f"; [ -f {blob} ] && echo blob_bytes=$(wc -c < {blob})"
+        command += REPORT_TAIL + (f"; [ -f {blob} ] && cat {blob}; true" if blob else "")
+        report = m.run(command, timeout=self.check_timeout)
+        text, blob_bytes = split_blob(report.stdout)
+        keys, sections = parse_report(text)
+        if "disk_missing" in keys:
+            raise GuestError(f"disk {keys['disk_missing']} did not show up in the guest")
         files = None
         if script and keys.get("collect_rc") is not None:
             files = _script_files(m, keys["collect_rc"])
         elif keys.get("collect_rc") not in (None, "absent", "skipped"):
-            if collect == "sums":
-                files = sums_of(m.run("cat /tmp/check.sums", timeout=self.check_timeout).text)
-            else:
-                files = files_of(m.run("cat /tmp/check.tar", timeout=self.check_timeout).stdout)
+            files = sums_of(blob_bytes.decode(errors="replace")) if collect == "sums" else files_of(blob_bytes)
         return observation_from(keys, sections, files)
 
 
-class _HotGuest:
-    """A checker guest that stays up while states are plugged in and out: booted on
-    creation (LaunchError if it does not come up), gone with its console on `close`."""
+def _device_word(dev: str) -> str:
+    return f'"/dev/${{{dev[1:]}}}"' if dev.startswith("$") else shlex.quote(f"/dev/{dev}")
 
-    SPEC = MachineSpec(scsi_controller=True)
 
-    def __init__(self, checker: Checker):
-        self._running = checker._running
-        self.scratch = make_tempdir("checker")
-        self.console = ConsoleWatch(self.scratch / "console.log")
-        self.machine = checker.rig.machine(self.SPEC, name="checker", console_log=self.console.path)
-        self._running.add(self.machine)
-        try:
-            self.machine.__enter__()
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        try:
-            self.machine.__exit__(None, None, None)
-        finally:
-            self._running.discard(self.machine)
-            shutil.rmtree(self.scratch, ignore_errors=True)
+def split_blob(stdout: bytes) -> tuple[str, bytes]:
+    """The report's text, and the file it ends with: `blob_bytes=N` says how long it is."""
+    found = BLOB_LINE.search(stdout)
+    size = int(found.group(1)) if found else 0
+    if size > len(stdout):
+        raise GuestError(f"the check's report is cut short: {len(stdout)} bytes for a {size}-byte file")
+    text = stdout[:len(stdout) - size] if size else stdout
+    return text.decode(errors="replace"), stdout[len(stdout) - size:] if size else b""
 
 
 def _infra(error: Exception) -> Observation:

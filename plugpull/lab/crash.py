@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from plugpull.errors import InfraError, NothingChecked, ToolMissing, UsageError
-from plugpull.lab.checker import Checker, default_workers
+from plugpull.lab.checker import Checker, Plug, default_workers
 from plugpull.lab.spec import CrashSpec
 from plugpull.lab.stack import Stack
 from plugpull.guest.rig import Rig
@@ -175,11 +175,12 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
     """Judge every distinct state on the checker guests, each cut by the acks it owes; save
     an artifact for each cut whose verdict is not clean. `planned`: the jobs' plan_states."""
     stack = Stack.parse(spec.stack)
-    checker = Checker(rig, fs, batch=spec.batch, workers=spec.workers or default_workers(), stack=stack,
+    checker = Checker(rig, fs, batch=spec.batch or 1, plug=Plug.BATCH if spec.batch else Plug.HOT,
+                      workers=spec.workers or default_workers(), stack=stack,
                       lost=stack.lost_member(spec.lose_disk, spec.seed) if stack else None)
     planned = planned or plan_states(rec, jobs, spec.seed, entries)
-    log.debug("checking %d cuts, %d distinct crash states: %d per checker boot, %d checkers at once",
-              len(jobs), len(planned.plans), spec.batch, checker.workers)
+    log.debug("checking %d cuts, %d distinct crash states: %s, %d checkers at once", len(jobs), len(planned.plans),
+              f"{spec.batch} per checker boot" if spec.batch else "hot-plugged", checker.workers)
     bar = Progress("checking states", len(planned.plans))
     judged = judge(rec, jobs, checker, wl, spec.seed, state_dir, entries, progress=bar.advance, planned=planned)
     results: list[StateResult] = []

@@ -11,6 +11,9 @@ import struct
 import subprocess
 from pathlib import Path
 
+from plugpull.errors import UsageError
+from plugpull.lab.explain_btrfs import btrfs_layout, btrfs_meaning
+from plugpull.lab.fs import filesystem
 from plugpull.lab.xfslog import block_cycle, parse_record
 from plugpull.powerloss.legal import durability
 from plugpull.powerloss.writelog import SECTOR, iter_entries
@@ -135,13 +138,24 @@ def xfs_log_context(sb: dict, entries, cut: int, index: int) -> str:
             f"{RECOVERY_WINDOW_BB} blocks of the head")
 
 
+def _kind(name: str) -> str:
+    """The on-disk kind a filesystem configuration is read as (xfs-2008 is XFS; ext3 is read
+    by the ext4 code, as its kernel does)."""
+    try:
+        return filesystem(name).mount_type
+    except UsageError:
+        return name
+
+
 def meanings(found, scratch: Path) -> dict[int, str]:
     """entry index -> meaning, for each culprit write of a minimised state."""
-    fs, base = found.doc["fs"], found.record.base
+    fs, base = _kind(found.doc["fs"]), found.record.base
     if fs == "ext4":
         layout, explain = ext4_layout(base), ext4_meaning
     elif fs == "xfs":
         layout, explain = xfs_layout(base), xfs_meaning
+    elif fs == "btrfs":
+        layout, explain = btrfs_layout(base), btrfs_meaning
     else:
         return {}
     if not layout:

@@ -6,6 +6,9 @@ from plugpull.errors import UsageError
 
 
 E2FSCK_BITS = 1 | 2 | 4 | 8 | 16 | 32 | 128
+# xfsprogs refuses logs under 64 MiB on filesystems over 300 MB unless it runs under fstests;
+# these three variables are how fstests says so, and how a 2008-sized log can still be made.
+FSTESTS_ENV = (("TEST_DIR", "/tmp"), ("TEST_DEV", "plugpull"), ("QA_CHECK_FS", "1"))
 
 
 @dataclass(frozen=True)
@@ -17,9 +20,19 @@ class Filesystem:
     fsck_damage: frozenset
     nobarrier_option: str | None = None
     fsck_damage_bits: int = 0  # for fsck tools whose exit code is a bit mask
+    kernel_type: str = ""  # the type `mount -t` takes, when it is not the name
+    mount_options: tuple[str, ...] = ()  # in every mode
+    internal_log: tuple[str, ...] = ()  # mkfs options for a log inside the filesystem
+    mkfs_env: tuple[tuple[str, str], ...] = ()
+    summary: str = ""
 
-    def mkfs_argv(self, target: str, extra: tuple[str, ...] = ()) -> list[str]:
-        return [*self.mkfs, *extra, target]
+    @property
+    def mount_type(self) -> str:
+        return self.kernel_type or self.name
+
+    def mkfs_argv(self, target: str, external_log: tuple[str, ...] = ()) -> list[str]:
+        """mkfs's command line; `external_log`'s options replace the internal log's."""
+        return [*self.mkfs, *(external_log or self.internal_log), target]
 
     def fsck_meaning(self, rc: int) -> str:
         """'clean', 'damage', or 'failed' (the checker itself did not work)."""
@@ -42,6 +55,20 @@ FILESYSTEMS = {
         # With -n a damaged fs can give 12 (it found damage, then could not go on): damage.
         Filesystem("ext4", ("mkfs.ext4", "-q", "-F"), "e2fsck -fn",
                    frozenset({0}), frozenset(), nobarrier_option="nobarrier", fsck_damage_bits=1 | 2 | 4),
+        # Seed 000's mkfs.xfs output (xfsprogs of 2008): v4 (no CRC), 256-byte inodes, no
+        # ftype or 32-bit project ids, a 2625-block internal log; logbsize/logbufs as then.
+        Filesystem("xfs-2008", ("mkfs.xfs", "-q", "-f", "-m", "crc=0", "-n", "ftype=0",
+                                "-i", "projid32bit=0"), "xfs_repair -n",
+                   frozenset({0}), frozenset({1, 2}), kernel_type="xfs",
+                   mount_options=("logbsize=32k", "logbufs=2"),
+                   internal_log=("-l", "size=2625b,lazy-count=1"), mkfs_env=FSTESTS_ENV,
+                   summary="XFS as seed 000 made it: v4, a 10 MiB log, 2 log buffers of 32 KiB"),
+        # ext3's on-disk format (no extents, no flex_bg, no 64bit) run by the ext4 driver, as
+        # the guest has no ext3 driver; nodelalloc, since ext3 allocated at write time.
+        Filesystem("ext3", ("mkfs.ext3", "-q", "-F"), "e2fsck -fn",
+                   frozenset({0}), frozenset(), nobarrier_option="nobarrier", fsck_damage_bits=1 | 2 | 4,
+                   kernel_type="ext4", mount_options=("nodelalloc",),
+                   summary="ext3's format (mkfs.ext3) mounted by ext4, without delayed allocation"),
         Filesystem("btrfs", ("mkfs.btrfs", "-q", "-f"), "btrfs check --readonly",
                    frozenset({0}), frozenset({1}), nobarrier_option="nobarrier"),
     )

@@ -222,12 +222,13 @@ SETTINGS = (
             {"crash": "ahci", "matrix": "ahci"}, case="matrix.bus", case_default="ahci"),
     Setting("disk_mib", Whole(64), "size of the disk under test", {"crash": "512", "matrix": "512"},
             case="matrix.disk_mib", case_default=512),
-    Setting("batch", Whole(1), "crash states per checker guest boot", {"crash": "16"}),
+    Setting("batch", Whole(0), "crash states per checker guest boot (0: hot-plugged, one guest per worker "
+            "for the whole run, restored from a saved one)", {"crash": "0"}),
     Setting("workers", Whole(0, MAX_WORKERS), "checker guests at once (default: one per core, at most 2)",
             {"crash": "0"}),
     Setting("profile", Choice("disk profile", load_profiles),
             "flush and write-through latency of the disk a throughput run stands for "
-            "(vmconfig/disks.toml: host, hdd, ssd)", {"matrix": DEFAULT_PROFILE}, case="matrix.profile",
+            "(vmconfig/disks.toml: host, hdd, ssd, laptop-5400, server-7200)", {"matrix": DEFAULT_PROFILE}, case="matrix.profile",
             case_default=DEFAULT_PROFILE, option="--disk-profile"),
 )
 

@@ -31,7 +31,7 @@ class CrashSpec:
     disk_mib: int = 512
     bus: Bus = Bus.AHCI
     cuts: str = ""  # cut points: "" = `states` seeded ones and the kill point; else a cut_points spec
-    batch: int = 16  # crash states per checker guest boot
+    batch: int = 0  # crash states per checker guest boot; 0: hot-plugged (`Plug.HOT`)
     workers: int = 0  # checker guests at once; 0: one per core (at most 2)
     check_script: str = ""  # the path, until `load_user_scripts` reads it into `params`
     budget: int = 0  # distinct states per run, drawn from every cut (cutorder); 0: no budget
@@ -71,8 +71,8 @@ class CrashSpec:
             raise UsageError("--states must be at least 1")
         if self.disk_mib < 64:
             raise UsageError("--disk-mib must be at least 64")
-        if self.batch < 1 or self.workers < 0:
-            raise UsageError("--batch must be at least 1 and --workers at least 0")
+        if self.batch < 0 or self.workers < 0:
+            raise UsageError("--batch and --workers must be at least 0")
         if self.budget < 0:
             raise UsageError("--budget must be at least 0")
         if self.exhaustive and self.cuts:

@@ -1,6 +1,7 @@
 """A guest with the filesystem under test formatted, mounted in a mode, and the workload's
 directory and setup ready: shared by the throughput runs and the recorded power-cut runs."""
 
+import os
 import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -27,9 +28,9 @@ class Testbed:
     queue_write_cache: str
 
 
-def run_host(argv: list[str]) -> None:
+def run_host(argv: list[str], env: tuple[tuple[str, str], ...] = ()) -> None:
     try:
-        out = subprocess.run(argv, capture_output=True, text=True)
+        out = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **dict(env)})
     except FileNotFoundError:
         raise ToolMissing(argv[0], "install its Debian package (make deps)") from None
     if out.returncode != 0:
@@ -39,9 +40,9 @@ def run_host(argv: list[str]) -> None:
 def format_disks(fs: Filesystem, mode: Mode, disk: Path, log_disk: Path | None) -> None:
     """mkfs on the host: the same Debian xfsprogs/e2fsprogs the guest has, and no boot needed."""
     if log_disk is None:
-        run_host(fs.mkfs_argv(str(disk)))
-    elif fs.name == "xfs":
-        run_host(fs.mkfs_argv(str(disk), ("-l", f"logdev={log_disk},size={EXTERNAL_LOG_MIB}m")))
+        run_host(fs.mkfs_argv(str(disk)), fs.mkfs_env)
+    elif fs.mount_type == "xfs":
+        run_host(fs.mkfs_argv(str(disk), ("-l", f"logdev={log_disk},size={EXTERNAL_LOG_MIB}m")), fs.mkfs_env)
     else:
         raise UsageError(f"the extlog mode is implemented for xfs only, not {fs.name}")
 
@@ -160,9 +161,9 @@ def _ready(m: Guest, bed: BedSpec, count: int, timeout: float) -> Testbed:
         name = delayed(m, name, bed.profile, mode)
     for cmd in mode.guest_setup(fs, name):
         m.run(cmd).check()
-    options = mode.mount_options(fs) + (["logdev=/dev/pp-disk1"] if mode.external_log else [])
+    options = [*fs.mount_options, *mode.mount_options(fs)] + (["logdev=/dev/pp-disk1"] if mode.external_log else [])
     opt = f"-o {','.join(options)} " if options else ""
-    m.run(f"mkdir -p {MOUNTPOINT} && mount -t {fs.name} {opt}/dev/{name} {MOUNTPOINT} "
+    m.run(f"mkdir -p {MOUNTPOINT} && mount -t {fs.mount_type} {opt}/dev/{name} {MOUNTPOINT} "
           f"&& mkdir -p {MOUNTPOINT}/pp && sync").check()
     queue = m.run(f"cat /sys/block/{name}/queue/write_cache").text.strip()
     setup = bed.workload.setup(MOUNTPOINT)

@@ -9,6 +9,7 @@ from plugpull.lab.workloads.base import ACK_PORT, DIR, Findings, Lost, Workload,
 
 FAULT_ON = "/tmp/pp-fault-on"
 FAULT_OFF = "/tmp/pp-fault-off"
+DIRECT_READ = 4  # fsync-retry's O_DIRECT read-back: its `error` and `wrong` lines carry this ID
 
 
 def wait_for(path: str, seconds: int) -> str:
@@ -20,7 +21,8 @@ def wait_for(path: str, seconds: int) -> str:
 class FsyncRetry(Workload):
     """The fsyncgate pattern. Op 1: write version 1 of `data`, fsync it and its directory,
     `ack 1`. Then, once the fault is on, op 2: overwrite it in place with version 2 and
-    fsync (`ack 2` if that succeeded), read it back from the disk (caches dropped). If the
+    fsync (`ack 2` if that succeeded), read it back from the disk (caches dropped), and again
+    with O_DIRECT as op DIRECT_READ (the device's bytes, whatever the page cache holds). If the
     fsync failed, wait for the fault to end and retry it, op 3 (`ack 3` if it succeeded).
     Ack 1 promises version 1 or 2 in full; ack 2 or 3 promises version 2."""
 
@@ -45,7 +47,7 @@ class FsyncRetry(Workload):
             wait_for(FAULT_ON, self.wait),
             f"pp-io write 2 data {v2}",
             "if pp-io fsync 2 data; then echo 'ack 2' >&4; first=ok; else first=failed; fi",
-            f"echo 3 > /proc/sys/vm/drop_caches; pp-io read 2 data {v2}",
+            f"echo 3 > /proc/sys/vm/drop_caches; pp-io read 2 data {v2}; pp-io dread {DIRECT_READ} data {v2}",
             f"if [ $first = failed ]; then {wait_for(FAULT_OFF, self.wait)}; "
             "pp-io fsync 3 data && echo 'ack 3' >&4; fi",
             "exit 0",
