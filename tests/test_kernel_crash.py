@@ -128,7 +128,7 @@ def test_a_panic_of_the_checker_kernel_is_that_states_kernel_crash(rig, tiny_sta
 
 @pytest.mark.vm
 def test_a_check_that_hangs_is_kernel_crash_hung(rig, tiny_states):
-    judged_states = check_with(rig, tiny_states, {1: "sleep 3600"}, check_timeout=60)
+    judged_states = check_with(rig, tiny_states, {1: "sleep 3600"}, check_timeout=30)
     assert [v.verdict for v, _ in judged_states] == [Verdict.CLEAN, Verdict.KERNEL_CRASH, Verdict.CLEAN]
     assert judged_states[1][0].reason.startswith("kernel hung")
 
