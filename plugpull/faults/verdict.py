@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from plugpull.faults.told import Told
 from plugpull.lab.fs import Filesystem
-from plugpull.lab.verdict import Observation, Verdict
+from plugpull.lab.verdict import Observation, Verdict, first_finding
 
 # What the kernel logs when a filesystem stops writing: (marker, "shutdown" or "read-only").
 GAVE_UP = (
@@ -34,15 +34,10 @@ class FaultVerdict:
 def judge(fs: Filesystem, obs: Observation, told: Told, workload, shutdown: str, umount_rc: int = 0) -> FaultVerdict:
     """Worst first: kernel-crash, unmountable, fs-corrupt, silent-loss (success was reported
     and the data is gone or wrong), fs-shutdown, error-reported, clean."""
-    if obs.kernel_crash:
-        return FaultVerdict(Verdict.KERNEL_CRASH, obs.kernel_crash)
-    if obs.infra_error:
-        return FaultVerdict(Verdict.INFRA_ERROR, obs.infra_error)
-    if obs.mount_rc != 0:
-        return FaultVerdict(Verdict.UNMOUNTABLE, f"remount failed: {obs.mount_error.strip()[:300]}")
+    first = first_finding(fs, obs, "remount")
+    if first is not None:
+        return FaultVerdict(*first)
     fsck = fs.fsck_meaning(obs.fsck_rc)
-    if fsck == "failed":
-        return FaultVerdict(Verdict.INFRA_ERROR, f"{fs.fsck} failed to run (rc={obs.fsck_rc})")
     if umount_rc != 0:
         return FaultVerdict(Verdict.FS_CORRUPT, f"the unmount after the fault failed (rc={umount_rc})")
     if fsck == "damage":

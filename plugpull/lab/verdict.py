@@ -115,21 +115,30 @@ class StateVerdict:
     allowed: int = 0  # acknowledged operations lost as the workload's contract allows
 
 
+def first_finding(fs: Filesystem, obs: Observation, mount: str) -> tuple[Verdict, str] | None:
+    """What every check looks at before the files, worst first: the guest kernel failed, the
+    harness failed, the `mount` failed, or fsck did not run (a harness failure too)."""
+    if obs.kernel_crash:
+        return Verdict.KERNEL_CRASH, obs.kernel_crash
+    if obs.infra_error:
+        return Verdict.INFRA_ERROR, obs.infra_error
+    if obs.mount_rc != 0:
+        return Verdict.UNMOUNTABLE, f"{mount} failed: {obs.mount_error.strip()[:300]}"
+    if fs.fsck_meaning(obs.fsck_rc) == "failed":
+        return Verdict.INFRA_ERROR, f"{fs.fsck} failed to run (rc={obs.fsck_rc})"
+    return None
+
+
 def classify(fs: Filesystem, obs: Observation, workload, required: list[int],
              committed: list[int] = ()) -> StateVerdict:
     """The verdict on one state. A failure of the checker itself is an infra-error, never a
     filesystem verdict; otherwise the worst finding wins: kernel-crash, unmountable, fs-corrupt,
     inconsistent, data-loss. `committed`: acknowledged operations the contract does not
     promise (see `Workload.examine`)."""
-    if obs.kernel_crash:
-        return StateVerdict(Verdict.KERNEL_CRASH, obs.kernel_crash)
-    if obs.infra_error:
-        return StateVerdict(Verdict.INFRA_ERROR, obs.infra_error)
-    if obs.mount_rc != 0:
-        return StateVerdict(Verdict.UNMOUNTABLE, f"recovery mount failed: {obs.mount_error.strip()[:300]}")
+    first = first_finding(fs, obs, "recovery mount")
+    if first is not None:
+        return StateVerdict(*first)
     fsck = fs.fsck_meaning(obs.fsck_rc)
-    if fsck == "failed":
-        return StateVerdict(Verdict.INFRA_ERROR, f"{fs.fsck} failed to run (rc={obs.fsck_rc})")
     found = workload.examine(required, obs.files or {}, committed)
     lost, kept = found.lost, {"broken": found.broken, "allowed": found.allowed}
     if fsck == "damage":
