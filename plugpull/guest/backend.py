@@ -34,6 +34,22 @@ UPLOAD_CHUNK = 32 << 10  # bytes per command: the agent reads each command line 
 DISK_WAIT_SECONDS = 30
 
 
+class Launched:
+    """A guest as a context manager: entering launches it, and closes what a launch that
+    failed half-way left behind; leaving closes it. Backends give `launch` and `close`."""
+
+    def __enter__(self):
+        try:
+            self.launch()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 @dataclass(frozen=True)
 class AttachedDisk:
     """A disk plugged into a running guest: the backend's handle and the guest's name for it."""

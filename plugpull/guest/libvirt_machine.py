@@ -23,7 +23,7 @@ import libvirt
 
 from plugpull.errors import GuestError, LaunchError, UsageError
 from plugpull.guest import hotplug, libvirt_devices
-from plugpull.guest.backend import AttachedDisk, upload, wait_for_disk
+from plugpull.guest.backend import AttachedDisk, Launched, upload, wait_for_disk
 from plugpull.guest.channel import CommandChannel, GuestResult, LineStream, quote_command
 from plugpull.guest.config import Accel, Bus, DiskSpec, MachineSpec
 from plugpull.guest.domain import DomainFiles, domain_xml
@@ -86,7 +86,7 @@ class Staging:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class LibvirtMachine:
+class LibvirtMachine(Launched):
     def __init__(self, spec: MachineSpec, image: GuestImage, accel: Accel, uri: str,
                  console_log: Path | None = None, boot_timeout: float = 120.0, name: str | None = None,
                  qemu_pid_dir: Path | None = None):
@@ -110,17 +110,6 @@ class LibvirtMachine:
         self._sockets: list[socket.socket] = []
         self._channel: CommandChannel | None = None
         self._plugged = libvirt_devices.Plugged(first_unit=len(spec.disks))
-
-    def __enter__(self) -> "LibvirtMachine":
-        try:
-            self.launch()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def _stage(self) -> tuple[MachineSpec, DomainFiles]:
         staging = self._staging = Staging(*qemu_identity())

@@ -25,7 +25,7 @@ from qemu.qmp.legacy import QEMUMonitorProtocol
 
 from plugpull.guest import accel as accel_mod
 from plugpull.guest import hotplug, snapshot
-from plugpull.guest.backend import AttachedDisk, upload, wait_for_disk
+from plugpull.guest.backend import AttachedDisk, Launched, upload, wait_for_disk
 from plugpull.guest.channel import CommandChannel, GuestResult, LineStream, quote_command
 from plugpull.guest.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
 from plugpull.errors import GuestError, LaunchError, ToolMissing
@@ -66,7 +66,7 @@ def _quiet_qmp_task(loop, context: dict) -> None:
     log.debug("QMP: %s", context.get("exception") or context.get("message"))
 
 
-class Machine:
+class Machine(Launched):
     def __init__(self, spec: MachineSpec, image: GuestImage, accel: Accel | None = None,
                  console_log: Path | None = None, boot_timeout: float = 120.0,
                  name: str | None = None, restore: Path | None = None):
@@ -89,17 +89,6 @@ class Machine:
         self._channel: CommandChannel | None = None
         self._next_lun = len(spec.disks)
         self._overlays: dict[str, Path] = {}
-
-    def __enter__(self) -> "Machine":
-        try:
-            self.launch()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     @property
     def tempdir(self) -> Path:
