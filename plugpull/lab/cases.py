@@ -9,6 +9,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from plugpull.errors import UsageError
+from plugpull.faults.casefile import (FAULT_SETTINGS, FaultExpectation, FaultPlan, check_expectations,
+                                      fault_cases)
 from plugpull.lab.matrix import cells, with_user_scripts
 from plugpull.lab.seeds import SeedSection, seed_table
 from plugpull.lab.settings import SETTINGS, Setting
@@ -30,6 +32,7 @@ class Case:
     unsafe: tuple = ()
     safe: tuple = ()
     seed: dict | None = None  # the [seed] table: the seed's published figures
+    faults: FaultPlan | None = None  # the [faults] table
 
 
 class CaseError(UsageError):
@@ -48,8 +51,8 @@ def _field(setting: Setting):
     return (value, default)
 
 
-def _section(name: str):
-    rows = [s for s in SETTINGS if s.case and s.case.startswith(name + ".")]
+def _section(name: str, settings=SETTINGS):
+    rows = [s for s in settings if s.case and s.case.startswith(name + ".")]
     return create_model(f"{name.title()}Section", __config__=STRICT,
                         **{s.case.partition(".")[2]: _field(s) for s in rows})
 
@@ -58,13 +61,15 @@ class ExpectSection(BaseModel):
     model_config = STRICT
     unsafe: list[str] = []
     safe: list[str] = []
+    faults: list[FaultExpectation] = []
 
 
 MatrixSection = _section("matrix")
 CrashSection = _section("crash")
+FaultsSection = _section("faults", FAULT_SETTINGS)
 CaseFile = create_model(
     "CaseFile", __config__=STRICT, title=(str, ...), source=(str, ""), summary=(str, ""),
-    matrix=(MatrixSection, ...), workload=(dict[str, dict[str, Any]], {}),
+    matrix=(MatrixSection | None, None), faults=(FaultsSection | None, None), workload=(dict[str, dict[str, Any]], {}),
     crash=(CrashSection, CrashSection()), expect=(ExpectSection, ExpectSection()),
     seed=(SeedSection | None, None))
 
@@ -106,16 +111,19 @@ def _read(path: Path):
     except tomllib.TOMLDecodeError as e:
         raise CaseError(f"{path}: not valid TOML: {e}") from None
     try:
-        return CaseFile.model_validate(data)
+        doc = CaseFile.model_validate(data)
     except ValidationError as e:
         raise _first_error(path, e) from None
+    if doc.matrix is None and doc.faults is None:
+        raise CaseError(f"{path}: matrix: required field is missing (a case has [matrix], [faults] or both)")
+    return doc
 
 
 def _workload_params(path: Path, doc, scale: float) -> dict:
     params = {}
     for name, table in doc.workload.items():
-        if name not in doc.matrix.workloads:
-            raise CaseError(f"{path}: [workload.{name}]: not one of [matrix] workloads")
+        if name not in _names(doc.matrix, "workloads") + _names(doc.faults, "workloads"):
+            raise CaseError(f"{path}: [workload.{name}]: not one of [matrix] or [faults] workloads")
         try:
             workload(name, **table)
         except UsageError as e:
@@ -124,30 +132,51 @@ def _workload_params(path: Path, doc, scale: float) -> dict:
     return params
 
 
+def _names(section, field: str) -> list:
+    return list(getattr(section, field)) if section is not None else []
+
+
 def _expected(path: Path, doc, which: str) -> tuple:
     modes = getattr(doc.expect, which)
     for i, mode in enumerate(modes):
-        if mode not in doc.matrix.modes:
+        if mode not in _names(doc.matrix, "modes"):
             raise CaseError(f"{path}: [expect] {which}[{i}]: unknown value {mode!r} "
-                            f"(known: {', '.join(doc.matrix.modes)})")
+                            f"(known: {', '.join(_names(doc.matrix, 'modes'))})")
     return tuple(modes)
+
+
+def _fault_plan(path: Path, doc, params: dict) -> FaultPlan | None:
+    if doc.faults is None:
+        if doc.expect.faults:
+            raise CaseError(f"{path}: [expect] faults: the case has no [faults] table")
+        return None
+    if where := check_expectations(doc.faults, doc.expect.faults):
+        raise CaseError(f"{path}: [expect] {where}")
+    return FaultPlan(fault_cases(doc.faults, params), doc.faults.runs, tuple(doc.expect.faults))
 
 
 def load_case(path: Path, scale: float = 1.0) -> Case:
     doc = _read(path)
+    params = _workload_params(path, doc, scale)
+    faults = _fault_plan(path, doc, params)
+    if doc.matrix is None:
+        if doc.seed is not None:
+            raise CaseError(f"{path}: [seed]: the seed's figures are a matrix's: the case has no [matrix]")
+        return Case(path, doc.title, doc.source, doc.summary.strip(), (), _expected(path, doc, "unsafe"),
+                    _expected(path, doc, "safe"), faults=faults)
     crash = doc.crash
     base = CrashSpec(models=tuple(crash.models), states=crash.states, seed=crash.seed, trigger=crash.trigger,
                      bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib, check_script=crash.check_script,
                      budget=crash.budget, stack=crash.stack, lose_disk=crash.lose_disk)
     seed = seed_table(path, doc.seed, doc.matrix.workloads, doc.matrix.modes)
-    todo = cells(base, doc.matrix.fs, doc.matrix.modes, doc.matrix.workloads, _workload_params(path, doc, scale),
+    todo = cells(base, doc.matrix.fs, doc.matrix.modes, doc.matrix.workloads, params,
                  profile=doc.matrix.profile, seed=seed)
     try:
         todo = with_user_scripts(todo, path.parent)
     except UsageError as e:
         raise CaseError(f"{path}: {e}") from None
     return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo),
-                _expected(path, doc, "unsafe"), _expected(path, doc, "safe"), seed)
+                _expected(path, doc, "unsafe"), _expected(path, doc, "safe"), seed, faults)
 
 
 def expectation_failures(case: Case, results: list[CellResult]) -> list[str]:
