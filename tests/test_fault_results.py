@@ -131,3 +131,11 @@ def test_report_with_cells_and_faults_renders_both(tmp_path):
     append_line(results, SILENT.to_json())
     page = report(results, tmp_path / "rep")["html"].read_text()
     assert "Throughput and crash states" in page and "<h2>Device faults</h2>" in page
+
+
+def test_a_run_in_memory_keeps_its_switches_and_errors():
+    """FaultRun.to_json holds tuples, not yet through JSON: they are kept all the same."""
+    doc = {**OLD_JSON["runs"][0], "switched": [(1.2, "on"), (4.3, "off")],
+           "told": {"errors": [(2, "fsync", "EIO")]}}
+    run = FaultResult.from_json(doc)
+    assert run.switched == ((1.2, "on"), (4.3, "off")) and run.errnos("fsync") == {"EIO": 1}

@@ -61,7 +61,7 @@ class FaultResult:
     @property
     def errors(self) -> list[tuple]:
         """(op, syscall, errno name) of every failed system call the application saw."""
-        return [tuple(e) for e in self.told.get("errors") or [] if isinstance(e, list) and len(e) == 3]
+        return [tuple(e) for e in self.told.get("errors") or [] if isinstance(e, (list, tuple)) and len(e) == 3]
 
     def errnos(self, syscall: str) -> Counter:
         return Counter(str(name) for _, call, name in self.errors if call == syscall)
@@ -98,7 +98,7 @@ class FaultResult:
                                                      "corruption_evidence")}
         return _lenient(cls, doc, key=key, **names, **text, params=_pairs(params), run=number,
                         spec=_of(dict, doc.get("spec")), told=_of(dict, doc.get("told")),
-                        switched=tuple(s for s in _of(list, doc.get("switched")) or [] if isinstance(s, list)),
+                        switched=tuple(s for s in _of(list, doc.get("switched")) or [] if isinstance(s, (list, tuple))),
                         power_loss=_of(dict, doc.get("power_loss")), seconds=_number(doc.get("seconds")))
 
 
