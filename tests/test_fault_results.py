@@ -139,3 +139,13 @@ def test_a_run_in_memory_keeps_its_switches_and_errors():
            "told": {"errors": [(2, "fsync", "EIO")]}}
     run = FaultResult.from_json(doc)
     assert run.switched == ((1.2, "on"), (4.3, "off")) and run.errnos("fsync") == {"EIO": 1}
+
+
+def test_a_faults_json_document_of_today_reads_as_its_runs(tmp_path):
+    path = tmp_path / "today.json"
+    path.write_text(json.dumps({"schema": SCHEMA_VERSION, "kind": "faults", "kernel": "k",
+                                "runs": [SILENT.to_json(), REPORTED.to_json()]}, indent=1))
+    runs, warnings = read_faults(path)
+    assert warnings == [] and runs == [SILENT, REPORTED]
+    path.write_text(json.dumps({"schema": SCHEMA_VERSION + 1, "kind": "faults", "runs": []}))
+    assert "is newer" in read_faults(path)[1][0]

@@ -9,9 +9,10 @@ from pathlib import Path
 from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_source, \
     parse_params, print_table
 from plugpull.errors import InfraError, UsageError
+from plugpull.results.faults import UNSAFE_FAULT_VERDICTS
 
 log = logging.getLogger(__name__)
-UNSAFE = ("silent-loss", "fs-corrupt", "unmountable", "kernel-crash")
+UNSAFE = UNSAFE_FAULT_VERDICTS
 
 
 def add_parsers(sub) -> None:

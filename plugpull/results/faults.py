@@ -103,10 +103,11 @@ class FaultResult:
 
 
 def _faults_of_doc(doc: dict) -> list[FaultResult]:
-    """A fault line, or a schema-1 `faults --json` document (its runs, with its kernel)."""
+    """A fault line, or a `faults --json` document (its runs, with its kernel; before schema 5
+    it had no schema or kind)."""
     if doc.get("kind") == "fault":
         return [FaultResult.from_json(doc)]
-    if "runs" in doc and "kind" not in doc and isinstance(doc.get("runs"), list):
+    if doc.get("kind", "faults") == "faults" and isinstance(doc.get("runs"), list):
         check_schema(doc)
         kernel = doc.get("kernel")
         counted: Counter = Counter()
