@@ -3,11 +3,13 @@ checker: the volatile set spans both logs, the culprit names its disk, and the m
 artifact keeps both disks, the stack and the lost member, so replay rebuilds and rechecks it."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from plugpull.lab import crash, minimise as minimise_module
 from plugpull.lab.crash import load_state, save_record
+from plugpull.lab.explain import meanings
 from plugpull.lab.minimise import minimise
 from plugpull.lab.minimised import write_artifact
 from plugpull.lab.record import Record
@@ -128,3 +130,12 @@ def test_a_state_whose_culprit_is_gone_from_disk_2_is_clean_when_rebuilt(tmp_pat
     finally:
         state.remove()
     assert obs.mount_rc == 0
+
+
+def test_writes_through_a_stack_are_not_explained_as_the_filesystem_s(tmp_path, fake):
+    """A member disk's offsets are not the filesystem's: reading them as such would be wrong."""
+    found = minimise(saved_two_disk_state(tmp_path), None, tmp_path / "scratch", workers=1, batch=4)
+    on_disk_0 = replace(found, culprits=((0, 11),), doc={**found.doc, "fs": "ext4"})
+    unstacked = replace(on_disk_0, record=replace(found.record, meta={**found.record.meta, "stack": ""}))
+    assert meanings(unstacked, tmp_path), "without a stack, the write is read as the filesystem's"
+    assert meanings(on_disk_0, tmp_path) == {}

@@ -150,7 +150,10 @@ def _kind(name: str) -> str:
 def meanings(found, scratch: Path) -> dict[tuple[int, int], str]:
     """(disk, entry index) -> meaning, for each culprit write of a minimised state on its
     first disk (the filesystem's, read from its base image; the writes on a stack's
-    members or an external log are left unexplained)."""
+    members or an external log are left unexplained). Through a stack the filesystem does
+    not start at the disk's first byte, so none is explained."""
+    if found.record.meta.get("stack"):
+        return {}
     fs, base = _kind(found.doc["fs"]), found.record.base
     if fs == "ext4":
         layout, explain = ext4_layout(base), ext4_meaning
