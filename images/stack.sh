@@ -1,14 +1,15 @@
 #!/bin/sh
 # pp-stack create|open|close LAYERS [DEV...]: a storage stack between the filesystem and the
 # disks DEV... LAYERS is comma-separated, from the disks up: md-raid1, md-raid5, md-raid5-ppl
-# (first only, over every disk), lvm (a linear LV), dm-crypt (LUKS2, a fixed test key).
+# (first only, over every disk), md-raid5-journal (first only, the last disk its write journal),
+# lvm (a linear LV), dm-crypt (LUKS2, a fixed test key).
 # create makes a new stack, open assembles one that exists (a crash state's disks), both
 # print `top=NAME`, the kernel's name of the device the filesystem lives on; close takes it
 # down, top first. force-open is open with one member missing on purpose: where md refuses to
 # start the array (dirty and degraded), mdadm --force, the operator's override. Not forced
 # first: --force marks the array clean, and md would skip its PPL recovery.
 # No udev here: LVM and libdevmapper make their device nodes themselves.
-op=$1 layers=$(echo "$2" | tr ',+' '  ') force=
+op=$1 layers=$(echo "$2" | tr ',+' '  ') force= journal=
 [ "$op" != force-open ] || op=open force=--force
 shift 2
 devs="$*"
@@ -32,14 +33,15 @@ forced() {  # the array md refused to start, started with --force after all
     assemble --force && echo "forced=md refused to start it: mdadm --force"
 }
 
-md() {  # md LEVEL [create options]
+md() {  # md LEVEL [create options]; $journal, when set, is the one of $devs that is no member
     level=$1
     shift
-    n=$(echo $devs | wc -w)
+    members=$(for dev in $devs; do [ "$dev" = "$journal" ] || echo "$dev"; done)
+    n=$(echo $members | wc -w)
     modprobe -a md_mod raid1 raid456 2>/dev/null
     if [ "$op" = create ]; then
         mdadm --create /dev/md0 --run --metadata=1.2 --level="$level" --raid-devices="$n" --assume-clean \
-            "$@" $devs </dev/null >/tmp/stack.md 2>&1 || fail "mdadm --create: $(tail -n 1 /tmp/stack.md)"
+            "$@" $members </dev/null >/tmp/stack.md 2>&1 || fail "mdadm --create: $(tail -n 1 /tmp/stack.md)"
     else
         assemble || { [ -n "$force" ] && forced; } || fail "mdadm --assemble: $(tail -n 1 /tmp/stack.md)"
     fi
@@ -88,6 +90,7 @@ for layer in $layers; do
         md-raid1) md 1 --bitmap=internal ;;
         md-raid5) md 5 --bitmap=internal ;;
         md-raid5-ppl) md 5 --consistency-policy=ppl ;;
+        md-raid5-journal) journal=${devs##* } && md 5 --write-journal "$journal" ;;
         lvm) lvm_layer ;;
         dm-crypt) crypt ;;
         *) fail "unknown layer $layer" ;;

@@ -56,9 +56,10 @@ def write_hole_losses(run) -> int:
 
 
 @pytest.mark.skipif(not FULL, reason="the full stack suite runs with PLUGPULL_STACK_SUITE=1")
-def test_full_the_write_hole_opens_on_raid5_and_not_with_ppl(crash_run):
+def test_full_the_write_hole_opens_on_raid5_and_not_with_ppl_or_a_journal(crash_run):
     """Member 0 lost after the cut: its acked files, long flushed, are rebuilt from the parity
-    of stripes whose other data member was being written. PPL closes the hole. The hole is
+    of stripes whose other data member was being written. PPL closes the hole, and so does a
+    write journal on a fourth disk. The hole is
     rare: 5 of 100 states, and 2 of 30, 0 of 30 in runs here, so this takes 100."""
     def lose(stack: str):
         return crash_run(CrashSpec(fs="xfs", mode="barrier", workload="fsync-files", params=(("count", 150),),
@@ -68,3 +69,6 @@ def test_full_the_write_hole_opens_on_raid5_and_not_with_ppl(crash_run):
     assert sum(s.acks_required for s in raid5.states) > 0
     assert write_hole_losses(raid5) > 0, "no acked file, long flushed, read back wrong"
     assert write_hole_losses(lose("md-raid5-ppl")) == 0
+    journal = lose("md-raid5-journal")
+    assert journal.record["disks"] == 4, "the journal disk is recorded too"
+    assert write_hole_losses(journal) == 0

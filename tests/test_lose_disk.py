@@ -17,7 +17,8 @@ from tests.test_stack import StubGuest
 
 
 @pytest.mark.parametrize("stack, text, member", [("md-raid5", "0", 0), ("md-raid5", "2", 2),
-                                                  ("md-raid1,lvm", "1", 1), ("md-raid5-ppl", "", None)])
+                                                  ("md-raid1,lvm", "1", 1), ("md-raid5-ppl", "", None),
+                                                  ("md-raid5-journal", "2", 2)])
 def test_a_member_is_named_by_its_number(stack, text, member):
     assert CrashSpec(stack=stack, lose_disk=text).resolve().lost_member == member
 
@@ -28,10 +29,13 @@ def test_random_is_a_member_drawn_from_the_seed():
     assert set(drawn.values()) == {0, 1, 2}, "every member can be drawn"
     assert all(CrashSpec(stack="md-raid5", lose_disk="random", seed=s).resolve().lost_member == m
                for s, m in drawn.items()), "the same seed draws the same member"
+    assert all(CrashSpec(stack="md-raid5-journal", lose_disk="random", seed=s).resolve().lost_member == m
+               for s, m in drawn.items()), "a journal disk is never drawn: the same member as md-raid5"
 
 
 @pytest.mark.parametrize("stack, text, message", [
     ("md-raid5", "3", "members 0 to 2"), ("md-raid1", "2", "members 0 to 1"),
+    ("md-raid5-journal", "3", r"members 0 to 2 \(disk 3 is its write journal\)"),
     ("lvm", "0", "no redundancy"), ("dm-crypt", "random", "no redundancy"), ("", "0", "there is none"),
     ("md-raid5", "-1", "expected a member number"), ("md-raid5", "one", "expected a member number"),
 ])

@@ -87,7 +87,7 @@ def test_the_planted_write_is_found_and_the_minimised_state_replays(tmp_path, fa
     state_dir, culprit = saved_state(tmp_path, planted=37)
     found = minimise(state_dir, None, tmp_path / "scratch", workers=1, batch=4)
     assert found.reference == "drop-unflushed"
-    assert found.culprits == (culprit,)
+    assert found.culprits == ((0, culprit),)
     assert found.answer["verdict"] == "unmountable"
     assert max(fake.batches) <= 4
     judged = json.loads((state_dir / CACHE).read_text())["judged"]
@@ -114,7 +114,7 @@ def test_an_interrupted_run_resumes_without_judging_again(tmp_path, fake):
     assert before > 0
     fake.interrupt_at = None
     found = minimise(state_dir, None, tmp_path / "scratch", workers=1, batch=2)
-    assert found.culprits == (culprit,)
+    assert found.culprits == ((0, culprit),)
     assert found.judged == before + found.checks
 
 

@@ -20,6 +20,7 @@ from plugpull.lab.stack import Stack, top_of
 @pytest.mark.parametrize("text, layers, disks", [
     ("lvm", ("lvm",), 1), ("lvm,dm-crypt", ("lvm", "dm-crypt"), 1), ("md-raid1", ("md-raid1",), 2),
     ("md-raid1+lvm+dm-crypt", ("md-raid1", "lvm", "dm-crypt"), 2), ("md-raid5-ppl", ("md-raid5-ppl",), 3),
+    ("md-raid5-journal,lvm", ("md-raid5-journal", "lvm"), 4),
 ])
 def test_a_stack_is_its_layers_from_the_disks_up(text, layers, disks):
     stack = Stack.parse(text)

@@ -22,10 +22,11 @@ lose_disk = "LOSE"
 """
 
 
-def test_the_write_hole_cases_run_raid5_and_ppl_with_member_0_lost():
-    raid5, ppl = (load_case(ROOT / "suites" / "cases" / f"write-hole-md-{v}.toml") for v in ("raid5", "raid5-ppl"))
-    assert raid5.unsafe == ("barrier",) and ppl.safe == ("barrier",)
-    for case, stack in ((raid5, "md-raid5"), (ppl, "md-raid5-ppl")):
+def test_the_write_hole_cases_run_raid5_ppl_and_journal_with_member_0_lost():
+    raid5, ppl, journal = (load_case(ROOT / "suites" / "cases" / f"write-hole-md-{v}.toml")
+                           for v in ("raid5", "raid5-ppl", "raid5-journal"))
+    assert raid5.unsafe == ("barrier",) and ppl.safe == ("barrier",) and journal.safe == ("barrier",)
+    for case, stack in ((raid5, "md-raid5"), (ppl, "md-raid5-ppl"), (journal, "md-raid5-journal")):
         [cell] = case.cells
         assert cell.spec.resolve().lost_member == 0 and cell.to_json()["stack"] == stack
     assert raid5.cells[0].key() != ppl.cells[0].key(), "the stack is part of the cell's key"

@@ -147,8 +147,13 @@ def _kind(name: str) -> str:
         return name
 
 
-def meanings(found, scratch: Path) -> dict[int, str]:
-    """entry index -> meaning, for each culprit write of a minimised state."""
+def meanings(found, scratch: Path) -> dict[tuple[int, int], str]:
+    """(disk, entry index) -> meaning, for each culprit write of a minimised state on its
+    first disk (the filesystem's, read from its base image; the writes on a stack's
+    members or an external log are left unexplained). Through a stack the filesystem does
+    not start at the disk's first byte, so none is explained."""
+    if found.record.meta.get("stack"):
+        return {}
     fs, base = _kind(found.doc["fs"]), found.record.base
     if fs == "ext4":
         layout, explain = ext4_layout(base), ext4_meaning
@@ -163,11 +168,12 @@ def meanings(found, scratch: Path) -> dict[int, str]:
     out = {}
     entries = list(iter_entries(found.record.log)) if fs == "xfs" else []
     with open(found.record.log, "rb") as log:
-        for i in found.culprits:
-            e = found.variation.updates[i]
+        for i in (i for d, i in found.culprits if d == 0):
+            e = found.variation.each[0].updates[i]
             log.seek(e.data_offset)
             data = log.read(min(e.data_len, READ_BYTES)) if e.is_write else b""
-            out[i] = explain(layout, e.sector * SECTOR, data)
-            if out[i].startswith("internal log") and e.is_write:
-                out[i] += "; " + xfs_log_context(layout, entries, found.doc["cut"], i)
+            meaning = explain(layout, e.sector * SECTOR, data)
+            if meaning.startswith("internal log") and e.is_write:
+                meaning += "; " + xfs_log_context(layout, entries, found.doc["cut"], i)
+            out[0, i] = meaning
     return out

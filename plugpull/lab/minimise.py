@@ -1,14 +1,16 @@
 """Minimise a failing crash state to its culprit writes, judged by the real checker.
 
     found = minimise(Path("results/crash-.../states/reorder-cut812"), rig, scratch)
-    found.culprits   # the volatile writes whose loss (from prefix) or survival (from
-                     # drop-unflushed) still gives the state's verdict
+    found.culprits   # the volatile writes, as (disk, entry), whose loss (from prefix) or
+                     # survival (from drop-unflushed) still gives the state's verdict
 
 The reference is the state with every volatile write persisted, or with none, whichever
 the checker finds clean (the one nearer the failing state if both are). ddmin then looks for
 a 1-minimal set of changes from it that keeps the failing verdict. Every judged plan is kept
 in the artifact's minimise.json, written after each batch, so an interrupted run goes on
-where it stopped and no plan is checked twice.
+where it stopped and no plan is checked twice. A state on several disks (a stack's members,
+extlog) varies on all of them: the volatile writes of every disk's log, at its own cut; its
+candidates are assembled through the stack, without the member its run lost, as it was.
 """
 
 import json
@@ -22,15 +24,15 @@ from plugpull.errors import InfraError, PlugpullError, UsageError
 from plugpull.files import atomic_write_json
 from plugpull.guest.rig import Rig
 from plugpull.lab.checker import Checker, default_workers
-from plugpull.lab.crash import load_state
+from plugpull.lab.crash import load_state, saved_others
 from plugpull.lab.ddmin import Memo, ddmin
 from plugpull.lab.fs import filesystem
-from plugpull.lab.judge import collect_for
+from plugpull.lab.judge import build_state, collect_for
 from plugpull.lab.record import Record
 from plugpull.lab.verdict import Verdict, classify, required_acks
 from plugpull.lab.workloads import workload
-from plugpull.powerloss.crashstate import CrashState, materialize
-from plugpull.powerloss.variation import REFERENCES, Variation, plan_key, variation
+from plugpull.lab.stack import Stack
+from plugpull.powerloss.variation import REFERENCES, Disks, disks_variation, plans_key
 from plugpull.powerloss.writelog import iter_entries
 from plugpull.progress import Progress
 
@@ -50,10 +52,10 @@ class NotMinimisable(PlugpullError):
 class Minimised:
     doc: dict  # the artifact's state.json
     record: Record
-    variation: Variation
+    variation: Disks
     reference: str
     references: dict  # reference -> its answer
-    culprits: tuple[int, ...]
+    culprits: tuple[tuple[int, int], ...]  # (disk, entry index)
     answer: dict  # the minimal state's: verdict, reason, mount, fsck, lost
     checks: int  # plans the checker judged in this run
     judged: int  # plans judged in all, with those of earlier runs
@@ -61,26 +63,26 @@ class Minimised:
 
 
 class Judge:
-    """Judges plans (lists of pieces) on the checker guests: an answer per plan, every
-    answer written to the cache file at once."""
+    """Judges plans (a list of pieces per disk) on the checker guests: an answer per plan,
+    every answer written to the cache file at once."""
 
     def __init__(self, rec: Record, doc: dict, rig: Rig, scratch: Path, cache_path: Path,
                  workers: int, batch: int):
         self.rec, self.doc, self.scratch, self.cache_path = rec, doc, scratch, cache_path
         self.workload = workload(rec.meta["workload"], **rec.meta["params"])
-        self.owed = required_acks(rec.acks, doc["cut"])
-        self.committed = required_acks(rec.acks, doc["cut"], kind="commit")
+        self.owed = required_acks(rec.acks, doc["cut"], saved_others(doc))
+        self.committed = required_acks(rec.acks, doc["cut"], saved_others(doc), kind="commit")
         per_guest = max(1, -(-batch // workers))
-        self.checker = Checker(rig, filesystem(doc["fs"]), batch=per_guest, workers=workers)
+        stack, lost = Stack.parse(rec.meta.get("stack", "")), doc.get("lost_member")
+        self.checker = Checker(rig, filesystem(doc["fs"]), batch=per_guest, workers=workers,
+                               **({"stack": stack} if stack else {}), **({"lost": lost} if lost is not None else {}))
         self.cache = load_cache(cache_path, doc["digest"])
 
     def __call__(self, plans: list[list]) -> list[dict]:
         states = []
         try:
             for i, pieces in enumerate(plans):
-                path = self.scratch / f"candidate-{i:03d}.img"
-                materialize(self.rec.base, self.rec.log, pieces, path, digest=False)
-                states.append(CrashState.of(path))
+                states.append(build_state(self.rec, pieces, self.scratch / f"candidate-{i:03d}.img"))
             bar = Progress(f"minimising: {len(plans)} states", len(plans))
             collect = [collect_for(self.workload, self.owed)] * len(plans)
             observations = self.checker.check(states, progress=bar.advance, collect=collect)
@@ -90,7 +92,7 @@ class Judge:
         answers = [self._answer(obs) for obs in observations]
         for pieces, answer in zip(plans, answers):
             if answer["verdict"] != Verdict.INFRA_ERROR:
-                self.cache[plan_key(pieces)] = answer
+                self.cache[plans_key(pieces)] = answer
         self.save()
         broken = [a["reason"] for a in answers if a["verdict"] == Verdict.INFRA_ERROR]
         if broken:
@@ -122,8 +124,6 @@ def load_cache(path: Path, digest: str) -> dict:
 def loaded(artifact: Path, scratch: Path) -> tuple[dict, Record]:
     """The artifact and its record, refused (UsageError) if there is nothing to minimise."""
     doc, rec = load_state(artifact, scratch)
-    if doc.get("cut2") is not None or doc.get("cuts") or rec.disks > 1:
-        raise UsageError(f"{artifact}: a state on more than one disk (extlog, a stack) cannot be minimised yet")
     if doc["verdict"] in (Verdict.CLEAN, Verdict.INFRA_ERROR):
         raise UsageError(f"{artifact}: its verdict is {doc['verdict']}; only a failing state is minimised")
     return doc, rec
@@ -132,15 +132,15 @@ def loaded(artifact: Path, scratch: Path) -> tuple[dict, Record]:
 def minimise(artifact: Path, rig: Rig, scratch: Path, workers: int = 0, batch: int = 8) -> Minimised:
     started = time.monotonic()
     doc, rec = loaded(artifact, scratch)
-    entries = list(iter_entries(rec.log))
-    var = variation(entries, doc["cut"], doc["model"], doc["seed"])
+    every_entries = [list(iter_entries(log)) for log in rec.logs]
+    var = disks_variation(every_entries, (doc["cut"], *saved_others(doc)), doc["model"], doc["seed"])
     states = scratch / "candidates"
     states.mkdir(parents=True, exist_ok=True)
     judge = Judge(rec, doc, rig, states, artifact / CACHE, workers or default_workers(), batch)
     if judge.cache:
         log.info(f"resuming: {len(judge.cache)} plans of this state were judged before")
     target = doc["verdict"]
-    memo = Memo(judge, key=plan_key, known=judge.cache, failing=lambda a: a["verdict"] == target)
+    memo = Memo(judge, key=plans_key, known=judge.cache, failing=lambda a: a["verdict"] == target)
     reference, references = _reference(var, memo, target)
     changes = var.changes(reference)
     log.info(f"reference {reference} is clean; {len(changes)} volatile writes differ from it")
@@ -152,17 +152,17 @@ def minimise(artifact: Path, rig: Rig, scratch: Path, workers: int = 0, batch: i
                      lookahead=lambda c: memo.knows(var.pieces(reference, c)))
     shutil.rmtree(states, ignore_errors=True)
     return Minimised(doc, rec, var, reference, references, culprits,
-                     memo.known[plan_key(var.pieces(reference, culprits))], memo.asked, len(memo.known),
+                     memo.known[plans_key(var.pieces(reference, culprits))], memo.asked, len(memo.known),
                      time.monotonic() - started)
 
 
-def _reference(var: Variation, memo: Memo, target: str) -> tuple[str, dict]:
+def _reference(var: Disks, memo: Memo, target: str) -> tuple[str, dict]:
     """Judge the failing state and both references in one batch; the clean reference
     nearer to the failing state."""
     plans = {"failing": var.pieces("prefix", var.changes("prefix"))}
     plans.update((r, var.pieces(r, ())) for r in REFERENCES)
     memo(list(plans.values()))
-    answers = {name: memo.known[plan_key(p)] for name, p in plans.items()}
+    answers = {name: memo.known[plans_key(p)] for name, p in plans.items()}
     if answers["failing"]["verdict"] != target:
         raise NotMinimisable(f"the state itself is now judged {answers['failing']['verdict']} "
                              f"({answers['failing']['reason']}), not {target}: its verdict does not reproduce")

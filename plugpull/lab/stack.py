@@ -17,13 +17,15 @@ from plugpull.powerloss.models import stable_rng
 
 @dataclass(frozen=True)
 class Layer:
-    """`disks`: the member disks it takes (0: it sits on the device below it), `first`:
-    it can only sit right on the recorded disks."""
+    """`disks`: the recorded disks it takes (0: it sits on the device below it), `first`:
+    it can only sit right on the recorded disks. `journal`: its last disk is a write journal,
+    not a member: losing it is not what the array's redundancy covers."""
 
     name: str
     disks: int = 0
     summary: str = ""
     redundant: bool = False  # it still reads every block with one member lost
+    journal: bool = False
 
     @property
     def first(self) -> bool:
@@ -38,6 +40,7 @@ LAYERS = {
         Layer("md-raid1", 2, "md RAID1 over two disks, with a write-intent bitmap", True),
         Layer("md-raid5", 3, "md RAID5 over three disks, with a write-intent bitmap", True),
         Layer("md-raid5-ppl", 3, "md RAID5 over three disks, with a partial parity log", True),
+        Layer("md-raid5-journal", 4, "md RAID5 over three disks, with a write journal on a fourth", True, True),
     )
 }
 
@@ -70,11 +73,17 @@ class Stack:
         """The recorded disks under it."""
         return LAYERS[self.layers[0]].disks or 1
 
+    @property
+    def members(self) -> int:
+        """The recorded disks `--lose-disk` may leave out: all but a write journal."""
+        return self.disks - LAYERS[self.layers[0]].journal
+
     def lost_member(self, text: str, seed: int) -> int | None:
         """The member `--lose-disk` leaves out of every checked state (0-based, in the disks'
-        order): N, or `random`, drawn from the seed and the member count (md-raid5 and
-        md-raid5-ppl lose the same one); None for "". UsageError, one line, for a member out
-        of range or a stack with nothing to lose a member from."""
+        order): N, or `random`, drawn from the seed and the member count (md-raid5,
+        md-raid5-ppl and md-raid5-journal lose the same one); None for "". UsageError, one
+        line, for a member out of range (a journal disk is none) or a stack with nothing to
+        lose a member from."""
         if not text:
             return None
         check_lose_disk(text)
@@ -82,9 +91,10 @@ class Stack:
             raise UsageError(f"bad --lose-disk {text}: --stack {self} has no redundancy to lose a disk from "
                              f"(one of {', '.join(n for n, l in LAYERS.items() if l.redundant)} comes first)")
         if text == "random":
-            return stable_rng(seed, "lose-disk", self.disks).randrange(self.disks)
-        if int(text) >= self.disks:
-            raise UsageError(f"bad --lose-disk {text}: --stack {self} has members 0 to {self.disks - 1}")
+            return stable_rng(seed, "lose-disk", self.members).randrange(self.members)
+        if int(text) >= self.members:
+            journal = f" (disk {self.members} is its write journal)" if self.members < self.disks else ""
+            raise UsageError(f"bad --lose-disk {text}: --stack {self} has members 0 to {self.members - 1}{journal}")
         return int(text)
 
     def command(self, op: str, devices: list[str] = ()) -> str:

@@ -75,3 +75,40 @@ def plan_key(pieces: Sequence[Piece]) -> str:
     """What names a plan in the cache of judged ones."""
     text = ";".join(f"{p.entry_index}:{p.first_sector}+{p.nr_sectors}" for p in pieces)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+Change = tuple[int, int]  # a volatile write: its disk (in the record's order), its entry in that disk's log
+
+
+@dataclass(frozen=True)
+class Disks:
+    """The variation of a state on every disk it was cut on (one, or a stack's members, or
+    extlog's data and log disks): each disk's own, at its own cut. A change names its disk,
+    so the volatile set spans every disk's log."""
+
+    each: tuple[Variation, ...]
+
+    @property
+    def volatile(self) -> tuple[Change, ...]:
+        return tuple((d, i) for d, var in enumerate(self.each) for i in var.volatile)
+
+    def changes(self, reference: str) -> tuple[Change, ...]:
+        return tuple((d, i) for d, var in enumerate(self.each) for i in var.changes(reference))
+
+    def pieces(self, reference: str, changed: Iterable[Change]) -> tuple[list[Piece], ...]:
+        """Each disk's plan: `reference` with the changes on that disk as the failing state."""
+        changed = tuple(changed)
+        return tuple(var.pieces(reference, [i for on, i in changed if on == d]) for d, var in enumerate(self.each))
+
+
+def disks_variation(every_entries: Sequence[Sequence[LogEntry]], cuts: Sequence[int], model: str,
+                    seed: int) -> Disks:
+    """How the state cut at `cuts` (one per disk) can be varied, the model applied to each
+    disk's log as the run did."""
+    return Disks(tuple(variation(entries, cut, model, seed) for entries, cut in zip(every_entries, cuts)))
+
+
+def plans_key(plans: Sequence[Sequence[Piece]]) -> str:
+    """What names a state on several disks in the cache of judged ones (on one disk, its
+    plan's plan_key, as before there were several)."""
+    return "|".join(plan_key(pieces) for pieces in plans)
