@@ -128,6 +128,8 @@ def cmd_reproduce(args) -> int:
     if not 0 < args.scale <= 1:
         raise UsageError("--scale must be in (0, 1]")
     case = load_case(args.case, args.scale)
+    if case.replay:
+        return reproduce_replay(args, case)
     for cell in case.cells:
         cell.validate()
     results = checked_output(args.results or Path("results") / f"{args.case.stem}.jsonl", "--results",
@@ -148,6 +150,45 @@ def cmd_reproduce(args) -> int:
         print(f"not reproduced: {f}")
     if any(r.error for r in ran):
         return EXIT_INFRA
+    return EXIT_FOUND if failures else EXIT_OK
+
+
+def reproduce_replay(args, case) -> int:
+    """A [replay] case: its kept state rebuilt and rechecked as `plugpull replay` does, then
+    held to its [expect] table (exit 1 when the table is not borne out, as for a [matrix] case)."""
+    from plugpull.lab.cases import replay_failures
+    from plugpull.lab.replaycase import load_replay, run_replay
+    from plugpull.paths import make_tempdir
+
+    if args.results or args.report or args.scale != 1:
+        raise UsageError("--results, --report and --scale are for [matrix] cases; a [replay] case rechecks one kept state")
+    kernel, backend = kernel_source(args), guest_backend(args)
+    print(f"{case.title}\n  {case.source}\n  replay: {case.replay.describe()}", file=sys.stderr)
+    scratch = make_tempdir("reproduce")
+    try:
+        loaded = load_replay(case.replay, scratch)
+        rig = prepare_rig(args.accel, kernel, backend)
+        r = run_replay(case.replay, rig, scratch, loaded)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return _replayed(case, r)
+
+
+def _replayed(case, r: dict) -> int:
+    fs = case.replay.meta["fs"]
+    same_image = not r["digest_expected"] or r["digest"] == r["digest_expected"]
+    print(f"image   {r['digest']}" + (f" ({'matches' if same_image else 'DIFFERS from ' + r['digest_expected']})"
+                                      if r["digest_expected"] else ""))
+    print(f"verdict {r['verdict']}: {r['reason']}")
+    for line in [line for line in r["kernel"].splitlines() if fs in line.lower()][-8:]:
+        print(f"  {line.strip()}")
+    if r["verdict"] == "infra-error":
+        return EXIT_INFRA
+    failures = replay_failures(case, r["verdict"]) + ([] if same_image else ["the rebuilt state differs from the kept one"])
+    for f in failures:
+        print(f"not reproduced: {f}")
+    if not failures:
+        print("reproduced")
     return EXIT_FOUND if failures else EXIT_OK
 
 

@@ -10,9 +10,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from plugpull.errors import UsageError
 from plugpull.lab.matrix import cells, with_user_scripts
+from plugpull.lab.replaycase import ReplayCase, ReplaySection, replay_case
 from plugpull.lab.seeds import SeedSection, seed_table
 from plugpull.lab.settings import SETTINGS, Setting
 from plugpull.lab.spec import CrashSpec
+from plugpull.lab.verdict import POWER_CUT_VERDICTS
 from plugpull.lab.workloads import workload
 from plugpull.results import CellResult
 
@@ -30,6 +32,8 @@ class Case:
     unsafe: tuple = ()
     safe: tuple = ()
     seed: dict | None = None  # the [seed] table: the seed's published figures
+    verdicts: tuple = ()  # ((mode, verdict), ...): [expect] verdicts
+    replay: ReplayCase | None = None  # a [replay] case: one kept state, no cells
 
 
 class CaseError(UsageError):
@@ -58,13 +62,14 @@ class ExpectSection(BaseModel):
     model_config = STRICT
     unsafe: list[str] = []
     safe: list[str] = []
+    verdicts: dict[str, str] = {}  # mode -> a verdict some state of that mode must have
 
 
 MatrixSection = _section("matrix")
 CrashSection = _section("crash")
 CaseFile = create_model(
     "CaseFile", __config__=STRICT, title=(str, ...), source=(str, ""), summary=(str, ""),
-    matrix=(MatrixSection, ...), workload=(dict[str, dict[str, Any]], {}),
+    matrix=(MatrixSection | None, None), replay=(ReplaySection | None, None), workload=(dict[str, dict[str, Any]], {}),
     crash=(CrashSection, CrashSection()), expect=(ExpectSection, ExpectSection()),
     seed=(SeedSection | None, None))
 
@@ -124,17 +129,48 @@ def _workload_params(path: Path, doc, scale: float) -> dict:
     return params
 
 
-def _expected(path: Path, doc, which: str) -> tuple:
-    modes = getattr(doc.expect, which)
-    for i, mode in enumerate(modes):
-        if mode not in doc.matrix.modes:
-            raise CaseError(f"{path}: [expect] {which}[{i}]: unknown value {mode!r} "
-                            f"(known: {', '.join(doc.matrix.modes)})")
-    return tuple(modes)
+def _expected(path: Path, doc, which: str, modes) -> tuple:
+    for i, mode in enumerate(getattr(doc.expect, which)):
+        if mode not in modes:
+            raise CaseError(f"{path}: [expect] {which}[{i}]: unknown value {mode!r} (known: {', '.join(modes)})")
+    return tuple(getattr(doc.expect, which))
+
+
+def _expected_verdicts(path: Path, doc, modes) -> tuple:
+    for mode, verdict in doc.expect.verdicts.items():
+        if mode not in modes:
+            raise CaseError(f"{path}: [expect] verdicts.{mode}: unknown mode {mode!r} (known: {', '.join(modes)})")
+        if verdict not in POWER_CUT_VERDICTS:
+            raise CaseError(f"{path}: [expect] verdicts.{mode}: unknown verdict {verdict!r} "
+                            f"(known: {', '.join(POWER_CUT_VERDICTS)})")
+    return tuple(doc.expect.verdicts.items())
+
+
+def _expectations(path: Path, doc, modes) -> dict:
+    return {"unsafe": _expected(path, doc, "unsafe", modes), "safe": _expected(path, doc, "safe", modes),
+            "verdicts": _expected_verdicts(path, doc, modes)}
+
+
+def _replay_case(path: Path, doc) -> Case:
+    """A [replay] case: the kept record names everything a [matrix] case would set."""
+    unused = [f"[{name}]" for name in ("workload", "crash", "seed") if name in doc.model_fields_set]
+    if unused:
+        raise CaseError(f"{path}: {unused[0]}: not used by a [replay] case (its record says how it was made)")
+    try:
+        kept = replay_case(path, doc.replay)
+    except UsageError as e:
+        raise CaseError(str(e)) from None
+    return Case(path, doc.title, doc.source, doc.summary.strip(), (), replay=kept,
+                **_expectations(path, doc, (kept.mode,)))
 
 
 def load_case(path: Path, scale: float = 1.0) -> Case:
     doc = _read(path)
+    if (doc.matrix is None) == (doc.replay is None):
+        raise CaseError(f"{path}: needs one [matrix] table (record and check a workload) or one [replay] "
+                        "table (recheck a kept record)")
+    if doc.replay is not None:
+        return _replay_case(path, doc)
     crash = doc.crash
     base = CrashSpec(models=tuple(crash.models), states=crash.states, seed=crash.seed, trigger=crash.trigger,
                      bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib, check_script=crash.check_script,
@@ -146,8 +182,8 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
         todo = with_user_scripts(todo, path.parent)
     except UsageError as e:
         raise CaseError(f"{path}: {e}") from None
-    return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo),
-                _expected(path, doc, "unsafe"), _expected(path, doc, "safe"), seed)
+    return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo), seed=seed,
+                **_expectations(path, doc, doc.matrix.modes))
 
 
 def expectation_failures(case: Case, results: list[CellResult]) -> list[str]:
@@ -163,4 +199,20 @@ def expectation_failures(case: Case, results: list[CellResult]) -> list[str]:
         if not crash or bad:
             failures.append(f"{mode_name}: expected only clean states, saw {bad} that are not"
                             if crash else f"{mode_name}: no crash states were checked")
+    for mode_name, verdict in case.verdicts:
+        crash = [r.crash for r in results if r.mode == mode_name and r.crash]
+        if not any(c.count(verdict) for c in crash):
+            failures.append(f"{mode_name}: expected a state judged {verdict}, saw none")
+    return failures
+
+
+def replay_failures(case: Case, verdict: str) -> list[str]:
+    """What a [replay] case's [expect] table says and its one rechecked state does not show."""
+    mode = case.replay.mode
+    failures = []
+    if mode in case.unsafe and verdict == "clean":
+        failures.append(f"{mode}: expected a state that is not clean, it is clean")
+    if mode in case.safe and verdict != "clean":
+        failures.append(f"{mode}: expected a clean state, it is {verdict}")
+    failures += [f"{mode}: expected {want}, it is {verdict}" for m, want in case.verdicts if verdict != want]
     return failures

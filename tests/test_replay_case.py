@@ -1,0 +1,139 @@
+"""[replay] cases (a kept record, one state) and [expect] verdicts: the fields are checked and
+named, a missing record is refused before any guest boots, and an expectation can fail."""
+
+import gzip
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from plugpull.errors import UsageError
+from plugpull.lab.cases import CaseError, expectation_failures, load_case, replay_failures
+from plugpull.lab.replaycase import load_replay
+from plugpull.powerloss.variation import variation
+from plugpull.powerloss.writelog import LogWriter, iter_entries
+from plugpull.results import CellResult, CrashSummary
+
+CASE = """title = "t"
+[replay]
+record = "rec"
+model = "reorder"
+cut = 4
+seed = 1
+[expect]
+verdicts = {barrier = "unmountable"}
+"""
+
+
+def kept_record(where: Path) -> Path:
+    """A saved record as `plugpull crash` keeps it: flushed write, flush, three volatile writes."""
+    where.mkdir(parents=True)
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(where / "base.qcow2"), "1M"], check=True)
+    log = where / "write.log"
+    with LogWriter(log) as w:
+        w.write(0, b"\1" * 512)
+        w.flush()
+        for sector in (8, 16, 24):
+            w.write(sector, b"\2" * 512)
+    with open(log, "rb") as src, gzip.open(where / "write.log.gz", "wb") as dst:
+        dst.write(src.read())
+    log.unlink()
+    (where / "record.json").write_text(json.dumps(
+        {"fs": "xfs", "mode": "barrier", "workload": "bonnie", "params": {"files_k": 1}, "acks": []}))
+    return where
+
+
+@pytest.fixture
+def case_dir(tmp_path) -> Path:
+    kept_record(tmp_path / "rec")
+    return tmp_path
+
+
+def write(case_dir: Path, text: str) -> Path:
+    path = case_dir / "case.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_replay_case_reads_its_record(case_dir):
+    case = load_case(write(case_dir, CASE))
+    assert case.cells == () and case.replay.mode == "barrier"
+    assert (case.replay.model, case.replay.cut, case.replay.seed) == ("reorder", 4, 1)
+    assert case.verdicts == (("barrier", "unmountable"),)
+    assert "reorder cut 4" in case.replay.describe()
+
+
+@pytest.mark.parametrize("change, field", [
+    (('model = "reorder"', 'model = "bogus"'), "[replay] model"),
+    (("cut = 4", "cut = -1"), "[replay] cut"),
+    (("cut = 4", 'cut = "4"'), "[replay] cut"),
+    (("seed = 1", 'seed = "one"'), "[replay] seed"),
+    (("seed = 1", "seed = 1\ncolour = 1"), "[replay] colour"),
+    (("seed = 1", 'seed = 1\nreference = "half"'), "[replay] reference"),
+    (("seed = 1", "seed = 1\nculprits = [2]"), "[replay] reference"),
+    (("seed = 1", 'seed = 1\nreference = "prefix"'), "[replay] culprits"),
+    (("seed = 1", 'seed = 1\ndigest = "abc"'), "[replay] digest"),
+    (('record = "rec"', ""), "[replay] record"),
+    (('record = "rec"', 'record = "nowhere"'), "no such record directory"),
+    (("[expect]", "[crash]\nstates = 3\n[expect]"), "[crash]: not used by a [replay] case"),
+    (("barrier = ", "nobarrier = "), "[expect] verdicts.nobarrier"),
+    (('"unmountable"', '"broken"'), "[expect] verdicts.barrier"),
+    (("[expect]", '[matrix]\nfs = ["xfs"]\nmodes = ["barrier"]\nworkloads = ["bonnie"]\n[expect]'),
+     "needs one [matrix] table"),
+])
+def test_a_bad_replay_field_is_named(case_dir, change, field):
+    text = CASE.replace(*change)
+    assert text != CASE
+    with pytest.raises(CaseError) as e:
+        load_case(write(case_dir, text))
+    assert field in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("missing", ["record.json", "base.qcow2", "write.log.gz"])
+def test_a_record_without_its_files_is_refused(case_dir, missing):
+    (case_dir / "rec" / missing).unlink()
+    with pytest.raises(CaseError, match=f"no {missing} in it"):
+        load_case(write(case_dir, CASE))
+
+
+def test_the_minimised_plan_is_the_reference_with_its_culprits(case_dir, tmp_path):
+    """Under `prefix` every volatile write persists: the culprit is one of them."""
+    text = CASE.replace("seed = 1", 'seed = 1\nreference = "drop-unflushed"\nculprits = [3]')
+    case = load_case(write(case_dir, text.replace('"reorder"', '"prefix"')))
+    doc, rec, pieces = load_replay(case.replay, tmp_path / "scratch")
+    entries = list(iter_entries(rec.log))
+    assert pieces == variation(entries, 4, "prefix", 1).pieces("drop-unflushed", [3])
+    assert [p.entry_index for p in pieces] == [0, 3]
+    assert (doc["fs"], doc["model"], doc["cut"]) == ("xfs", "prefix", 4)
+
+
+@pytest.mark.parametrize("change, message", [
+    (("cut = 4", "cut = 9"), "outside the record's log"),
+    (("seed = 1", 'seed = 1\nreference = "drop-unflushed"\nculprits = [0]'), "not volatile writes"),
+])
+def test_a_state_the_record_cannot_make_is_refused(case_dir, tmp_path, change, message):
+    case = load_case(write(case_dir, CASE.replace(*change)))
+    with pytest.raises(UsageError, match=message):
+        load_replay(case.replay, tmp_path / "scratch")
+
+
+def test_a_replay_expectation_can_fail(case_dir):
+    case = load_case(write(case_dir, CASE.replace("[expect]", '[expect]\nunsafe = ["barrier"]')))
+    assert replay_failures(case, "unmountable") == []
+    assert replay_failures(case, "fs-corrupt") == ["barrier: expected unmountable, it is fs-corrupt"]
+    assert len(replay_failures(case, "clean")) == 2
+
+
+def cell(unmountable: int) -> CellResult:
+    crash = CrashSummary(states=10, clean=10 - unmountable, data_loss=0, fs_corrupt=0, unmountable=unmountable,
+                         infra_error=0)
+    return CellResult(key="xfs/barrier/bonnie/0", fs="xfs", mode="barrier", workload="bonnie", crash=crash)
+
+
+def test_a_matrix_case_can_expect_a_verdict(tmp_path):
+    case = load_case(write(tmp_path, 'title = "t"\n[matrix]\nfs = ["xfs"]\nmodes = ["barrier"]\n'
+                                     'workloads = ["bonnie"]\n[expect]\nverdicts = {barrier = "unmountable"}\n'))
+    assert expectation_failures(case, [cell(2)]) == []
+    assert expectation_failures(case, [cell(0)]) == ["barrier: expected a state judged unmountable, saw none"]
+    assert expectation_failures(case, []) == ["barrier: expected a state judged unmountable, saw none"]
