@@ -156,7 +156,6 @@ def cmd_reproduce(args) -> int:
 def reproduce_replay(args, case) -> int:
     """A [replay] case: its kept state rebuilt and rechecked as `plugpull replay` does, then
     held to its [expect] table (exit 1 when the table is not borne out, as for a [matrix] case)."""
-    from plugpull.lab.cases import replay_failures
     from plugpull.lab.replaycase import load_replay, run_replay
     from plugpull.paths import make_tempdir
 
@@ -175,6 +174,8 @@ def reproduce_replay(args, case) -> int:
 
 
 def _replayed(case, r: dict) -> int:
+    from plugpull.lab.cases import replay_failures
+
     fs = case.replay.meta["fs"]
     same_image = not r["digest_expected"] or r["digest"] == r["digest_expected"]
     print(f"image   {r['digest']}" + (f" ({'matches' if same_image else 'DIFFERS from ' + r['digest_expected']})"
