@@ -162,10 +162,10 @@ def reproduce_replay(args, case) -> int:
     if args.results or args.report or args.scale != 1:
         raise UsageError("--results, --report and --scale are for [matrix] cases; a [replay] case rechecks one kept state")
     kernel, backend = kernel_source(args), guest_backend(args)
-    print(f"{case.title}\n  {case.source}\n  replay: {case.replay.describe()}", file=sys.stderr)
     scratch = make_tempdir("reproduce")
     try:
         loaded = load_replay(case.replay, scratch)
+        print(f"{case.title}\n  {case.source}\n  replay: {case.replay.describe()}", file=sys.stderr)
         rig = prepare_rig(args.accel, kernel, backend)
         r = run_replay(case.replay, rig, scratch, loaded)
     finally:
