@@ -137,3 +137,55 @@ def test_a_matrix_case_can_expect_a_verdict(tmp_path):
     assert expectation_failures(case, [cell(2)]) == []
     assert expectation_failures(case, [cell(0)]) == ["barrier: expected a state judged unmountable, saw none"]
     assert expectation_failures(case, []) == ["barrier: expected a state judged unmountable, saw none"]
+
+
+def saved_state(tmp_path: Path, digest: str | None = None) -> Path:
+    """A crash run's artifact: its record, saved, and a reorder state cut at 3 pointing at it."""
+    from plugpull.lab.crash import save_record
+    from plugpull.lab.keeprecord import state_digest
+    from plugpull.lab.record import Record
+
+    work = tmp_path / "rec-raw"
+    work.mkdir(parents=True)
+    subprocess.run(["truncate", "-s", "1M", str(work / "base.img")], check=True)
+    with LogWriter(work / "write.log") as w:
+        for sector in (0, 8):
+            w.write(sector, b"\1" * 512)
+        w.flush()
+        for sector in (16, 24, 32):
+            w.write(sector, b"\3" * 1024)
+    rec = Record(work, {"fs": "xfs", "mode": "barrier", "workload": "bonnie", "params": {"files_k": 1},
+                        "log": {"entries": 6}}, [])
+    rec.save()
+    save_record(rec, tmp_path / "run" / "record")
+    state = tmp_path / "run" / "states" / "s"
+    state.mkdir(parents=True)
+    digest = digest or state_digest(rec, "reorder", 5, 1, tmp_path / "probe.img")
+    (state / "state.json").write_text(json.dumps(
+        {"fs": "xfs", "model": "reorder", "cut": 5, "seed": 1, "digest": digest, "verdict": "unmountable",
+         "record": "../../record"}))
+    return state
+
+
+def test_a_kept_record_is_the_original_cut_at_the_state(tmp_path):
+    from plugpull.lab.crash import load_record
+    from plugpull.lab.keeprecord import keep_record
+
+    fields = keep_record(saved_state(tmp_path), tmp_path / "kept", tmp_path / "scratch")
+    assert (fields["model"], fields["cut"], fields["seed"]) == ("reorder", 5, 1)
+    kept = load_record(tmp_path / "kept", tmp_path / "unpacked")
+    assert [e.index for e in iter_entries(kept.log)] == [0, 1, 2, 3, 4]
+    assert kept.meta["kept"]["cut_at"] == 5 and kept.meta["log"]["entries"] == 5
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == ["base.qcow2", "record.json", "write.log.gz"]
+
+
+def test_a_record_that_does_not_rebuild_the_state_is_not_kept(tmp_path):
+    from plugpull.errors import InfraError
+    from plugpull.lab.keeprecord import keep_record
+
+    with pytest.raises(InfraError, match="not the saved state's"):
+        keep_record(saved_state(tmp_path, digest="0" * 64), tmp_path / "kept", tmp_path / "scratch")
+    assert not (tmp_path / "kept").exists()
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(UsageError, match="never replaced"):
+        keep_record(saved_state(tmp_path / "again"), tmp_path / "kept", tmp_path / "scratch2")
