@@ -189,3 +189,24 @@ def test_a_record_that_does_not_rebuild_the_state_is_not_kept(tmp_path):
     (tmp_path / "kept").mkdir()
     with pytest.raises(UsageError, match="never replaced"):
         keep_record(saved_state(tmp_path / "again"), tmp_path / "kept", tmp_path / "scratch2")
+
+
+def answer(verdict: str, digest: str = "a" * 64) -> dict:
+    return {"digest": digest, "digest_expected": "a" * 64, "verdict": verdict,
+            "reason": "recovery mount failed: Structure needs cleaning",
+            "kernel": "[ 1.0] XFS (sda): failed to locate log tail\n[ 1.1] sd 0:0:0:0: [sda] ok\n"}
+
+
+@pytest.mark.parametrize("r, code, said", [
+    (answer("unmountable"), 0, "reproduced"),
+    (answer("clean"), 1, "not reproduced: barrier: expected unmountable, it is clean"),
+    (answer("unmountable", digest="b" * 64), 1, "not reproduced: the rebuilt state differs"),
+    (answer("infra-error"), 3, "verdict infra-error"),
+])
+def test_reproduce_says_and_exits_as_the_replay_bears_out_the_case(case_dir, capsys, r, code, said):
+    from plugpull.cli.matrix import _replayed
+
+    case = load_case(write(case_dir, CASE.replace("seed = 1", f'seed = 1\ndigest = "{"a" * 64}"')))
+    assert _replayed(case, r) == code
+    out = capsys.readouterr().out
+    assert said in out and "XFS (sda): failed to locate log tail" in out and "[sda] ok" not in out
