@@ -209,4 +209,13 @@ def test_reproduce_says_and_exits_as_the_replay_bears_out_the_case(case_dir, cap
     case = load_case(write(case_dir, CASE.replace("seed = 1", f'seed = 1\ndigest = "{"a" * 64}"')))
     assert _replayed(case, r) == code
     out = capsys.readouterr().out
-    assert said in out and "XFS (sda): failed to locate log tail" in out and "[sda] ok" not in out
+    assert said in out and "  XFS (sda): failed to locate log tail" in out and "[sda] ok" not in out
+
+
+def test_only_the_filesystems_own_kernel_lines_are_shown():
+    from plugpull.cli.matrix import fs_lines
+
+    log = ("[ 1.0]  xfs_log_mount+0xfb/0x220 [xfs]\n[ 1.1] XFS (sda): log mount failed\n"
+           "[ 2.0] EXT4-fs (sdb): mounted\n[ 3.0] sd 0:0:0:0: [sda] ok")
+    assert fs_lines(log, "xfs") == ["XFS (sda): log mount failed"]
+    assert fs_lines(log, "ext4") == ["EXT4-fs (sdb): mounted"]

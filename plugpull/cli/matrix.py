@@ -173,6 +173,12 @@ def reproduce_replay(args, case) -> int:
     return _replayed(case, r)
 
 
+def fs_lines(kernel_log: str, fs: str) -> list[str]:
+    """The filesystem's own kernel messages ("XFS (sda): ...", "EXT4-fs error ..."), no traces."""
+    lines = (line.partition("] ")[2] if line.startswith("[") else line for line in kernel_log.splitlines())
+    return [line.strip() for line in lines if line.upper().startswith(fs.upper())]
+
+
 def _replayed(case, r: dict) -> int:
     from plugpull.lab.cases import replay_failures
 
@@ -181,8 +187,8 @@ def _replayed(case, r: dict) -> int:
     print(f"image   {r['digest']}" + (f" ({'matches' if same_image else 'DIFFERS from ' + r['digest_expected']})"
                                       if r["digest_expected"] else ""))
     print(f"verdict {r['verdict']}: {r['reason']}")
-    for line in [line for line in r["kernel"].splitlines() if fs in line.lower()][-8:]:
-        print(f"  {line.strip()}")
+    for line in fs_lines(r["kernel"], fs)[-8:]:
+        print(f"  {line}")
     if r["verdict"] == "infra-error":
         return EXIT_INFRA
     failures = replay_failures(case, r["verdict"]) + ([] if same_image else ["the rebuilt state differs from the kept one"])

@@ -17,6 +17,7 @@ writes a different log), so a reported state is kept as its record and named in 
 """
 
 from dataclasses import dataclass
+from os.path import relpath
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -76,8 +77,8 @@ class ReplayCase:
     def describe(self) -> str:
         state = f"{self.model} cut {self.cut} seed {self.seed}"
         if self.reference:
-            state += f", minimised: {self.reference} + entries {', '.join(map(str, self.culprits))}"
-        return f"{self.meta.get('fs')} {self.mode} {self.meta.get('workload')}, {state}, record {self.record}"
+            state += f", minimised: the {self.reference} state but entries {', '.join(map(str, self.culprits))}"
+        return f"{self.meta.get('fs')} {self.mode} {self.meta.get('workload')}, {state}, record {relpath(self.record)}"
 
 
 def replay_case(case_path: Path, section: ReplaySection) -> ReplayCase:
