@@ -1,5 +1,10 @@
 """Case files (suites/cases/*.toml): a seed's experiment, or a reported corruption case, as
-data. `load_case` validates every field and names the one that is wrong."""
+data. `load_case` validates every field and names the one that is wrong.
+
+A case records and checks a workload ([matrix], [workload], [crash]) or rechecks one state
+of a kept record ([replay], lab/replaycase.py). Its [expect] table says what must be seen:
+`unsafe`/`safe` modes, and `verdicts`, per mode a verdict some state of it must have (the
+[replay] state's own). `plugpull reproduce` exits 1 when the table is not borne out."""
 
 import tomllib
 from dataclasses import dataclass
