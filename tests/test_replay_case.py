@@ -80,7 +80,7 @@ def test_a_replay_case_reads_its_record(case_dir):
     (("barrier = ", "nobarrier = "), "[expect] verdicts.nobarrier"),
     (('"unmountable"', '"broken"'), "[expect] verdicts.barrier"),
     (("[expect]", '[matrix]\nfs = ["xfs"]\nmodes = ["barrier"]\nworkloads = ["bonnie"]\n[expect]'),
-     "needs one [matrix] table"),
+     "[replay]: a case rechecks a kept record or runs a [matrix] or [faults], not both"),
 ])
 def test_a_bad_replay_field_is_named(case_dir, change, field):
     text = CASE.replace(*change)

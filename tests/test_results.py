@@ -52,7 +52,7 @@ def test_every_result_type_survives_json(value):
 
 
 def test_documents_carry_the_schema_version_and_their_parts_do_not():
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     assert CELL.to_json()["schema"] == SCHEMA_VERSION and RUN.to_json()["schema"] == SCHEMA_VERSION
     assert "schema" not in CRASH.to_json() and "schema" not in THROUGHPUT.to_json()
 

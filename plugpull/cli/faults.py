@@ -9,9 +9,10 @@ from pathlib import Path
 from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_source, \
     parse_params, print_table
 from plugpull.errors import InfraError, UsageError
+from plugpull.results.faults import UNSAFE_FAULT_VERDICTS
 
 log = logging.getLogger(__name__)
-UNSAFE = ("silent-loss", "fs-corrupt", "unmountable", "kernel-crash")
+UNSAFE = UNSAFE_FAULT_VERDICTS
 
 
 def add_parsers(sub) -> None:
@@ -30,6 +31,10 @@ def add_parsers(sub) -> None:
     f.add_argument("--cuts", type=int, default=4, help="with --power-loss: cuts per model and run (default 4)")
     f.add_argument("--json", type=Path, help="write every run here (atomically)")
     f.add_argument("--out", type=Path, help="directory for the runs' consoles (default results/faults-...)")
+    f.add_argument("--results", type=Path,
+                   help="JSON lines, a line per run appended as it ends (default OUT/faults.jsonl); "
+                        "`plugpull report` renders it")
+    f.add_argument("--report", type=Path, help="report directory (default: beside the results)")
     f.add_argument("--fail-on-unsafe", action="store_true", help=f"exit 1 if a run is {', '.join(UNSAFE)}")
     f.set_defaults(func=cmd_faults)
 
@@ -56,73 +61,110 @@ def cmd_faults(args) -> int:
     from plugpull.files import atomic_write_json
     from plugpull.guest.rig import prepare_rig
     from plugpull.log import run_log
+    from plugpull.results import SCHEMA_VERSION
 
     cases = plan(args)
     if args.json:
         checked_output(args.json, "--json")
     out = args.out or Path("results") / f"faults-{time.strftime('%Y%m%d-%H%M%S')}"
+    results = checked_output(args.results or out / "faults.jsonl", "--results", parent_must_exist=False)
     kernel = kernel_source(args)
-    runs = []
     with run_log(out / "faults.log"):
         rig = prepare_rig(args.accel, kernel)
-        for n, case in enumerate(cases):
-            for i in range(args.runs):
-                runs.append(_one(out / f"{n:03d}-{case.fs.name}-{i}", case, rig))
+        runs = run_faults(cases, args.runs, rig, out, results)
     if args.json:
-        atomic_write_json(args.json, {"kernel": rig.image.kernel_release, "runs": runs})
+        atomic_write_json(args.json, {"schema": SCHEMA_VERSION, "kind": "faults", "kernel": rig.image.kernel_release,
+                                      "runs": [r.to_json() for r in runs]})
         print(f"results: {args.json}")
+    print_faults(runs)
+    finish_faults(results, args.report)
+    if any(r.verdict == "infra-error" for r in runs):
+        return EXIT_INFRA
+    return EXIT_FOUND if args.fail_on_unsafe and any(r.unsafe for r in runs) else EXIT_OK
+
+
+def run_faults(cases: list, runs: int, rig, out: Path, results: Path) -> list:
+    """Every case `runs` times, each FaultResult appended to `results` as it ends."""
+    from plugpull.results import append_line
+
+    done = []
+    for n, case in enumerate(cases):
+        for i in range(runs):
+            result = _one(out / f"{n:03d}-{case.fs.name}-{i}", case, rig, i)
+            append_line(results, result.to_json())
+            done.append(result)
+    return done
+
+
+def print_faults(runs: list) -> None:
     print_table(*table(runs))
     header, rows = retry_table(runs)
     if rows:
         print()
         print_table(header, rows)
-    if any(r["verdict"] == "infra-error" for r in runs):
-        return EXIT_INFRA
-    return EXIT_FOUND if args.fail_on_unsafe and any(r["verdict"] in UNSAFE for r in runs) else EXIT_OK
 
 
-def _one(directory: Path, case, rig) -> dict:
-    """One run as JSON; a harness failure is its infra-error, never a filesystem verdict."""
+def finish_faults(results: Path, report_dir: Path | None) -> None:
+    from plugpull.report import default_out_dir, report
+
+    paths = report(results, report_dir or default_out_dir(results))
+    print(f"results: {results}")
+    print(f"report:  {paths['html']}")
+
+
+def _one(directory: Path, case, rig, number: int):
+    """One run as a FaultResult; a harness failure is its infra-error, never a filesystem verdict."""
     from plugpull.faults.run import run_fault
+    from plugpull.results.faults import FaultResult, fault_key
 
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    kernel = rig.image.kernel_release
     try:
-        result = run_fault(directory, case, rig).to_json()
+        result = run_fault(directory, case, rig).to_result(number, kernel, started)
     except InfraError as e:
-        result = {"fs": case.fs.name, "fault": str(case.fault), "workload": case.workload.name,
-                  "verdict": "infra-error", "reason": str(e).splitlines()[0], "told": {"errors": []}}
-    log.info("%s %s %s: %s (%s)", result["fs"], result["fault"], result["workload"], result["verdict"],
-             result["reason"])
+        fault, name = str(case.fault), case.workload.name
+        result = FaultResult(fault_key(case.fs.name, fault, name, case.workload.params(), number), case.fs.name,
+                             fault, name, "infra-error", str(e).splitlines()[0], params=case.workload.params(),
+                             spec=case.fault.to_json(), run=number, kernel=kernel, started=started)
+    log.info("%s %s %s: %s (%s)", result.fs, result.fault, result.workload, result.verdict, result.reason)
     return result
 
 
-def table(runs: list[dict]) -> tuple[tuple, list]:
+def table(runs: list) -> tuple[tuple, list]:
     """(header, rows): a row per (fs, fault, workload), the verdict counts, and the errnos
     the application got from write, fsync and close (NAME:count)."""
-    from plugpull.faults.told import SYSCALLS
-    from plugpull.lab.verdict import Verdict
+    from plugpull.results import FAULT_VERDICTS
+    from plugpull.results.faults import ERRNO_SYSCALLS
 
+    runs = [_result(r) for r in runs]
     cells: dict = {}
     for r in runs:
-        cells.setdefault((r["fs"], r["fault"], r["workload"]), []).append(r)
-    shown = [str(v) for v in Verdict if v != Verdict.DATA_LOSS and v != Verdict.INCONSISTENT]
-    header = ("fs", "fault", "workload", "runs", *shown, *(f"{s} errno" for s in SYSCALLS), "corruption")
-    cuts = any(r.get("power_loss") for r in runs)
+        cells.setdefault((r.fs, r.fault, r.workload), []).append(r)
+    header = ("fs", "fault", "workload", "runs", *FAULT_VERDICTS, *(f"{s} errno" for s in ERRNO_SYSCALLS), "corruption")
+    cuts = any(r.power_loss for r in runs)
     header += ("after power loss",) if cuts else ()
     rows = []
     for key, group in cells.items():
-        verdicts = Counter(r["verdict"] for r in group)
-        errnos = [Counter(name for r in group for _, call, name in r["told"]["errors"] if call == s) for s in SYSCALLS]
-        found = Counter(r["corruption"] for r in group if r.get("corruption"))
-        row = (*key, len(group), *(verdicts[v] for v in shown), *(_counts(c) for c in errnos), _counts(found))
+        verdicts = Counter(r.verdict for r in group)
+        errnos = [sum((r.errnos(s) for r in group), Counter()) for s in ERRNO_SYSCALLS]
+        found = Counter(r.corruption for r in group if r.corruption)
+        row = (*key, len(group), *(verdicts[v] for v in FAULT_VERDICTS), *(_counts(c) for c in errnos), _counts(found))
         rows.append(row + ((_power_loss(group),) if cuts else ()))
     return header, rows
+
+
+def _result(run):
+    """A FaultResult, from itself or from its JSON."""
+    from plugpull.results import FaultResult
+
+    return FaultResult.from_json(run) if isinstance(run, dict) else run
 
 
 def _power_loss(group: list[dict]) -> str:
     """Per model, the verdicts of the power cuts after the fault: "prefix clean:3 data-loss:1"."""
     models: dict[str, Counter] = {}
     for r in group:
-        for model, verdicts in (r.get("power_loss") or {}).items():
+        for model, verdicts in r.power_loss.items():
             models.setdefault(model, Counter()).update(verdicts)
     return "; ".join(f"{model} {_counts(c)}" for model, c in models.items()) or "-"
 
@@ -137,11 +179,11 @@ def retry_table(runs: list[dict]) -> tuple[tuple, list]:
     succeeded, and whether the new data was there after the remount."""
     header = ("fs", "fault", "error at first fsync", "retry succeeds", "data present after remount", "verdict")
     rows = []
-    for r in runs:
-        if r["workload"] != "fsync-retry" or "version_after" not in r:
+    for r in map(_result, runs):
+        if r.workload != "fsync-retry" or r.verdict == "infra-error":
             continue
-        first = [name for ident, call, name in r["told"]["errors"] if ident == 2 and call == "fsync"]
-        retried = "yes" if 3 in r["told"]["acks"] else ("no" if first else "not needed")
-        rows.append((r["fs"], r["fault"], first[0] if first else "no", retried,
-                     "yes" if r["version_after"] == 2 else "no", r["verdict"]))
+        first = [name for ident, call, name in r.errors if ident == 2 and call == "fsync"]
+        retried = "yes" if 3 in (r.told.get("acks") or []) else ("no" if first else "not needed")
+        rows.append((r.fs, r.fault, first[0] if first else "no", retried,
+                     "yes" if r.version_after == 2 else "no", r.verdict))
     return header, rows

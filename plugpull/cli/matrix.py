@@ -43,12 +43,17 @@ def add_parsers(sub) -> None:
     rr.set_defaults(func=cmd_report)
 
 
-def finish_matrix(ran: list, results: Path, report_dir: Path | None) -> None:
+def finish_matrix(ran: list, results: Path, report_dir: Path | None, faults: list = ()) -> None:
     from plugpull.report import render_table, report
     from plugpull.results import read_cells
 
     paths = report(results, report_dir or results.parent / f"{results.stem}-report")
-    print(render_table(read_cells(results)[0]))
+    cells = read_cells(results)[0]
+    if cells or not faults:
+        print(render_table(cells))
+    if faults:
+        from plugpull.cli.faults import print_faults
+        print_faults(faults)
     print(f"results: {results}")
     print(f"report:  {paths['html']}")
     errors = [r for r in ran if r.error]
@@ -120,6 +125,8 @@ def cmd_matrix(args) -> int:
 
 
 def cmd_reproduce(args) -> int:
+    from plugpull.cli.faults import run_faults
+    from plugpull.faults.casefile import fault_expectation_failures
     from plugpull.lab.cases import expectation_failures, load_case
     from plugpull.lab.matrix import run_matrix
     from plugpull.paths import make_tempdir
@@ -135,20 +142,24 @@ def cmd_reproduce(args) -> int:
     results = checked_output(args.results or Path("results") / f"{args.case.stem}.jsonl", "--results",
                              parent_must_exist=False)
     kernel, backend = kernel_source(args), guest_backend(args)
-    print(f"{case.title}\n  {case.source}\n  {len(case.cells)} cells, scale {args.scale:g}", file=sys.stderr)
+    plan = case.faults
+    faults = f", {len(plan.cases) * plan.runs} fault runs" if plan else ""
+    print(f"{case.title}\n  {case.source}\n  {len(case.cells)} cells{faults}, scale {args.scale:g}", file=sys.stderr)
     with run_log(results.with_suffix(".log")):
         rig = prepare_rig(args.accel, kernel, backend)
         work = make_tempdir("reproduce")
         try:
             ran = run_matrix(list(case.cells), results, rig, work)
+            faulted = run_faults(list(plan.cases), plan.runs, rig, work / "faults", results) if plan else []
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    finish_matrix(ran, results, args.report)
+    finish_matrix(ran, results, args.report, faulted)
     done = {cell.key: cell for cell in read_cells(results)[0]}
     failures = expectation_failures(case, [done[c.key()] for c in case.cells if c.key() in done])
+    failures += fault_expectation_failures(plan.expect, faulted) if plan else []
     for f in failures:
         print(f"not reproduced: {f}")
-    if any(r.error for r in ran):
+    if any(r.error for r in ran) or any(r.verdict == "infra-error" for r in faulted):
         return EXIT_INFRA
     return EXIT_FOUND if failures else EXIT_OK
 

@@ -26,6 +26,7 @@ from plugpull.lab.verdict import Verdict
 from plugpull.lab.workloads.faulty import FAULT_OFF, FAULT_ON
 from plugpull.powerloss.crashstate import copy_sparse
 from plugpull.powerloss.writelog import entry_index_at
+from plugpull.results.faults import FaultResult, fault_key
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,15 @@ class FaultRun:
                 "version_after": self.version_after, "corruption": self.corruption.finding,
                 "corruption_evidence": self.corruption.evidence, "power_loss": self.power_loss,
                 "seconds": round(self.seconds, 1)}
+
+    def to_result(self, number: int = 0, kernel: str | None = None, started: str | None = None) -> FaultResult:
+        """The run as it is saved: `number`, which run of its cell it is."""
+        c = self.case
+        doc = self.to_json()
+        return FaultResult.from_json({**doc, "key": fault_key(c.fs.name, str(c.fault), c.workload.name,
+                                                              doc["params"], number),
+                                      "spec": c.fault.to_json(), "run": number, "kernel": kernel,
+                                      "started": started})
 
 
 def run_fault(directory: Path, case: FaultCase, rig: Rig, timeout: float = 300.0) -> FaultRun:

@@ -43,6 +43,10 @@ class FaultSpec:
         rng = random.Random(f"fault {self.kind} {self.seed}")
         return rng.randint(1, SECTOR), rng.randint(0, 255)
 
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "trigger": str(self.trigger) if self.trigger else None, "window": self.window,
+                "seed": self.seed, "up": self.up, "down": self.down}
+
     def __str__(self) -> str:
         kind = f"flaky:{self.up}:{self.down}" if self.kind == "flaky" else self.kind
         when = f"@{self.trigger}" if self.trigger else ""

@@ -1,10 +1,10 @@
 """Case files (suites/cases/*.toml): a seed's experiment, or a reported corruption case, as
 data. `load_case` validates every field and names the one that is wrong.
 
-A case records and checks a workload ([matrix], [workload], [crash]) or rechecks one state
-of a kept record ([replay], lab/replaycase.py). Its [expect] table says what must be seen:
-`unsafe`/`safe` modes, and `verdicts`, per mode a verdict some state of it must have (the
-[replay] state's own). `plugpull reproduce` exits 1 when the table is not borne out."""
+A case records and checks a workload ([matrix], [workload], [crash]; [faults]) or rechecks
+one state of a kept record ([replay], lab/replaycase.py). Its [expect] table says what must
+be seen: `unsafe`/`safe` modes, and `verdicts`, per mode a verdict some state of it must have
+(the [replay] state's own). `plugpull reproduce` exits 1 when the table is not borne out."""
 
 import tomllib
 from dataclasses import dataclass
@@ -14,6 +14,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from plugpull.errors import UsageError
+from plugpull.faults.casefile import (FAULT_SETTINGS, FaultExpectation, FaultPlan, check_expectations,
+                                      fault_cases)
 from plugpull.lab.matrix import cells, with_user_scripts
 from plugpull.lab.replaycase import ReplayCase, ReplaySection, replay_case
 from plugpull.lab.seeds import SeedSection, seed_table
@@ -37,6 +39,7 @@ class Case:
     unsafe: tuple = ()
     safe: tuple = ()
     seed: dict | None = None  # the [seed] table: the seed's published figures
+    faults: FaultPlan | None = None  # the [faults] table
     verdicts: tuple = ()  # ((mode, verdict), ...): [expect] verdicts
     replay: ReplayCase | None = None  # a [replay] case: one kept state, no cells
 
@@ -57,8 +60,8 @@ def _field(setting: Setting):
     return (value, default)
 
 
-def _section(name: str):
-    rows = [s for s in SETTINGS if s.case and s.case.startswith(name + ".")]
+def _section(name: str, settings=SETTINGS):
+    rows = [s for s in settings if s.case and s.case.startswith(name + ".")]
     return create_model(f"{name.title()}Section", __config__=STRICT,
                         **{s.case.partition(".")[2]: _field(s) for s in rows})
 
@@ -67,14 +70,17 @@ class ExpectSection(BaseModel):
     model_config = STRICT
     unsafe: list[str] = []
     safe: list[str] = []
+    faults: list[FaultExpectation] = []
     verdicts: dict[str, str] = {}  # mode -> a verdict some state of that mode must have
 
 
 MatrixSection = _section("matrix")
 CrashSection = _section("crash")
+FaultsSection = _section("faults", FAULT_SETTINGS)
 CaseFile = create_model(
     "CaseFile", __config__=STRICT, title=(str, ...), source=(str, ""), summary=(str, ""),
-    matrix=(MatrixSection | None, None), replay=(ReplaySection | None, None), workload=(dict[str, dict[str, Any]], {}),
+    matrix=(MatrixSection | None, None), faults=(FaultsSection | None, None), replay=(ReplaySection | None, None),
+    workload=(dict[str, dict[str, Any]], {}),
     crash=(CrashSection, CrashSection()), expect=(ExpectSection, ExpectSection()),
     seed=(SeedSection | None, None))
 
@@ -116,16 +122,22 @@ def _read(path: Path):
     except tomllib.TOMLDecodeError as e:
         raise CaseError(f"{path}: not valid TOML: {e}") from None
     try:
-        return CaseFile.model_validate(data)
+        doc = CaseFile.model_validate(data)
     except ValidationError as e:
         raise _first_error(path, e) from None
+    if doc.replay is not None and (doc.matrix is not None or doc.faults is not None):
+        raise CaseError(f"{path}: [replay]: a case rechecks a kept record or runs a [matrix] or [faults], not both")
+    if doc.matrix is None and doc.faults is None and doc.replay is None:
+        raise CaseError(f"{path}: matrix: required field is missing (a case has [matrix], [faults] or both, "
+                        "or [replay])")
+    return doc
 
 
 def _workload_params(path: Path, doc, scale: float) -> dict:
     params = {}
     for name, table in doc.workload.items():
-        if name not in doc.matrix.workloads:
-            raise CaseError(f"{path}: [workload.{name}]: not one of [matrix] workloads")
+        if name not in _names(doc.matrix, "workloads") + _names(doc.faults, "workloads"):
+            raise CaseError(f"{path}: [workload.{name}]: not one of [matrix] or [faults] workloads")
         try:
             workload(name, **table)
         except UsageError as e:
@@ -134,14 +146,18 @@ def _workload_params(path: Path, doc, scale: float) -> dict:
     return params
 
 
-def _expected(path: Path, doc, which: str, modes) -> tuple:
+def _names(section, field: str) -> list:
+    return list(getattr(section, field)) if section is not None else []
+
+
+def _expected(path: Path, doc, which: str, modes: list) -> tuple:
     for i, mode in enumerate(getattr(doc.expect, which)):
         if mode not in modes:
             raise CaseError(f"{path}: [expect] {which}[{i}]: unknown value {mode!r} (known: {', '.join(modes)})")
     return tuple(getattr(doc.expect, which))
 
 
-def _expected_verdicts(path: Path, doc, modes) -> tuple:
+def _expected_verdicts(path: Path, doc, modes: list) -> tuple:
     for mode, verdict in doc.expect.verdicts.items():
         if mode not in modes:
             raise CaseError(f"{path}: [expect] verdicts.{mode}: unknown mode {mode!r} (known: {', '.join(modes)})")
@@ -151,7 +167,7 @@ def _expected_verdicts(path: Path, doc, modes) -> tuple:
     return tuple(doc.expect.verdicts.items())
 
 
-def _expectations(path: Path, doc, modes) -> dict:
+def _expectations(path: Path, doc, modes: list) -> dict:
     return {"unsafe": _expected(path, doc, "unsafe", modes), "safe": _expected(path, doc, "safe", modes),
             "verdicts": _expected_verdicts(path, doc, modes)}
 
@@ -159,35 +175,50 @@ def _expectations(path: Path, doc, modes) -> dict:
 def _replay_case(path: Path, doc) -> Case:
     """A [replay] case: the kept record names everything a [matrix] case would set."""
     unused = [f"[{name}]" for name in ("workload", "crash", "seed") if name in doc.model_fields_set]
-    if unused:
-        raise CaseError(f"{path}: {unused[0]}: not used by a [replay] case (its record says how it was made)")
+    if unused or doc.expect.faults:
+        raise CaseError(f"{path}: {unused[0] if unused else '[expect] faults'}: not used by a [replay] case "
+                        "(its record says how it was made)")
     try:
         kept = replay_case(path, doc.replay)
     except UsageError as e:
         raise CaseError(str(e)) from None
     return Case(path, doc.title, doc.source, doc.summary.strip(), (), replay=kept,
-                **_expectations(path, doc, (kept.mode,)))
+                **_expectations(path, doc, [kept.mode]))
+
+
+def _fault_plan(path: Path, doc, params: dict) -> FaultPlan | None:
+    if doc.faults is None:
+        if doc.expect.faults:
+            raise CaseError(f"{path}: [expect] faults: the case has no [faults] table")
+        return None
+    if where := check_expectations(doc.faults, doc.expect.faults):
+        raise CaseError(f"{path}: [expect] {where}")
+    return FaultPlan(fault_cases(doc.faults, params), doc.faults.runs, tuple(doc.expect.faults))
 
 
 def load_case(path: Path, scale: float = 1.0) -> Case:
     doc = _read(path)
-    if (doc.matrix is None) == (doc.replay is None):
-        raise CaseError(f"{path}: needs one [matrix] table (record and check a workload) or one [replay] "
-                        "table (recheck a kept record)")
     if doc.replay is not None:
         return _replay_case(path, doc)
+    params = _workload_params(path, doc, scale)
+    faults = _fault_plan(path, doc, params)
+    if doc.matrix is None:
+        if doc.seed is not None:
+            raise CaseError(f"{path}: [seed]: the seed's figures are a matrix's: the case has no [matrix]")
+        return Case(path, doc.title, doc.source, doc.summary.strip(), (), faults=faults,
+                    **_expectations(path, doc, []))
     crash = doc.crash
     base = CrashSpec(models=tuple(crash.models), states=crash.states, seed=crash.seed, trigger=crash.trigger,
                      bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib, check_script=crash.check_script,
                      budget=crash.budget, stack=crash.stack, lose_disk=crash.lose_disk)
     seed = seed_table(path, doc.seed, doc.matrix.workloads, doc.matrix.modes)
-    todo = cells(base, doc.matrix.fs, doc.matrix.modes, doc.matrix.workloads, _workload_params(path, doc, scale),
+    todo = cells(base, doc.matrix.fs, doc.matrix.modes, doc.matrix.workloads, params,
                  profile=doc.matrix.profile, seed=seed)
     try:
         todo = with_user_scripts(todo, path.parent)
     except UsageError as e:
         raise CaseError(f"{path}: {e}") from None
-    return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo), seed=seed,
+    return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo), seed=seed, faults=faults,
                 **_expectations(path, doc, doc.matrix.modes))
 
 

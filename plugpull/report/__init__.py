@@ -1,4 +1,5 @@
 """Reports on a `plugpull matrix` results file: a terminal table, a plot, a static HTML page.
+Fault runs in the file (`plugpull faults`, a case's [faults]) add their tables (`faults`).
 
 The results file is read by `plugpull.results.read_cells`: a truncated last line (an
 interrupted run) or a line of a newer schema is skipped with a warning, and a cell that was
@@ -12,45 +13,74 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write
+from plugpull.report.faults import render_faults
 from plugpull.report.html import render_html
 from plugpull.report.plot import render_plot
 from plugpull.report.tables import render_table, render_text
-from plugpull.results import CellResult, read_cells
+from plugpull.results import CellResult, FaultResult, read_cells, read_faults
 
 
-def write_report(cells: list[CellResult], warnings: Sequence[str], out_dir: Path) -> dict[str, Path]:
+def write_report(cells: list[CellResult], warnings: Sequence[str], out_dir: Path,
+                 faults: Sequence[FaultResult] = ()) -> dict[str, Path]:
+    """The plot only when there are cells: fault runs alone have no throughput to plot."""
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"{out_dir} is not a directory")
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"txt": out_dir / "report.txt", "png": out_dir / "report.png", "html": out_dir / "report.html"}
-    atomic_write(paths["txt"], render_text(cells, warnings).encode("utf-8"))
-    render_plot(cells, paths["png"])
-    render_html(cells, paths["png"], paths["html"], warnings)
+    text = render_text(cells, warnings) if cells else ""
+    atomic_write(paths["txt"], (text + ("\n" if text and faults else "") + render_faults(list(faults))).encode("utf-8"))
+    if cells:
+        render_plot(cells, paths["png"])
+    else:
+        del paths["png"]
+    render_html(cells, paths.get("png"), paths["html"], warnings, faults)
     return paths
 
 
-def cells_to_report(results_path: Path) -> tuple[list[CellResult], list[str]]:
-    """The cells of a results file and the warnings on its skipped lines; UsageError if there
-    is no such file or it holds no cell."""
+def results_files(results_path: Path) -> list[Path]:
+    """The results file, or every *.jsonl in a results directory."""
     results_path = Path(results_path)
-    if not results_path.is_file():
+    return sorted(results_path.glob("*.jsonl")) if results_path.is_dir() else [results_path]
+
+
+def to_report(results_path: Path) -> tuple[list[CellResult], list[FaultResult], list[str]]:
+    """The cells and fault runs of a results file (or of every *.jsonl in a directory) and the
+    warnings on their skipped lines; UsageError if there is no such file or it holds neither."""
+    results_path = Path(results_path)
+    if not results_path.exists():
         raise UsageError(f"{results_path}: no such results file")
-    cells, warnings = read_cells(results_path)
-    if not cells:
-        raise UsageError(f"{results_path} holds no matrix cells (is it written by `plugpull matrix`?)")
+    cells, faults, warnings = [], [], []
+    for path in results_files(results_path):
+        found, skipped = read_cells(path)
+        runs, broken = read_faults(path)
+        cells += found
+        faults += runs
+        lines = {w.partition(": skipped")[0] for w in skipped}
+        warnings += skipped + [w for w in broken if w.partition(": skipped")[0] not in lines]
+    if not cells and not faults:
+        raise UsageError(f"{results_path} holds no matrix cells or fault runs "
+                         "(is it written by `plugpull matrix` or `plugpull faults`?)")
+    return cells, faults, warnings
+
+
+def cells_to_report(results_path: Path) -> tuple[list[CellResult], list[str]]:
+    """The cells of a results file and the warnings on its skipped lines (see `to_report`)."""
+    cells, _, warnings = to_report(results_path)
     return cells, warnings
 
 
 def report(results_path: Path, out_dir: Path) -> dict[str, Path]:
-    """Write report.txt, report.png and report.html into out_dir; their paths by kind
-    ("txt", "png", "html"). UsageError if the results file is missing or holds no cell."""
-    cells, warnings = cells_to_report(results_path)
-    return write_report(cells, warnings, out_dir)
+    """Write report.txt, report.png (when there are cells) and report.html into out_dir; their
+    paths by kind ("txt", "png", "html"). UsageError if the results file is missing or holds
+    neither a cell nor a fault run."""
+    cells, faults, warnings = to_report(results_path)
+    return write_report(cells, warnings, out_dir, faults)
 
 
 def default_out_dir(results: Path) -> Path:
-    return results.with_name(results.stem + "-report")
+    """Beside a results file; inside a results directory."""
+    return results / "report" if results.is_dir() else results.with_name(results.stem + "-report")
 
 
 def report_main(results: Path, out: Path | None) -> int:
@@ -58,10 +88,10 @@ def report_main(results: Path, out: Path | None) -> int:
     output directory or matplotlib missing. The default DIR is RESULTS' stem + "-report"."""
     results = Path(results)
     try:
-        cells, warnings = cells_to_report(results)
+        cells, faults, warnings = to_report(results)
         for warning in warnings:
             print(f"plugpull: warning: {warning}", file=sys.stderr)
-        paths = write_report(cells, warnings, Path(out) if out else default_out_dir(results))
+        paths = write_report(cells, warnings, Path(out) if out else default_out_dir(results), faults)
     except UsageError as e:
         print(f"plugpull: {e}", file=sys.stderr)
         return 2
@@ -71,7 +101,10 @@ def report_main(results: Path, out: Path | None) -> int:
     except OSError as e:
         print(f"plugpull: {e}", file=sys.stderr)
         return 2
-    print(render_table(cells))
-    for kind in ("txt", "png", "html"):
-        print(f"{kind:<4}  {paths[kind]}")
+    if cells:
+        print(render_table(cells))
+    if faults:
+        print(render_faults(faults))
+    for kind, path in paths.items():
+        print(f"{kind:<4}  {path}")
     return 0

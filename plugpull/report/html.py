@@ -12,8 +12,9 @@ from plugpull.files import atomic_write
 from plugpull.report.tables import (FS_VERDICTS, MISSING, RATIO_NOTE, Table, environment, failures,
                                     mode_notes, tables)
 from plugpull.report.cause import CAUSE_NOTE, has_cause
+from plugpull.report.faults import NOTE as FAULT_NOTE, VERDICT_NOTES as FAULT_VERDICT_NOTES, fault_tables
 from plugpull.report.seeds import NOTE as SEED_NOTE, seed_tables
-from plugpull.results import INFRA, UNSAFE_VERDICTS, CellResult
+from plugpull.results import INFRA, UNSAFE_VERDICTS, CellResult, FaultResult
 
 TEMPLATE = "report.html.j2"
 ALARMING = (*UNSAFE_VERDICTS, INFRA)  # crash columns whose non-zero counts are marked
@@ -60,8 +61,21 @@ def templates() -> Environment:
                        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
 
-def html_page(cells: list[CellResult], png: bytes, warnings: Sequence[str] = ()) -> str:
+def fault_notes(faults: Sequence[FaultResult]) -> list[tuple[str, str]]:
+    """The fault verdicts the page's tables show, with those a crash state has too."""
+    shown = dict.fromkeys(r.verdict for r in faults)
+    return [(v, note) for v, note in FAULT_VERDICT_NOTES.items()] + [
+        (v, VERDICT_NOTES[v]) for v in shown if v not in FAULT_VERDICT_NOTES and v in VERDICT_NOTES]
+
+
+def html_page(cells: list[CellResult], png: bytes | None, warnings: Sequence[str] = (),
+              faults: Sequence[FaultResult] = ()) -> str:
+    """Without cells (fault runs alone) the page has no throughput tables, plot or modes."""
     return templates().get_template(TEMPLATE).render(
+        faults=fault_tables(list(faults)),
+        fault_note=FAULT_NOTE,
+        fault_verdicts=fault_notes(faults),
+        fault_count=len(faults),
         cell_count=len(cells),
         tables=[marked(t) for t in tables(cells)],
         ratio_note=RATIO_NOTE,
@@ -69,7 +83,7 @@ def html_page(cells: list[CellResult], png: bytes, warnings: Sequence[str] = ())
         seeds=seed_tables(cells),
         seed_note=SEED_NOTE,
         failures=failures(cells),
-        image=base64.b64encode(png).decode("ascii"),
+        image=base64.b64encode(png).decode("ascii") if png else "",
         environment=environment(cells),
         verdicts=[(v, VERDICT_NOTES[v]) for v in (*FS_VERDICTS, INFRA)],
         modes=mode_notes(cells),
@@ -77,5 +91,7 @@ def html_page(cells: list[CellResult], png: bytes, warnings: Sequence[str] = ())
     )
 
 
-def render_html(cells: list[CellResult], png_path: Path, html_path: Path, warnings: Sequence[str] = ()) -> None:
-    atomic_write(html_path, html_page(cells, Path(png_path).read_bytes(), warnings).encode("utf-8"))
+def render_html(cells: list[CellResult], png_path: Path | None, html_path: Path, warnings: Sequence[str] = (),
+                faults: Sequence[FaultResult] = ()) -> None:
+    png = Path(png_path).read_bytes() if png_path else None
+    atomic_write(html_path, html_page(cells, png, warnings, faults).encode("utf-8"))

@@ -6,8 +6,9 @@ from typing import Any
 from plugpull.results.diskio import DiskIO
 from plugpull.results.fields import _Fields, _lenient, _of, _pairs, _settle, param_text
 
-SCHEMA_VERSION = 4  # 4: the disk's writes and flushes per phase and run (`io`), a case's `seed`,
-                    # a state's cuts on every disk (`cuts`) instead of `cut2`
+SCHEMA_VERSION = 5  # 4: the disk's writes and flushes per phase and run (`io`), a case's `seed`,
+                    # a state's cuts on every disk (`cuts`) instead of `cut2`; 5: fault runs
+                    # (`kind: "fault"` lines, results.faults)
 MIB = 1 << 20
 VERDICTS = ("clean", "data-loss", "inconsistent", "fs-corrupt", "unmountable", "kernel-crash", "infra-error")
 UNSAFE_VERDICTS = ("data-loss", "inconsistent", "fs-corrupt", "unmountable", "kernel-crash")
