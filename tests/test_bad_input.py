@@ -75,6 +75,14 @@ def _artifact(tmp: Path) -> None:
          "verdict": "data-loss", "digest": "0" * 64, "record": "../../record"}))
 
 
+def _replay_case(record: str = "art/record", cut: int = 1, model: str = "reorder") -> Callable[[Path], None]:
+    """A [replay] case beside a saved record (the artifact's)."""
+    def setup(tmp: Path) -> None:
+        _artifact(tmp)
+        (tmp / "case.toml").write_text(f'title = "t"\n[replay]\nrecord = "{record}"\nmodel = "{model}"\ncut = {cut}\n')
+    return setup
+
+
 def _damaged(damage: Callable[[Path], None]) -> Callable[[Path], None]:
     def setup(tmp: Path) -> None:
         _artifact(tmp)
@@ -211,6 +219,11 @@ PROBES = [
     Probe("case-mode", "reproduce {tmp}/case.toml", 2, "writeback",
           lambda tmp: (tmp / "case.toml").write_text(CASE.replace('"barrier"', '"writeback"'))),
     Probe("case-scale", "reproduce {tmp}/case.toml --scale 0", 2, "--scale", _case()),
+    Probe("replay-case-no-record", "reproduce {tmp}/case.toml", 2, "nowhere: no such record directory",
+          _replay_case(record="nowhere")),
+    Probe("replay-case-cut", "reproduce {tmp}/case.toml", 2, "[replay] cut", _replay_case(cut=9)),
+    Probe("replay-case-model", "reproduce {tmp}/case.toml", 2, "[replay] model", _replay_case(model="shuffle")),
+    Probe("replay-case-results", "reproduce {tmp}/case.toml --results {tmp}/r.jsonl", 2, "--results", _replay_case()),
     Probe("case-results-dir", "reproduce {tmp}/case.toml --results {tmp}/d", 2, "d",
           lambda tmp: (_case()(tmp), _mkdir("d")(tmp))),
     # plugpull report

@@ -135,6 +135,8 @@ def cmd_reproduce(args) -> int:
     if not 0 < args.scale <= 1:
         raise UsageError("--scale must be in (0, 1]")
     case = load_case(args.case, args.scale)
+    if case.replay:
+        return reproduce_replay(args, case)
     for cell in case.cells:
         cell.validate()
     results = checked_output(args.results or Path("results") / f"{args.case.stem}.jsonl", "--results",
@@ -159,6 +161,52 @@ def cmd_reproduce(args) -> int:
         print(f"not reproduced: {f}")
     if any(r.error for r in ran) or any(r.verdict == "infra-error" for r in faulted):
         return EXIT_INFRA
+    return EXIT_FOUND if failures else EXIT_OK
+
+
+def reproduce_replay(args, case) -> int:
+    """A [replay] case: its kept state rebuilt and rechecked as `plugpull replay` does, then
+    held to its [expect] table (exit 1 when the table is not borne out, as for a [matrix] case)."""
+    from plugpull.lab.replaycase import load_replay, run_replay
+    from plugpull.paths import make_tempdir
+
+    if args.results or args.report or args.scale != 1:
+        raise UsageError("--results, --report and --scale are for [matrix] cases; a [replay] case rechecks one kept state")
+    kernel, backend = kernel_source(args), guest_backend(args)
+    scratch = make_tempdir("reproduce")
+    try:
+        loaded = load_replay(case.replay, scratch)
+        print(f"{case.title}\n  {case.source}\n  replay: {case.replay.describe()}", file=sys.stderr)
+        rig = prepare_rig(args.accel, kernel, backend)
+        r = run_replay(case.replay, rig, scratch, loaded)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return _replayed(case, r)
+
+
+def fs_lines(kernel_log: str, fs: str) -> list[str]:
+    """The filesystem's own kernel messages ("XFS (sda): ...", "EXT4-fs error ..."), no traces."""
+    lines = (line.partition("] ")[2] if line.startswith("[") else line for line in kernel_log.splitlines())
+    return [line.strip() for line in lines if line.upper().startswith(fs.upper())]
+
+
+def _replayed(case, r: dict) -> int:
+    from plugpull.lab.cases import replay_failures
+
+    fs = case.replay.meta["fs"]
+    same_image = not r["digest_expected"] or r["digest"] == r["digest_expected"]
+    print(f"image   {r['digest']}" + (f" ({'matches' if same_image else 'DIFFERS from ' + r['digest_expected']})"
+                                      if r["digest_expected"] else ""))
+    print(f"verdict {r['verdict']}: {r['reason']}")
+    for line in fs_lines(r["kernel"], fs)[-8:]:
+        print(f"  {line}")
+    if r["verdict"] == "infra-error":
+        return EXIT_INFRA
+    failures = replay_failures(case, r["verdict"]) + ([] if same_image else ["the rebuilt state differs from the kept one"])
+    for f in failures:
+        print(f"not reproduced: {f}")
+    if not failures:
+        print("reproduced")
     return EXIT_FOUND if failures else EXIT_OK
 
 

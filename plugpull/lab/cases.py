@@ -1,5 +1,10 @@
 """Case files (suites/cases/*.toml): a seed's experiment, or a reported corruption case, as
-data. `load_case` validates every field and names the one that is wrong."""
+data. `load_case` validates every field and names the one that is wrong.
+
+A case records and checks a workload ([matrix], [workload], [crash]; [faults]) or rechecks
+one state of a kept record ([replay], lab/replaycase.py). Its [expect] table says what must
+be seen: `unsafe`/`safe` modes, and `verdicts`, per mode a verdict some state of it must have
+(the [replay] state's own). `plugpull reproduce` exits 1 when the table is not borne out."""
 
 import tomllib
 from dataclasses import dataclass
@@ -12,9 +17,11 @@ from plugpull.errors import UsageError
 from plugpull.faults.casefile import (FAULT_SETTINGS, FaultExpectation, FaultPlan, check_expectations,
                                       fault_cases)
 from plugpull.lab.matrix import cells, with_user_scripts
+from plugpull.lab.replaycase import ReplayCase, ReplaySection, replay_case
 from plugpull.lab.seeds import SeedSection, seed_table
 from plugpull.lab.settings import SETTINGS, Setting
 from plugpull.lab.spec import CrashSpec
+from plugpull.lab.verdict import POWER_CUT_VERDICTS
 from plugpull.lab.workloads import workload
 from plugpull.results import CellResult
 
@@ -33,6 +40,8 @@ class Case:
     safe: tuple = ()
     seed: dict | None = None  # the [seed] table: the seed's published figures
     faults: FaultPlan | None = None  # the [faults] table
+    verdicts: tuple = ()  # ((mode, verdict), ...): [expect] verdicts
+    replay: ReplayCase | None = None  # a [replay] case: one kept state, no cells
 
 
 class CaseError(UsageError):
@@ -62,6 +71,7 @@ class ExpectSection(BaseModel):
     unsafe: list[str] = []
     safe: list[str] = []
     faults: list[FaultExpectation] = []
+    verdicts: dict[str, str] = {}  # mode -> a verdict some state of that mode must have
 
 
 MatrixSection = _section("matrix")
@@ -69,7 +79,8 @@ CrashSection = _section("crash")
 FaultsSection = _section("faults", FAULT_SETTINGS)
 CaseFile = create_model(
     "CaseFile", __config__=STRICT, title=(str, ...), source=(str, ""), summary=(str, ""),
-    matrix=(MatrixSection | None, None), faults=(FaultsSection | None, None), workload=(dict[str, dict[str, Any]], {}),
+    matrix=(MatrixSection | None, None), faults=(FaultsSection | None, None), replay=(ReplaySection | None, None),
+    workload=(dict[str, dict[str, Any]], {}),
     crash=(CrashSection, CrashSection()), expect=(ExpectSection, ExpectSection()),
     seed=(SeedSection | None, None))
 
@@ -114,8 +125,11 @@ def _read(path: Path):
         doc = CaseFile.model_validate(data)
     except ValidationError as e:
         raise _first_error(path, e) from None
-    if doc.matrix is None and doc.faults is None:
-        raise CaseError(f"{path}: matrix: required field is missing (a case has [matrix], [faults] or both)")
+    if doc.replay is not None and (doc.matrix is not None or doc.faults is not None):
+        raise CaseError(f"{path}: [replay]: a case rechecks a kept record or runs a [matrix] or [faults], not both")
+    if doc.matrix is None and doc.faults is None and doc.replay is None:
+        raise CaseError(f"{path}: matrix: required field is missing (a case has [matrix], [faults] or both, "
+                        "or [replay])")
     return doc
 
 
@@ -136,13 +150,40 @@ def _names(section, field: str) -> list:
     return list(getattr(section, field)) if section is not None else []
 
 
-def _expected(path: Path, doc, which: str) -> tuple:
-    modes = getattr(doc.expect, which)
-    for i, mode in enumerate(modes):
-        if mode not in _names(doc.matrix, "modes"):
-            raise CaseError(f"{path}: [expect] {which}[{i}]: unknown value {mode!r} "
-                            f"(known: {', '.join(_names(doc.matrix, 'modes'))})")
-    return tuple(modes)
+def _expected(path: Path, doc, which: str, modes: list) -> tuple:
+    for i, mode in enumerate(getattr(doc.expect, which)):
+        if mode not in modes:
+            raise CaseError(f"{path}: [expect] {which}[{i}]: unknown value {mode!r} (known: {', '.join(modes)})")
+    return tuple(getattr(doc.expect, which))
+
+
+def _expected_verdicts(path: Path, doc, modes: list) -> tuple:
+    for mode, verdict in doc.expect.verdicts.items():
+        if mode not in modes:
+            raise CaseError(f"{path}: [expect] verdicts.{mode}: unknown mode {mode!r} (known: {', '.join(modes)})")
+        if verdict not in POWER_CUT_VERDICTS:
+            raise CaseError(f"{path}: [expect] verdicts.{mode}: unknown verdict {verdict!r} "
+                            f"(known: {', '.join(POWER_CUT_VERDICTS)})")
+    return tuple(doc.expect.verdicts.items())
+
+
+def _expectations(path: Path, doc, modes: list) -> dict:
+    return {"unsafe": _expected(path, doc, "unsafe", modes), "safe": _expected(path, doc, "safe", modes),
+            "verdicts": _expected_verdicts(path, doc, modes)}
+
+
+def _replay_case(path: Path, doc) -> Case:
+    """A [replay] case: the kept record names everything a [matrix] case would set."""
+    unused = [f"[{name}]" for name in ("workload", "crash", "seed") if name in doc.model_fields_set]
+    if unused or doc.expect.faults:
+        raise CaseError(f"{path}: {unused[0] if unused else '[expect] faults'}: not used by a [replay] case "
+                        "(its record says how it was made)")
+    try:
+        kept = replay_case(path, doc.replay)
+    except UsageError as e:
+        raise CaseError(str(e)) from None
+    return Case(path, doc.title, doc.source, doc.summary.strip(), (), replay=kept,
+                **_expectations(path, doc, [kept.mode]))
 
 
 def _fault_plan(path: Path, doc, params: dict) -> FaultPlan | None:
@@ -157,13 +198,15 @@ def _fault_plan(path: Path, doc, params: dict) -> FaultPlan | None:
 
 def load_case(path: Path, scale: float = 1.0) -> Case:
     doc = _read(path)
+    if doc.replay is not None:
+        return _replay_case(path, doc)
     params = _workload_params(path, doc, scale)
     faults = _fault_plan(path, doc, params)
     if doc.matrix is None:
         if doc.seed is not None:
             raise CaseError(f"{path}: [seed]: the seed's figures are a matrix's: the case has no [matrix]")
-        return Case(path, doc.title, doc.source, doc.summary.strip(), (), _expected(path, doc, "unsafe"),
-                    _expected(path, doc, "safe"), faults=faults)
+        return Case(path, doc.title, doc.source, doc.summary.strip(), (), faults=faults,
+                    **_expectations(path, doc, []))
     crash = doc.crash
     base = CrashSpec(models=tuple(crash.models), states=crash.states, seed=crash.seed, trigger=crash.trigger,
                      bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib, check_script=crash.check_script,
@@ -175,8 +218,8 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
         todo = with_user_scripts(todo, path.parent)
     except UsageError as e:
         raise CaseError(f"{path}: {e}") from None
-    return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo),
-                _expected(path, doc, "unsafe"), _expected(path, doc, "safe"), seed, faults)
+    return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo), seed=seed, faults=faults,
+                **_expectations(path, doc, doc.matrix.modes))
 
 
 def expectation_failures(case: Case, results: list[CellResult]) -> list[str]:
@@ -192,4 +235,20 @@ def expectation_failures(case: Case, results: list[CellResult]) -> list[str]:
         if not crash or bad:
             failures.append(f"{mode_name}: expected only clean states, saw {bad} that are not"
                             if crash else f"{mode_name}: no crash states were checked")
+    for mode_name, verdict in case.verdicts:
+        crash = [r.crash for r in results if r.mode == mode_name and r.crash]
+        if not any(c.count(verdict) for c in crash):
+            failures.append(f"{mode_name}: expected a state judged {verdict}, saw none")
+    return failures
+
+
+def replay_failures(case: Case, verdict: str) -> list[str]:
+    """What a [replay] case's [expect] table says and its one rechecked state does not show."""
+    mode = case.replay.mode
+    failures = []
+    if mode in case.unsafe and verdict == "clean":
+        failures.append(f"{mode}: expected a state that is not clean, it is clean")
+    if mode in case.safe and verdict != "clean":
+        failures.append(f"{mode}: expected a clean state, it is {verdict}")
+    failures += [f"{mode}: expected {want}, it is {verdict}" for m, want in case.verdicts if verdict != want]
     return failures

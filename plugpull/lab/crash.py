@@ -335,9 +335,10 @@ def write_json(path: Path, doc) -> None:
     atomic_write_json(path, doc)
 
 
-def replay(state_dir: Path, rig: Rig, scratch: Path, saved: tuple | None = None) -> dict:
+def replay(state_dir: Path, rig: Rig, scratch: Path, saved: tuple | None = None, pieces: list | None = None) -> dict:
     """Rebuild a saved state from its record, verify its hash, recheck it. `saved`: what
-    `load_state` gave for it, if already loaded."""
+    `load_state` gave for it, if already loaded; `pieces`: the state's plan, where no model
+    makes it (a minimised state)."""
     doc, rec = saved or load_state(state_dir, scratch)
     wl = workload(rec.meta["workload"], **rec.meta["params"])
     stack = Stack.parse(rec.meta.get("stack", ""))
@@ -345,9 +346,10 @@ def replay(state_dir: Path, rig: Rig, scratch: Path, saved: tuple | None = None)
     checker = Checker(rig, filesystem(doc["fs"]), batch=1, **({"stack": stack} if stack else {}),
                       **({"lost": lost} if lost is not None else {}))
     job = StateJob(doc["model"], doc["cut"], saved_others(doc))
-    [(v, _, state, _, _)] = judge(rec, [job], checker, wl, doc["seed"], scratch / "states")
+    planned = Planned([0], [(pieces,)]) if pieces is not None else None
+    [(v, obs, state, _, _)] = judge(rec, [job], checker, wl, doc["seed"], scratch / "states", planned=planned)
     digest = state.digest()
     state.remove()
     return {"digest": digest, "digest_expected": doc["digest"], "verdict": str(v.verdict),
             "verdict_expected": doc["verdict"], "reason": v.reason, "lost": [asdict(l) for l in v.lost[:20]],
-            "broken": v.broken[:20], "acks_allowed": v.allowed}
+            "broken": v.broken[:20], "acks_allowed": v.allowed, "mount": obs.mount_error, "kernel": obs.kernel_log}
