@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from plugpull.errors import UsageError
 from plugpull.lab.matrix import cells, with_user_scripts
@@ -30,6 +30,7 @@ class Case:
     unsafe: tuple = ()
     safe: tuple = ()
     seed: dict | None = None  # the [seed] table: the seed's published figures
+    hosts: tuple = ()  # the [hosts] table's uris: libvirt hosts the states are checked on
 
 
 class CaseError(UsageError):
@@ -54,6 +55,20 @@ def _section(name: str):
                         **{s.case.partition(".")[2]: _field(s) for s in rows})
 
 
+class HostsSection(BaseModel):
+    model_config = STRICT
+    uris: list[str] = Field(min_length=1)
+
+    @field_validator("uris")
+    @classmethod
+    def _checked(cls, uris: list[str]) -> list[str]:
+        from plugpull.guest.backends import checked_hosts
+        try:
+            return checked_hosts(uris, "uris")
+        except UsageError as e:
+            raise ValueError(str(e).removeprefix("bad --connect ")) from None
+
+
 class ExpectSection(BaseModel):
     model_config = STRICT
     unsafe: list[str] = []
@@ -66,7 +81,7 @@ CaseFile = create_model(
     "CaseFile", __config__=STRICT, title=(str, ...), source=(str, ""), summary=(str, ""),
     matrix=(MatrixSection, ...), workload=(dict[str, dict[str, Any]], {}),
     crash=(CrashSection, CrashSection()), expect=(ExpectSection, ExpectSection()),
-    seed=(SeedSection | None, None))
+    seed=(SeedSection | None, None), hosts=(HostsSection | None, None))
 
 
 def _where(loc: tuple) -> str:
@@ -147,7 +162,8 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
     except UsageError as e:
         raise CaseError(f"{path}: {e}") from None
     return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo),
-                _expected(path, doc, "unsafe"), _expected(path, doc, "safe"), seed)
+                _expected(path, doc, "unsafe"), _expected(path, doc, "safe"), seed,
+                tuple(doc.hosts.uris) if doc.hosts else ())
 
 
 def expectation_failures(case: Case, results: list[CellResult]) -> list[str]:
