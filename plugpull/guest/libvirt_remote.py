@@ -196,7 +196,7 @@ class StreamPump:
                 try:
                     self._sink(data)
                     return
-                except OSError:
+                except (OSError, ValueError):  # the reader is gone, or closed its file under us
                     pass
         self.close()
 
