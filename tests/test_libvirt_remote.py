@@ -128,3 +128,31 @@ def test_a_pool_is_undefined_even_when_a_step_before_fails(fails):
     assert fake.steps == ["vol-a", "vol-b", "destroy", "delete", "undefine"]
     volumes.remove()
     assert len(fake.steps) == 5, "a second remove touched the pool again"
+
+
+def test_only_pools_of_a_dead_plugpull_of_this_machine_are_stale():
+    names = ["plugpull-abcd1234-100-0f0f0f0f", "plugpull-abcd1234-200-0f0f0f0f",
+             "plugpull-ffff0000-100-0f0f0f0f", "default", "plugpull-abcd1234-x-0f"]
+    assert libvirt_remote.left_by_the_dead(names, "abcd1234", lambda pid: pid == 200) == [names[0]]
+    assert libvirt_remote.left_by_the_dead(names, "abcd1234", lambda pid: True) == []
+
+
+class PoolsConn:
+    def __init__(self, pools: dict):
+        self.pools = pools
+
+    def listAllStoragePools(self):
+        return [type("P", (), {"name": lambda self, n=n: n})() for n in self.pools]
+
+    def storagePoolLookupByName(self, name):
+        return self.pools[name]
+
+
+def test_a_sweep_removes_the_pools_of_the_dead_and_keeps_ours(monkeypatch):
+    here = libvirt_remote.origin()
+    dead = 2 ** 22 + 12345  # above pid_max's default: no such process
+    ours = libvirt_remote.pool_name()
+    pools = {f"plugpull-{here}-{dead}-00aa": FakePool(), ours: FakePool()}
+    assert libvirt_remote.sweep_stale_pools(PoolsConn(pools)) == [f"plugpull-{here}-{dead}-00aa"]
+    assert pools[f"plugpull-{here}-{dead}-00aa"].steps[-1] == "undefine"
+    assert pools[ours].steps == []

@@ -11,8 +11,10 @@ the guest needs travels over the libvirt connection itself.
   backend reads them as it reads the unix sockets of a local guest.
 """
 
+import hashlib
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -27,6 +29,7 @@ from plugpull.errors import LaunchError, UsageError
 from plugpull.guest import libvirt_devices
 from plugpull.guest.config import DiskSpec, MachineSpec
 from plugpull.guest.domain import DomainFiles
+from plugpull.guest.libvirtd import pid_alive
 
 log = logging.getLogger(__name__)
 
@@ -92,13 +95,60 @@ def next_section(fd: int) -> tuple[bool, int]:
     return True, hole - here
 
 
+def origin() -> str:
+    """This machine, as the names of its pools say it (from /etc/machine-id, else the host name)."""
+    try:
+        text = Path("/etc/machine-id").read_text().strip()
+    except OSError:
+        text = socket.gethostname()
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def pool_name() -> str:
+    return f"plugpull-{origin()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def left_by_the_dead(names: list[str], here: str, alive) -> list[str]:
+    """The pools among `names` made by a plugpull of this machine that is gone (SIGKILLed:
+    libvirt has no autodestroy for pools)."""
+    stale = []
+    for name in names:
+        match = re.fullmatch(rf"plugpull-{here}-(\d+)-[0-9a-f]+", name)
+        if match and not alive(int(match[1])):
+            stale.append(name)
+    return stale
+
+
+def sweep_stale_pools(conn) -> list[str]:
+    """Remove the pools a dead plugpull of this machine left on the host of `conn`."""
+    names = [p.name() for p in _quietly(conn.listAllStoragePools) or []]
+    stale = left_by_the_dead(names, origin(), pid_alive)
+    for name in stale:
+        pool = _quietly(conn.storagePoolLookupByName, name)
+        if pool is not None:
+            log.info("removing pool %s, left by a plugpull that is gone", name)
+            remove_pool(pool)
+    return stale
+
+
+def remove_pool(pool) -> None:
+    """Delete the volumes, stop the pool, delete its directory, undefine it: each step tried
+    even when one before failed."""
+    if _quietly(pool.isActive):
+        for vol in _quietly(pool.listAllVolumes) or []:
+            _quietly(vol.delete, 0)
+        _quietly(pool.destroy)
+    _quietly(pool.delete, 0)
+    _quietly(pool.undefine)
+
+
 class VolumePool:
     """A directory pool of plugpull's own on a host, defined, built and started on creation;
     `remove` deletes its volumes, stops it, deletes its directory and undefines it."""
 
     def __init__(self, conn, owner: tuple[int, int]):
         self.conn, self.owner = conn, owner
-        self.name = f"plugpull-{uuid.uuid4().hex[:12]}"
+        self.name = pool_name()
         self.path = f"{POOL_PARENT}/{self.name}"
         self._count = 0
         self.pool = conn.storagePoolDefineXML(pool_xml(self.name, self.path, owner), 0)
@@ -130,14 +180,8 @@ class VolumePool:
 
     def remove(self) -> None:
         pool, self.pool = self.pool, None
-        if pool is None:
-            return
-        if _quietly(pool.isActive):
-            for vol in _quietly(pool.listAllVolumes) or []:
-                _quietly(vol.delete, 0)
-            _quietly(pool.destroy)
-        _quietly(pool.delete, 0)
-        _quietly(pool.undefine)
+        if pool is not None:
+            remove_pool(pool)
 
 
 def _quietly(call, *args):
@@ -273,6 +317,7 @@ class RemoteStaging:
         self._upload_conn = libvirt.open(conn.getURI())
         self._opened: list = []
         try:
+            sweep_stale_pools(self._upload_conn)
             self.volumes = VolumePool(self._upload_conn, (self.user, self.group))
         except BaseException:
             self._upload_conn.close()
