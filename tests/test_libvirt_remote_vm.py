@@ -99,3 +99,36 @@ def test_the_remote_path_judges_as_the_local_one_and_leaves_nothing(rig, tcp_hos
     assert calls["upload"] >= 2 * 2 + 2 * states, calls  # kernel and initramfs per guest, every state
     assert left_on(tcp_host.uri) == {"domains": [], "pools": []}
     assert set(glob.glob(POOL_DIRS)) == pools_before
+
+
+KILLED = """
+import sys, time, libvirt
+from plugpull.guest.libvirt_remote import RemoteStaging
+staging = RemoteStaging(libvirt.open(sys.argv[1]))
+staging.volumes.upload(sys.argv[2])
+print(staging.volumes.name, staging.volumes.path, flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_pool_of_a_sigkilled_plugpull_goes_with_the_next_guest(tcp_host, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    state = tmp_path / "state.img"
+    with open(state, "wb") as f:
+        f.truncate(64 << 20)
+    child = subprocess.Popen([sys.executable, "-c", KILLED, tcp_host.uri, str(state)], stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        name, path = child.stdout.readline().split()
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert name in left_on(tcp_host.uri)["pools"] and os.path.isdir(path)
+    conn = libvirt.open(tcp_host.uri)
+    try:
+        libvirt_remote.RemoteStaging(conn).remove()
+    finally:
+        conn.close()
+    assert left_on(tcp_host.uri)["pools"] == [] and not os.path.exists(path)
