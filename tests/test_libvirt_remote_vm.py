@@ -2,7 +2,8 @@
 as if it were another machine: states uploaded as volumes, the channels and the console
 opened through libvirt. One recording is judged on that host through its unix sockets and
 hard links, then through the connection alone, hot-plugged and cold-plugged: the verdicts
-and the states' digests are the same. No domain, pool, volume or daemon is left behind."""
+and the states' digests are the same. No domain, pool, volume or daemon is left behind,
+and the pool of a SIGKILLed plugpull goes when the next one starts a guest there."""
 
 import glob
 import os
@@ -23,11 +24,11 @@ from plugpull.lab.record import record
 from plugpull.lab.spec import CrashSpec
 from plugpull.powerloss.writelog import iter_entries
 
+pytestmark = pytest.mark.vm
 # Three checker guests and a recording under TCG: minutes, so with the two-host run
 # (`make test-hosts`).
-pytestmark = [pytest.mark.vm,
-              pytest.mark.skipif(not os.environ.get("PLUGPULL_LIBVIRT_HOSTS"),
-                                 reason="set PLUGPULL_LIBVIRT_HOSTS=1 (make test-hosts) for the remote-path run")]
+minutes = pytest.mark.skipif(not os.environ.get("PLUGPULL_LIBVIRT_HOSTS"),
+                             reason="set PLUGPULL_LIBVIRT_HOSTS=1 (make test-hosts) for the remote-path run")
 
 SPEC = CrashSpec(fs="ext4", mode="nobarrier", workload="fsync-files", params=(("count", 6),),
                  models=("prefix", "drop-unflushed"), states=4, seed=1, trigger="acks:4")
@@ -81,6 +82,7 @@ def judged_on(rig, backend, plug, rec, plan, entries, state_dir):
         remove_states([j[2] for j in judged])
 
 
+@minutes
 def test_the_remote_path_judges_as_the_local_one_and_leaves_nothing(rig, tcp_host, calls, tmp_path):
     pools_before = set(glob.glob(POOL_DIRS))
     plan = SPEC.resolve()
