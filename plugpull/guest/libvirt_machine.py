@@ -5,7 +5,9 @@ that connection goes, even when plugpull is SIGKILLed.
 QEMU runs as libvirt's unprivileged user, and libvirt relabels nothing (see `domain`): the
 files the domain uses are hard-linked into a directory of the guest's own, owned by that user,
 and those QEMU writes (the disks, the write logs) are given to it. A hard link is the same
-file: the lab reads the write log where it put it, while QEMU appends to it.
+file: the lab reads the write log where it put it, while QEMU appends to it. On a host that
+does not share this file system (`remote`), files, channels and console travel over the
+connection instead (`libvirt_remote`); such a guest checks states, it records none.
 """
 
 import logging
