@@ -9,7 +9,7 @@ DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs 
 	gcc libc6-dev libvirt-daemon-system libvirt-dev pkg-config lvm2 cryptsetup-bin mdadm
 STAMP := $(VENV)/.installed
 
-.PHONY: faults-sweep test-stacks test-hosts deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity doctor shell clean
+.PHONY: faults-sweep test-stacks test-hosts deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity bench-upload doctor shell clean
 
 deps: $(STAMP)
 	@missing=$$(for p in $(DEB_PACKAGES); do \
@@ -56,7 +56,7 @@ test-stacks: deps
 
 # Crash states checked on two libvirt hosts of this machine, one of them killed mid-run (minutes).
 test-hosts: deps
-	PLUGPULL_LIBVIRT_HOSTS=1 $(PY) -m pytest -m vm tests/test_libvirt_hosts_vm.py
+	PLUGPULL_LIBVIRT_HOSTS=1 $(PY) -m pytest -m vm tests/test_libvirt_hosts_vm.py tests/test_libvirt_remote_vm.py
 
 # The main job: xfs and ext4, three modes, one metadata and one fsync workload, throughput
 # and crash safety per cell. Resumable: cells already in results/run.jsonl are skipped.
@@ -81,6 +81,10 @@ bench-crash: deps
 # Writes in flight across a flush on the default workloads; exits 1 if any crossed one.
 bench-fidelity: deps
 	$(PY) bench/flush_fidelity.py
+
+# A 512 MiB sparse crash state handed to a checker: hard link + overlay here, or a sparse volume upload.
+bench-upload: deps
+	$(PY) bench/remote_upload.py
 
 doctor: deps
 	$(PLUGPULL) doctor

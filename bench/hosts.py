@@ -2,7 +2,10 @@
 `qemu:///system` alone, then spread over it and a second libvirtd on loopback TCP (started
 here, stopped at the end), in one run. Verdicts and state digests must match.
 
-    .venv/bin/python bench/hosts.py [--states 8] [--batch 2]
+    .venv/bin/python bench/hosts.py [--states 8] [--batch 2] [--remote]
+
+With --remote, the second host is reached as if it were another machine (`libvirt_remote`:
+states uploaded as volumes, channels opened through libvirt).
 
 Prints each run's checking time and the ratio; run by hand, never asserted in tests.
 """
@@ -40,6 +43,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--states", type=int, default=8)
     ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--remote", action="store_true", help="reach the second host through its connection only")
     args = ap.parse_args()
     spec = CrashSpec(fs="ext4", mode="nobarrier", workload="fsync-files", params=(("count", 16),),
                      models=("prefix",), states=args.states, seed=1, trigger="acks:12")
@@ -52,7 +56,7 @@ def main() -> int:
             rec = record(Path(tmp) / "record", plan.recording_bed, plan.trigger, rig)
             entries = list(iter_entries(rec.log))
             one = timed_check(rig, [system.backend], spec, plan, rec, entries, Path(tmp) / "one", args.batch)
-            hosts = [system.backend, LibvirtBackend(second.uri, second.qemu_pid_dir)]
+            hosts = [system.backend, LibvirtBackend(second.uri, second.qemu_pid_dir, remote=args.remote)]
             two = timed_check(rig, hosts, spec, plan, rec, entries, Path(tmp) / "two", args.batch)
     finally:
         second.stop()

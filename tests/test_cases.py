@@ -93,3 +93,23 @@ def test_expectations(tmp_path):
     failures = expectation_failures(case, [crash_doc("barrier", 9), crash_doc("nobarrier", 10)])
     assert len(failures) == 2 and "nobarrier" in failures[0] and "barrier" in failures[1]
     assert "no crash states" in expectation_failures(case, [crash_doc("nobarrier", 3)])[0]
+
+
+def test_a_hosts_table_names_the_checkers_hosts(tmp_path):
+    uris = ["qemu:///system", "qemu+ssh://root@rack2/system"]
+    case = load_case(write(tmp_path, GOOD + f"[hosts]\nuris = {uris!r}\n".replace("'", '"')))
+    assert case.hosts == tuple(uris)
+    assert load_case(write(tmp_path, GOOD)).hosts == ()
+
+
+@pytest.mark.parametrize("hosts, message", [
+    ('uris = ["http://rack2/"]', "libvirt QEMU URI"),
+    ('uris = ["qemu:///system", "qemu:///system"]', "names a host twice"),
+    ("uris = []", "at least 1 item"),
+    ('uri = "qemu:///system"', "required field is missing"),
+])
+def test_a_bad_hosts_table_is_refused_with_its_field(tmp_path, hosts, message):
+    with pytest.raises(CaseError) as e:
+        load_case(write(tmp_path, GOOD + f"[hosts]\n{hosts}\n"))
+    assert "[hosts]" in str(e.value) and message in str(e.value)
+    assert len(str(e.value).splitlines()) == 1

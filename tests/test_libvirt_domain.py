@@ -29,11 +29,15 @@ CASES["scsi-checker"] = MachineSpec(disks=tuple(
     DiskSpec(Path(f"/work/state{i}.img"), Bus.SCSI, True, host_flush=False, snapshot=True) for i in range(2)))
 CASES["scsi-hotplug"] = MachineSpec(scsi_controller=True)
 CASES["nodisk-kvm"] = MachineSpec()
+# a guest on a host reached only through its connection: volumes, channels and a pty console opened by libvirt
+REMOTE_FILES = DomainFiles(Path("/var/tmp/pool/kernel"), Path("/var/tmp/pool/initramfs"), None, None, None,
+                           64055, 107, console_pty=True)
+CASES["scsi-hotplug-remote"] = MachineSpec(scsi_controller=True, payload=Path("/var/tmp/pool/1-tree.tar"))
 
 
 def render(name: str) -> str:
     accel = Accel.KVM if name.endswith("kvm") else Accel.TCG
-    return domain_xml(CASES[name], f"plugpull-{name}", accel, FILES)
+    return domain_xml(CASES[name], f"plugpull-{name}", accel, REMOTE_FILES if name.endswith("remote") else FILES)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

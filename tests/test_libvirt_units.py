@@ -102,7 +102,10 @@ def test_doctor_rows_say_what_is_missing(monkeypatch):
     (["crash", "--backend", "libvirt", "--connect", "http://x/"], "libvirt QEMU URI"),
     (["crash", "--connect", "qemu:///system"], "--connect needs --backend libvirt"),
     (["shell", "--backend", "libvirt"], "plugpull shell needs --backend qemu"),
-    (["crash", "--hosts", "qemu+ssh://root@host.example/system"], "only hosts on this machine"),
+    (["crash", "--backend", "libvirt", "--connect", "qemu+ssh://root@host.example/system"],
+     "guests that record run on this machine"),
+    (["crash", "--hosts", "qemu+tcp://127.0.0.1:1/system"], "bad --hosts qemu+tcp://127.0.0.1:1/system"),
+    (["matrix", "--hosts", "qemu:///system,http://x/"], "libvirt QEMU URI"),
     (["crash", "--hosts", "qemu:///system,qemu:///system"], "names a host twice"),
 ])
 def test_bad_backend_options_are_one_line_exit_2(capsys, tmp_path, monkeypatch, argv, message):

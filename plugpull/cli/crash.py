@@ -22,8 +22,7 @@ def add_parsers(sub) -> None:
     c.add_argument("--json", type=Path, help="write the results here (atomically)")
     c.add_argument("--out", type=Path, help="directory for artifacts (default results/crash-...)")
     c.add_argument("--fail-on-unsafe", action="store_true", help="exit 1 if any state is not clean")
-    c.add_argument("--hosts", metavar="URI[,URI...]", help="spread the checking of states over these libvirt "
-                   "hosts (connections on this machine)")
+    add_hosts_option(c)
     c.set_defaults(func=cmd_crash)
 
     r = sub.add_parser("replay", help="rebuild a saved crash state, verify its hash, recheck it")
@@ -59,13 +58,19 @@ def cmd_crash(args) -> int:
     return _print_run(args, run, rig, out)
 
 
-def checker_hosts(text: str | None) -> tuple:
-    """The --hosts backends, checked and connected before any guest boots; closed at exit."""
+def add_hosts_option(p) -> None:
+    p.add_argument("--hosts", metavar="URI[,URI...]", help="spread the checking of states over these libvirt "
+                   "hosts; one not on this machine gets the states uploaded as volumes")
+
+
+def checker_hosts(text: str | list | None, where: str = "--hosts") -> tuple:
+    """The checker's hosts (--hosts, or a case file's [hosts] list), checked and connected
+    before any guest boots; closed at exit."""
     import atexit
     from plugpull.guest.backends import prepare_hosts
     if not text:
         return ()
-    prepared = prepare_hosts(text)
+    prepared = prepare_hosts(text.split(",") if isinstance(text, str) else text, where)
     for p in prepared:
         atexit.register(p.close)
     return tuple(p.backend for p in prepared)

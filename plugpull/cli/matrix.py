@@ -6,6 +6,7 @@ from pathlib import Path
 
 from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output,
                                  guest_backend, kernel_source, parse_params)
+from plugpull.cli.crash import add_hosts_option, checker_hosts
 from plugpull.errors import UsageError
 from plugpull.guest.rig import prepare_rig
 from plugpull.lab.settings import add_options
@@ -26,6 +27,7 @@ def add_parsers(sub) -> None:
     mx.add_argument("--results", type=Path, default=Path("results/matrix.jsonl"),
                     help="JSON lines, appended; cells already there are skipped")
     mx.add_argument("--report", type=Path, help="report directory (default: beside the results)")
+    add_hosts_option(mx)
     mx.set_defaults(func=cmd_matrix)
 
     rp = sub.add_parser("reproduce", help="run a case file (suites/cases/*.toml)")
@@ -34,6 +36,7 @@ def add_parsers(sub) -> None:
     rp.add_argument("--scale", type=float, default=1.0, help="shrink the workloads (0 < scale <= 1)")
     rp.add_argument("--results", type=Path, help="default results/CASE.jsonl")
     rp.add_argument("--report", type=Path)
+    add_hosts_option(rp)
     rp.set_defaults(func=cmd_reproduce)
 
     rr = sub.add_parser("report", help="table, plot and HTML page from matrix results")
@@ -113,8 +116,9 @@ def cmd_matrix(args) -> int:
     for cell in todo:
         cell.validate()
     kernel, backend = kernel_source(args), guest_backend(args)
+    hosts = checker_hosts(args.hosts)
     with run_log(args.results.with_suffix(".log")):
-        rig = prepare_rig(args.accel, kernel, backend)
+        rig = prepare_rig(args.accel, kernel, backend, hosts)
         work = make_tempdir("matrix")
         try:
             ran = run_matrix(todo, args.results, rig, work)
@@ -144,9 +148,10 @@ def cmd_reproduce(args) -> int:
     kernel, backend = kernel_source(args), guest_backend(args)
     plan = case.faults
     faults = f", {len(plan.cases) * plan.runs} fault runs" if plan else ""
+    hosts = checker_hosts(args.hosts) if args.hosts else checker_hosts(list(case.hosts), f"{args.case}: [hosts]")
     print(f"{case.title}\n  {case.source}\n  {len(case.cells)} cells{faults}, scale {args.scale:g}", file=sys.stderr)
     with run_log(results.with_suffix(".log")):
-        rig = prepare_rig(args.accel, kernel, backend)
+        rig = prepare_rig(args.accel, kernel, backend, hosts)
         work = make_tempdir("reproduce")
         try:
             ran = run_matrix(list(case.cells), results, rig, work)

@@ -30,30 +30,28 @@ _THIS_MACHINE = re.compile(r"^qemu(\+[a-z]+)?://(?:[^@/]*@)?(|127\.0\.0\.1|local
 
 def on_this_machine(uri: str) -> bool:
     """Whether the host of a URI is this machine, where the staging of files (hard links
-    under the temp dir) and the unix-socket channels reach its QEMUs."""
+    under the temp dir) and the unix-socket channels reach its QEMUs. Other hosts are reached
+    through the connection only (`libvirt_remote`)."""
     return bool(_THIS_MACHINE.match(uri))
 
 
-def checked_hosts(text: str) -> list[str]:
-    """--hosts URI[,URI...]: libvirt URIs of hosts on this machine, none twice."""
-    uris = [checked_uri(u.strip()) for u in text.split(",") if u.strip()]
+def checked_hosts(uris: list[str], where: str = "--hosts") -> list[str]:
+    """The checker's hosts (`--hosts URI[,URI...]`, a case file's [hosts]): libvirt URIs,
+    none twice."""
+    uris = [checked_uri(u.strip()) for u in uris if u.strip()]
     if not uris:
-        raise UsageError("--hosts needs at least one libvirt URI")
+        raise UsageError(f"{where} needs at least one libvirt URI")
     if len(set(uris)) != len(uris):
-        raise UsageError(f"--hosts names a host twice: {text}")
-    for uri in uris:
-        if not on_this_machine(uri):
-            raise UsageError(f"--hosts {uri}: only hosts on this machine can check states for now "
-                             "(states and channels are reached through its file system)")
+        raise UsageError(f"{where} names a host twice: {','.join(uris)}")
     return uris
 
 
-def prepare_hosts(text: str) -> list["Prepared"]:
-    """Each --hosts URI's backend, connected; on a failure, what was started stops."""
+def prepare_hosts(uris: list[str], where: str = "--hosts") -> list["Prepared"]:
+    """Each host's backend, connected; on a failure, what was started stops."""
     prepared: list = []
     try:
-        for uri in checked_hosts(text):
-            prepared.append(prepare_backend("libvirt", uri))
+        for uri in checked_hosts(uris, where):
+            prepared.append(_prepare_libvirt(uri, where))
     except BaseException:
         for p in prepared:
             p.close()
@@ -81,10 +79,14 @@ def prepare_backend(name: str, uri: str | None = None) -> Prepared:
         if uri is not None:
             raise UsageError("--connect needs --backend libvirt")
         return Prepared(QEMU)
-    return _prepare_libvirt(checked_uri(uri or DEFAULT_URI))
+    uri = checked_uri(uri or DEFAULT_URI)
+    if not on_this_machine(uri):
+        raise UsageError(f"--connect {uri}: guests that record run on this machine (their write logs are "
+                         "read here); give other hosts with --hosts, to check states")
+    return _prepare_libvirt(uri)
 
 
-def _prepare_libvirt(uri: str) -> Prepared:
+def _prepare_libvirt(uri: str, where: str = "--connect") -> Prepared:
     try:
         import libvirt
         from plugpull.guest.libvirt_machine import LibvirtBackend
@@ -104,6 +106,6 @@ def _prepare_libvirt(uri: str) -> Prepared:
         conn.close()
     except libvirt.libvirtError as e:
         daemons.stop()
-        raise UsageError(f"bad --connect {uri}: {str(e).splitlines()[0]}") from None
+        raise UsageError(f"bad {where} {uri}: {str(e).splitlines()[0]}") from None
     major, minor, micro = version // 1_000_000, version // 1000 % 1000, version % 1000
-    return Prepared(LibvirtBackend(uri), f"{major}.{minor}.{micro}", daemons)
+    return Prepared(LibvirtBackend(uri, remote=not on_this_machine(uri)), f"{major}.{minor}.{micro}", daemons)

@@ -36,15 +36,18 @@ def _pci(device: str) -> str:
 
 @dataclass(frozen=True)
 class DomainFiles:
-    """The paths the domain uses, as QEMU sees them, and the user it runs as."""
+    """The paths the domain uses, as QEMU sees them, and the user it runs as. Without socket
+    paths, libvirt places the channels' sockets itself (they are opened through libvirt);
+    with `console_pty`, the console is a pty read through libvirt too."""
 
     kernel: Path
     initramfs: Path
-    command_socket: Path
-    ack_socket: Path
+    command_socket: Path | None
+    ack_socket: Path | None
     console: Path | None
     user: int
     group: int
+    console_pty: bool = False
 
 
 def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs) -> ET.Element:
@@ -62,9 +65,9 @@ def _os(domain: ET.Element, spec: MachineSpec, files: DomainFiles) -> None:
     _sub(os_, "cmdline", kernel_cmdline(spec))
 
 
-def _channel(devices: ET.Element, path: Path, port: str) -> None:
+def _channel(devices: ET.Element, path: Path | None, port: str) -> None:
     channel = _sub(devices, "channel", type="unix")
-    _sub(channel, "source", mode="bind", path=path)
+    _sub(channel, "source", mode="bind", **({"path": path} if path else {}))
     _sub(channel, "target", type="virtio", name=port)
 
 
@@ -72,7 +75,9 @@ def _devices(domain: ET.Element, spec: MachineSpec, files: DomainFiles) -> None:
     devices = _sub(domain, "devices")
     _sub(devices, "emulator", EMULATOR)
     _sub(devices, "controller", type="usb", model="none")
-    if files.console:
+    if files.console_pty:
+        serial = _sub(devices, "serial", type="pty")
+    elif files.console:
         serial = _sub(devices, "serial", type="file")
         _sub(serial, "source", path=files.console)
     else:

@@ -46,6 +46,19 @@ def disk_xml(disk: DiskSpec, unit: int, target: str, overlay: Path | None = None
         backing = ET.SubElement(element, "backingStore", type="file")
         ET.SubElement(backing, "format", type="raw")
         ET.SubElement(backing, "source", file=str(disk.path))
+    return _addressed(element, unit, target)
+
+
+def volume_disk_xml(disk: DiskSpec, unit: int, target: str, pool: str, volume: str) -> str:
+    """A `<disk>` on a storage volume: a copy of the state uploaded for this guest, so the
+    guest may write to it (its `disk.path` is not touched either way)."""
+    element = ET.Element("disk", type="volume", device="disk")
+    ET.SubElement(element, "driver", name="qemu", type="raw", cache=cache_mode(disk))
+    ET.SubElement(element, "source", pool=pool, volume=volume)
+    return _addressed(element, unit, target)
+
+
+def _addressed(element: ET.Element, unit: int, target: str) -> str:
     ET.SubElement(element, "target", dev=target, bus="scsi")
     ET.SubElement(element, "serial").text = serial(unit)
     ET.SubElement(element, "address", type="drive", controller=str(HOTPLUG_CONTROLLER), bus="0",

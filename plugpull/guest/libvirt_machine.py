@@ -5,7 +5,9 @@ that connection goes, even when plugpull is SIGKILLed.
 QEMU runs as libvirt's unprivileged user, and libvirt relabels nothing (see `domain`): the
 files the domain uses are hard-linked into a directory of the guest's own, owned by that user,
 and those QEMU writes (the disks, the write logs) are given to it. A hard link is the same
-file: the lab reads the write log where it put it, while QEMU appends to it.
+file: the lab reads the write log where it put it, while QEMU appends to it. On a host that
+does not share this file system (`remote`), files, channels and console travel over the
+connection instead (`libvirt_remote`); such a guest checks states, it records none.
 """
 
 import logging
@@ -26,8 +28,9 @@ from plugpull.guest import hotplug, libvirt_devices
 from plugpull.guest.backend import AttachedDisk, Launched, upload, wait_for_disk
 from plugpull.guest.channel import CommandChannel, GuestResult, LineStream, quote_command
 from plugpull.guest.config import Accel, Bus, DiskSpec, MachineSpec
-from plugpull.guest.domain import DomainFiles, domain_xml
+from plugpull.guest.domain import ACK_PORT, COMMAND_PORT, DomainFiles, domain_xml
 from plugpull.guest.image import GuestImage
+from plugpull.guest.libvirt_remote import RemoteStaging, ensure_event_loop
 from plugpull.paths import make_tempdir
 
 log = logging.getLogger(__name__)
@@ -82,6 +85,10 @@ class Staging:
         os.chown(path, self.user, self.group)
         return path
 
+    def discard(self, paths: list[Path]) -> None:
+        for path in paths:
+            path.unlink(missing_ok=True)
+
     def remove(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -89,13 +96,14 @@ class Staging:
 class LibvirtMachine(Launched):
     def __init__(self, spec: MachineSpec, image: GuestImage, accel: Accel, uri: str,
                  console_log: Path | None = None, boot_timeout: float = 120.0, name: str | None = None,
-                 qemu_pid_dir: Path | None = None):
+                 qemu_pid_dir: Path | None = None, remote: bool = False):
         if spec.disks and any(d.host_device for d in spec.disks):
             raise UsageError("the libvirt backend takes image files, not block devices")
         self.spec, self.image, self.accel, self.uri = spec, image, accel, uri
         self.console_log = console_log
         self.qemu_pid_dir = qemu_pid_dir or (QEMU_PID_DIR if uri.startswith("qemu:///") else None)
         self.boot_timeout = boot_timeout
+        self.remote = remote  # files, channels and console reach the guest over the connection
         self.name = name or spec.test_id()
         self.domain_name = f"plugpull-{self.name}-{uuid.uuid4().hex[:8]}"
         self.boot_seconds: float | None = None
@@ -106,7 +114,7 @@ class LibvirtMachine(Launched):
         self.xml = ""
         self._conn = None
         self._dom = None
-        self._staging: Staging | None = None
+        self._staging: Staging | RemoteStaging | None = None
         self._sockets: list[socket.socket] = []
         self._channel: CommandChannel | None = None
         self._plugged = libvirt_devices.Plugged(first_unit=len(spec.disks))
@@ -130,15 +138,24 @@ class LibvirtMachine(Launched):
                             staging.user, staging.group)
         return replace(self.spec, disks=disks, payload=payload), files
 
+    def _stage_remote(self) -> tuple[MachineSpec, DomainFiles]:
+        try:
+            self._staging = RemoteStaging(self._conn)
+            return self._staging.stage(self.spec, self.image)
+        except (libvirt.libvirtError, OSError) as e:
+            raise LaunchError(f"cannot upload the guest's files to {self.uri}: {e}") from None
+
     def launch(self) -> None:
-        spec, files = self._stage()
-        self.xml = domain_xml(spec, self.domain_name, self.accel, files)
         started = time.monotonic()
+        if self.remote:
+            ensure_event_loop()  # before the connection: its streams are read on that loop
         self._conn = open_connection(self.uri)
+        spec, files = self._stage_remote() if self.remote else self._stage()
+        self.xml = domain_xml(spec, self.domain_name, self.accel, files)
         flags = libvirt.VIR_DOMAIN_START_AUTODESTROY | libvirt.VIR_DOMAIN_START_PAUSED
         try:
             self._dom = self._conn.createXML(self.xml, flags)
-            cmd_sock, ack_sock = (self._connect(p) for p in (files.command_socket, files.ack_socket))
+            cmd_sock, ack_sock = self._open_channels(files)
             self._channel = CommandChannel(cmd_sock)
             self.acks = LineStream(ack_sock)
             self._dom.resume()
@@ -148,6 +165,16 @@ class LibvirtMachine(Launched):
                               None, self._early_output()) from None
         self.boot_seconds = time.monotonic() - started
         log.debug("%s (%s) booted in %.1f s", self.name, self.domain_name, self.boot_seconds)
+
+    def _open_channels(self, files: DomainFiles) -> list[socket.socket]:
+        """The command channel and the ack stream: the unix sockets QEMU listens on here, or
+        (remote) the ports opened through libvirt, with the console; before the guest runs."""
+        if not self.remote:
+            return [self._connect(p) for p in (files.command_socket, files.ack_socket)]
+        if self.console_log is not None:
+            Path(self.console_log).write_bytes(b"")
+            self._staging.open_console(self._dom, Path(self.console_log))
+        return self._staging.open_channels(self._dom, (COMMAND_PORT, ACK_PORT))
 
     def _connect(self, path: Path) -> socket.socket:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -180,6 +207,11 @@ class LibvirtMachine(Launched):
         if self.spec.bus is not Bus.SCSI or not self.spec.scsi_controller:
             raise ValueError("hot-plugging needs the virtio-scsi controller: boot with scsi_controller")
         unit, target = self._plugged.next()
+        if self.remote:
+            xml, files = self._libvirt(self._staging.plug, disk, unit, target)
+            self._libvirt(self._dom.attachDeviceFlags, xml, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+            self._plugged.add(target, xml, files)
+            return self._attached(unit, target, wait)
         staged = self._staging.link(disk.path, writable=not disk.snapshot)
         overlay = None
         if disk.snapshot:
@@ -188,6 +220,9 @@ class LibvirtMachine(Launched):
         xml = libvirt_devices.disk_xml(replace(disk, path=staged), unit, target, overlay)
         self._libvirt(self._dom.attachDeviceFlags, xml, libvirt.VIR_DOMAIN_AFFECT_LIVE)
         self._plugged.add(target, xml, [p for p in (staged, overlay) if p])
+        return self._attached(unit, target, wait)
+
+    def _attached(self, unit: int, target: str, wait: bool) -> AttachedDisk:
         serial = libvirt_devices.serial(unit)
         return AttachedDisk(target, serial, wait_for_disk(self, serial) if wait else "")
 
@@ -199,8 +234,7 @@ class LibvirtMachine(Launched):
             if time.monotonic() > deadline:
                 raise GuestError(f"libvirt did not report {disk.handle} unplugged within {UNPLUG_TIMEOUT:.0f} s")
             time.sleep(0.02)
-        for path in files:
-            path.unlink(missing_ok=True)
+        self._staging.discard(files)
         if wait:
             wait_for_disk(self, disk.serial, present=False)
 
@@ -265,15 +299,15 @@ class LibvirtMachine(Launched):
         for s in self._sockets:
             s.close()
         self._sockets = []
+        if self._staging is not None:
+            self._staging.remove()  # a remote guest's pool goes through the connection: before it
+            self._staging = None
         if self._conn is not None:
             try:
                 self._conn.close()
             except libvirt.libvirtError:
                 pass
             self._conn = None
-        if self._staging is not None:
-            self._staging.remove()
-            self._staging = None
 
 
 DEFAULT_URI = "qemu:///system"
@@ -284,9 +318,10 @@ class LibvirtBackend:
 
     name = "libvirt"
 
-    def __init__(self, uri: str = DEFAULT_URI, qemu_pid_dir: Path | None = None):
+    def __init__(self, uri: str = DEFAULT_URI, qemu_pid_dir: Path | None = None, remote: bool = False):
         self.uri = uri
         self.qemu_pid_dir = qemu_pid_dir  # where a daemon on this machine keeps its QEMUs' pids
+        self.remote = remote  # reach guests only through the connection (`libvirt_remote`)
 
     def reachable(self) -> bool:
         """Whether the daemon still answers: a host that does not has dropped out."""
@@ -305,4 +340,5 @@ class LibvirtBackend:
     def machine(self, spec: MachineSpec, image: GuestImage, accel: Accel, *, console_log: Path | None = None,
                 name: str | None = None, boot_timeout: float = 120.0) -> LibvirtMachine:
         return LibvirtMachine(spec, image, accel, self.uri, console_log=console_log,
-                              boot_timeout=boot_timeout, name=name, qemu_pid_dir=self.qemu_pid_dir)
+                              boot_timeout=boot_timeout, name=name, qemu_pid_dir=self.qemu_pid_dir,
+                              remote=self.remote)

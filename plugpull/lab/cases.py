@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from plugpull.errors import UsageError
 from plugpull.faults.casefile import (FAULT_SETTINGS, FaultExpectation, FaultPlan, check_expectations,
@@ -42,6 +42,7 @@ class Case:
     faults: FaultPlan | None = None  # the [faults] table
     verdicts: tuple = ()  # ((mode, verdict), ...): [expect] verdicts
     replay: ReplayCase | None = None  # a [replay] case: one kept state, no cells
+    hosts: tuple = ()  # the [hosts] table's uris: libvirt hosts the states are checked on
 
 
 class CaseError(UsageError):
@@ -66,6 +67,20 @@ def _section(name: str, settings=SETTINGS):
                         **{s.case.partition(".")[2]: _field(s) for s in rows})
 
 
+class HostsSection(BaseModel):
+    model_config = STRICT
+    uris: list[str] = Field(min_length=1)
+
+    @field_validator("uris")
+    @classmethod
+    def _checked(cls, uris: list[str]) -> list[str]:
+        from plugpull.guest.backends import checked_hosts
+        try:
+            return checked_hosts(uris, "uris")
+        except UsageError as e:
+            raise ValueError(str(e).removeprefix("bad --connect ")) from None
+
+
 class ExpectSection(BaseModel):
     model_config = STRICT
     unsafe: list[str] = []
@@ -82,7 +97,7 @@ CaseFile = create_model(
     matrix=(MatrixSection | None, None), faults=(FaultsSection | None, None), replay=(ReplaySection | None, None),
     workload=(dict[str, dict[str, Any]], {}),
     crash=(CrashSection, CrashSection()), expect=(ExpectSection, ExpectSection()),
-    seed=(SeedSection | None, None))
+    seed=(SeedSection | None, None), hosts=(HostsSection | None, None))
 
 
 def _where(loc: tuple) -> str:
@@ -219,7 +234,7 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
     except UsageError as e:
         raise CaseError(f"{path}: {e}") from None
     return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo), seed=seed, faults=faults,
-                **_expectations(path, doc, doc.matrix.modes))
+                hosts=tuple(doc.hosts.uris) if doc.hosts else (), **_expectations(path, doc, doc.matrix.modes))
 
 
 def expectation_failures(case: Case, results: list[CellResult]) -> list[str]:
