@@ -89,9 +89,9 @@ def main() -> int:
         entries = list(iter_entries(rec.log))
         planned = plan_states(rec, [("reorder", c) for c in state_cuts(entries, args.states, 1)], 1, entries)
         states = []
-        for i, (pieces, pieces2) in enumerate(planned.plans):
+        for i, pieces in enumerate(planned.plans):
             t = time.monotonic()
-            states.append(build_state(rec, pieces, pieces2, tmp / f"state-{i}.img"))
+            states.append(build_state(rec, pieces, tmp / f"state-{i}.img"))
             timed(steps, "host: build state file", t)
         t = time.monotonic()
         with rig.machine(MachineSpec(scsi_controller=True), name="profile") as m:
