@@ -9,6 +9,7 @@ last 40 lines, the kernel log's first 200), so a state's observation does not de
 path that checked it.
 """
 
+import logging
 import shlex
 import threading
 from collections import deque
@@ -21,6 +22,7 @@ PARTS = ("keys", "fsck", "mount", "dmesg", "blob")  # files per state, in pp-che
 FSCK_LINES, DMESG_LINES = 40, 200  # as the one-state report (checker.REPORT_TAIL) cuts them
 COLLECTS = ("tar", "sums", "none")
 DATA_MARK = b"\n---data\n"
+log = logging.getLogger(__name__)
 
 
 def many_command(mount_type: str, subdir: str, collect: str, luns: list[int]) -> str:
@@ -137,9 +139,10 @@ class ManyStates:
             answer = m.run(many_command(self.fs.mount_type, self.subdir, jobs[0][2], luns),
                            timeout=self.check_timeout)
             reports = split_answer(answer.stdout, len(jobs))
-        except (GuestError, InfraError):
+        except (GuestError, InfraError) as e:
             if self._stop.is_set():
                 raise
+            log.debug("%d states go to a fresh guest, one at a time: %s", len(jobs), str(e).splitlines()[0])
             return [], False
         observed = []
         for (_, _, collect), parts in zip(jobs, reports):
