@@ -2,7 +2,8 @@
 
 States reach the guest as virtio-scsi disks, in one of two ways (`Plug`). Hot: one guest per
 worker stays up for the whole run and each state is plugged in, checked and unplugged, so the
-boot (about 3 s under TCG) is paid once per worker. Batch: `batch` states are cold-plugged
+boot (about 3 s under TCG) is paid once per worker; up to `per_command` states at a time, in
+one guest command (`hotbatch`). Batch: `batch` states are cold-plugged
 per boot; `batch=1` is the one-boot-per-state path, kept as the reference that the fast
 paths must agree with.
 """
