@@ -1,9 +1,10 @@
 """Several crash states in one guest command, on a hot checker guest (`Checker.per_command`).
 
-Under TCG a guest process costs about as much CPU as a recovery mount does: the one-state
-command (`pp-check`, its disk lookup, the report's tail/cat/head) starts about twenty. Here K
-states are plugged in at once and `pp-check --many` checks them in turn with four or five
-processes each, then returns every state's key=value lines and evidence files in one answer.
+Under TCG every guest process costs QEMU about 12 ms of CPU (bench/check_options.py), and the
+one-state command starts many beside the mount, the oracle's tar and fsck: the channel's own,
+its disk lookup by serial, the report's tail/cat/head. Here K states are plugged in at once
+and `pp-check --many` checks them in turn with five processes each (mount, tar, umount, fsck,
+dmesg), then returns every state's key=value lines and evidence files in one answer.
 The host rebuilds from them the very report `pp-check` would have printed (the fsck output's
 last 40 lines, the kernel log's first 200), so a state's observation does not depend on the
 path that checked it.
@@ -130,7 +131,6 @@ class ManyStates:
         those after it are left unjudged), and whether the guest may check more. A failure
         while plugging or checking leaves them all unjudged: they go to a fresh guest."""
         m = guest.machine
-        guest.console.set_mark()
         disks = []
         try:
             for _, state, _ in jobs:
