@@ -10,6 +10,7 @@ bringing the tar back and unplugging. Prints the median per step. Run by hand; n
 """
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -37,9 +38,25 @@ TIMED_CHECK = (
     "umount $m; d=$(t); %s $dev >/dev/null 2>&1; e=$(t); echo $a $b $c $d $e")
 
 
+QEMU_PID = []  # the profiled guest's QEMU: its CPU time is read beside each step's wall time
+CPU = {}  # step -> QEMU CPU seconds per run of it
+
+
+def qemu_cpu() -> float:
+    if not QEMU_PID:
+        return 0.0
+    fields = Path(f"/proc/{QEMU_PID[0]}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def timed(steps: dict, name: str, started: float) -> float:
-    now = time.monotonic()
+    """Adds the step's wall time since `started` and QEMU's CPU time since the last step."""
+    now, cpu = time.monotonic(), qemu_cpu()
     steps[name].append(now - started)
+    if "last" in CPU:
+        CPU.setdefault(name, []).append(cpu - CPU["last"])
+    if QEMU_PID:
+        CPU["last"] = cpu
     return now
 
 
@@ -89,12 +106,13 @@ def main() -> int:
         entries = list(iter_entries(rec.log))
         planned = plan_states(rec, [("reorder", c) for c in state_cuts(entries, args.states, 1)], 1, entries)
         states = []
-        for i, (pieces, pieces2) in enumerate(planned.plans):
+        for i, pieces in enumerate(planned.plans):
             t = time.monotonic()
-            states.append(build_state(rec, pieces, pieces2, tmp / f"state-{i}.img"))
+            states.append(build_state(rec, pieces, tmp / f"state-{i}.img"))
             timed(steps, "host: build state file", t)
         t = time.monotonic()
         with rig.machine(MachineSpec(scsi_controller=True), name="profile") as m:
+            QEMU_PID.append(m._proc.pid)
             timed(steps, "boot to ready (once)", t)
             for _ in range(10):
                 t = time.monotonic()
@@ -102,9 +120,11 @@ def main() -> int:
                 timed(steps, "command round trip", t)
             for state in states:
                 profile_state(m, state, fs, steps)
-    print(f"{args.fs} 512 MiB fsync-files, {rig.accel}, {len(states)} states: median seconds per step")
+    print(f"{args.fs} 512 MiB fsync-files, {rig.accel}, {len(states)} states: median seconds per step, "
+          f"wall and QEMU CPU (less sensitive to a loaded host)")
     for name, values in steps.items():
-        print(f"  {name:32} {statistics.median(values):7.3f}  (min {min(values):.3f}, max {max(values):.3f})")
+        cpu = f"{statistics.median(CPU[name]):7.3f} CPU" if name in CPU else " " * 11
+        print(f"  {name:32} {statistics.median(values):7.3f}  {cpu}  (min {min(values):.3f}, max {max(values):.3f})")
     return 0
 
 

@@ -3,15 +3,17 @@ restored from a saved guest, and one boot per state; and a checker's start to re
 against restored.
 
     .venv/bin/python bench/crash_states.py [--runs 3] [--states 32] [--single 6] [--fs xfs] [--model reorder]
-                                           [--one-guest]
+                                           [--per-command 8] [--one-guest]
 
 Records one fsync-heavy workload on a 512 MiB disk, then times building and checking crash
 states every way, in the same run, and reports each rate's median and their ratios: cuts per
 minute (every cut gets a verdict) and distinct states per minute (cuts that persist the same
-pieces share one check). Run by hand or `make bench`; never asserted in tests.
+pieces share one check), and the CPU seconds each distinct state cost this process and the
+guests it ran (less sensitive than rates to a loaded host). Run by hand or `make bench`; never asserted in tests.
 """
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -33,24 +35,35 @@ from plugpull.lab.workloads import FsyncFiles
 from plugpull.powerloss.writelog import iter_entries
 
 
-def rate(rec, entries, cuts, checker, scratch: Path, wl, model: str) -> tuple[float, float, dict]:
-    """Cuts and distinct states per minute for building and checking `cuts`, and the verdict
-    counts."""
-    started = time.monotonic()
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children that have ended (the checker guests'
+    QEMU and qemu-img): a state's cost that a loaded host changes less than its wall time."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def rate(rec, entries, cuts, checker, scratch: Path, wl, model: str) -> tuple[float, float, dict, float]:
+    """Cuts and distinct states per minute for building and checking `cuts`, the verdict
+    counts, and CPU seconds per distinct state."""
+    started, cpu = time.monotonic(), cpu_seconds()
     judged = judge(rec, [StateJob(model, cut) for cut in cuts], checker, wl, 1, scratch, entries)
     minutes = (time.monotonic() - started) / 60
+    cpu = cpu_seconds() - cpu
     remove_states([j.state for j in judged])
     distinct = len({j.distinct for j in judged})
-    return len(cuts) / minutes, distinct / minutes, dict(Counter(str(j.verdict.verdict) for j in judged))
+    verdicts = dict(Counter(str(j.verdict.verdict) for j in judged))
+    return len(cuts) / minutes, distinct / minutes, verdicts, cpu / distinct
 
 
 def show(run: int, how: str, rates: tuple) -> None:
-    print(f"run {run + 1}: {how:24} {rates[0]:6.1f} cuts/min, {rates[1]:6.1f} distinct/min  {rates[2]}", flush=True)
+    print(f"run {run + 1}: {how:30} {rates[0]:6.1f} cuts/min, {rates[1]:6.1f} distinct/min, "
+          f"{rates[3]:5.2f} CPU s/state  {rates[2]}", flush=True)
 
 
 def medians(name: str, rates: list[tuple]) -> tuple[float, float]:
     cuts, distinct = statistics.median(r[0] for r in rates), statistics.median(r[1] for r in rates)
-    print(f"  {name:24} {cuts:6.1f} cuts/min, {distinct:6.1f} distinct states/min")
+    cpu = statistics.median(r[3] for r in rates)
+    print(f"  {name:30} {cuts:6.1f} cuts/min, {distinct:6.1f} distinct states/min, {cpu:5.2f} CPU s/state")
     return cuts, distinct
 
 
@@ -64,8 +77,9 @@ def paths(args) -> list[tuple[str, dict]]:
     """The checker paths compared, as Checker arguments."""
     n = args.workers
     out = [(f"batched ({args.batch}/boot) on {n}", dict(batch=max(1, args.batch // n), workers=n)),
-           (f"hot, booted, on {n}", dict(plug=Plug.HOT, workers=n, restore=False)),
-           (f"hot, restored, on {n}", dict(plug=Plug.HOT, workers=n))]
+           (f"hot, booted, on {n}", dict(plug=Plug.HOT, workers=n, restore=False, per_command=args.per_command)),
+           (f"hot, restored, on {n}", dict(plug=Plug.HOT, workers=n, per_command=args.per_command)),
+           (f"hot, restored, 1/command, on {n}", dict(plug=Plug.HOT, workers=n, per_command=1))]
     if args.one_guest:
         out += [(f"batched ({args.batch}/boot) on 1", dict(batch=args.batch)),
                 ("hot, restored, on 1", dict(plug=Plug.HOT))]
@@ -78,6 +92,7 @@ def main() -> int:
     ap.add_argument("--states", type=int, default=32, help="states per run on the fast path")
     ap.add_argument("--single", type=int, default=6, help="states per run, one boot each")
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--per-command", type=int, default=8, help="hot path: states per guest command")
     ap.add_argument("--workers", type=int, default=default_workers(), help="checker guests at once")
     ap.add_argument("--one-guest", action="store_true", help="also the paths on one guest")
     ap.add_argument("--fs", default="xfs")
@@ -127,6 +142,8 @@ def report(args, rates: dict, ready: dict) -> None:
           f"{restored / batched:.2f}x restored")
     spread = [r[1] for r in rates[paths(args)[2][0]]]
     print(f"hot restored on {n}: distinct states/min per run {', '.join(f'{x:.0f}' for x in spread)}")
+    one_each = distinct[paths(args)[3][0]]
+    print(f"hot restored, {args.per_command} states per guest command against 1: {restored / one_each:.2f}x")
 
 
 if __name__ == "__main__":

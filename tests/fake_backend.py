@@ -48,6 +48,15 @@ class Outcome:
         lines += ["---fsck", "---mount", mount_error, "---dmesg"]
         return ("\n".join(lines) + "\n").encode() + blob
 
+    def many_parts(self, collect: str) -> list[bytes]:
+        """What `pp-check --many` keeps of this state: key=value lines, fsck output, mount
+        error, kernel log and the oracle's file."""
+        text, _, blob = self.report(collect).partition(b"---fsck\n")
+        keys = b"".join(line + b"\n" for line in text.splitlines() if not line.startswith(b"blob_bytes="))
+        mount = b"" if self.mount_rc == 0 else b"mount: /mnt/check: wrong fs type, bad superblock\n"
+        blob = {"tar": self.tar(), "sums": self.sums().encode()}.get(collect, b"") if self.mount_rc == 0 else b""
+        return [keys, b"", mount, b"", blob]
+
     def tar(self) -> bytes:
         out = io.BytesIO()
         with tarfile.open(fileobj=out, mode="w") as tar:
@@ -171,6 +180,8 @@ class FakeGuest:
             return "".join(f"{i} {kernel_name(i)}\n" for i in range(len(self._disks)))
         if text.startswith("readlink /dev/pp-disk"):
             return kernel_name(int(text.removeprefix("readlink /dev/pp-disk"))) + "\n"
+        if text.startswith("pp-check --many "):
+            return self._many(shlex.split(text)[4:])
         if "pp-check " in text:
             _, _, dev, _, collect, *_ = shlex.split(text[text.index("pp-check "):].split(";", 1)[0])
             index = [kernel_name(i) for i in range(len(self._disks))].index(dev.removeprefix("/dev/"))
@@ -183,6 +194,13 @@ class FakeGuest:
         if text == "cat /tmp/check.script" and self._last:  # a user's check script: its output
             return self._last[0].files.get("check-script.out", b"")
         return ""
+
+    def _many(self, words: list[str]) -> bytes:
+        """pp-check --many's answer: `wc -c` of every state's files, ---data, their bytes."""
+        collect, luns = words[0], [int(w) for w in words[1:]]
+        parts = [p for lun in luns for p in self._outcome_of(self._disks[lun]).many_parts(collect)]
+        sizes = "".join(f"{len(p)} /tmp/pp-many.{i}\n" for i, p in enumerate(parts))
+        return (sizes + f"{sum(map(len, parts))} total\n---data\n").encode() + b"".join(parts)
 
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
         self.run(": write %s", path)

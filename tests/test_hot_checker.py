@@ -31,8 +31,9 @@ def rec(tmp_path):
     return test_backend.rec.__wrapped__(tmp_path)
 
 
-def hot_judged(rec, backend, tmp_path, **settings):
-    checker = Checker(Rig(IMAGE, Accel.TCG, backend), XFS, plug=Plug.HOT, **settings)
+def hot_judged(rec, backend, tmp_path, per_command=1, **settings):
+    """Judged on the hot path, one state per guest command unless `per_command` says more."""
+    checker = Checker(Rig(IMAGE, Accel.TCG, backend), XFS, plug=Plug.HOT, per_command=per_command, **settings)
     return judge(rec, ROUNDS, checker, WL, seed=1, state_dir=tmp_path / "states")
 
 

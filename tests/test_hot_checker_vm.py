@@ -32,9 +32,10 @@ PANIC_HOOK = "echo c > /proc/sysrq-trigger"
 
 @pytest.fixture(scope="module")
 def states(tmp_path_factory, image, accel):
-    """Five 16 MiB ext4 states: intact, missing an acked file, a file whose link count is
-    wrong (mounts, fsck objects), a zeroed superblock, and an intact one whose check panics
-    the checker's kernel (through a test hook)."""
+    """Six 16 MiB ext4 states: intact, missing an acked file, a file whose link count is
+    wrong (mounts, fsck objects), a zeroed superblock, an intact one whose check panics the
+    checker's kernel (through a test hook), and one that panics it by itself (errors=panic,
+    a directory block that fails its checksum when the oracle reads it)."""
     d = tmp_path_factory.mktemp("hot-states")
     good, partial = (create_disk(d / f"{name}.img", 16) for name in ("good", "partial"))
     for path in (good, partial):
@@ -45,9 +46,10 @@ def states(tmp_path_factory, image, accel):
             m.write_file("/tmp/wl.sh", WL.script(f"/mnt/{n}"))
             m.run("sh /tmp/wl.sh").check()
         m.run("rm /mnt/1/pp/f00002 && umount /mnt/0 /mnt/1").check()
-    corrupt, zeroed, panics = (d / f"{name}.img" for name in ("corrupt", "zeroed", "panics"))
-    for path in (corrupt, zeroed, panics):
+    corrupt, zeroed, panics, bad_dir = (d / f"{name}.img" for name in ("corrupt", "zeroed", "panics", "bad-dir"))
+    for path in (corrupt, zeroed, panics, bad_dir):
         shutil.copyfile(good, path)
+    damage_directory(bad_dir)
     subprocess.run(["debugfs", "-w", "-R", "set_inode_field /pp/f00001 links_count 7", str(corrupt)],
                    check=True, capture_output=True)
     with open(zeroed, "r+b") as f:
@@ -55,7 +57,20 @@ def states(tmp_path_factory, image, accel):
         f.write(bytes(1024))
     return {"good": (good, Verdict.CLEAN), "partial": (partial, Verdict.DATA_LOSS),
             "corrupt": (corrupt, Verdict.FS_CORRUPT), "zeroed": (zeroed, Verdict.UNMOUNTABLE),
-            "panics": (panics, Verdict.KERNEL_CRASH)}
+            "panics": (panics, Verdict.KERNEL_CRASH), "bad-dir": (bad_dir, Verdict.KERNEL_CRASH)}
+
+
+def damage_directory(image) -> None:
+    """errors=panic, and garbage in the first block of the workload's directory."""
+    subprocess.run(["tune2fs", "-e", "panic", str(image)], check=True, capture_output=True)
+    block = int(subprocess.run(["debugfs", "-R", "bmap /pp 0", str(image)], check=True,
+                               capture_output=True, text=True).stdout.split()[-1])
+    size = int(next(line.split()[-1] for line in subprocess.run(
+        ["dumpe2fs", "-h", str(image)], check=True, capture_output=True, text=True).stdout.splitlines()
+        if line.startswith("Block size:")))
+    with open(image, "r+b") as f:
+        f.seek(block * size + 24)
+        f.write(b"\xff" * 64)
 
 
 def verdicts(checker: Checker, states: dict) -> dict:
@@ -71,17 +86,21 @@ def saved_checker(rig: Rig):
 
 def test_hot_plug_batch_and_one_boot_per_state_give_the_same_verdicts(states, rig):
     expected = {name: verdict for name, (_, verdict) in states.items()}
-    hot = verdicts(Checker(rig, EXT4, plug=Plug.HOT), states)
+    hot = verdicts(Checker(rig, EXT4, plug=Plug.HOT), states)  # all but "panics" in one command, then alone
     assert hot == expected
     assert saved_checker(rig).is_file(), "the hot guests were restored from a saved one"
     assert verdicts(Checker(rig, EXT4, plug=Plug.BATCH, batch=16), states) == hot
     assert verdicts(Checker(rig, EXT4, plug=Plug.BATCH, batch=1), states) == hot
 
 
-def test_hot_plugged_states_stay_byte_identical(states, rig):
-    before = {name: path.read_bytes() for name, (path, _) in states.items()}
-    verdicts(Checker(rig, EXT4, plug=Plug.HOT), {n: s for n, s in states.items() if n != "panics"})
-    assert {name: path.read_bytes() for name, (path, _) in states.items()} == before
+def test_hot_plugged_states_stay_byte_identical_and_one_guest_command_checks_them(states, rig):
+    picked = {n: s for n, s in states.items() if n not in ("panics", "bad-dir")}
+    before = {name: path.read_bytes() for name, (path, _) in picked.items()}
+    backend = WatchedSaving(rig.backend)
+    got = verdicts(Checker(Rig(rig.image, rig.accel, backend), EXT4, plug=Plug.HOT), picked)
+    assert got == {name: verdict for name, (_, verdict) in picked.items()}
+    assert backend.guests.qsize() == 1, "pp-check --many failed: its states went to a fresh guest"
+    assert {name: path.read_bytes() for name, (path, _) in picked.items()} == before
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 States reach the guest as virtio-scsi disks, in one of two ways (`Plug`). Hot: one guest per
 worker stays up for the whole run and each state is plugged in, checked and unplugged, so the
-boot (about 3 s under TCG) is paid once per worker. Batch: `batch` states are cold-plugged
+boot (about 3 s under TCG) is paid once per worker; up to `per_command` states at a time, in
+one guest command (`hotbatch`). Batch: `batch` states are cold-plugged
 per boot; `batch=1` is the one-boot-per-state path, kept as the reference that the fast
 paths must agree with.
 """
@@ -12,15 +13,18 @@ import re
 import shlex
 import shutil
 import threading
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from plugpull.guest.backend import Guest, await_disk_command
-from plugpull.guest.config import Bus, DiskSpec, MachineSpec
+from plugpull.guest.config import MachineSpec
 from plugpull.guest.rig import Rig
 from plugpull.errors import GuestError, GuestTimeout, InfraError, LaunchError
 from plugpull.lab.console import EXCERPT_CHARS, ConsoleWatch, scan
+from plugpull.lab import hotbatch
+from plugpull.lab.hotbatch import state_disk
 from plugpull.lab.fs import Filesystem
 from plugpull.lab.hotguest import HotGuest
 from plugpull.lab.stack import Stack, top_of, without
@@ -99,13 +103,8 @@ class Plug(StrEnum):
     BATCH = "batch"  # `batch` states cold-plugged per boot
 
 
-def state_disk(path) -> DiskSpec:
-    """A state as the checker sees it: its writes go to a throwaway overlay, its file stays as it was."""
-    return DiskSpec(path, Bus.SCSI, True, host_flush=False, snapshot=True)
-
-
 @dataclass
-class Checker:
+class Checker(hotbatch.ManyStates):
     rig: Rig
     fs: Filesystem
     batch: int = 16
@@ -116,6 +115,7 @@ class Checker:
     lost: int | None = None  # the stack's member each state is assembled without (--lose-disk)
     check_timeout: float = CHECK_TIMEOUT  # a check that takes longer hung: kernel-crash
     restore: bool = True  # hot: start checker guests from a saved one (`snapshot`) where the backend can
+    per_command: int = 8  # hot: states plugged in and checked by one guest command (`hotbatch`); 1: one each
     hooks: dict[int, str] = field(default_factory=dict)  # tests only: state index -> guest command run before its check
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
     _running: set = field(default_factory=set, init=False, repr=False)
@@ -142,6 +142,10 @@ class Checker:
 
         done = self._in_parallel([lambda chunk=chunk: self._check_chunk(chunk, tick) for chunk in chunks])
         return [obs for chunk_obs in done for obs in chunk_obs]
+
+    @staticmethod
+    def observe(text: str, blob: bytes, collect: str) -> Observation:
+        return observe(text, blob, collect)
 
     def _in_parallel(self, tasks: list) -> list:
         """The tasks' results, run on `workers` threads; on any failure (Ctrl-C) every guest stops."""
@@ -202,40 +206,23 @@ class Checker:
             out += self._check_chunk(chunk[len(out):], progress, retried)
         return out
 
-    def _check_hot(self, jobs: list[tuple], progress) -> list[Observation]:
-        """Each worker keeps one guest up and takes the next state as soon as it is done
-        with one, so a slow state holds up no other worker."""
-        pending, lock, out = iter(jobs), threading.Lock(), {}
-
-        def take():
-            with lock:
-                return next(pending, None)
-
-        def done(index: int, obs: Observation) -> None:
-            with lock:
-                out[index] = obs
-                _tick(progress)
-
-        workers = max(1, min(self.workers, len(jobs)))
-        if workers == 1:
-            self._hot_worker(take, done)
-        else:
-            self._in_parallel([lambda: self._hot_worker(take, done)] * workers)
-        return [out[index] for index in range(len(jobs))]
-
     def _hot_worker(self, take, done) -> None:
-        """Check states in one guest until none is left. A guest that fails on a state, or
-        cannot be trusted after it, is replaced for the next one; one that does not boot
-        `LAUNCHES_TRIED` times in a row leaves this worker's remaining states infra-errors.
-        A state the rig failed on (an infra-error) is judged again on the fresh guest, once."""
+        """Check states in one guest until none is left, several per command where they
+        can be (`_next_jobs`). A guest that fails on a state, or cannot be trusted after it,
+        is replaced for the next one; one that does not boot `LAUNCHES_TRIED` times in a row
+        leaves this worker's remaining states infra-errors. The states of a command that
+        failed are checked again one at a time, on a fresh guest, so a state's verdict is the
+        one-state command's. A state the rig failed on (an infra-error) is judged again on
+        the fresh guest, once."""
         guest, failed_launches, launch_error = None, 0, None
-        retry, retried = None, set()
+        alone, retried = deque(), set()
         try:
-            while (job := retry or take()) is not None:
-                retry = None
+            while True:
+                jobs, many = self._next_jobs(take, alone)
+                if not jobs:
+                    break
                 if self._stop.is_set():
                     raise InfraError("checking was stopped")
-                index, state, collect = job
                 if guest is None and failed_launches < LAUNCHES_TRIED:
                     try:
                         guest, failed_launches = HotGuest(self.rig, self._running, self.restore), 0
@@ -244,17 +231,24 @@ class Checker:
                             raise
                         failed_launches, launch_error = failed_launches + 1, e
                 if guest is None:
-                    done(index, _infra(launch_error))
+                    for index, _, _ in jobs:
+                        done(index, _infra(launch_error))
                     continue
-                obs, trusted = self._plug_and_check(guest, index, state, collect, self._hook(index, retried))
+                if many:
+                    observed, trusted = self._check_many(guest, jobs)
+                    alone.extend(jobs[len(observed):])
+                else:
+                    index, state, collect = jobs[0]
+                    obs, trusted = self._plug_and_check(guest, index, state, collect, self._hook(index, retried))
+                    observed = [] if obs.infra_error and index not in retried else [obs]
+                    if not observed:
+                        retried.add(index)
+                        alone.appendleft(jobs[0])
+                for (index, _, _), obs in zip(jobs, observed):
+                    done(index, obs)
                 if not trusted:
                     guest.close()
                     guest = None
-                if obs.infra_error and index not in retried:
-                    retry = job
-                    retried.add(index)
-                    continue
-                done(index, obs)
         finally:
             if guest is not None:
                 guest.close()
@@ -356,15 +350,21 @@ class Checker:
         command += REPORT_TAIL + (f"; [ -f {blob} ] && cat {blob}; true" if blob else "")
         report = m.run(command, timeout=self.check_timeout)
         text, blob_bytes = split_blob(report.stdout)
-        keys, sections = parse_report(text)
-        if "disk_missing" in keys:
-            raise GuestError(f"disk {keys['disk_missing']} did not show up in the guest")
-        files = None
-        if script and keys.get("collect_rc") is not None:
-            files = _script_files(m, keys["collect_rc"])
-        elif keys.get("collect_rc") not in (None, "absent", "skipped"):
-            files = sums_of(blob_bytes.decode(errors="replace")) if collect == "sums" else files_of(blob_bytes)
-        return observation_from(keys, sections, files)
+        return observe(text, blob_bytes, collect, (lambda rc: _script_files(m, rc)) if script else None)
+
+
+def observe(text: str, blob: bytes, collect: str, script_files=None) -> Observation:
+    """A state's observation from its report and the file the oracle asked for (a check
+    script's output: `script_files(collect_rc)`)."""
+    keys, sections = parse_report(text)
+    if "disk_missing" in keys:
+        raise GuestError(f"disk {keys['disk_missing']} did not show up in the guest")
+    files = None
+    if script_files and keys.get("collect_rc") is not None:
+        files = script_files(keys["collect_rc"])
+    elif keys.get("collect_rc") not in (None, "absent", "skipped"):
+        files = sums_of(blob.decode(errors="replace")) if collect == "sums" else files_of(blob)
+    return observation_from(keys, sections, files)
 
 
 def _device_word(dev: str) -> str:
