@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from plugpull.guest.config import Bus, DiskSpec
+from plugpull.guest import hotplug
 from plugpull.guest.hotplug import blockdev_options, check_pluggable, scsi_device_options
 
 STATE = Path("/srv/states/state.img")
@@ -42,3 +43,22 @@ def test_device_sits_at_its_lun_with_its_serial_and_cache(wc):
 def test_only_unrecorded_scsi_disks_are_pluggable(disk):
     with pytest.raises(ValueError):
         check_pluggable(disk)
+
+
+def test_luns_wrap_past_the_last_and_skip_those_plugged_in():
+    luns = hotplug.Luns(first=2)
+    first = luns.take()
+    taken = [luns.take() for _ in range(hotplug.MAX_LUN - 2)]
+    assert first == 2 and taken[-1] == hotplug.MAX_LUN
+    luns.release(5)
+    assert luns.take() == 5  # wrapped: 2, 3, 4 are still plugged in
+    with pytest.raises(ValueError, match="LUNs are plugged in"):
+        luns.take()
+    luns.release(3)
+    assert luns.take() == 3
+
+
+def test_a_long_run_of_plug_and_unplug_never_runs_out_of_luns():
+    luns = hotplug.Luns(first=1)
+    for _ in range(3 * hotplug.MAX_LUN):
+        luns.release(luns.take())

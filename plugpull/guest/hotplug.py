@@ -13,6 +13,29 @@ from plugpull.errors import InfraError, ToolMissing
 from plugpull.guest.config import Bus, DiskSpec
 
 SCSI_BUS = "scsi.0"
+MAX_LUN = 16383  # virtio-scsi's highest LUN
+
+
+class Luns:
+    """LUNs for hot-plugged disks, handed out in turn and wrapping past MAX_LUN, so that a
+    guest kept up for a long run never runs out; a LUN still plugged in is skipped."""
+
+    def __init__(self, first: int):
+        self.first = first
+        self._next = first
+        self._in_use: set[int] = set()
+
+    def take(self) -> int:
+        for _ in range(MAX_LUN + 1 - self.first):
+            lun = self._next
+            self._next = lun + 1 if lun < MAX_LUN else self.first
+            if lun not in self._in_use:
+                self._in_use.add(lun)
+                return lun
+        raise ValueError(f"all {MAX_LUN + 1 - self.first} LUNs are plugged in")
+
+    def release(self, lun: int) -> None:
+        self._in_use.discard(lun)
 
 
 def check_pluggable(disk: DiskSpec) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from plugpull.guest.config import DiskSpec
 from plugpull.guest.domain import HOTPLUG_CONTROLLER
+from plugpull.guest.hotplug import Luns
 
 
 def serial(unit: int) -> str:
@@ -71,16 +72,19 @@ class Plugged:
     """The disks a guest has plugged in: their XML (to unplug them by) and their files."""
 
     def __init__(self, first_unit: int = 0):
-        self._next = first_unit
+        self._units = Luns(first=first_unit)
+        self._unit_of: dict[str, int] = {}
         self._disks: dict[str, tuple[str, list[Path]]] = {}
 
     def next(self) -> tuple[int, str]:
-        unit = self._next
-        self._next += 1
-        return unit, target_name(unit)
+        unit = self._units.take()
+        target = target_name(unit)
+        self._unit_of[target] = unit
+        return unit, target
 
     def add(self, target: str, xml: str, files: list[Path]) -> None:
         self._disks[target] = (xml, files)
 
     def pop(self, target: str) -> tuple[str, list[Path]]:
+        self._units.release(self._unit_of.pop(target))
         return self._disks.pop(target)

@@ -87,7 +87,7 @@ class Machine(Launched):
         self._tmp: Path | None = None
         self._sockets: list[socket.socket] = []
         self._channel: CommandChannel | None = None
-        self._next_lun = len(spec.disks)
+        self._luns = hotplug.Luns(first=len(spec.disks))
         self._overlays: dict[str, Path] = {}
 
     @property
@@ -210,8 +210,7 @@ class Machine(Launched):
         hotplug.check_pluggable(disk)
         if self.spec.bus is not Bus.SCSI:
             raise ValueError("hot-plugging needs the virtio-scsi controller: boot with scsi_controller")
-        lun = self._next_lun
-        self._next_lun += 1
+        lun = self._luns.take()
         node = f"hotdisk{lun}"
         overlay = hotplug.create_overlay(disk.path, self.tempdir / f"{node}.qcow2") if disk.snapshot else None
         if overlay:
@@ -231,6 +230,7 @@ class Machine(Launched):
         self._qmp("device_del", {"id": disk.handle})
         self._wait_deleted(disk.handle)
         self._qmp("blockdev-del", {"node-name": disk.handle})
+        self._luns.release(int(disk.handle.removeprefix("hotdisk")))
         overlay = self._overlays.pop(disk.handle, None)
         if overlay:
             overlay.unlink(missing_ok=True)
