@@ -39,16 +39,17 @@ def add_parsers(sub) -> None:
     rr = sub.add_parser("report", help="table, plot and HTML page from matrix results")
     rr.add_argument("results", type=Path)
     rr.add_argument("--out", type=Path, help="report directory (default: beside the results)")
+    rr.add_argument("--reference", type=Path, help="earlier results (suites/results/CASE.jsonl) to set beside")
     add_log_options(rr)
     rr.set_defaults(func=cmd_report)
 
 
-def finish_matrix(ran: list, results: Path, report_dir: Path | None) -> None:
+def finish_matrix(ran: list, results: Path, report_dir: Path | None, reference: Path | None = None) -> None:
     from plugpull.report import render_table, report
     from plugpull.results import read_cells
 
     paths = report(results, report_dir or results.parent / f"{results.stem}-report")
-    print(render_table(read_cells(results)[0]))
+    print(render_table(read_cells(results)[0], read_cells(reference)[0] if reference else None))
     print(f"results: {results}")
     print(f"report:  {paths['html']}")
     errors = [r for r in ran if r.error]
@@ -122,6 +123,7 @@ def cmd_matrix(args) -> int:
 def cmd_reproduce(args) -> int:
     from plugpull.lab.cases import expectation_failures, load_case
     from plugpull.lab.matrix import run_matrix
+    from plugpull.lab.seeds import reference_results
     from plugpull.paths import make_tempdir
     from plugpull.results import read_cells
 
@@ -141,7 +143,7 @@ def cmd_reproduce(args) -> int:
             ran = run_matrix(list(case.cells), results, rig, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    finish_matrix(ran, results, args.report)
+    finish_matrix(ran, results, args.report, reference_results(args.case, results))
     done = {cell.key: cell for cell in read_cells(results)[0]}
     failures = expectation_failures(case, [done[c.key()] for c in case.cells if c.key() in done])
     for f in failures:
@@ -153,4 +155,4 @@ def cmd_reproduce(args) -> int:
 
 def cmd_report(args) -> int:
     from plugpull.report import report_main
-    return report_main(args.results, args.out)
+    return report_main(args.results, args.out, args.reference)
