@@ -164,3 +164,20 @@ def test_the_reference_of_a_case_is_its_committed_results(tmp_path):
     committed.write_text("")
     assert reference_results(case, tmp_path / "r.jsonl") == committed.resolve()
     assert reference_results(case, committed) is None
+
+
+def test_reproduce_no_crash_runs_the_throughput_side_alone(tmp_path, monkeypatch):
+    import plugpull.cli.matrix as matrix_cli
+    import plugpull.lab.matrix as lab_matrix
+    ran = []
+    monkeypatch.setattr(matrix_cli, "prepare_rig", lambda *a: None)
+    monkeypatch.setattr(matrix_cli, "finish_matrix", lambda *a: None)
+    monkeypatch.setattr(lab_matrix, "run_matrix", lambda todo, *a: ran.extend(todo) or [])
+    path = tmp_path / "case.toml"
+    path.write_text(CASE + "[expect]\nunsafe = [\"barrier\"]\n")
+    results = str(tmp_path / "r.jsonl")
+    assert cli.main(["reproduce", str(path), "--results", results, "--no-crash"]) == 0
+    assert [(c.mode, c.throughput, c.crash) for c in ran] == [("barrier", True, False), ("nobarrier", True, False)]
+    ran.clear()
+    assert cli.main(["reproduce", str(path), "--results", results]) == 1  # [expect]: no crash states seen
+    assert all(c.crash for c in ran)
