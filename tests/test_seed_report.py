@@ -138,3 +138,46 @@ def test_a_well_formed_seed_table_loads_and_leaves_the_keys_alone(tmp_path):
     assert case.seed["figures"][0]["rate"] == 52.87
     assert all(c.seed == case.seed for c in case.cells)
     assert case.cells[0].key() == replace(case.cells[0], seed=None).key()
+
+
+def test_a_reference_run_puts_its_ratio_beside_this_runs(results, tmp_path, capsys):
+    earlier = tmp_path / "ref.jsonl"
+    lines = [cell("barrier", 20.0, 400, 400, 4096), cell("nobarrier", 5.0, 0, 0, 4096)]
+    earlier.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    text = render_seeds(read_cells(results)[0], read_cells(earlier)[0])
+    header, barrier, nobarrier = rows_of(text, "seed 003 side by side (xfs)")
+    assert "reference" in header and "reference vs barrier" in text
+    # ... plugpull-vs, reference-vs, predicted: this run x0.50, the reference x0.25
+    assert nobarrier[8:11] == ["x0.50", "x0.25", "x0.69"] and barrier[8:10] == ["x1.0", "x1.0"]
+    assert cli.main(["report", str(results), "--out", str(tmp_path / "o"), "--reference", str(earlier)]) == 0
+    assert "x0.25" in capsys.readouterr().out
+    assert cli.main(["report", str(results), "--reference", str(tmp_path / "none.jsonl")]) == 2
+
+
+def test_the_reference_of_a_case_is_its_committed_results(tmp_path):
+    from plugpull.lab.seeds import reference_results
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "results").mkdir()
+    case = tmp_path / "cases" / "seed-x.toml"
+    assert reference_results(case, tmp_path / "r.jsonl") is None
+    committed = tmp_path / "results" / "seed-x.jsonl"
+    committed.write_text("")
+    assert reference_results(case, tmp_path / "r.jsonl") == committed.resolve()
+    assert reference_results(case, committed) is None
+
+
+def test_reproduce_no_crash_runs_the_throughput_side_alone(tmp_path, monkeypatch):
+    import plugpull.cli.matrix as matrix_cli
+    import plugpull.lab.matrix as lab_matrix
+    ran = []
+    monkeypatch.setattr(matrix_cli, "prepare_rig", lambda *a: None)
+    monkeypatch.setattr(matrix_cli, "finish_matrix", lambda *a: None)
+    monkeypatch.setattr(lab_matrix, "run_matrix", lambda todo, *a: ran.extend(todo) or [])
+    path = tmp_path / "case.toml"
+    path.write_text(CASE + "[expect]\nunsafe = [\"barrier\"]\n")
+    results = str(tmp_path / "r.jsonl")
+    assert cli.main(["reproduce", str(path), "--results", results, "--no-crash"]) == 0
+    assert [(c.mode, c.throughput, c.crash) for c in ran] == [("barrier", True, False), ("nobarrier", True, False)]
+    ran.clear()
+    assert cli.main(["reproduce", str(path), "--results", results]) == 1  # [expect]: no crash states seen
+    assert all(c.crash for c in ran)

@@ -1,5 +1,6 @@
 """`plugpull matrix`, `reproduce` and `report`: both measurements per cell, case files, reports."""
 
+import dataclasses
 import shutil
 import sys
 from pathlib import Path
@@ -37,23 +38,26 @@ def add_parsers(sub) -> None:
     rp.add_argument("--results", type=Path, help="default results/CASE.jsonl")
     rp.add_argument("--report", type=Path)
     add_hosts_option(rp)
+    rp.add_argument("--no-crash", action="store_true", help="the throughput side alone (the seeds' figures)")
     rp.set_defaults(func=cmd_reproduce)
 
     rr = sub.add_parser("report", help="table, plot and HTML page from matrix results")
     rr.add_argument("results", type=Path)
     rr.add_argument("--out", type=Path, help="report directory (default: beside the results)")
+    rr.add_argument("--reference", type=Path, help="earlier results (suites/results/CASE.jsonl) to set beside")
     add_log_options(rr)
     rr.set_defaults(func=cmd_report)
 
 
-def finish_matrix(ran: list, results: Path, report_dir: Path | None, faults: list = ()) -> None:
+def finish_matrix(ran: list, results: Path, report_dir: Path | None, faults: list = (),
+                  reference: Path | None = None) -> None:
     from plugpull.report import render_table, report
     from plugpull.results import read_cells
 
     paths = report(results, report_dir or results.parent / f"{results.stem}-report")
     cells = read_cells(results)[0]
     if cells or not faults:
-        print(render_table(cells))
+        print(render_table(cells, read_cells(reference)[0] if reference else None))
     if faults:
         from plugpull.cli.faults import print_faults
         print_faults(faults)
@@ -133,6 +137,7 @@ def cmd_reproduce(args) -> int:
     from plugpull.faults.casefile import fault_expectation_failures
     from plugpull.lab.cases import expectation_failures, load_case
     from plugpull.lab.matrix import run_matrix
+    from plugpull.lab.seeds import reference_results
     from plugpull.paths import make_tempdir
     from plugpull.results import read_cells
 
@@ -141,6 +146,8 @@ def cmd_reproduce(args) -> int:
     case = load_case(args.case, args.scale)
     if case.replay:
         return reproduce_replay(args, case)
+    if args.no_crash:
+        case = dataclasses.replace(case, cells=tuple(dataclasses.replace(c, crash=False) for c in case.cells))
     for cell in case.cells:
         cell.validate()
     results = checked_output(args.results or Path("results") / f"{args.case.stem}.jsonl", "--results",
@@ -158,9 +165,10 @@ def cmd_reproduce(args) -> int:
             faulted = run_faults(list(plan.cases), plan.runs, rig, work / "faults", results) if plan else []
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    finish_matrix(ran, results, args.report, faulted)
+    finish_matrix(ran, results, args.report, faulted, reference_results(args.case, results))
     done = {cell.key: cell for cell in read_cells(results)[0]}
-    failures = expectation_failures(case, [done[c.key()] for c in case.cells if c.key() in done])
+    failures = [] if args.no_crash else expectation_failures(  # [expect] is about crash states
+        case, [done[c.key()] for c in case.cells if c.key() in done])
     failures += fault_expectation_failures(plan.expect, faulted) if plan else []
     for f in failures:
         print(f"not reproduced: {f}")
@@ -175,8 +183,9 @@ def reproduce_replay(args, case) -> int:
     from plugpull.lab.replaycase import load_replay, run_replay
     from plugpull.paths import make_tempdir
 
-    if args.results or args.report or args.scale != 1:
-        raise UsageError("--results, --report and --scale are for [matrix] cases; a [replay] case rechecks one kept state")
+    if args.results or args.report or args.scale != 1 or args.no_crash:
+        raise UsageError("--results, --report, --scale and --no-crash are for [matrix] cases; "
+                         "a [replay] case rechecks one kept state")
     kernel, backend = kernel_source(args), guest_backend(args)
     scratch = make_tempdir("reproduce")
     try:
@@ -217,4 +226,4 @@ def _replayed(case, r: dict) -> int:
 
 def cmd_report(args) -> int:
     from plugpull.report import report_main
-    return report_main(args.results, args.out)
+    return report_main(args.results, args.out, args.reference)

@@ -38,6 +38,13 @@ class SeedSection(BaseModel):
     figures: list[SeedFigure] = Field(min_length=1)
 
 
+def reference_results(case: Path, results: Path) -> Path | None:
+    """The committed run of the case (suites/results/CASE.jsonl beside suites/cases/), to set
+    beside a new run's; None if there is none or it is the new run's own file."""
+    path = Path(case).resolve().parent.parent / "results" / f"{Path(case).stem}.jsonl"
+    return path if path.is_file() and path != Path(results).resolve() else None
+
+
 def seed_table(path: Path, seed: SeedSection | None, workloads: list[str], modes: list[str]) -> dict | None:
     """The [seed] table as the results keep it; UsageError naming the field for a figure of a
     workload or mode the case does not run, or without exactly one of seconds and rate, or

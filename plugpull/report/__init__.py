@@ -83,12 +83,14 @@ def default_out_dir(results: Path) -> Path:
     return results / "report" if results.is_dir() else results.with_name(results.stem + "-report")
 
 
-def report_main(results: Path, out: Path | None) -> int:
-    """`plugpull report RESULTS [--out DIR]`: 0 done; 2 no results file, no cells, a bad
-    output directory or matplotlib missing. The default DIR is RESULTS' stem + "-report"."""
+def report_main(results: Path, out: Path | None, reference: Path | None = None) -> int:
+    """`plugpull report RESULTS [--out DIR] [--reference REF]`: 0 done; 2 no results file, no
+    cells, a bad output directory or matplotlib missing. The default DIR is RESULTS' stem +
+    "-report"; REF's ratios go beside RESULTS' in the seed sections of the terminal table."""
     results = Path(results)
     try:
         cells, faults, warnings = to_report(results)
+        earlier = cells_to_report(Path(reference))[0] if reference else None
         for warning in warnings:
             print(f"plugpull: warning: {warning}", file=sys.stderr)
         paths = write_report(cells, warnings, Path(out) if out else default_out_dir(results), faults)
@@ -102,7 +104,7 @@ def report_main(results: Path, out: Path | None) -> int:
         print(f"plugpull: {e}", file=sys.stderr)
         return 2
     if cells:
-        print(render_table(cells))
+        print(render_table(cells, earlier))
     if faults:
         print(render_faults(faults))
     for kind, path in paths.items():

@@ -14,6 +14,9 @@ HEADER = ("workload", "phase", "mode", "seed", "seed vs barrier", "plugpull", "p
 NOTE = ("seed: the seed's published figure (seconds, or its rate); both 'vs barrier' columns are the "
         "mode's time over barrier's on that phase. Each figure's line in the seed's text is in its "
         "case file's [seed] table.")
+REFERENCE_HEADER = "reference vs barrier"
+REFERENCE_NOTE = ("reference vs barrier: the same ratio in the reference results (a committed run of the "
+                  "case, suites/results/CASE.jsonl, at the scale its cells' params give).")
 
 
 @dataclass(frozen=True)
@@ -70,40 +73,53 @@ def _phases(figures: list[dict]) -> Iterator[tuple[str, str, dict[str, dict]]]:
         yield workload, phase, modes
 
 
-def _rows(cells: list[CellResult], figures: list[dict]) -> Iterator[tuple[str, ...]]:
+def _rows(cells: list[CellResult], figures: list[dict],
+          reference: list[CellResult] | None) -> Iterator[tuple[str, ...]]:
     for workload, phase, published in _phases(figures):
         mine = {c.mode: c for c in cells if c.workload == workload}
         barrier = mine.get(BASELINE)
+        theirs = {c.mode: c for c in reference or () if c.workload == workload}
         base_time = published_time(published[BASELINE]) if BASELINE in published else None
         for mode in sorted({*published, *mine}, key=mode_rank):
             figure, cell = published.get(mode), mine.get(mode)
             own_time = published_time(figure) if figure else None
             seed_ratio = own_time / base_time if own_time and base_time else None
             causes = cause_columns(cell, barrier, phase) if cell else (MISSING,) * len(CAUSE_HEADER)
+            ours = fmt_ratio(phase_ratio(cell, barrier, phase))
+            then = () if reference is None else (
+                fmt_ratio(phase_ratio(theirs.get(mode), theirs.get(BASELINE), phase)),)
             yield (workload, phase, mode, published_text(figure) if figure else MISSING, fmt_ratio(seed_ratio),
-                   plugpull_text(cell, phase), fmt_ratio(phase_ratio(cell, barrier, phase)), *causes)
+                   plugpull_text(cell, phase), ours, *then, *causes)
 
 
-def seed_tables(cells: list[CellResult]) -> list[SeedTable]:
-    """A table per seed named in the cells' [seed] tables, from the last cell's copy of it."""
+def of_seed(cells: list[CellResult], name: str) -> list[CellResult]:
+    return [c for c in cells if c.seed and c.seed.get("name") == name]
+
+
+def seed_tables(cells: list[CellResult], reference: list[CellResult] | None = None) -> list[SeedTable]:
+    """A table per seed named in the cells' [seed] tables, from the last cell's copy of it;
+    with `reference` (the cells of an earlier run), a column of its ratios beside this run's."""
     tables = []
+    header = HEADER if reference is None else (*HEADER[:7], REFERENCE_HEADER, *HEADER[7:])
     for name in seed_names(cells):
-        mine = [c for c in cells if c.seed and c.seed.get("name") == name]
+        mine = of_seed(cells, name)
         figures = mine[-1].seed.get("figures")
         fs = ", ".join(dict.fromkeys(c.fs for c in mine))
-        tables.append(SeedTable(f"{name} side by side ({fs})",
-                                tuple(_rows(mine, figures if isinstance(figures, list) else []))))
+        theirs = None if reference is None else of_seed(reference, name)
+        rows = tuple(_rows(mine, figures if isinstance(figures, list) else [], theirs))
+        tables.append(SeedTable(f"{name} side by side ({fs})", rows, header))
     return tables
 
 
-def render_seeds(cells: list[CellResult]) -> str:
+def render_seeds(cells: list[CellResult], reference: list[CellResult] | None = None) -> str:
     """The seed sections as text; empty when no cell came from a case with a [seed] table."""
     out = []
-    for table in seed_tables(cells):
+    for table in seed_tables(cells, reference):
         rows = (table.header, *table.rows)
         widths = [max(len(r[i]) for r in rows) for i in range(len(table.header))]
         out.append(table.title)
         out += ["  " + "  ".join(v.ljust(w) if i < 3 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths)))
                 for r in rows]
         out.append("")
-    return "\n".join(out + [NOTE, ""]) if out else ""
+    notes = [NOTE] if reference is None else [NOTE, REFERENCE_NOTE]
+    return "\n".join(out + notes + [""]) if out else ""

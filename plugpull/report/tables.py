@@ -217,7 +217,7 @@ def failures(cells: list[CellResult]) -> list[str]:
     return [f"{c.key}: {c.error}" for c in cells if c.error]
 
 
-def render_table(cells: list[CellResult]) -> str:
+def render_table(cells: list[CellResult], reference: list[CellResult] | None = None) -> str:
     if not cells:
         return "no cells\n"
     lines = []
@@ -237,7 +237,7 @@ def render_table(cells: list[CellResult]) -> str:
         lines.append("incomplete cells:")
         lines.extend(f"  {f}" for f in failures(cells))
     from plugpull.report.seeds import render_seeds  # seeds builds on this module's helpers
-    seeds = render_seeds(cells)
+    seeds = render_seeds(cells, reference)
     return "\n".join(lines) + "\n" + (f"\n{seeds}" if seeds else "")
 
 
