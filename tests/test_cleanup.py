@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -89,14 +90,19 @@ def test_interrupted_pytest_vm_run_leaves_nothing(tmp_path):
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    deadline = time.monotonic() + 120
-    while not children_qemu(proc.pid) and time.monotonic() < deadline:
+    lines: list[str] = []  # read as it comes: a full pipe would stop the inner pytest
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 240
+    while not children_qemu(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)
     qemus = children_qemu(proc.pid)
-    assert qemus, "the inner pytest never started a guest"
+    assert qemus, "the inner pytest never started a guest: " + "".join(lines[-30:])
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    reader.join(10)
+    out = "".join(lines)
     time.sleep(0.2)
     assert all(gone(q) for q in qemus), out
     assert dirs_of(proc.pid) == [], out
