@@ -1,6 +1,6 @@
 """Crash states checked per minute: the batched checker guests, the hot-plug ones booted and
-restored from a saved guest, and one boot per state; and a checker's start to ready, booted
-against restored.
+restored from a saved guest (fsck on the host, or in the guest), and one boot per state; and a
+checker's start to ready, booted against restored.
 
     .venv/bin/python bench/crash_states.py [--runs 3] [--states 32] [--single 6] [--fs xfs] [--model reorder]
                                            [--per-command 8] [--one-guest]
@@ -79,7 +79,9 @@ def paths(args) -> list[tuple[str, dict]]:
     out = [(f"batched ({args.batch}/boot) on {n}", dict(batch=max(1, args.batch // n), workers=n)),
            (f"hot, booted, on {n}", dict(plug=Plug.HOT, workers=n, restore=False, per_command=args.per_command)),
            (f"hot, restored, on {n}", dict(plug=Plug.HOT, workers=n, per_command=args.per_command)),
-           (f"hot, restored, 1/command, on {n}", dict(plug=Plug.HOT, workers=n, per_command=1))]
+           (f"hot, restored, 1/command, on {n}", dict(plug=Plug.HOT, workers=n, per_command=1)),
+           (f"hot, restored, guest fsck, on {n}", dict(plug=Plug.HOT, workers=n, per_command=args.per_command,
+                                                      host_fsck=False))]
     if args.one_guest:
         out += [(f"batched ({args.batch}/boot) on 1", dict(batch=args.batch)),
                 ("hot, restored, on 1", dict(plug=Plug.HOT))]
@@ -144,6 +146,8 @@ def report(args, rates: dict, ready: dict) -> None:
     print(f"hot restored on {n}: distinct states/min per run {', '.join(f'{x:.0f}' for x in spread)}")
     one_each = distinct[paths(args)[3][0]]
     print(f"hot restored, {args.per_command} states per guest command against 1: {restored / one_each:.2f}x")
+    in_guest = distinct[paths(args)[4][0]]
+    print(f"hot restored, fsck on the host against in the guest: {restored / in_guest:.2f}x")
 
 
 if __name__ == "__main__":

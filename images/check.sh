@@ -5,8 +5,9 @@
 # IDs in /tmp/user-check.ids, its output in /tmp/check.script, none); unmount; read-only fsck. Prints key=value lines; the evidence
 # (mount error, fsck output, kernel log) stays in /tmp/check.* for the host.
 #
-# pp-check --many FS SUBDIR COLLECT LUN...: the same check of several states, one a disk at
-# each LUN of the virtio-scsi controller (tar, sums or none). Waits until every disk can be
+# pp-check --many [--no-fsck] FS SUBDIR COLLECT LUN...: the same check of several states, one a disk at
+# each LUN of the virtio-scsi controller (tar, sums or none); --no-fsck leaves the fsck (and its
+# fsck_rc line) to the host, which reads the unmounted state through QEMU. Waits until every disk can be
 # opened, then checks them in turn with as few processes as it can: state N's key=value lines
 # and evidence go to /tmp/pp-many.N.{keys,fsck,mount,dmesg,blob}. Prints `wc -c` of those
 # files (N = 1.., in that order), a line `---data`, then their contents. A disk that does
@@ -45,6 +46,10 @@ check() {
     else
         echo mount_rc=$?
     fi
+    if [ "$fsck_where" = host ]; then
+        dmesg -c >$out.dmesg
+        return
+    fi
     case "$fs" in
         # -P: no prefetch threads, which cost a 1-vCPU guest more than they save (bench/check_options.py)
         xfs) xfs_repair -n -P $repair_opt "$dev" >$out.fsck 2>&1 ;;
@@ -71,6 +76,7 @@ await_lun() {
 }
 
 many() {
+    if [ "$1" = --no-fsck ]; then fsck_where=host; shift; fi
     fs=$1 sub=$2 collect=$3 logdev=
     shift 3
     devs= files=

@@ -48,11 +48,12 @@ class Outcome:
         lines += ["---fsck", "---mount", mount_error, "---dmesg"]
         return ("\n".join(lines) + "\n").encode() + blob
 
-    def many_parts(self, collect: str) -> list[bytes]:
+    def many_parts(self, collect: str, fsck: bool = True) -> list[bytes]:
         """What `pp-check --many` keeps of this state: key=value lines, fsck output, mount
-        error, kernel log and the oracle's file."""
+        error, kernel log and the oracle's file (without `fsck`: no fsck_rc line)."""
         text, _, blob = self.report(collect).partition(b"---fsck\n")
-        keys = b"".join(line + b"\n" for line in text.splitlines() if not line.startswith(b"blob_bytes="))
+        dropped = (b"blob_bytes=",) if fsck else (b"blob_bytes=", b"fsck_rc=")
+        keys = b"".join(line + b"\n" for line in text.splitlines() if not line.startswith(dropped))
         mount = b"" if self.mount_rc == 0 else b"mount: /mnt/check: wrong fs type, bad superblock\n"
         blob = {"tar": self.tar(), "sums": self.sums().encode()}.get(collect, b"") if self.mount_rc == 0 else b""
         return [keys, b"", mount, b"", blob]
@@ -181,7 +182,7 @@ class FakeGuest:
         if text.startswith("readlink /dev/pp-disk"):
             return kernel_name(int(text.removeprefix("readlink /dev/pp-disk"))) + "\n"
         if text.startswith("pp-check --many "):
-            return self._many(shlex.split(text)[4:])
+            return self._many(shlex.split(text)[2:])
         if "pp-check " in text:
             _, _, dev, _, collect, *_ = shlex.split(text[text.index("pp-check "):].split(";", 1)[0])
             index = [kernel_name(i) for i in range(len(self._disks))].index(dev.removeprefix("/dev/"))
@@ -197,8 +198,9 @@ class FakeGuest:
 
     def _many(self, words: list[str]) -> bytes:
         """pp-check --many's answer: `wc -c` of every state's files, ---data, their bytes."""
-        collect, luns = words[0], [int(w) for w in words[1:]]
-        parts = [p for lun in luns for p in self._outcome_of(self._disks[lun]).many_parts(collect)]
+        fsck = words[0] != "--no-fsck"
+        collect, luns = words[3 - fsck], [int(w) for w in words[4 - fsck:]]
+        parts = [p for lun in luns for p in self._outcome_of(self._disks[lun]).many_parts(collect, fsck)]
         sizes = "".join(f"{len(p)} /tmp/pp-many.{i}\n" for i, p in enumerate(parts))
         return (sizes + f"{sum(map(len, parts))} total\n---data\n").encode() + b"".join(parts)
 

@@ -1,5 +1,5 @@
-"""The hot-plug path against the batch path and one boot per state, in real checker guests:
-the same small ext4 states get the same verdicts, one of each kind that can be built, and a
+"""The hot-plug path (its fsck on the host) against the batch path and one boot per state (fsck
+in the guest), in real checker guests: the same small ext4 states get the same verdicts, one of each kind that can be built, and a
 checker guest killed in the middle of a run leaves no state without a result, whether the
 hot guests were booted or restored from a saved one."""
 
@@ -16,6 +16,7 @@ from plugpull.guest import snapshot
 from plugpull.guest.config import DiskSpec, MachineSpec
 from plugpull.guest.machine import Machine, create_disk
 from plugpull.guest.rig import Rig
+from plugpull.lab import hostfsck
 from plugpull.lab.checker import Checker, Plug
 from plugpull.lab.fs import filesystem
 from plugpull.lab.hotguest import HotGuest
@@ -93,13 +94,23 @@ def test_hot_plug_batch_and_one_boot_per_state_give_the_same_verdicts(states, ri
     assert verdicts(Checker(rig, EXT4, plug=Plug.BATCH, batch=1), states) == hot
 
 
-def test_hot_plugged_states_stay_byte_identical_and_one_guest_command_checks_them(states, rig):
+def test_hot_plugged_states_stay_byte_identical_and_one_guest_command_checks_them(states, rig, monkeypatch):
+    """... and the host's fsck reads each of them through QEMU, leaving no export behind."""
     picked = {n: s for n, s in states.items() if n not in ("panics", "bad-dir")}
     before = {name: path.read_bytes() for name, (path, _) in picked.items()}
     backend = WatchedSaving(rig.backend)
+    fscked = []
+
+    def host_fsck(mount_type, path, timeout):
+        fscked.append(path)
+        return real_fsck(mount_type, path, timeout)
+    real_fsck = hostfsck.run
+    monkeypatch.setattr(hostfsck, "run", host_fsck)
     got = verdicts(Checker(Rig(rig.image, rig.accel, backend), EXT4, plug=Plug.HOT), picked)
     assert got == {name: verdict for name, (_, verdict) in picked.items()}
     assert backend.guests.qsize() == 1, "pp-check --many failed: its states went to a fresh guest"
+    assert len(fscked) == len(picked), "the host's fsck did not check every state"
+    assert not any(path.exists() for path in fscked), "an export was left behind"
     assert {name: path.read_bytes() for name, (path, _) in picked.items()} == before
 
 

@@ -134,3 +134,17 @@ def test_removal_oracles_report_files_that_came_back(tmp_path, monkeypatch):
     assert [l.reason for l in small.lost([1], {"pp/sf/1": b"", "pp/sf/2": b""})] == [
         "2 deleted files are back (e.g. pp/sf/1)"]
     assert small.lost([], {"pp/sf/1": b""}) == [] and small.lost([1], {"pp/x": b""}) == []
+
+
+def test_the_big_copys_file_is_made_a_mib_at_a_time_so_any_size_can_be_asked_for(tmp_path, monkeypatch):
+    """randbytes refuses 256 MiB at once (seed 002 at scale 1 asks for exactly that)."""
+    import hashlib
+    from plugpull.lab.workloads.bench import BigCopy, _digest
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert len(next(BigCopy(mib=4096).chunks())) == 1 << 20
+    small = BigCopy(mib=3, seed=2)
+    data = small.payload().read_bytes()
+    assert len(data) == 3 << 20 and data != BigCopy(mib=3, seed=3).payload().read_bytes()
+    assert _digest(small) == hashlib.sha256(data).hexdigest()
+    assert small.lost([1], {"pp/big": _digest(small)}) == []
+    assert small.lost([1], {"pp/big": hashlib.sha256(data[:-1]).hexdigest()}), "a short copy must be lost"

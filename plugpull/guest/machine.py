@@ -8,7 +8,6 @@ block guarantees all are gone.
 """
 
 import ctypes
-import functools
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ from qemu.qmp.legacy import QEMUMonitorProtocol
 
 from plugpull.guest import accel as accel_mod
 from plugpull.guest import hotplug, snapshot
+from plugpull.guest.export import Exports
 from plugpull.guest.backend import AttachedDisk, Launched, upload, wait_for_disk
 from plugpull.guest.channel import CommandChannel, GuestResult, LineStream, quote_command
 from plugpull.guest.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
@@ -32,7 +32,7 @@ from plugpull.errors import GuestError, LaunchError, ToolMissing
 from plugpull.guest.image import GuestImage
 from plugpull.files import atomic_write_json
 from plugpull.paths import cache_dir, make_tempdir
-from plugpull.guest.qemu import QEMU_BINARY, qemu_argv
+from plugpull.guest.qemu import QEMU_BINARY, qemu_argv, qemu_version
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,7 @@ class Machine(Launched):
         self._channel: CommandChannel | None = None
         self._luns = hotplug.Luns(first=len(spec.disks))
         self._overlays: dict[str, Path] = {}
+        self._exports: Exports | None = None
 
     @property
     def tempdir(self) -> Path:
@@ -237,6 +238,13 @@ class Machine(Launched):
         if wait:
             wait_for_disk(self, disk.serial, present=False)
 
+    @property
+    def exports(self) -> Exports:
+        """Hot-plugged disks, by handle, as read-only files on the host (`export`)."""
+        if self._exports is None:
+            self._exports = Exports(self._qmp, lambda event, id: self._wait_event(event, "id", id), self.tempdir)
+        return self._exports
+
     def _qmp(self, command: str, arguments: dict) -> object:
         if self.qmp is None:
             raise GuestError("machine not launched")
@@ -246,15 +254,18 @@ class Machine(Launched):
             raise GuestError(f"QMP {command} failed: {e}") from None
 
     def _wait_deleted(self, device: str) -> None:
+        self._wait_event("DEVICE_DELETED", "device", device)
+
+    def _wait_event(self, name: str, key: str, value: str) -> None:
         deadline = time.monotonic() + UNPLUG_TIMEOUT
         while (left := deadline - time.monotonic()) > 0:
             try:
                 event = self.qmp.pull_event(wait=float(left))
             except Exception:
                 break
-            if event and event.get("event") == "DEVICE_DELETED" and event.get("data", {}).get("device") == device:
+            if event and event.get("event") == name and event.get("data", {}).get(key) == value:
                 return
-        raise GuestError(f"QEMU did not report {device} unplugged within {UNPLUG_TIMEOUT:.0f} s")
+        raise GuestError(f"QEMU did not send {name} for {value} within {UNPLUG_TIMEOUT:.0f} s")
 
     def io_error(self) -> dict | None:
         """The BLOCK_IO_ERROR event's data if QEMU paused the guest on a host I/O error, else None.
@@ -313,6 +324,9 @@ class Machine(Launched):
         for s in self._sockets:
             s.close()
         self._sockets = []
+        if self._exports is not None:
+            self._exports.abandon()
+            self._exports = None
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
@@ -335,12 +349,6 @@ class QemuBackend:
 
 
 QEMU = QemuBackend()
-
-
-@functools.cache
-def qemu_version() -> str:
-    out = subprocess.run([QEMU_BINARY, "--version"], capture_output=True, text=True)
-    return out.stdout.split("\n", 1)[0].removeprefix("QEMU emulator version ").strip()
 
 
 def _probe_file() -> Path:

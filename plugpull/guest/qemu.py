@@ -1,5 +1,7 @@
-"""The QEMU command line, built from frozen specs: a pure function, golden-tested."""
+"""The QEMU command line, built from frozen specs: a pure function, golden-tested; and QEMU's version."""
 
+import functools
+import subprocess
 from pathlib import Path
 
 from plugpull.guest.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
@@ -104,3 +106,9 @@ def qemu_argv(spec: MachineSpec, image: GuestImage, accel: Accel, fds: ChannelFd
                  "-blockdev", "driver=raw,node-name=payload,file=payload-file,read-only=on",
                  "-device", "virtio-blk-pci,drive=payload,serial=payload"]
     return argv
+
+
+@functools.cache
+def qemu_version() -> str:
+    out = subprocess.run([QEMU_BINARY, "--version"], capture_output=True, text=True)
+    return out.stdout.split("\n", 1)[0].removeprefix("QEMU emulator version ").strip()

@@ -116,6 +116,7 @@ class Checker(hotbatch.ManyStates):
     check_timeout: float = CHECK_TIMEOUT  # a check that takes longer hung: kernel-crash
     restore: bool = True  # hot: start checker guests from a saved one (`snapshot`) where the backend can
     per_command: int = 8  # hot: states plugged in and checked by one guest command (`hotbatch`); 1: one each
+    host_fsck: bool = True  # hot, several per command: fsck on the host, through QEMU (`hostfsck`)
     hooks: dict[int, str] = field(default_factory=dict)  # tests only: state index -> guest command run before its check
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
     _running: set = field(default_factory=set, init=False, repr=False)

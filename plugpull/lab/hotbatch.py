@@ -4,7 +4,8 @@ Under TCG every guest process costs QEMU about 12 ms of CPU (bench/check_options
 one-state command starts many beside the mount, the oracle's tar and fsck: the channel's own,
 its disk lookup by serial, the report's tail/cat/head. Here K states are plugged in at once
 and `pp-check --many` checks them in turn with five processes each (mount, tar, umount, fsck,
-dmesg), then returns every state's key=value lines and evidence files in one answer.
+dmesg), then returns every state's key=value lines and evidence files in one answer. On the
+QEMU backend the fsck runs on the host instead, natively (`hostfsck`).
 The host rebuilds from them the very report `pp-check` would have printed (the fsck output's
 last 40 lines, the kernel log's first 200), so a state's observation does not depend on the
 path that checked it.
@@ -18,6 +19,7 @@ from collections import deque
 from plugpull.errors import GuestError, InfraError
 from plugpull.guest.backend import AttachedDisk
 from plugpull.guest.config import Bus, DiskSpec
+from plugpull.lab import hostfsck
 
 PARTS = ("keys", "fsck", "mount", "dmesg", "blob")  # files per state, in pp-check --many's order
 FSCK_LINES, DMESG_LINES = 40, 200  # as the one-state report (checker.REPORT_TAIL) cuts them
@@ -26,10 +28,12 @@ DATA_MARK = b"\n---data\n"
 log = logging.getLogger(__name__)
 
 
-def many_command(mount_type: str, subdir: str, collect: str, luns: list[int]) -> str:
+def many_command(mount_type: str, subdir: str, collect: str, luns: list[int], fsck: bool = True) -> str:
+    """The guest command that checks the states at `luns`; without `fsck`, the host runs it."""
     if collect not in COLLECTS:
         raise ValueError(f"pp-check --many collects {', '.join(COLLECTS)}, not {collect!r}")
-    words = ["pp-check", "--many", mount_type, subdir, collect] + [str(lun) for lun in luns]
+    words = ["pp-check", "--many"] + ([] if fsck else ["--no-fsck"])
+    words += [mount_type, subdir, collect] + [str(lun) for lun in luns]
     return " ".join(shlex.quote(w) for w in words)
 
 
@@ -131,12 +135,13 @@ class ManyStates:
         those after it are left unjudged), and whether the guest may check more. A failure
         while plugging or checking leaves them all unjudged: they go to a fresh guest."""
         m = guest.machine
+        on_host = self.host_fsck and getattr(m, "exports", None) is not None and hostfsck.available(self.fs.mount_type)
         disks = []
         try:
             for _, state, _ in jobs:
                 disks.append(m.attach_disk(state_disk(state.images[0]), wait=False))
             luns = [lun_of(disk) for disk in disks]
-            answer = m.run(many_command(self.fs.mount_type, self.subdir, jobs[0][2], luns),
+            answer = m.run(many_command(self.fs.mount_type, self.subdir, jobs[0][2], luns, fsck=not on_host),
                            timeout=self.check_timeout)
             reports = split_answer(answer.stdout, len(jobs))
         except (GuestError, InfraError) as e:
@@ -145,7 +150,14 @@ class ManyStates:
             log.debug("%d states go to a fresh guest, one at a time: %s", len(jobs), str(e).splitlines()[0])
             return [], False
         observed = []
-        for (_, _, collect), parts in zip(jobs, reports):
+        for (_, _, collect), disk, parts in zip(jobs, disks, reports):
+            try:
+                parts = self._fsck_on_host(m, disk, parts) if on_host else parts
+            except (GuestError, InfraError) as e:
+                if self._stop.is_set():
+                    raise
+                log.debug("states from %s on go to the guest's own fsck: %s", disk.handle, str(e).splitlines()[0])
+                return observed, False
             observed.append(self.observe(*report_of(parts), collect))
             if observed[-1].umount_rc not in (0, None):
                 return observed, False  # still mounted: see _plug_and_check
@@ -157,3 +169,20 @@ class ManyStates:
                 raise
             return observed, False
         return observed, True
+
+    def _fsck_on_host(self, m, disk: AttachedDisk, parts: dict[str, bytes]) -> dict[str, bytes]:
+        """The state's files with the host's fsck of it (`hostfsck`). A QEMU that cannot export
+        a disk (no FUSE here) turns the host's fsck off for the rest of the run."""
+        try:
+            path = m.exports.add(disk.handle)
+        except GuestError as e:
+            if self.host_fsck and m.alive():
+                log.warning("fsck runs in the checker guest: QEMU cannot export a state to the host (%s)",
+                            str(e).splitlines()[0])
+                self.host_fsck = False
+            raise
+        try:
+            rc, output = hostfsck.run(self.fs.mount_type, path, self.check_timeout)
+        finally:
+            m.exports.remove(disk.handle)
+        return hostfsck.with_fsck(parts, rc, output)

@@ -1,14 +1,17 @@
 """The benchmark workloads: trees, a large copy, small files, bonnie++ and fio. Most ack
 once, at their end; the check asks whether what they wrote (or removed) stayed so."""
 
+import functools
+import hashlib
 import random
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from plugpull.paths import cache_dir
 from plugpull.lab.tree import TreeShape, debian_payload, payload as tree_payload
-from plugpull.lab.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Lost, Step, Workload, acked, sha256,
+from plugpull.lab.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Lost, Step, Workload, acked,
                                          shell_script)
 
 
@@ -118,16 +121,20 @@ class BigCopy(Workload):
     name = "big-copy"
     collect = "sums"
 
-    def source(self) -> bytes:
-        return random.Random(f"big-copy {self.seed}").randbytes(self.mib << 20)
+    def chunks(self) -> Iterator[bytes]:
+        """The file to copy, a MiB at a time: `randbytes` takes no more than 256 MiB - 1 byte at once."""
+        rng = random.Random(f"big-copy {self.seed}")
+        for _ in range(self.mib):
+            yield rng.randbytes(1 << 20)
 
     def payload(self) -> Path:
         root = cache_dir() / "payloads"
         root.mkdir(parents=True, exist_ok=True)
-        path = root / f"big-{self.mib}-{self.seed}.bin"
+        path = root / f"big-by-mib-{self.mib}-{self.seed}.bin"
         if not path.is_file():
             with tempfile.NamedTemporaryFile(dir=root, delete=False) as f:
-                f.write(self.source())
+                for chunk in self.chunks():
+                    f.write(chunk)
             Path(f.name).replace(path)
         return path
 
@@ -138,7 +145,7 @@ class BigCopy(Workload):
         return shell_script(mnt, ack, [acked(f"cat {PAYLOAD_DEV} > big && sync")])
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
-        if required and files.get(f"{DIR}/big") != sha256(self.source()):
+        if required and files.get(f"{DIR}/big") != _digest(self):
             return [Lost(1, f"{DIR}/big is missing or differs from the source")]
         return []
 
@@ -227,3 +234,11 @@ class Fio(Workload):
             return [Lost(1, f"{DIR}/fio.dat is missing")]
         return []
 
+
+@functools.cache
+def _digest(workload: BigCopy) -> str:
+    """sha256 of the big file, computed once per run, not once per crash state."""
+    h = hashlib.sha256()
+    for chunk in workload.chunks():
+        h.update(chunk)
+    return h.hexdigest()
