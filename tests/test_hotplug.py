@@ -62,3 +62,44 @@ def test_a_long_run_of_plug_and_unplug_never_runs_out_of_luns():
     luns = hotplug.Luns(first=1)
     for _ in range(3 * hotplug.MAX_LUN):
         luns.release(luns.take())
+
+
+class _Events:
+    """A QMP connection that only hands out the events it was given, then none."""
+
+    def __init__(self, events):
+        self.events, self.sent = list(events), []
+
+    def pull_event(self, wait=None):
+        return self.events.pop(0) if self.events else None
+
+    def cmd(self, name, **arguments):
+        self.sent.append((name, arguments))
+        return {}
+
+
+def _unlaunched(monkeypatch, events):
+    from plugpull.guest import machine
+    from plugpull.guest.config import Accel, MachineSpec
+    monkeypatch.setattr(machine, "UNPLUG_TIMEOUT", 0.2)
+    m = machine.Machine(MachineSpec(scsi_controller=True), image=None, accel=Accel.TCG)
+    m.qmp = _Events(events)
+    return m
+
+
+def test_several_disks_unplug_at_once_whatever_order_qemu_reports_them_in(monkeypatch):
+    from plugpull.guest.backend import AttachedDisk
+    deleted = [{"event": "DEVICE_DELETED", "data": {"device": d}} for d in ("hotdisk2", "other", "hotdisk1")]
+    m = _unlaunched(monkeypatch, deleted)
+    m._luns.take(), m._luns.take()
+    m.detach_disks([AttachedDisk("hotdisk1", "plugpull1", ""), AttachedDisk("hotdisk2", "plugpull2", "")])
+    assert [name for name, _ in m.qmp.sent] == ["device_del", "device_del", "blockdev-del", "blockdev-del"]
+
+
+def test_a_disk_qemu_never_reports_unplugged_is_a_guest_error_that_names_it(monkeypatch):
+    from plugpull.errors import GuestError
+    from plugpull.guest.backend import AttachedDisk
+    m = _unlaunched(monkeypatch, [{"event": "DEVICE_DELETED", "data": {"device": "hotdisk1"}}])
+    with pytest.raises(GuestError, match="DEVICE_DELETED for hotdisk2"):
+        m.detach_disks([AttachedDisk("hotdisk1", "plugpull1", ""), AttachedDisk("hotdisk2", "plugpull2", "")])
+    assert [name for name, _ in m.qmp.sent] == ["device_del", "device_del"], "no blockdev-del before QEMU let go"

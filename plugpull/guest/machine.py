@@ -228,15 +228,21 @@ class Machine(Launched):
     def detach_disk(self, disk: AttachedDisk, wait: bool = True) -> None:
         """Unplug a disk that attach_disk plugged in; returns once QEMU let go of it and
         (with `wait`) once the guest lost it too."""
-        self._qmp("device_del", {"id": disk.handle})
-        self._wait_deleted(disk.handle)
-        self._qmp("blockdev-del", {"node-name": disk.handle})
-        self._luns.release(int(disk.handle.removeprefix("hotdisk")))
-        overlay = self._overlays.pop(disk.handle, None)
-        if overlay:
-            overlay.unlink(missing_ok=True)
+        self.detach_disks([disk])
         if wait:
             wait_for_disk(self, disk.serial, present=False)
+
+    def detach_disks(self, disks: list[AttachedDisk]) -> None:
+        """Unplug several at once (the guest lets go of them together); returns once QEMU let go of all."""
+        for disk in disks:
+            self._qmp("device_del", {"id": disk.handle})
+        self._wait_event("DEVICE_DELETED", "device", *(disk.handle for disk in disks))
+        for disk in disks:
+            self._qmp("blockdev-del", {"node-name": disk.handle})
+            self._luns.release(int(disk.handle.removeprefix("hotdisk")))
+            overlay = self._overlays.pop(disk.handle, None)
+            if overlay:
+                overlay.unlink(missing_ok=True)
 
     @property
     def exports(self) -> Exports:
@@ -253,19 +259,18 @@ class Machine(Launched):
         except Exception as e:  # qemu.qmp raises its own tree: an error reply, a lost socket
             raise GuestError(f"QMP {command} failed: {e}") from None
 
-    def _wait_deleted(self, device: str) -> None:
-        self._wait_event("DEVICE_DELETED", "device", device)
-
-    def _wait_event(self, name: str, key: str, value: str) -> None:
-        deadline = time.monotonic() + UNPLUG_TIMEOUT
-        while (left := deadline - time.monotonic()) > 0:
+    def _wait_event(self, name: str, key: str, *values: str) -> None:
+        """Until QEMU has sent event `name` with data[key] equal to each of `values`."""
+        deadline, waiting = time.monotonic() + UNPLUG_TIMEOUT, set(values)
+        while waiting and (left := deadline - time.monotonic()) > 0:
             try:
                 event = self.qmp.pull_event(wait=float(left))
             except Exception:
                 break
-            if event and event.get("event") == name and event.get("data", {}).get(key) == value:
-                return
-        raise GuestError(f"QEMU did not send {name} for {value} within {UNPLUG_TIMEOUT:.0f} s")
+            if event and event.get("event") == name:
+                waiting.discard(event.get("data", {}).get(key))
+        if waiting:
+            raise GuestError(f"QEMU did not send {name} for {', '.join(sorted(waiting))} within {UNPLUG_TIMEOUT:.0f} s")
 
     def io_error(self) -> dict | None:
         """The BLOCK_IO_ERROR event's data if QEMU paused the guest on a host I/O error, else None.

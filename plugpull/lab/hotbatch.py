@@ -162,8 +162,11 @@ class ManyStates:
             if observed[-1].umount_rc not in (0, None):
                 return observed, False  # still mounted: see _plug_and_check
         try:
-            for disk in reversed(disks):
-                m.detach_disk(disk, wait=False)
+            if hasattr(m, "detach_disks"):
+                m.detach_disks(disks)  # at once: one unplug costs the guest ~60 ms under TCG
+            else:
+                for disk in reversed(disks):
+                    m.detach_disk(disk, wait=False)
         except (GuestError, InfraError):
             if self._stop.is_set():
                 raise
