@@ -61,7 +61,7 @@ test-hosts: deps
 # The main job: xfs and ext4, three modes, one metadata and one fsync workload, throughput
 # and crash safety per cell. Resumable: cells already in results/run.jsonl are skipped.
 RUN_ARGS := --fs xfs,ext4 --mode barrier,nobarrier,nocache --workload tree-extract,fsync-files \
-	--param tree-extract.files=2000 --param fsync-files.count=100 --states 24 \
+	--param tree-extract.files=2000 --param fsync-files.count=100 --states 32 \
 	--results results/run.jsonl
 
 run: deps
