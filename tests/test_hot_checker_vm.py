@@ -1,13 +1,14 @@
-"""The hot-plug path (its fsck on the host) against the batch path and one boot per state (fsck
-in the guest), in real checker guests: the same small ext4 states get the same verdicts, one of each kind that can be built, and a
-checker guest killed in the middle of a run leaves no state without a result, whether the
-hot guests were booted or restored from a saved one."""
+"""The hot-plug path (its fsck on the host) against the batch path and one boot per state
+(fsck in the guest), in real checker guests: the same small ext4 states get the same
+verdicts, one of each kind that can be built, and a checker guest killed in the middle of a
+run leaves no state without a result, whether the hot guests were booted or restored from a
+saved one."""
 
 import shutil
 import subprocess
 import threading
-
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from test_kernel_crash import Watched, kill_when_hooked
@@ -109,7 +110,8 @@ def test_hot_plugged_states_stay_byte_identical_and_one_guest_command_checks_the
     got = verdicts(Checker(Rig(rig.image, rig.accel, backend), EXT4, plug=Plug.HOT), picked)
     assert got == {name: verdict for name, (_, verdict) in picked.items()}
     assert backend.guests.qsize() == 1, "pp-check --many failed: its states went to a fresh guest"
-    assert len(fscked) == len(picked), "the host's fsck did not check every state"
+    if Path("/dev/fuse").exists():  # without FUSE the guest's own fsck checks them (test_host_fsck.py)
+        assert len(fscked) == len(picked), "the host's fsck did not check every state"
     assert not any(path.exists() for path in fscked), "an export was left behind"
     assert {name: path.read_bytes() for name, (path, _) in picked.items()} == before
 
