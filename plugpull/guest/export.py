@@ -7,6 +7,7 @@ so that the guest's temporary directory can go."""
 
 import ctypes
 import ctypes.util
+import errno
 import logging
 import os
 from pathlib import Path
@@ -49,7 +50,7 @@ class Exports:
         """Detach what is still mounted (QEMU gone); nothing is waited for."""
         libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
         for path in self._paths.values():
-            if libc.umount2(os.fsencode(path), MNT_DETACH) != 0 and ctypes.get_errno() not in (22, 2):
+            if libc.umount2(os.fsencode(path), MNT_DETACH) != 0 and ctypes.get_errno() not in (errno.EINVAL, errno.ENOENT):  # not mounted, or gone
                 log.debug("could not detach %s: %s", path, os.strerror(ctypes.get_errno()))
         self._paths.clear()
 
