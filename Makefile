@@ -9,9 +9,12 @@ DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs 
 	gcc libc6-dev libvirt-daemon-system libvirt-dev pkg-config lvm2 cryptsetup-bin mdadm
 STAMP := $(VENV)/.installed
 
-.PHONY: faults-sweep test-stacks test-hosts deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity bench-upload doctor shell clean
+.PHONY: debs test-fresh faults-sweep test-stacks test-hosts deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity bench-upload doctor shell clean
 
-deps: $(STAMP)
+# Debian's packages come first: pip builds libvirt-python from source against libvirt-dev.
+deps: debs $(STAMP)
+
+debs:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -25,13 +28,10 @@ deps: $(STAMP)
 	fi
 
 # The virtualenv uses Debian's Python (python3-venv); reinstalled when pyproject.toml changes.
-$(STAMP): pyproject.toml
-	@if ! dpkg-query -W -f='$${Status}' python3-venv 2>/dev/null | grep -q 'install ok installed'; then \
-		if [ "$$(id -u)" != 0 ]; then echo "run as root: sudo apt-get install -y python3-venv"; exit 2; fi; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; \
-	fi
+# A failed install removes the venv, so the next run starts over rather than from half of one.
+$(STAMP): pyproject.toml | debs
 	/usr/bin/python3 -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -e .
+	$(PY) -m pip install -q --disable-pip-version-check -e . || { rm -rf $(VENV); exit 1; }
 	touch $(STAMP)
 
 image: deps
