@@ -6,7 +6,7 @@ PLUGPULL := $(VENV)/bin/plugpull
 # Everything the host and the guest image need, from Debian 12's archive.
 DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs btrfs-progs \
 	fio bonnie++ hdparm dmsetup busybox-static kmod cpio sqlite3 rsync procps python3-venv \
-	gcc libc6-dev libvirt-daemon-system libvirt-dev pkg-config lvm2 cryptsetup-bin mdadm
+	gcc libc6-dev python3-dev libvirt-daemon-system libvirt-dev pkg-config lvm2 cryptsetup-bin mdadm
 STAMP := $(VENV)/.installed
 
 .PHONY: debs test-fresh faults-sweep test-stacks test-hosts deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity bench-upload doctor shell clean
@@ -39,6 +39,11 @@ image: deps
 
 test: deps
 	$(PY) -m pytest --junitxml=results/junit.xml
+
+# A brand-new Debian 12 root, chrooted: `make deps` as a user (refused, exit 2) and as root, then
+# the unit tests. Needs root. FRESH_RUN=1 adds make run twice and make test; FRESH_REV=REV tests REV.
+test-fresh:
+	bash tests/fresh-root.sh
 
 test-unit: deps
 	$(PY) -m pytest -m "not vm"
