@@ -9,9 +9,9 @@ is, then what the crash states showed.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from plugpull.lab.fs import MODES
 from plugpull.report.cause import CAUSE_HEADER, CAUSE_NOTE, cause_columns, fmt_ratio, has_cause
 from plugpull.results import INFRA, CellResult, CrashSummary, Phase, param_text
+from plugpull.testbed.fs import MODES
 
 OPS, MBS = "op/s", "MiB/s"
 BASELINE = "barrier"
