@@ -20,16 +20,16 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from plugpull.check.checker import state_disk
+from plugpull.crash.judge import build_state, plan_states
+from plugpull.crash.record import Trigger, record
+from plugpull.crash.run import state_cuts
 from plugpull.guest.config import Accel, MachineSpec
 from plugpull.guest.rig import prepare_rig
-from plugpull.lab.checker import state_disk
-from plugpull.lab.crash import state_cuts
-from plugpull.lab.fs import filesystem, mode
-from plugpull.lab.judge import build_state, plan_states
-from plugpull.lab.record import Trigger, record
-from plugpull.lab.testbed import BedSpec
-from plugpull.lab.workloads import FsyncFiles
 from plugpull.powerloss.writelog import iter_entries
+from plugpull.testbed.bed import BedSpec
+from plugpull.testbed.fs import filesystem, mode
+from plugpull.testbed.workloads import FsyncFiles
 
 VARIANTS = {
     "xfs": ["xfs_repair -n", "xfs_repair -n -P", "xfs_repair -n -o bhash=512",

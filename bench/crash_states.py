@@ -21,18 +21,18 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from plugpull.guest.snapshot import ensure_saved
-from plugpull.lab.checker import Checker, Plug, default_workers
-from plugpull.lab.hotguest import HotGuest
+from plugpull.check.checker import Checker, Plug, default_workers
+from plugpull.check.hotguest import HotGuest
+from plugpull.crash.judge import StateJob, judge, remove_states
+from plugpull.crash.record import Trigger, record
+from plugpull.crash.run import state_cuts
 from plugpull.guest.config import Accel
-from plugpull.lab.crash import state_cuts
-from plugpull.lab.fs import filesystem, mode
 from plugpull.guest.rig import prepare_rig
-from plugpull.lab.judge import StateJob, judge, remove_states
-from plugpull.lab.record import Trigger, record
-from plugpull.lab.testbed import BedSpec
-from plugpull.lab.workloads import FsyncFiles
+from plugpull.guest.snapshot import ensure_saved
 from plugpull.powerloss.writelog import iter_entries
+from plugpull.testbed.bed import BedSpec
+from plugpull.testbed.fs import filesystem, mode
+from plugpull.testbed.workloads import FsyncFiles
 
 
 def cpu_seconds() -> float:

@@ -24,14 +24,14 @@ from pathlib import Path
 import plugpull.guest.machine as machine_module
 from plugpull.cli.common import print_table
 from plugpull.cli.matrix import matrix_params
+from plugpull.crash.record import Trigger, record
 from plugpull.errors import PlugpullError, UsageError
 from plugpull.guest.config import Accel
 from plugpull.guest.rig import prepare_rig
-from plugpull.lab.fs import filesystem, mode
-from plugpull.lab.record import Trigger, record
-from plugpull.lab.testbed import BedSpec
-from plugpull.lab.workloads import workload
 from plugpull.powerloss.flushorder import TRACE_EVENTS, count_crossings
+from plugpull.testbed.bed import BedSpec
+from plugpull.testbed.fs import filesystem, mode
+from plugpull.testbed.workloads import workload
 
 DEFAULT_WORKLOADS = "fsync-files,fsync-append,tree-extract,sqlite"
 DEFAULT_PARAMS = ("fsync-files.count=100", "tree-extract.files=2000")

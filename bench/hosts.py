@@ -16,15 +16,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from plugpull.check.checker import Checker
+from plugpull.crash.judge import judge, remove_states
+from plugpull.crash.record import record
+from plugpull.crash.run import crash_jobs
+from plugpull.crash.spec import CrashSpec
 from plugpull.guest.backends import prepare_backend
 from plugpull.guest.libvirt_instance import start_tcp_instance
 from plugpull.guest.libvirt_machine import LibvirtBackend
 from plugpull.guest.rig import Rig, prepare_rig
-from plugpull.lab.checker import Checker
-from plugpull.lab.crash import crash_jobs
-from plugpull.lab.judge import judge, remove_states
-from plugpull.lab.record import record
-from plugpull.lab.spec import CrashSpec
 from plugpull.powerloss.writelog import iter_entries
 
 

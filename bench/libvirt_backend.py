@@ -21,10 +21,10 @@ from pathlib import Path
 
 import libvirt
 
+from plugpull.crash.run import run_crash
+from plugpull.crash.spec import CrashSpec
 from plugpull.guest.backends import prepare_backend
 from plugpull.guest.rig import prepare_rig
-from plugpull.lab.crash import run_crash
-from plugpull.lab.spec import CrashSpec
 
 URI = "qemu:///system"
 

@@ -17,12 +17,12 @@ import tempfile
 from pathlib import Path
 
 from plugpull.guest.rig import prepare_rig
-from plugpull.lab.fs import filesystem, mode
-from plugpull.lab.profiles import DEFAULT, profile
-from plugpull.lab.stack import Stack
-from plugpull.lab.testbed import BedSpec
-from plugpull.lab.throughput import measure
-from plugpull.lab.workloads import workload
+from plugpull.testbed.bed import BedSpec
+from plugpull.testbed.fs import filesystem, mode
+from plugpull.testbed.profiles import DEFAULT, profile
+from plugpull.testbed.stack import Stack
+from plugpull.testbed.workloads import workload
+from plugpull.throughput.measure import measure
 
 MODES = ("barrier", "nobarrier")
 

@@ -8,10 +8,10 @@ promises break. atomic-replace: with barriers the target always holds one whole 
 
 import pytest
 
-from plugpull.lab.checker import Checker
-from plugpull.lab.judge import judge
-from plugpull.lab.record import record
-from plugpull.lab.spec import CrashSpec
+from plugpull.check.checker import Checker
+from plugpull.crash.judge import judge
+from plugpull.crash.record import record
+from plugpull.crash.spec import CrashSpec
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 

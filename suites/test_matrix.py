@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from plugpull.lab.matrix import cells, done_keys, run_matrix
-from plugpull.lab.settings import DEFAULT_MODEL
-from plugpull.lab.spec import CrashSpec
+from plugpull.crash.spec import CrashSpec
 from plugpull.report import report
 from plugpull.results import read_cells
+from plugpull.runs.matrix import cells, done_keys, run_matrix
+from plugpull.runs.settings import DEFAULT_MODEL
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 

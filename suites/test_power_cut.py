@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.lab.crash import replay
-from plugpull.lab.spec import CrashSpec
+from plugpull.crash.run import replay
+from plugpull.crash.spec import CrashSpec
 from plugpull.results import CrashRun
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]

@@ -12,8 +12,8 @@ from dataclasses import replace
 
 import pytest
 
-from plugpull.lab.spec import CrashSpec
-from plugpull.lab.writehole import write_hole_losses as write_hole_losses_of
+from plugpull.check.writehole import write_hole_losses as write_hole_losses_of
+from plugpull.crash.spec import CrashSpec
 
 pytestmark = pytest.mark.vm
 

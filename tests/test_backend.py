@@ -8,22 +8,22 @@ from pathlib import Path
 import pytest
 from fake_backend import FakeBackend, FakeGuest, Outcome, Plan
 
+from plugpull.check.checker import Checker
+from plugpull.check.verdict import Ack, Verdict
+from plugpull.crash.judge import StateJob, judge
+from plugpull.crash.record import Record, Trigger, record
+from plugpull.crash.run import CrashSpec, check_states, replay
 from plugpull.errors import InfraError
 from plugpull.guest.backend import Guest
 from plugpull.guest.config import Accel, MachineSpec
 from plugpull.guest.image import GuestImage
 from plugpull.guest.machine import Machine
 from plugpull.guest.rig import Rig
-from plugpull.lab.checker import Checker
-from plugpull.lab.crash import CrashSpec, check_states, replay
-from plugpull.lab.fs import filesystem, mode
-from plugpull.lab.judge import StateJob, judge
-from plugpull.lab.testbed import BedSpec
-from plugpull.lab.record import Record, Trigger, record
-from plugpull.lab.testbed import MOUNTPOINT
-from plugpull.lab.verdict import Ack, Verdict
-from plugpull.lab.workloads import FsyncFiles
 from plugpull.powerloss.writelog import LogWriter, iter_entries
+from plugpull.testbed.bed import BedSpec
+from plugpull.testbed.bed import MOUNTPOINT
+from plugpull.testbed.fs import filesystem, mode
+from plugpull.testbed.workloads import FsyncFiles
 
 XFS = filesystem("xfs")
 WL = FsyncFiles(count=4, seed=1)

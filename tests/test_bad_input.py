@@ -13,20 +13,20 @@ import pytest
 
 from fake_backend import FakeBackend, Plan
 from plugpull import cli
+from plugpull.check.verdict import Ack
+from plugpull.crash.record import Record
+from plugpull.crash.run import load_record, refuse_vacuous, replay, run_crash, saved_record
+from plugpull.crash.spec import CrashSpec
 from plugpull.errors import LaunchError, NothingChecked
 from plugpull.guest import rig as rig_mod
 from plugpull.guest.accel import Decision
 from plugpull.guest.config import Accel
 from plugpull.guest.image import GuestImage
 from plugpull.guest.kernel import kernel_format
-from plugpull.lab import matrix as matrix_mod
-from plugpull.lab.crash import load_record, refuse_vacuous, replay, run_crash, saved_record
-from plugpull.lab.spec import CrashSpec
-from plugpull.lab.record import Record
-from plugpull.lab.verdict import Ack
-from plugpull.lab.workloads import Bonnie, FsyncFiles, Sqlite
-from plugpull.lab.workloads.params import promised_acks
 from plugpull.powerloss.writelog import LogWriter
+from plugpull.runs import matrix as matrix_mod
+from plugpull.testbed.workloads import Bonnie, FsyncFiles, Sqlite
+from plugpull.testbed.workloads.params import promised_acks
 
 TMP = "{tmp}"
 

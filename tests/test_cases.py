@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.lab.cases import CaseError, expectation_failures, load_case, scaled
 from plugpull.paths import ROOT
 from plugpull.results import CellResult, CrashSummary
+from plugpull.runs.cases import CaseError, expectation_failures, load_case, scaled
 
 CASES = sorted((ROOT / "suites" / "cases").glob("*.toml"))
 GOOD = """

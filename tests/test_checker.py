@@ -7,13 +7,13 @@ import subprocess
 
 import pytest
 
-from plugpull.lab.checker import Checker
+from plugpull.check.checker import Checker
+from plugpull.check.verdict import Verdict, classify
 from plugpull.guest.config import DiskSpec, MachineSpec
-from plugpull.lab.fs import filesystem
-from plugpull.lab.verdict import Verdict, classify
 from plugpull.guest.machine import Machine, create_disk
-from plugpull.lab.workloads import FsyncFiles
 from plugpull.powerloss.crashstate import CrashState
+from plugpull.testbed.fs import filesystem
+from plugpull.testbed.workloads import FsyncFiles
 
 pytestmark = pytest.mark.vm
 

@@ -111,13 +111,13 @@ def test_interrupted_pytest_vm_run_leaves_nothing(tmp_path):
 CHECK_AND_WAIT = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from plugpull.lab.checker import Checker
+    from plugpull.check.checker import Checker
     from plugpull.guest.config import Accel
-    from plugpull.lab.fs import filesystem
     from plugpull.guest.image import build_image
     from plugpull.guest.machine import create_disk
     from plugpull.guest.rig import Rig
     from plugpull.powerloss.crashstate import CrashState
+    from plugpull.testbed.fs import filesystem
     d = Path(sys.argv[2])
     states = [CrashState.of(create_disk(d / f"s{i}.img", 64)) for i in range(48)]
     print("checking", flush=True)

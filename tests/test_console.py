@@ -2,7 +2,7 @@
 
 import pytest
 
-from plugpull.lab.console import ConsoleWatch, scan
+from plugpull.check.console import ConsoleWatch, scan
 
 BOOT = """\
 [    0.000000] Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)

@@ -5,13 +5,13 @@ import sqlite3
 
 import pytest
 
-from plugpull.lab.fs import filesystem
-from plugpull.lab.verdict import Ack, Observation, Verdict, classify, required_acks
+from plugpull.check.verdict import Ack, Observation, Verdict, classify, required_acks
 from plugpull.errors import UsageError
-from plugpull.lab.workloads import (AtomicReplace, Findings, FsyncAppend, FsyncFiles, Script, Sqlite, Workload,
+from plugpull.testbed.fs import filesystem
+from plugpull.testbed.workloads import (AtomicReplace, Findings, FsyncAppend, FsyncFiles, Script, Sqlite, Workload,
                                     workload)
-from plugpull.lab.workloads.params import promised_acks
 from plugpull.results import StateResult
+from plugpull.testbed.workloads.params import promised_acks
 
 XFS = filesystem("xfs")
 

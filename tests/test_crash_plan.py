@@ -3,10 +3,10 @@
 import pytest
 
 from plugpull.cli import main
-from plugpull.lab.crash import state_cuts
-from plugpull.lab.spec import CrashSpec
+from plugpull.crash.record import Trigger
+from plugpull.crash.run import state_cuts
+from plugpull.crash.spec import CrashSpec
 from plugpull.errors import UsageError
-from plugpull.lab.record import Trigger
 from plugpull.powerloss.writelog import LogEntry
 
 
@@ -76,7 +76,7 @@ def test_cli_bad_input_exits_2(argv, capsys):
 
 
 def test_pair_cuts_are_sampled_pairs_with_the_last():
-    from plugpull.lab.crash import pair_cuts
+    from plugpull.crash.run import pair_cuts
     pairs = [[i, i + 3] for i in range(40)]
     cuts = pair_cuts(pairs, 10, seed=1)
     assert len(cuts) == 10 and (39, 42) in cuts and all((a, b) in map(tuple, pairs) for a, b in cuts)
@@ -84,7 +84,7 @@ def test_pair_cuts_are_sampled_pairs_with_the_last():
 
 
 def test_two_disk_ack_is_owed_only_when_both_logs_reached_it():
-    from plugpull.lab.verdict import Ack, required_acks
+    from plugpull.check.verdict import Ack, required_acks
     acks = [Ack(1, 0, 5, 10), Ack(2, 0, 8, 20)]
     assert required_acks(acks, 8, 15) == [1]
     assert required_acks(acks, 8, 20) == [1, 2]

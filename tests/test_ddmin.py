@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from plugpull.lab.ddmin import Memo, ddmin, split
+from plugpull.minimise.ddmin import Memo, ddmin, split
 
 CHANGES = tuple(range(200))
 

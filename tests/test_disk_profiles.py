@@ -4,7 +4,7 @@ import pytest
 
 from plugpull.cli import main
 from plugpull.errors import UsageError
-from plugpull.lab.profiles import load_profiles
+from plugpull.testbed.profiles import load_profiles
 
 
 def _load(tmp_path, text):

@@ -2,11 +2,11 @@
 
 import pytest
 
-from plugpull.lab.diskstat import phase_ios
-from plugpull.lab.throughput import run_step
-from plugpull.lab.workloads.base import Step
 from plugpull.errors import InfraError
 from plugpull.results import DiskIO, Phase, StatError, Throughput
+from plugpull.testbed.workloads.base import Step
+from plugpull.throughput.diskstat import phase_ios
+from plugpull.throughput.measure import run_step
 
 # fields: reads merges sectors ticks | writes merges sectors ticks | inflight io_ticks queue |
 #         discards merges sectors ticks | flushes flush_ticks

@@ -3,11 +3,11 @@ fsync workload's flushes reach the disk with barriers and never without."""
 
 import pytest
 
-from plugpull.lab.fs import filesystem, mode
-from plugpull.lab.profiles import profile
-from plugpull.lab.testbed import BedSpec
-from plugpull.lab.throughput import measure
-from plugpull.lab.workloads import workload
+from plugpull.testbed.bed import BedSpec
+from plugpull.testbed.fs import filesystem, mode
+from plugpull.testbed.profiles import profile
+from plugpull.testbed.workloads import workload
+from plugpull.throughput.measure import measure
 
 
 def run(rig, tmp_path, mode_name: str, name: str, **params):

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from fake_backend import FakeBackend, Outcome
 
+from plugpull.check.checker import Checker
+from plugpull.check.verdict import Ack, Verdict
+from plugpull.crash.cutorder import EXHAUSTIVE_MAX, candidates, near_events, spending_order, within_budget
+from plugpull.crash.judge import StateJob, judge, plan_states
+from plugpull.crash.record import Record
+from plugpull.crash.run import CrashSpec, check_states, crash_jobs
 from plugpull.errors import UsageError
 from plugpull.guest.config import Accel
 from plugpull.guest.rig import Rig
-from plugpull.lab.checker import Checker
-from plugpull.lab.crash import CrashSpec, check_states, crash_jobs
-from plugpull.lab.cutorder import EXHAUSTIVE_MAX, candidates, near_events, spending_order, within_budget
-from plugpull.lab.judge import StateJob, judge, plan_states
-from plugpull.lab.record import Record
-from plugpull.lab.verdict import Ack, Verdict
 from plugpull.powerloss.writelog import FLUSH, LogEntry, LogWriter, iter_entries
 from plugpull.results import CrashRun, CrashSummary, CrashTiming
 from test_backend import IMAGE, SECTOR, WL, XFS, label
@@ -191,7 +191,7 @@ def test_bad_budget_specs(changes, message):
 
 
 def test_a_case_file_gives_its_cells_a_budget_and_only_such_cells_name_one(tmp_path):
-    from plugpull.lab.cases import load_case
+    from plugpull.runs.cases import load_case
     case = tmp_path / "c.toml"
     case.write_text('title = "t"\n[matrix]\nfs = ["xfs"]\nmodes = ["barrier"]\nworkloads = ["fsync-files"]\n')
     [plain] = load_case(case).cells

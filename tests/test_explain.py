@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from plugpull.lab.explain import JBD2_MAGIC, XLOG_MAGIC, ext4_layout, ext4_meaning, xfs_layout, xfs_meaning
+from plugpull.minimise.explain import JBD2_MAGIC, XLOG_MAGIC, ext4_layout, ext4_meaning, xfs_layout, xfs_meaning
 
 
 def fresh(tmp_path, mkfs, mib):

@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from plugpull.lab.explain import _kind
-from plugpull.lab.explain_btrfs import HEADER, SB_MAGIC, SUPERBLOCK_COPIES, TREE_LOG, btrfs_layout, btrfs_meaning
+from plugpull.minimise.explain import _kind
+from plugpull.minimise.explain_btrfs import HEADER, SB_MAGIC, SUPERBLOCK_COPIES, TREE_LOG, btrfs_layout, btrfs_meaning
 
 
 @pytest.fixture

@@ -3,10 +3,10 @@
 
 import pytest
 
-from plugpull.faults.casefile import fault_expectation_failures
-from plugpull.lab.cases import CaseError, load_case
 from plugpull.paths import ROOT
 from plugpull.results import FaultResult
+from plugpull.runs.cases import CaseError, load_case
+from plugpull.runs.faultcase import fault_expectation_failures
 
 FAULTS = """
 title = "t"

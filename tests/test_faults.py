@@ -2,14 +2,14 @@
 
 import pytest
 
+from plugpull.check.verdict import Observation, Verdict
 from plugpull.errors import UsageError
 from plugpull.faults.spec import FaultSpecError, parse_fault
 from plugpull.faults.table import fault_table, linear, swap
 from plugpull.faults.told import Told
 from plugpull.faults.verdict import gave_up, judge
-from plugpull.lab.fs import filesystem
-from plugpull.lab.verdict import Observation, Verdict
-from plugpull.lab.workloads import workload
+from plugpull.testbed.fs import filesystem
+from plugpull.testbed.workloads import workload
 
 DISK = "/dev/sda"
 

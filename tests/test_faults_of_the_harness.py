@@ -20,21 +20,21 @@ import threading
 import pytest
 from fake_backend import FakeBackend, Plan
 
+from plugpull import paths
 from plugpull.cli.matrix import checked_real_disk
+from plugpull.crash.record import Trigger, record
+from plugpull.crash.run import run_crash
+from plugpull.crash.spec import CrashSpec
 from plugpull.errors import DiskFull, UsageError
 from plugpull.guest.config import Accel
 from plugpull.guest.image import GuestImage, build_image
 from plugpull.guest.rig import Rig
-from plugpull.lab.crash import run_crash
-from plugpull.lab.fs import filesystem, mode
-from plugpull.lab.record import Trigger, record
-from plugpull.lab.spec import CrashSpec
-from plugpull.lab.testbed import BedSpec
-from plugpull.lab.workloads import FsyncFiles
-from plugpull import paths
 from plugpull.paths import make_workdir, sweep_stale_tempdirs, sweep_stale_workdirs
 from plugpull.powerloss.crashstate import materialize
 from plugpull.space import space_is_fatal
+from plugpull.testbed.bed import BedSpec
+from plugpull.testbed.fs import filesystem, mode
+from plugpull.testbed.workloads import FsyncFiles
 
 IMAGE = GuestImage("fake", Path("/nonexistent/kernel"), Path("/nonexistent/initramfs"), "6.1.0-fake")
 AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="mounting and loop devices need root")

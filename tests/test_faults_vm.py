@@ -10,8 +10,8 @@ import pytest
 
 from plugpull.faults.run import FaultCase, run_fault
 from plugpull.faults.spec import parse_fault
-from plugpull.lab.fs import filesystem
-from plugpull.lab.workloads import workload
+from plugpull.testbed.fs import filesystem
+from plugpull.testbed.workloads import workload
 
 pytestmark = pytest.mark.vm
 ALL = os.environ.get("PLUGPULL_FAULTS_ALL") == "1"

@@ -6,9 +6,9 @@ import re
 import pytest
 
 from plugpull.cli.matrix import fs_lines
-from plugpull.lab.cases import load_case, replay_failures
-from plugpull.lab.replaycase import run_replay
 from plugpull.paths import ROOT
+from plugpull.runs.cases import load_case, replay_failures
+from plugpull.runs.replaycase import run_replay
 
 pytestmark = pytest.mark.vm
 

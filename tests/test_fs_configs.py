@@ -8,10 +8,10 @@ import pytest
 
 from plugpull.cli import main
 from plugpull.errors import UsageError
-from plugpull.lab.fs import filesystem, mode
-from plugpull.lab import testbed as bed_of
-from plugpull.lab.testbed import BedSpec, format_disks
-from plugpull.lab.workloads import FsyncFiles
+from plugpull.testbed import bed as bed_of
+from plugpull.testbed.bed import BedSpec, format_disks
+from plugpull.testbed.fs import filesystem, mode
+from plugpull.testbed.workloads import FsyncFiles
 
 XFS_2008 = filesystem("xfs-2008")
 EXT3 = filesystem("ext3")

@@ -13,10 +13,10 @@ from fake_backend import FakeBackend, FakeGuest
 from test_backend import WL, outcome_of
 from test_hot_checker import EXPECTED, hot_judged, verdicts
 
+from plugpull.check import hostfsck
+from plugpull.check.verdict import Verdict
 from plugpull.errors import GuestError, InfraError
 from plugpull.guest.export import Exports
-from plugpull.lab import hostfsck
-from plugpull.lab.verdict import Verdict
 
 
 @pytest.fixture

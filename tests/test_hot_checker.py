@@ -12,13 +12,13 @@ from fake_backend import FakeBackend, Outcome, Plan
 from test_backend import IMAGE, ROUNDS, WL, XFS, outcome_of
 from test_console import PANIC
 
-from plugpull.guest.config import Accel
-from plugpull.guest.rig import Rig
+from plugpull.check.checker import Checker, Plug, parse_report, split_blob
+from plugpull.check.verdict import Verdict
+from plugpull.crash.judge import judge
 from plugpull.errors import GuestError
 from plugpull.guest.backend import DISK_FUNCTIONS, await_disk_command
-from plugpull.lab.checker import Checker, Plug, parse_report, split_blob
-from plugpull.lab.judge import judge
-from plugpull.lab.verdict import Verdict
+from plugpull.guest.config import Accel
+from plugpull.guest.rig import Rig
 from plugpull.powerloss.crashstate import CrashState
 
 EXPECTED = [Verdict.CLEAN, Verdict.CLEAN, Verdict.DATA_LOSS, Verdict.UNMOUNTABLE]

@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 from test_kernel_crash import Watched, kill_when_hooked
 
+from plugpull.check import hostfsck
+from plugpull.check.checker import Checker, Plug
+from plugpull.check.hotguest import HotGuest
+from plugpull.check.verdict import Verdict, classify
 from plugpull.guest import snapshot
 from plugpull.guest.config import DiskSpec, MachineSpec
 from plugpull.guest.machine import Machine, create_disk
 from plugpull.guest.rig import Rig
-from plugpull.lab import hostfsck
-from plugpull.lab.checker import Checker, Plug
-from plugpull.lab.fs import filesystem
-from plugpull.lab.hotguest import HotGuest
-from plugpull.lab.verdict import Verdict, classify
-from plugpull.lab.workloads import FsyncFiles
 from plugpull.powerloss.crashstate import CrashState
+from plugpull.testbed.fs import filesystem
+from plugpull.testbed.workloads import FsyncFiles
 
 pytestmark = pytest.mark.vm
 

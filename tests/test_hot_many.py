@@ -11,9 +11,9 @@ from test_backend import WL, outcome_of
 from test_console import PANIC
 from test_hot_checker import EXPECTED, attached, hot_judged, verdicts
 
+from plugpull.check import hotbatch
+from plugpull.check.verdict import Verdict
 from plugpull.errors import GuestError
-from plugpull.lab import hotbatch
-from plugpull.lab.verdict import Verdict
 
 
 @pytest.fixture

@@ -17,22 +17,22 @@ from fake_backend import FakeBackend, Plan
 from test_backend import IMAGE, ROUNDS, WL, XFS, judged, outcome_of, record_on
 from test_console import HUNG, NULL_DEREF, PANIC
 
-from plugpull.lab.workloads import FsyncFiles
+from plugpull.testbed.workloads import FsyncFiles
 
 from plugpull.cli import main
+from plugpull.crash.run import CrashSpec, check_states, recording_crashed, run_crash
 from plugpull.errors import GuestTimeout
 from plugpull.guest.config import Accel
-from plugpull.lab.crash import CrashSpec, check_states, recording_crashed, run_crash
 from plugpull.powerloss.writelog import iter_entries
 
+from plugpull.check.checker import Checker, observation_from, parse_report
+from plugpull.check.verdict import Verdict, classify
+from plugpull.crash.record import Trigger, record
 from plugpull.guest.machine import create_disk
 from plugpull.guest.rig import Rig
-from plugpull.lab.checker import Checker, observation_from, parse_report
-from plugpull.lab.fs import filesystem, mode
-from plugpull.lab.record import Trigger, record
-from plugpull.lab.testbed import BedSpec
 from plugpull.powerloss.crashstate import CrashState
-from plugpull.lab.verdict import Verdict, classify
+from plugpull.testbed.bed import BedSpec
+from plugpull.testbed.fs import filesystem, mode
 
 
 @pytest.fixture

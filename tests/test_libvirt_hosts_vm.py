@@ -8,15 +8,15 @@ import threading
 
 import pytest
 
+from plugpull.check.checker import Checker
+from plugpull.crash.judge import judge, remove_states
+from plugpull.crash.record import record
+from plugpull.crash.run import crash_jobs
+from plugpull.crash.spec import CrashSpec
 from plugpull.errors import InfraError
 from plugpull.guest.libvirt_instance import start_tcp_instance
 from plugpull.guest.libvirt_machine import LibvirtBackend
 from plugpull.guest.rig import Rig
-from plugpull.lab.checker import Checker
-from plugpull.lab.crash import crash_jobs
-from plugpull.lab.judge import judge, remove_states
-from plugpull.lab.record import record
-from plugpull.lab.spec import CrashSpec
 from plugpull.powerloss.writelog import iter_entries
 
 # Two hosts, a recording checked twice and a daemon killed: minutes under TCG, so on request

@@ -11,17 +11,17 @@ import os
 import libvirt
 import pytest
 
+from plugpull.check.checker import Checker, Plug
+from plugpull.crash.judge import judge, remove_states
+from plugpull.crash.record import record
+from plugpull.crash.run import crash_jobs
+from plugpull.crash.spec import CrashSpec
 from plugpull.errors import InfraError
 from plugpull.guest import libvirt_remote
 from plugpull.guest.libvirt_instance import start_tcp_instance
 from plugpull.guest.libvirt_machine import LibvirtBackend
 from plugpull.guest.libvirtd import pid_alive
 from plugpull.guest.rig import Rig
-from plugpull.lab.checker import Checker, Plug
-from plugpull.lab.crash import crash_jobs
-from plugpull.lab.judge import judge, remove_states
-from plugpull.lab.record import record
-from plugpull.lab.spec import CrashSpec
 from plugpull.powerloss.writelog import iter_entries
 
 pytestmark = pytest.mark.vm

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 
 import pytest
 
+from plugpull.check.checker import Checker
+from plugpull.check.hotguest import HotGuest
+from plugpull.crash.judge import judge, remove_states
+from plugpull.crash.record import record
+from plugpull.crash.run import crash_jobs
+from plugpull.crash.spec import CrashSpec
 from plugpull.guest.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.machine import create_disk
-from plugpull.lab.checker import Checker
-from plugpull.lab.hotguest import HotGuest
-from plugpull.lab.crash import crash_jobs
-from plugpull.lab.judge import judge, remove_states
-from plugpull.lab.record import record
-from plugpull.lab.spec import CrashSpec
 from plugpull.powerloss.writelog import iter_entries, summarize
 
 pytestmark = pytest.mark.vm

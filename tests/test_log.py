@@ -14,7 +14,7 @@ from plugpull.guest.config import Accel, MachineSpec
 from plugpull.guest.machine import Machine
 from plugpull.log import add_log_options, run_log, setup_logging
 
-log = logging.getLogger("plugpull.lab.example")
+log = logging.getLogger("plugpull.crash.example")
 
 
 @pytest.fixture(autouse=True)
@@ -48,10 +48,10 @@ def test_one_v_adds_level_and_source_two_add_debug(capsys):
     log.info("step")
     log.debug("detail")
     lines = capsys.readouterr().err.splitlines()
-    assert len(lines) == 1 and lines[0].endswith(" INFO    plugpull.lab.example: step")
+    assert len(lines) == 1 and lines[0].endswith(" INFO    plugpull.crash.example: step")
     setup_logging(options("-vv"))
     log.debug("detail")
-    assert capsys.readouterr().err.endswith(" DEBUG   plugpull.lab.example: detail\n")
+    assert capsys.readouterr().err.endswith(" DEBUG   plugpull.crash.example: detail\n")
 
 
 def test_setup_twice_prints_each_line_once(capsys):
@@ -66,7 +66,7 @@ def test_log_file_gets_debug_lines_whatever_the_console_shows(tmp_path, capsys):
     log.debug("guest booted")
     assert capsys.readouterr().err == ""
     assert "DEBUG" in (tmp_path / "sub" / "all.log").read_text()
-    assert "plugpull.lab.example: guest booted" in (tmp_path / "sub" / "all.log").read_text()
+    assert "plugpull.crash.example: guest booted" in (tmp_path / "sub" / "all.log").read_text()
 
 
 def test_run_log_holds_the_runs_debug_lines_and_no_later_ones(tmp_path, capsys):

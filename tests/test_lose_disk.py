@@ -5,14 +5,14 @@ from pathlib import Path
 
 import pytest
 
+from plugpull.check.checker import Checker
 from plugpull.cli import main
+from plugpull.crash.spec import CrashSpec
 from plugpull.errors import UsageError
 from plugpull.guest.channel import GuestResult
-from plugpull.lab.checker import Checker
-from plugpull.lab.fs import filesystem
-from plugpull.lab.spec import CrashSpec
-from plugpull.lab.stack import Stack, without
 from plugpull.powerloss.crashstate import CrashState
+from plugpull.testbed.fs import filesystem
+from plugpull.testbed.stack import Stack, without
 from tests.test_stack import StubGuest
 
 
@@ -68,8 +68,8 @@ def test_the_checker_assembles_the_array_without_the_lost_member():
 
 def test_an_artifact_keeps_the_lost_member_for_replay(tmp_path):
     import json
-    from plugpull.lab.crash import save_artifact
-    from plugpull.lab.verdict import Observation
+    from plugpull.check.verdict import Observation
+    from plugpull.crash.run import save_artifact
     from plugpull.results import StateResult
 
     result = StateResult(fs="xfs", mode="barrier", workload="fsync-files", model="reorder", seed=1, cut=9,

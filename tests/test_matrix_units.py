@@ -1,8 +1,8 @@
 import json
 
-from plugpull.lab.spec import CrashSpec
-from plugpull.lab.matrix import Cell, cells, done_keys
+from plugpull.crash.spec import CrashSpec
 from plugpull.results import CellResult, append_line, read_cells
+from plugpull.runs.matrix import Cell, cells, done_keys
 
 
 def test_cells_are_the_cross_product_with_distinct_keys():

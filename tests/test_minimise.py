@@ -5,16 +5,17 @@ import json
 
 import pytest
 
-from plugpull.lab import crash, minimise as minimise_module
-from plugpull.lab.crash import save_record
-from plugpull.lab.minimise import CACHE, NotMinimisable, minimise
-from plugpull.lab.minimised import write_artifact
-from plugpull.lab.record import Record
-from plugpull.lab.verdict import Observation
-from plugpull.lab.workloads import workload
+from plugpull.check.verdict import Observation
+from plugpull.crash import run as crash
+from plugpull.crash.record import Record
+from plugpull.crash.run import save_record
+from plugpull.minimise import culprits as minimise_module
+from plugpull.minimise.artifact import write_artifact
+from plugpull.minimise.culprits import CACHE, NotMinimisable, minimise
 from plugpull.powerloss.crashstate import CrashState, materialize
 from plugpull.powerloss.models import plan
 from plugpull.powerloss.writelog import LogWriter, iter_entries
+from plugpull.testbed.workloads import workload
 
 MODEL, CUT_SEED = "reorder", 3
 MARK = b"\xee" * 512

@@ -7,17 +7,18 @@ from dataclasses import replace
 
 import pytest
 
-from plugpull.lab import crash, minimise as minimise_module
-from plugpull.lab.crash import load_state, save_record
-from plugpull.lab.explain import meanings
-from plugpull.lab.minimise import minimise
-from plugpull.lab.minimised import write_artifact
-from plugpull.lab.record import Record
-from plugpull.lab.verdict import Observation
-from plugpull.lab.workloads import workload
-from plugpull.lab.judge import StateJob, build_state, disk_plans
+from plugpull.check.verdict import Observation
+from plugpull.crash import run as crash
+from plugpull.crash.judge import StateJob, build_state, disk_plans
+from plugpull.crash.record import Record
+from plugpull.crash.run import load_state, save_record
+from plugpull.minimise import culprits as minimise_module
+from plugpull.minimise.artifact import write_artifact
+from plugpull.minimise.culprits import minimise
+from plugpull.minimise.explain import meanings
 from plugpull.powerloss.crashstate import CrashState
 from plugpull.powerloss.writelog import LogWriter, iter_entries
+from plugpull.testbed.workloads import workload
 
 MODEL = "reorder"
 MARK = b"\xee" * 512

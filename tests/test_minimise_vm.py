@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from plugpull.lab.crash import replay, run_crash
-from plugpull.lab.minimise import minimise
-from plugpull.lab.minimised import write_artifact
-from plugpull.lab.spec import CrashSpec
+from plugpull.crash.run import replay, run_crash
+from plugpull.crash.spec import CrashSpec
+from plugpull.minimise.artifact import write_artifact
+from plugpull.minimise.culprits import minimise
 
 pytestmark = pytest.mark.vm
 

@@ -5,14 +5,14 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.lab.crash import CrashSpec, crash_jobs, saved_others
-from plugpull.lab.cutorder import within_budget
-from plugpull.lab.judge import StateJob, build_state, plan_states
-from plugpull.lab.record import Record, Sampler, _indexer, consistent_cuts
-from plugpull.lab.testbed import nth
-from plugpull.lab.verdict import Ack, required_acks
+from plugpull.check.verdict import Ack, required_acks
+from plugpull.crash.cutorder import within_budget
+from plugpull.crash.judge import StateJob, build_state, plan_states
+from plugpull.crash.record import Record, Sampler, _indexer, consistent_cuts
+from plugpull.crash.run import CrashSpec, crash_jobs, saved_others
 from plugpull.powerloss.writelog import SECTOR, LogWriter, iter_entries
 from plugpull.results import StateResult
+from plugpull.testbed.bed import nth
 
 # Three disks' writes in the order they completed, each depending on every one before it
 # (the worst case: a cut is consistent only if it is a prefix of this order).

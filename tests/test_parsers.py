@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from plugpull.guest.image import IMAGES_DIR, compile_static
-from plugpull.lab.parsers import (MIB, SMALLFILES_PHASES, Phase, parse_bonnie, parse_fio,
+from plugpull.throughput.parsers import (MIB, SMALLFILES_PHASES, Phase, parse_bonnie, parse_fio,
                               parse_smallfiles)
 
 DATA = Path(__file__).resolve().parent / "data"

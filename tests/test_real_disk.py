@@ -8,10 +8,10 @@ import pytest
 
 from plugpull.cli.matrix import checked_real_disk
 from plugpull.errors import UsageError
-from plugpull.lab.fs import filesystem, mode
-from plugpull.lab.testbed import BedSpec
-from plugpull.lab.throughput import measure
-from plugpull.lab.workloads import FsyncFiles
+from plugpull.testbed.bed import BedSpec
+from plugpull.testbed.fs import filesystem, mode
+from plugpull.testbed.workloads import FsyncFiles
+from plugpull.throughput.measure import measure
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("losetup"),
                                 reason="a loop device needs root and losetup")

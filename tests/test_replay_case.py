@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from plugpull.errors import UsageError
-from plugpull.lab.cases import CaseError, expectation_failures, load_case, replay_failures
-from plugpull.lab.replaycase import load_replay
 from plugpull.powerloss.variation import variation
 from plugpull.powerloss.writelog import LogWriter, iter_entries
 from plugpull.results import CellResult, CrashSummary
+from plugpull.runs.cases import CaseError, expectation_failures, load_case, replay_failures
+from plugpull.runs.replaycase import load_replay
 
 CASE = """title = "t"
 [replay]
@@ -141,9 +141,9 @@ def test_a_matrix_case_can_expect_a_verdict(tmp_path):
 
 def saved_state(tmp_path: Path, digest: str | None = None) -> Path:
     """A crash run's artifact: its record, saved, and a reorder state cut at 3 pointing at it."""
-    from plugpull.lab.crash import save_record
-    from plugpull.lab.keeprecord import state_digest
-    from plugpull.lab.record import Record
+    from plugpull.crash.record import Record
+    from plugpull.crash.run import save_record
+    from plugpull.runs.keeprecord import state_digest
 
     work = tmp_path / "rec-raw"
     work.mkdir(parents=True)
@@ -168,8 +168,8 @@ def saved_state(tmp_path: Path, digest: str | None = None) -> Path:
 
 
 def test_a_kept_record_is_the_original_cut_at_the_state(tmp_path):
-    from plugpull.lab.crash import load_record
-    from plugpull.lab.keeprecord import keep_record
+    from plugpull.crash.run import load_record
+    from plugpull.runs.keeprecord import keep_record
 
     fields = keep_record(saved_state(tmp_path), tmp_path / "kept", tmp_path / "scratch")
     assert (fields["model"], fields["cut"], fields["seed"]) == ("reorder", 5, 1)
@@ -181,7 +181,7 @@ def test_a_kept_record_is_the_original_cut_at_the_state(tmp_path):
 
 def test_a_record_that_does_not_rebuild_the_state_is_not_kept(tmp_path):
     from plugpull.errors import InfraError
-    from plugpull.lab.keeprecord import keep_record
+    from plugpull.runs.keeprecord import keep_record
 
     with pytest.raises(InfraError, match="not the saved state's"):
         keep_record(saved_state(tmp_path, digest="0" * 64), tmp_path / "kept", tmp_path / "scratch")

@@ -9,7 +9,8 @@ import pytest
 from plugpull.report import report, report_main
 from plugpull.report.html import render_html
 from plugpull.report.plot import panels, render_plot
-from plugpull.report.tables import mode_rank, render_table
+from plugpull.report.rates import mode_rank
+from plugpull.report.tables import render_table
 from plugpull.results import CrashSummary, read_cells
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

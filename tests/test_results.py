@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from plugpull.lab.verdict import POWER_CUT_VERDICTS
+from plugpull.check.verdict import POWER_CUT_VERDICTS
 from plugpull.results import (SCHEMA_VERSION, CellResult, CrashRun, CrashSummary, CrashTiming, Env, Phase,
                               SchemaError, StateResult, Throughput, append_line, read_cells)
 

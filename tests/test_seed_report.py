@@ -131,7 +131,7 @@ def test_a_malformed_seed_table_is_exit_2_naming_the_field(tmp_path, capsys, cha
 def test_a_well_formed_seed_table_loads_and_leaves_the_keys_alone(tmp_path):
     from dataclasses import replace
 
-    from plugpull.lab.cases import load_case
+    from plugpull.runs.cases import load_case
     path = tmp_path / "case.toml"
     path.write_text(CASE)
     case = load_case(path)
@@ -155,7 +155,7 @@ def test_a_reference_run_puts_its_ratio_beside_this_runs(results, tmp_path, caps
 
 
 def test_the_reference_of_a_case_is_its_committed_results(tmp_path):
-    from plugpull.lab.seeds import reference_results
+    from plugpull.runs.seeds import reference_results
     (tmp_path / "cases").mkdir()
     (tmp_path / "results").mkdir()
     case = tmp_path / "cases" / "seed-x.toml"
@@ -168,11 +168,11 @@ def test_the_reference_of_a_case_is_its_committed_results(tmp_path):
 
 def test_reproduce_no_crash_runs_the_throughput_side_alone(tmp_path, monkeypatch):
     import plugpull.cli.matrix as matrix_cli
-    import plugpull.lab.matrix as lab_matrix
+    import plugpull.runs.matrix as runs_matrix
     ran = []
     monkeypatch.setattr(matrix_cli, "prepare_rig", lambda *a: None)
     monkeypatch.setattr(matrix_cli, "finish_matrix", lambda *a: None)
-    monkeypatch.setattr(lab_matrix, "run_matrix", lambda todo, *a: ran.extend(todo) or [])
+    monkeypatch.setattr(runs_matrix, "run_matrix", lambda todo, *a: ran.extend(todo) or [])
     path = tmp_path / "case.toml"
     path.write_text(CASE + "[expect]\nunsafe = [\"barrier\"]\n")
     results = str(tmp_path / "r.jsonl")

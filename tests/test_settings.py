@@ -6,12 +6,12 @@ import dataclasses
 import pytest
 
 from plugpull.cli import main, parser
+from plugpull.crash.spec import CrashSpec
 from plugpull.errors import UsageError
-from plugpull.lab.cases import CaseError, load_case
-from plugpull.lab.matrix import Cell, cells
-from plugpull.lab.profiles import load_profiles
-from plugpull.lab.settings import DEFAULT_MODEL, SETTINGS, settings_of
-from plugpull.lab.spec import CrashSpec
+from plugpull.runs.cases import CaseError, load_case
+from plugpull.runs.matrix import Cell, cells
+from plugpull.runs.settings import DEFAULT_MODEL, SETTINGS, settings_of
+from plugpull.testbed.profiles import load_profiles
 
 CASE = """
 title = "t"

@@ -5,11 +5,11 @@ import threading
 
 import pytest
 
+from plugpull.check.checker import Checker
+from plugpull.check.spread import batches_for
+from plugpull.check.verdict import Observation
 from plugpull.guest.config import Accel
 from plugpull.guest.rig import Rig
-from plugpull.lab.checker import Checker
-from plugpull.lab.spread import batches_for
-from plugpull.lab.verdict import Observation
 
 
 class FakeHost:

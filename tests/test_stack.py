@@ -5,16 +5,16 @@ from pathlib import Path
 
 import pytest
 
+from plugpull.check.checker import Checker
+from plugpull.check.verdict import Verdict, classify
 from plugpull.cli import main
+from plugpull.crash.spec import CrashSpec
 from plugpull.errors import UsageError
 from plugpull.guest.channel import GuestResult, quote_command
-from plugpull.lab.checker import Checker
-from plugpull.lab.fs import filesystem
-from plugpull.lab.verdict import Verdict, classify
-from plugpull.lab.workloads import workload
 from plugpull.powerloss.crashstate import CrashState
-from plugpull.lab.spec import CrashSpec
-from plugpull.lab.stack import Stack, top_of
+from plugpull.testbed.fs import filesystem
+from plugpull.testbed.stack import Stack, top_of
+from plugpull.testbed.workloads import workload
 
 
 @pytest.mark.parametrize("text, layers, disks", [

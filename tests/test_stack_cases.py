@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.lab.cases import CaseError, load_case
 from plugpull.paths import ROOT
 from plugpull.report.tables import groups, render_table, slowdown
 from plugpull.results import read_cells
+from plugpull.runs.cases import CaseError, load_case
 
 CASE = """
 title = "t"

@@ -11,7 +11,7 @@ import tarfile
 import pytest
 
 from plugpull.errors import ToolMissing
-from plugpull.lab.tree import KERNEL_DIRS, KERNEL_FILES, TreeShape, debian_payload, payload
+from plugpull.testbed.tree import KERNEL_DIRS, KERNEL_FILES, TreeShape, debian_payload, payload
 
 
 def test_shape_scales_like_the_kernel_tree():

@@ -9,25 +9,25 @@ from pathlib import Path
 import pytest
 
 from fake_backend import FakeBackend, Outcome, Plan
+from plugpull.check.checker import Checker, ScriptCollect
+from plugpull.check.verdict import Ack
 from plugpull.cli import main
+from plugpull.crash.judge import StateJob, collect_for, judge
+from plugpull.crash.record import Record, Trigger, record
+from plugpull.crash.spec import CrashSpec, load_user_scripts
 from plugpull.errors import UsageError
 from plugpull.guest.config import Accel
 from plugpull.guest.image import GuestImage
 from plugpull.guest.rig import Rig
-from plugpull.lab.cases import CaseError, load_case
-from plugpull.lab.checker import Checker, ScriptCollect
-from plugpull.lab.fs import filesystem, mode
-from plugpull.lab.judge import StateJob, collect_for, judge
-from plugpull.lab.matrix import Cell, with_user_scripts
-from plugpull.lab.record import Record, Trigger, record
-from plugpull.lab.testbed import BedSpec
-from plugpull.lab.settings import option_type
-from plugpull.lab.spec import CrashSpec, load_user_scripts
-from plugpull.lab.verdict import Ack
-from plugpull.lab.workloads import CheckScriptError, FsyncFiles, Lost, Script, SmallFiles, workload
-from plugpull.lab.workloads.script import broken_invariants, parse_check_output
 from plugpull.paths import ROOT
 from plugpull.powerloss.writelog import LogWriter
+from plugpull.runs.cases import CaseError, load_case
+from plugpull.runs.matrix import Cell, with_user_scripts
+from plugpull.runs.settings import option_type
+from plugpull.testbed.bed import BedSpec
+from plugpull.testbed.fs import filesystem, mode
+from plugpull.testbed.workloads import CheckScriptError, FsyncFiles, Lost, Script, SmallFiles, workload
+from plugpull.testbed.workloads.script import broken_invariants, parse_check_output
 
 EXAMPLE = ROOT / "suites" / "cases" / "own-script"
 BUSYBOX = shutil.which("busybox")

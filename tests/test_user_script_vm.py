@@ -8,11 +8,11 @@ import subprocess
 
 import pytest
 
+from plugpull.check.checker import Checker, ScriptCollect
 from plugpull.cli import main
-from plugpull.lab.checker import Checker, ScriptCollect
-from plugpull.lab.fs import filesystem
 from plugpull.paths import ROOT
 from plugpull.powerloss.crashstate import CrashState
+from plugpull.testbed.fs import filesystem
 
 pytestmark = pytest.mark.vm
 

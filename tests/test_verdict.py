@@ -6,10 +6,10 @@ import tarfile
 
 import pytest
 
-from plugpull.lab.checker import observation_from, parse_report
-from plugpull.lab.fs import filesystem
-from plugpull.lab.verdict import Ack, Observation, Verdict, classify, files_of, required_acks, sums_of
-from plugpull.lab.workloads import FsyncFiles
+from plugpull.check.checker import observation_from, parse_report
+from plugpull.check.verdict import Ack, Observation, Verdict, classify, files_of, required_acks, sums_of
+from plugpull.testbed.fs import filesystem
+from plugpull.testbed.workloads import FsyncFiles
 
 XFS, EXT4 = filesystem("xfs"), filesystem("ext4")
 WL = FsyncFiles(count=3, seed=1)

@@ -7,8 +7,8 @@ import subprocess
 import pytest
 
 from plugpull.errors import UsageError
-from plugpull.lab.workloads.base import Findings
-from plugpull.lab.workloads import (AtomicReplace, FsyncAppend, FsyncFiles, SmallFiles, Sqlite, TreeCopy, TreeExtract,
+from plugpull.testbed.workloads.base import Findings
+from plugpull.testbed.workloads import (AtomicReplace, FsyncAppend, FsyncFiles, SmallFiles, Sqlite, TreeCopy, TreeExtract,
                                     TreeRemove, workload)
 
 BUSYBOX = shutil.which("busybox")
@@ -139,7 +139,7 @@ def test_removal_oracles_report_files_that_came_back(tmp_path, monkeypatch):
 def test_the_big_copys_file_is_made_a_mib_at_a_time_so_any_size_can_be_asked_for(tmp_path, monkeypatch):
     """randbytes refuses 256 MiB at once (seed 002 at scale 1 asks for exactly that)."""
     import hashlib
-    from plugpull.lab.workloads.bench import BigCopy, _digest
+    from plugpull.testbed.workloads.bench import BigCopy, _digest
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert len(next(BigCopy(mib=4096).chunks())) == 1 << 20
     small = BigCopy(mib=3, seed=2)

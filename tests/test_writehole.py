@@ -1,10 +1,10 @@
 """The write hole's evidence: a lost ack acknowledged long before the cut, whose data the
 workload never wrote again, is told apart from ordinary loss. No VM."""
 
-from plugpull.lab.verdict import Ack, StateVerdict, Verdict
-from plugpull.lab.workloads import workload
-from plugpull.lab.workloads.base import Lost
-from plugpull.lab.writehole import EVIDENCE, long_before, with_write_hole, write_hole_losses
+from plugpull.check.verdict import Ack, StateVerdict, Verdict
+from plugpull.check.writehole import EVIDENCE, long_before, with_write_hole, write_hole_losses
+from plugpull.testbed.workloads import workload
+from plugpull.testbed.workloads.base import Lost
 
 ACKS = [Ack(i, stamp=1000 * i, position=10 * i) for i in range(1, 6)]
 

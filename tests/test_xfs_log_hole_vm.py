@@ -9,12 +9,12 @@ import subprocess
 
 import pytest
 
-from plugpull.lab.checker import Checker
-from plugpull.lab.explain import xfs_layout, xfs_log_bytes
-from plugpull.lab.fs import filesystem
-from plugpull.lab.xfslog import XLOG_MAGIC
+from plugpull.check.checker import Checker
+from plugpull.minimise.explain import xfs_layout, xfs_log_bytes
+from plugpull.minimise.xfslog import XLOG_MAGIC
 from plugpull.powerloss.crashstate import CrashState
 from plugpull.powerloss.writelog import SECTOR
+from plugpull.testbed.fs import filesystem
 
 pytestmark = pytest.mark.vm
 HEAD = 2  # where a fresh log's head is: after mkfs's unmount record

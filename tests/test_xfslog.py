@@ -1,7 +1,7 @@
 import struct
 
-from plugpull.lab.explain import xfs_log_context, xfs_meaning
-from plugpull.lab.xfslog import COMMIT_TRANS, START_TRANS, XLOG_MAGIC, block_cycle, parse_record
+from plugpull.minimise.explain import xfs_log_context, xfs_meaning
+from plugpull.minimise.xfslog import COMMIT_TRANS, START_TRANS, XLOG_MAGIC, block_cycle, parse_record
 from plugpull.powerloss.legal import legality
 from plugpull.powerloss.models import Piece, plan
 from plugpull.powerloss.writelog import FLUSH, LogEntry

@@ -9,8 +9,8 @@ from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_opti
                                  guest_backend, kernel_source, parse_params, print_table)
 from plugpull.errors import UsageError
 from plugpull.guest.rig import prepare_rig
-from plugpull.lab.settings import add_options
 from plugpull.log import run_log
+from plugpull.runs.settings import add_options
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +32,9 @@ def add_parsers(sub) -> None:
 
 
 def cmd_crash(args) -> int:
-    from plugpull.lab.crash import run_crash
-    from plugpull.lab.settings import settings_of
-    from plugpull.lab.spec import CrashSpec, load_user_scripts
+    from plugpull.crash.run import run_crash
+    from plugpull.crash.spec import CrashSpec, load_user_scripts
+    from plugpull.runs.settings import settings_of
 
     spec = load_user_scripts(CrashSpec(params=tuple(parse_params(args.param)),
                                        **{s.key: getattr(args, s.key) for s in settings_of("crash")}), Path("."))
@@ -78,7 +78,7 @@ def checker_hosts(text: str | list | None, where: str = "--hosts") -> tuple:
 
 def warn_unreachable_trigger(spec) -> None:
     """Check the spec; say so when its trigger waits for more acks than the workload sends."""
-    from plugpull.lab.workloads.params import promised_acks
+    from plugpull.testbed.workloads.params import promised_acks
 
     plan = spec.resolve()
     if plan.trigger.kind != "acks":
@@ -90,8 +90,8 @@ def warn_unreachable_trigger(spec) -> None:
 
 
 def _print_run(args, run, rig, out: Path) -> int:
-    from plugpull.lab.crash import recording_crashed, write_json
-    from plugpull.lab.verdict import POWER_CUT_VERDICTS
+    from plugpull.check.verdict import POWER_CUT_VERDICTS
+    from plugpull.crash.run import recording_crashed, write_json
 
     rows = []
     for model in dict.fromkeys(s.model for s in run.states):
@@ -124,7 +124,7 @@ def drop_if_only_log(out: Path) -> None:
 
 
 def cmd_replay(args) -> int:
-    from plugpull.lab.crash import load_state, replay
+    from plugpull.crash.run import load_state, replay
     from plugpull.paths import make_tempdir
 
     if not (args.dir / "state.json").is_file():

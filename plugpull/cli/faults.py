@@ -44,8 +44,8 @@ def plan(args) -> list:
     from plugpull.faults.powercut import power_cuts
     from plugpull.faults.run import FaultCase
     from plugpull.faults.spec import parse_fault
-    from plugpull.lab.fs import filesystem
-    from plugpull.lab.workloads import workload
+    from plugpull.testbed.fs import filesystem
+    from plugpull.testbed.workloads import workload
 
     if args.runs < 1:
         raise UsageError(f"bad --runs {args.runs}: at least 1")

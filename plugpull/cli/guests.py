@@ -11,7 +11,7 @@ from plugpull.cli.common import (EXIT_OK, EXIT_USAGE, add_guest_options, guest_b
 from plugpull.errors import PlugpullError, ToolMissing, UsageError
 from plugpull.guest.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.rig import prepare_rig
-from plugpull.lab.settings import option_type
+from plugpull.runs.settings import option_type
 
 
 def add_parsers(sub) -> None:

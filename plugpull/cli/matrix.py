@@ -10,8 +10,8 @@ from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_opti
 from plugpull.cli.crash import add_hosts_option, checker_hosts
 from plugpull.errors import UsageError
 from plugpull.guest.rig import prepare_rig
-from plugpull.lab.settings import add_options
 from plugpull.log import add_log_options, run_log
+from plugpull.runs.settings import add_options
 
 
 def add_parsers(sub) -> None:
@@ -104,10 +104,10 @@ def matrix_params(items: list[str], workloads) -> dict:
 
 
 def cmd_matrix(args) -> int:
-    from plugpull.lab.matrix import cells, run_matrix, with_user_scripts
-    from plugpull.lab.settings import settings_of
-    from plugpull.lab.spec import CrashSpec
+    from plugpull.crash.spec import CrashSpec
     from plugpull.paths import make_tempdir
+    from plugpull.runs.matrix import cells, run_matrix, with_user_scripts
+    from plugpull.runs.settings import settings_of
 
     params = matrix_params(args.param, args.workload)
     checked_output(args.results, "--results", parent_must_exist=False)
@@ -134,12 +134,12 @@ def cmd_matrix(args) -> int:
 
 def cmd_reproduce(args) -> int:
     from plugpull.cli.faults import run_faults
-    from plugpull.faults.casefile import fault_expectation_failures
-    from plugpull.lab.cases import expectation_failures, load_case
-    from plugpull.lab.matrix import run_matrix
-    from plugpull.lab.seeds import reference_results
     from plugpull.paths import make_tempdir
     from plugpull.results import read_cells
+    from plugpull.runs.cases import expectation_failures, load_case
+    from plugpull.runs.faultcase import fault_expectation_failures
+    from plugpull.runs.matrix import run_matrix
+    from plugpull.runs.seeds import reference_results
 
     if not 0 < args.scale <= 1:
         raise UsageError("--scale must be in (0, 1]")
@@ -180,8 +180,8 @@ def cmd_reproduce(args) -> int:
 def reproduce_replay(args, case) -> int:
     """A [replay] case: its kept state rebuilt and rechecked as `plugpull replay` does, then
     held to its [expect] table (exit 1 when the table is not borne out, as for a [matrix] case)."""
-    from plugpull.lab.replaycase import load_replay, run_replay
     from plugpull.paths import make_tempdir
+    from plugpull.runs.replaycase import load_replay, run_replay
 
     if args.results or args.report or args.scale != 1 or args.no_crash:
         raise UsageError("--results, --report, --scale and --no-crash are for [matrix] cases; "
@@ -205,7 +205,7 @@ def fs_lines(kernel_log: str, fs: str) -> list[str]:
 
 
 def _replayed(case, r: dict) -> int:
-    from plugpull.lab.cases import replay_failures
+    from plugpull.runs.cases import replay_failures
 
     fs = case.replay.meta["fs"]
     same_image = not r["digest_expected"] or r["digest"] == r["digest_expected"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from plugpull.cli.common import EXIT_FOUND, EXIT_OK, add_guest_options, guest_backend, kernel_source
 from plugpull.errors import UsageError
-from plugpull.lab.settings import MAX_WORKERS
+from plugpull.runs.settings import MAX_WORKERS
 
 
 def _count(low: int, high: int):
@@ -32,9 +32,9 @@ def add_parsers(sub) -> None:
 
 def cmd_minimise(args) -> int:
     from plugpull.guest.rig import prepare_rig
-    from plugpull.lab.explain import meanings as explained
-    from plugpull.lab.minimise import NotMinimisable, loaded, minimise
-    from plugpull.lab.minimised import write_artifact
+    from plugpull.minimise.artifact import write_artifact
+    from plugpull.minimise.culprits import NotMinimisable, loaded, minimise
+    from plugpull.minimise.explain import meanings as explained
     from plugpull.paths import make_tempdir
 
     if not (args.dir / "state.json").is_file():

@@ -8,11 +8,11 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from plugpull.check.checker import Checker
+from plugpull.check.verdict import Ack
+from plugpull.crash.judge import StateJob, judge, remove_states
+from plugpull.crash.record import Record
 from plugpull.errors import UsageError
-from plugpull.lab.checker import Checker
-from plugpull.lab.judge import StateJob, judge, remove_states
-from plugpull.lab.record import Record
-from plugpull.lab.verdict import Ack
 from plugpull.powerloss.models import parse_model
 from plugpull.powerloss.writelog import entry_index_at
 

@@ -7,6 +7,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plugpull.check.checker import Checker
+from plugpull.check.console import ConsoleWatch
+from plugpull.check.verdict import Verdict
+from plugpull.crash.record import TROUBLE_ON_THE_CONSOLE, Trigger
 from plugpull.errors import GuestTimeout, InfraError
 from plugpull.faults.evidence import Corruption, corruption
 from plugpull.faults.powercut import PowerCuts, judge_power_cuts
@@ -17,16 +21,12 @@ from plugpull.faults.verdict import FaultVerdict, gave_up, judge
 from plugpull.guest.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.machine import create_disk
 from plugpull.guest.rig import Rig
-from plugpull.lab.checker import Checker
-from plugpull.lab.console import ConsoleWatch
-from plugpull.lab.fs import MODES, Filesystem
-from plugpull.lab.record import TROUBLE_ON_THE_CONSOLE, Trigger
-from plugpull.lab.testbed import MOUNTPOINT, format_disks
-from plugpull.lab.verdict import Verdict
-from plugpull.lab.workloads.faulty import FAULT_OFF, FAULT_ON
 from plugpull.powerloss.crashstate import copy_sparse
 from plugpull.powerloss.writelog import entry_index_at
 from plugpull.results.faults import FaultResult, fault_key
+from plugpull.testbed.bed import MOUNTPOINT, format_disks
+from plugpull.testbed.fs import MODES, Filesystem
+from plugpull.testbed.workloads.faulty import FAULT_OFF, FAULT_ON
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ the corrupted byte and its value. Example: `error-writes@acks:1+5`.
 import random
 from dataclasses import dataclass
 
+from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
-from plugpull.lab.record import Trigger
 
 KINDS = ("error-writes", "drop-writes", "corrupt-writes", "corrupt-reads", "flaky")
 SEEDED = ("corrupt-writes", "corrupt-reads")

@@ -3,9 +3,9 @@ Observation), what the application was told, and whether the filesystem gave up.
 
 from dataclasses import dataclass
 
+from plugpull.check.verdict import Observation, Verdict, first_finding
 from plugpull.faults.told import Told
-from plugpull.lab.fs import Filesystem
-from plugpull.lab.verdict import Observation, Verdict, first_finding
+from plugpull.testbed.fs import Filesystem
 
 # What the kernel logs when a filesystem stops writing: (marker, "shutdown" or "read-only").
 GAVE_UP = (

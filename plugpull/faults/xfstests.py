@@ -11,18 +11,18 @@ the same files hold the same bytes (so the same acknowledged files are intact)."
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plugpull.check.checker import Checker
+from plugpull.check.verdict import Observation
 from plugpull.faults.run import FaultCase, FaultRun, start, until_done
 from plugpull.faults.spec import parse_fault
 from plugpull.guest.config import DiskSpec, MachineSpec
 from plugpull.guest.machine import create_disk
 from plugpull.guest.rig import Rig
-from plugpull.lab.checker import Checker
-from plugpull.lab.fs import MODES, Filesystem
-from plugpull.lab.testbed import MOUNTPOINT, format_disks
-from plugpull.lab.verdict import Observation
 from plugpull.powerloss.crashstate import CrashState, copy_sparse, materialize
 from plugpull.powerloss.models import plan
 from plugpull.powerloss.writelog import entry_index_at, iter_entries
+from plugpull.testbed.bed import MOUNTPOINT, format_disks
+from plugpull.testbed.fs import MODES, Filesystem
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """A hot-plugged disk as a read-only file on the host while the guest keeps it: QEMU's FUSE
 export of the disk's node (QMP `block-export-add`). The host's fsck reads a crash state
-through it once the guest's recovery mount is over (`lab.hostfsck`).
+through it once the guest's recovery mount is over (`check.hostfsck`).
 
 A QEMU that is killed leaves its FUSE mounts behind, disconnected: `abandon` detaches them,
 so that the guest's temporary directory can go."""

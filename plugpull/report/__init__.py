@@ -3,8 +3,9 @@ Fault runs in the file (`plugpull faults`, a case's [faults]) add their tables (
 
 The results file is read by `plugpull.results.read_cells`: a truncated last line (an
 interrupted run) or a line of a newer schema is skipped with a warning, and a cell that was
-run again (same key) replaces the earlier line. The modules: `tables` (grouping, ratios, the
-text table), `plot` (the PNG), `html` (the page).
+run again (same key) replaces the earlier line. The modules: `rates` (a phase's rate and unit,
+the order of modes), `cause` (the disk's side of a figure), `seeds` (the seeds side by side),
+`tables` (grouping, ratios, the text table), `plot` (the PNG), `html` (the page).
 """
 
 import sys

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.files import atomic_write
-from plugpull.report.tables import OPS, groups, rate_of
+from plugpull.report.rates import OPS, rate_of
+from plugpull.report.tables import groups
 from plugpull.results import CellResult
 
 MODE_COLORS = {"barrier": "#1e7b3a", "nocache": "#1f5fa8", "extlog": "#148f8a",

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from plugpull.report.cause import CAUSE_HEADER, MISSING, cause_columns, fmt_ratio
-from plugpull.report.tables import BASELINE, fmt_rate, mode_rank, rate_of, unit_of
+from plugpull.report.rates import BASELINE, fmt_rate, mode_rank, rate_of, unit_of
 from plugpull.results import CellResult
 
 HEADER = ("workload", "phase", "mode", "seed", "seed vs barrier", "plugpull", "plugpull vs barrier",

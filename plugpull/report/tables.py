@@ -9,35 +9,18 @@ is, then what the crash states showed.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from plugpull.lab.fs import MODES
 from plugpull.report.cause import CAUSE_HEADER, CAUSE_NOTE, cause_columns, fmt_ratio, has_cause
-from plugpull.results import INFRA, CellResult, CrashSummary, Phase, param_text
+from plugpull.report.rates import BASELINE, MBS, OPS, fmt_rate, mode_rank, rate_of, unit_of
+from plugpull.report.seeds import render_seeds
+from plugpull.results import INFRA, CellResult, CrashSummary, param_text
+from plugpull.testbed.fs import MODES
 
-OPS, MBS = "op/s", "MiB/s"
-BASELINE = "barrier"
-MODE_ORDER = ("barrier", "nobarrier", "nocache", "lying", "extlog")
 FS_VERDICTS = ("clean", "data-loss", "inconsistent", "fs-corrupt", "unmountable", "kernel-crash")
 ALWAYS_SHOWN = ("clean", "data-loss", "fs-corrupt", "unmountable")
 MISSING = "-"
 RATIO_NOTE = "vs barrier: the mode's time over barrier's on the first phase (x2.0 = twice as slow)."
 ENV_FIELDS = (("accel", "accel"), ("qemu", "QEMU"), ("kernel", "guest kernel"), ("host", "host"),
               ("disk_backing", "disk backing"), ("disk_profile", "disk profile"), ("bus", "disk bus"))
-
-
-def unit_of(phase: Phase) -> str | None:
-    """The rate a phase is best read in: operations when it counted them (or bonnie++ gave
-    a file rate), MiB/s when it moved bytes."""
-    if phase.op_rate is not None:
-        return OPS
-    return MBS if phase.mb_rate is not None else None
-
-
-def rate_of(phase: Phase, unit: str | None) -> float | None:
-    return phase.op_rate if unit == OPS else phase.mb_rate if unit == MBS else None
-
-
-def mode_rank(mode: str) -> tuple[int, str]:
-    return (MODE_ORDER.index(mode), "") if mode in MODE_ORDER else (len(MODE_ORDER), mode)
 
 
 @dataclass(frozen=True)
@@ -119,14 +102,6 @@ def slowdown(cell: CellResult, group: Group) -> float | None:
     if not base_rate or not my_rate:
         return None
     return base_rate / my_rate
-
-
-def fmt_rate(value: float | None) -> str:
-    if value is None:
-        return MISSING
-    if value >= 100:
-        return f"{value:.0f}"
-    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
 
 
 def fmt_count(value: int | None) -> str:
@@ -236,7 +211,6 @@ def render_table(cells: list[CellResult], reference: list[CellResult] | None = N
     if failures(cells):
         lines.append("incomplete cells:")
         lines.extend(f"  {f}" for f in failures(cells))
-    from plugpull.report.seeds import render_seeds  # seeds builds on this module's helpers
     seeds = render_seeds(cells, reference)
     return "\n".join(lines) + "\n" + (f"\n{seeds}" if seeds else "")
 

@@ -1,0 +1,55 @@
+"""A checker guest that stays up while crash states are plugged in and out (the hot path of
+`checker`), started from a saved checker guest where the backend keeps them (`snapshot`)."""
+
+import shutil
+
+from plugpull.check.console import ConsoleWatch
+from plugpull.guest.backend import Guest
+from plugpull.guest.config import MachineSpec
+from plugpull.guest.rig import Rig
+from plugpull.guest.snapshot import restored_or_booted
+from plugpull.paths import make_tempdir
+
+
+class HotGuest:
+    """A checker guest that stays up while states are plugged in and out: started on
+    creation, restored or booted (LaunchError if it does not come up), gone with its
+    console on `close`."""
+
+    SPEC = MachineSpec(scsi_controller=True)
+
+    def __init__(self, rig: Rig, running: set, restore: bool = True):
+        self._running = running
+        self.scratch = make_tempdir("checker")
+        self.console = ConsoleWatch(self.scratch / "console.log")
+        self.machine = None
+        try:
+            self.machine = self._started(rig, restore)
+        except BaseException:
+            self.close()
+            raise
+        self._running.add(self.machine)
+
+    def _started(self, rig: Rig, restore: bool) -> Guest:
+        """Restored from the checker guest saved for this rig, when its backend keeps saved
+        guests and `restore` is on; booted otherwise."""
+        saved = getattr(rig.backend, "saved_state", None) if restore else None
+        if saved is None:
+            return rig.machine(self.SPEC, name="checker", console_log=self.console.path).__enter__()
+
+        def make(state):
+            return rig.backend.machine(self.SPEC, rig.image, rig.accel, name="checker",
+                                       console_log=self.console.path, restore=state)
+
+        def for_saving():
+            return rig.backend.machine(self.SPEC, rig.image, rig.accel, name="checker-to-save")
+
+        return restored_or_booted(make, saved(self.SPEC, rig.image, rig.accel), for_saving)
+
+    def close(self) -> None:
+        try:
+            if self.machine is not None:
+                self.machine.__exit__(None, None, None)
+        finally:
+            self._running.discard(self.machine)
+            shutil.rmtree(self.scratch, ignore_errors=True)

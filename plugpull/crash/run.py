@@ -1,0 +1,355 @@
+"""The power-cut engine: record a workload, build crash states, check them, write results.
+
+    result = run_crash(CrashSpec(fs="xfs", mode="nobarrier", workload="fsync-files",
+                                 models=("reorder",), states=50, seed=1), rig, out_dir)
+
+Every state that is not clean is saved as an artifact that `replay` rebuilds and rechecks
+without rerunning the workload.
+"""
+
+import gzip
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+import zlib
+from dataclasses import asdict
+from pathlib import Path
+
+from plugpull.check.checker import Checker, Plug, default_workers
+from plugpull.check.verdict import Verdict
+from plugpull.crash.cutorder import candidates, refuse_too_big, spending_order, within_budget
+from plugpull.crash.judge import Planned, StateJob, judge, plan_states, remove_states
+from plugpull.crash.record import Record, record
+from plugpull.crash.spec import CrashSpec
+from plugpull.errors import InfraError, NothingChecked, ToolMissing, UsageError
+from plugpull.files import atomic_path, atomic_write_json
+from plugpull.guest.rig import Rig
+from plugpull.paths import make_workdir
+from plugpull.powerloss.models import cut_points, stable_rng
+from plugpull.powerloss.writelog import LogFormatError, iter_entries, read_superblock
+from plugpull.progress import Progress
+from plugpull.results import CrashRun, CrashTiming, StateResult
+from plugpull.space import MIB, allocated_bytes, require_free, space_is_fatal
+from plugpull.testbed.bed import disk_mibs, run_host
+from plugpull.testbed.fs import filesystem
+from plugpull.testbed.stack import Stack
+from plugpull.testbed.workloads import workload
+from plugpull.testbed.workloads.params import promised_acks
+
+log = logging.getLogger(__name__)
+
+RECORDING = "recording"  # the model of the one result of a run whose recording guest crashed
+
+
+def state_cuts(entries, n: int, seed: int) -> list[int]:
+    """N distinct cut points (fewer if the log is shorter): the live kill point, the end of
+    the log, and N-1 others drawn without replacement, seeded."""
+    end = len(entries)
+    others = stable_rng(seed, "cuts", end).sample(range(end), min(n - 1, end))
+    return sorted({end, *others})
+
+
+def pair_cuts(pairs: list, n: int, seed: int) -> list[tuple[int, ...]]:
+    """N of the consistent cuts sampled across the disks' logs, always with the last."""
+    pairs = [tuple(p) for p in pairs]
+    others = stable_rng(seed, "pair-cuts", len(pairs)).sample(pairs[:-1], min(n - 1, len(pairs) - 1))
+    return sorted({pairs[-1], *others})
+
+
+def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = False) -> CrashRun:
+    """Record, cut, judge. The out dir is made only when the run starts writing, and a run
+    that fails leaves none behind unless it saved something there."""
+    plan = spec.resolve()
+    require_free(out_dir, recording_need(plan.recording_bed), "recording the disk under test")
+    fresh = not out_dir.exists()
+    work = make_workdir(out_dir)
+    started = time.monotonic()
+    try:
+        with space_is_fatal(out_dir):
+            log.info(f"recording {spec.workload} on {spec.fs} ({spec.mode}, {spec.bus}), power cut at {spec.trigger} ...")
+            rec = record(work / "record", plan.recording_bed, plan.trigger, rig)
+            recorded = time.monotonic()
+            if "kernel_crash" in rec.meta:
+                return recording_crash(spec, rec, out_dir, recorded - started)
+            written = rec.meta["log"]
+            log.info(f"recorded {len(rec.acks)} acks, {written['writes']} writes, {written['flushes']} flushes "
+                     f"in {rec.meta['workload_seconds']:.1f} s")
+            refuse_vacuous(rec, plan.workload, spec.trigger)
+            entries = list(iter_entries(rec.log))
+            jobs = crash_jobs(rec, entries, spec, plan.models)
+            planned = plan_states(rec, jobs, spec.seed, entries)
+            require_free(work, len(planned.plans) * state_need(rec), f"building {len(planned.plans)} crash states")
+            results = check_states(rec, entries, jobs, spec, rig, work / "states", plan.workload, plan.fs, out_dir,
+                                   planned)
+        checked = time.monotonic()
+        minutes = max(checked - recorded, 1e-9) / 60
+        timing = CrashTiming(record_s=recorded - started, check_s=checked - recorded,
+                             states_per_minute=len(results) / minutes,
+                             distinct_per_minute=len({r.distinct for r in results}) / minutes)
+        return CrashRun(spec=spec.to_json(), record={k: v for k, v in rec.meta.items() if k != "acks"},
+                        states=tuple(results), timing=timing)
+    finally:
+        if not keep_record:
+            shutil.rmtree(work, ignore_errors=True)
+            if fresh and out_dir.is_dir() and not any(out_dir.iterdir()):
+                out_dir.rmdir()
+
+
+def recording_need(bed) -> int:
+    """Bytes a recording may take before its log grows: the disk images can fill to their size."""
+    return sum(disk_mibs(bed)) * MIB
+
+
+def state_need(rec: Record) -> int:
+    """Bytes one crash state may take: its base image's blocks and every byte the log wrote,
+    at most the disk's size (a state is sparse; all are built before checking starts)."""
+    disks = zip(rec.bases, rec.logs)
+    return sum(min(os.stat(base).st_size, allocated_bytes(base) + os.stat(log).st_size) for base, log in disks)
+
+
+def refuse_vacuous(rec: Record, wl, trigger: str) -> None:
+    """A recording without an ack of a workload that sends some owes nothing: every state would
+    be judged clean without its oracle being asked, so the run stops here instead."""
+    promised = promised_acks(wl)
+    if promised and not rec.acks:
+        raise NothingChecked(f"the recording holds none of the {promised} acks {wl.name} sends "
+                             f"(the power was cut at {trigger} before its first): no crash state "
+                             "could show data loss, so none was checked")
+
+
+def recording_crash(spec: CrashSpec, rec: Record, out_dir: Path, record_s: float) -> CrashRun:
+    """The guest kernel failed while the workload ran: no states are built, and the run's one
+    result is the recording's, model `recording`, verdict kernel-crash, with the console's
+    words; the whole console log is kept as recording-console.log."""
+    trouble = rec.meta["kernel_crash"]
+    shutil.copyfile(rec.dir / "console.log", out_dir / "recording-console.log")
+    result = StateResult(
+        fs=spec.fs, mode=spec.mode, workload=spec.workload, model=RECORDING, seed=spec.seed,
+        cut=rec.meta["log"]["entries"], verdict=str(Verdict.KERNEL_CRASH),
+        reason=f"while recording: kernel {trouble['kind']}: {trouble['line']}"[:300],
+        acks_required=0, acks_lost=0, fsck_rc=-1, kernel_excerpt=trouble["excerpt"],
+    )
+    return CrashRun(spec=spec.to_json(), record={k: v for k, v in rec.meta.items() if k != "acks"},
+                    states=(result,), timing=CrashTiming(record_s=record_s, check_s=0.0, states_per_minute=0.0))
+
+
+def recording_crashed(run: CrashRun) -> bool:
+    return any(s.model == RECORDING for s in run.states)
+
+
+def crash_cuts(rec: Record, entries, spec: CrashSpec) -> list[tuple[int, ...]]:
+    """The cut points of a run: a cut in each disk's log. With a budget or --exhaustive every
+    cut (or every --cuts one); else --states seeded ones. With more than one disk, the
+    consistent cuts the recording sampled."""
+    every = spec.budget or spec.exhaustive
+    if rec.disks > 1:
+        cuts = rec.consistent_cuts
+        return cuts if every else pair_cuts(cuts, spec.states, spec.seed)
+    if spec.cuts:
+        return [(c,) for c in cut_points(entries, spec.cuts, spec.seed)]
+    if every:
+        return [(c,) for c in range(len(entries) + 1)]
+    return [(c,) for c in state_cuts(entries, spec.states, spec.seed)]
+
+
+def crash_jobs(rec: Record, entries, spec: CrashSpec, models) -> list[StateJob]:
+    """The states of a run, by model then cut. With --budget N, the cuts in the order a budget
+    spends them (cutorder), as far as N distinct states take them; with --exhaustive alone,
+    every cut under every model, refused (UsageError) on a log too big for that."""
+    pool = crash_cuts(rec, entries, spec)
+    if spec.budget:
+        order = spending_order(pool, entries, rec.acks, spec.seed, first=lambda cut: cut[0])
+        kept = within_budget(rec, entries, candidates(models, order), spec.budget, spec.seed)
+        rank = {str(model): i for i, model in enumerate(models)}
+        return sorted(kept, key=lambda job: (rank[job.model], job.cuts))
+    if spec.exhaustive:
+        refuse_too_big(len(pool), len(models))
+    return [StateJob(str(model), cut, tuple(others)) for model in models for cut, *others in pool]
+
+
+def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_dir: Path, wl, fs,
+                 out_dir: Path, planned: Planned | None = None) -> list[StateResult]:
+    """Judge every distinct state on the checker guests, each cut by the acks it owes; save
+    an artifact for each cut whose verdict is not clean. `planned`: the jobs' plan_states."""
+    stack = Stack.parse(spec.stack)
+    checker = Checker(rig, fs, batch=spec.batch or 1, plug=Plug.BATCH if spec.batch else Plug.HOT,
+                      workers=spec.workers or default_workers(), stack=stack,
+                      lost=stack.lost_member(spec.lose_disk, spec.seed) if stack else None)
+    planned = planned or plan_states(rec, jobs, spec.seed, entries)
+    log.debug("checking %d cuts, %d distinct crash states: %s, %d checkers at once", len(jobs), len(planned.plans),
+              f"{spec.batch} per checker boot" if spec.batch else "hot-plugged", checker.workers)
+    bar = Progress("checking states", len(planned.plans))
+    judged = judge(rec, jobs, checker, wl, spec.seed, state_dir, entries, progress=bar.advance, planned=planned)
+    results: list[StateResult] = []
+    record_dir = None
+    digests: dict[int, str] = {}  # a shared state is hashed once, whichever of its cuts need it
+    for job, (v, obs, state, required, distinct) in zip(jobs, judged):
+        model, cut = job.model, job.cut
+        result = StateResult(
+            fs=spec.fs, mode=spec.mode, workload=spec.workload, model=model, seed=spec.seed, cut=cut,
+            verdict=str(v.verdict), reason=v.reason, acks_required=len(required), acks_lost=len(v.lost),
+            fsck_rc=obs.fsck_rc, lost=[asdict(l) for l in v.lost[:20]], cuts=job.cuts if job.others else None,
+            kernel_excerpt=obs.kernel_excerpt or None, distinct=distinct,
+            acks_allowed=v.allowed, broken=v.broken[:20],
+        )
+        if v.verdict is not Verdict.CLEAN:
+            record_dir = record_dir or saved_record(out_dir, rec)
+            digest = digests[distinct] = digests.get(distinct) or state.digest()
+            artifact = save_artifact(out_dir, record_dir, result, digest, obs, checker.lost)
+            result = StateResult(**{**asdict(result), "artifact": str(artifact)})
+        log.debug("%s cut %s: %s, %s (%d acks owed, %d lost, fsck rc %d)", model, job.where, result.verdict, result.reason, len(required),
+                  len(v.lost), obs.fsck_rc)
+        results.append(result)
+    remove_states([j.state for j in judged])
+    return results
+
+
+def record_digest(rec: Record) -> str:
+    """What names a recording in an out dir: the sha256 of its record.json and write logs."""
+    h = hashlib.sha256()
+    for path in (rec.dir / "record.json", *rec.logs):
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def saved_record(out_dir: Path, rec: Record) -> Path:
+    """The run's recording in `out_dir`, saved once: `record-DIGEST`, so that a run that reuses
+    an out dir never pairs its states with another run's recording."""
+    record_dir = out_dir / f"record-{record_digest(rec)}"
+    if not (record_dir / "record.json").is_file():
+        save_record(rec, record_dir)
+    return record_dir
+
+
+def save_artifact(out_dir: Path, record_dir: Path, result: StateResult, digest: str, obs,
+                  lost_member: int | None = None) -> Path:
+    """A state directory with what rebuilds and rechecks it, pointing at its run's record
+    (and the stack's member its check left out, with --lose-disk)."""
+    name = f"{result.model.replace(':', '_').replace('+', '_')}-cut{result.cut}"
+    for other in (result.cuts or ())[1:]:
+        name += f"-{other}"
+    where = out_dir / "states" / name
+    where.mkdir(parents=True, exist_ok=True)
+    doc = {**asdict(result), "record": os.path.relpath(record_dir, where), "digest": digest,
+           **({} if lost_member is None else {"lost_member": lost_member}),
+           "evidence": {"fsck": obs.fsck_output, "mount": obs.mount_error, "kernel": obs.kernel_log,
+                        "kernel_crash": obs.kernel_excerpt}}
+    write_json(where / "state.json", doc)
+    return where
+
+
+def save_record(rec: Record, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    pairs = zip(rec.bases, rec.logs)
+    with atomic_path(dest, directory=True) as tmp:
+        for base, log in pairs:
+            run_host(["qemu-img", "convert", "-c", "-f", "raw", "-O", "qcow2", str(base),
+                      str(tmp / base.with_suffix(".qcow2").name)])
+            with open(log, "rb") as src, gzip.open(tmp / f"{log.name}.gz", "wb", compresslevel=3) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        shutil.copy(rec.dir / "record.json", tmp / "record.json")
+        os.chmod(tmp, 0o755)
+
+
+def load_record(saved: Path, scratch: Path) -> Record:
+    """Unpack a saved record into scratch as a raw base image and a plain log; a UsageError
+    names the file that is missing or damaged."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    _need(saved / "record.json", saved / "base.qcow2", saved / "write.log.gz")
+    shutil.copy(saved / "record.json", scratch / "record.json")
+    try:
+        rec = Record.load(scratch)
+        workload(rec.meta["workload"], **rec.meta["params"])
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise UsageError(f"{saved / 'record.json'}: not a plugpull record ({describe_bad(e)})") from None
+    for base, log in zip(rec.bases, rec.logs):
+        _need(saved / f"{base.stem}.qcow2", saved / f"{log.name}.gz")
+        _unpack_image(saved / f"{base.stem}.qcow2", base)
+        _unpack_log(saved / f"{log.name}.gz", log)
+    return rec
+
+
+def _need(*paths: Path) -> None:
+    for path in paths:
+        if not path.is_file():
+            raise UsageError(f"{path}: missing from the saved crash state")
+
+
+def _unpack_image(qcow2: Path, raw: Path) -> None:
+    try:
+        run_host(["qemu-img", "convert", "-f", "qcow2", "-O", "raw", str(qcow2), str(raw)])
+    except InfraError as e:
+        if isinstance(e, ToolMissing):
+            raise
+        raise UsageError(f"{qcow2}: not a readable qcow2 image") from None
+
+
+def _unpack_log(packed: Path, log: Path) -> None:
+    try:
+        with gzip.open(packed, "rb") as src, open(log, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        with open(log, "rb") as f:
+            read_superblock(f)
+    except (OSError, EOFError, zlib.error, LogFormatError) as e:
+        raise UsageError(f"{packed}: damaged ({describe_bad(e)})") from None
+
+
+def describe_bad(error: Exception) -> str:
+    return f"no {error}" if isinstance(error, KeyError) else str(error).splitlines()[0]
+
+
+STATE_KEYS = ("fs", "model", "cut", "seed", "digest", "verdict", "record")
+
+
+def load_state(state_dir: Path, scratch: Path) -> tuple[dict, Record]:
+    """A saved state's state.json and its unpacked record, checked before any guest boots."""
+    path = state_dir / "state.json"
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise UsageError(f"{path}: not readable as JSON ({describe_bad(e)})") from None
+    missing = [k for k in STATE_KEYS if k not in doc] if isinstance(doc, dict) else ["everything"]
+    if missing:
+        raise UsageError(f"{path}: not a saved crash state (no {', '.join(missing)})")
+    rec = load_record((state_dir / doc["record"]).resolve(), scratch / "record")
+    end = sum(1 for _ in iter_entries(rec.log))
+    if not isinstance(doc["cut"], int) or not 0 <= doc["cut"] <= end:
+        raise UsageError(f"{path}: cut {doc['cut']!r} is outside the record's log (0..{end})")
+    return doc, rec
+
+
+def saved_others(doc: dict) -> tuple[int, ...]:
+    """A saved state's cuts in the other disks' logs: `cuts` after the first, or an older
+    artifact's `cut2`."""
+    if doc.get("cuts"):
+        return tuple(doc["cuts"][1:])
+    return () if doc.get("cut2") is None else (doc["cut2"],)
+
+
+def write_json(path: Path, doc) -> None:
+    atomic_write_json(path, doc)
+
+
+def replay(state_dir: Path, rig: Rig, scratch: Path, saved: tuple | None = None, pieces: list | None = None) -> dict:
+    """Rebuild a saved state from its record, verify its hash, recheck it. `saved`: what
+    `load_state` gave for it, if already loaded; `pieces`: the state's plan, where no model
+    makes it (a minimised state)."""
+    doc, rec = saved or load_state(state_dir, scratch)
+    wl = workload(rec.meta["workload"], **rec.meta["params"])
+    stack = Stack.parse(rec.meta.get("stack", ""))
+    lost = doc.get("lost_member")
+    checker = Checker(rig, filesystem(doc["fs"]), batch=1, **({"stack": stack} if stack else {}),
+                      **({"lost": lost} if lost is not None else {}))
+    job = StateJob(doc["model"], doc["cut"], saved_others(doc))
+    planned = Planned([0], [(pieces,)]) if pieces is not None else None
+    [(v, obs, state, _, _)] = judge(rec, [job], checker, wl, doc["seed"], scratch / "states", planned=planned)
+    digest = state.digest()
+    state.remove()
+    return {"digest": digest, "digest_expected": doc["digest"], "verdict": str(v.verdict),
+            "verdict_expected": doc["verdict"], "reason": v.reason, "lost": [asdict(l) for l in v.lost[:20]],
+            "broken": v.broken[:20], "acks_allowed": v.allowed, "mount": obs.mount_error, "kernel": obs.kernel_log}

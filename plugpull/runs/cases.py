@@ -1,0 +1,269 @@
+"""Case files (suites/cases/*.toml): a seed's experiment, or a reported corruption case, as
+data. `load_case` validates every field and names the one that is wrong.
+
+A case records and checks a workload ([matrix], [workload], [crash]; [faults]) or rechecks
+one state of a kept record ([replay], runs/replaycase.py). Its [expect] table says what must
+be seen: `unsafe`/`safe` modes, and `verdicts`, per mode a verdict some state of it must have
+(the [replay] state's own). `plugpull reproduce` exits 1 when the table is not borne out."""
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+
+from plugpull.errors import UsageError
+from plugpull.runs.faultcase import (FAULT_SETTINGS, FaultExpectation, FaultPlan, check_expectations,
+                                      fault_cases)
+from plugpull.check.verdict import POWER_CUT_VERDICTS
+from plugpull.crash.spec import CrashSpec
+from plugpull.results import CellResult
+from plugpull.runs.matrix import cells, with_user_scripts
+from plugpull.runs.replaycase import ReplayCase, ReplaySection, replay_case
+from plugpull.runs.seeds import SeedSection, seed_table
+from plugpull.runs.settings import SETTINGS, Setting
+from plugpull.testbed.workloads import workload
+
+SCALABLE = ("files", "count", "transactions", "mib")  # bonnie++ -n stays: fewer than 16k files are too fast to time
+STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+@dataclass(frozen=True)
+class Case:
+    path: Path
+    title: str
+    source: str
+    summary: str
+    cells: tuple
+    unsafe: tuple = ()
+    safe: tuple = ()
+    seed: dict | None = None  # the [seed] table: the seed's published figures
+    faults: FaultPlan | None = None  # the [faults] table
+    verdicts: tuple = ()  # ((mode, verdict), ...): [expect] verdicts
+    replay: ReplayCase | None = None  # a [replay] case: one kept state, no cells
+    hosts: tuple = ()  # the [hosts] table's uris: libvirt hosts the states are checked on
+
+
+class CaseError(UsageError):
+    pass
+
+
+def _field(setting: Setting):
+    """The case file's field for a settings row: its kind's type, checked by the kind; a
+    list where the CLI takes a comma-separated list."""
+    value = Annotated[setting.kind.annotation, AfterValidator(setting.kind.check)]
+    if setting.many:
+        value = Annotated[list[value], Field(min_length=1)]
+    if setting.case_default is None:
+        return (value, ...)
+    default = list(setting.case_default) if isinstance(setting.case_default, tuple) else setting.case_default
+    return (value, default)
+
+
+def _section(name: str, settings=SETTINGS):
+    rows = [s for s in settings if s.case and s.case.startswith(name + ".")]
+    return create_model(f"{name.title()}Section", __config__=STRICT,
+                        **{s.case.partition(".")[2]: _field(s) for s in rows})
+
+
+class HostsSection(BaseModel):
+    model_config = STRICT
+    uris: list[str] = Field(min_length=1)
+
+    @field_validator("uris")
+    @classmethod
+    def _checked(cls, uris: list[str]) -> list[str]:
+        from plugpull.guest.backends import checked_hosts
+        try:
+            return checked_hosts(uris, "uris")
+        except UsageError as e:
+            raise ValueError(str(e).removeprefix("bad --connect ")) from None
+
+
+class ExpectSection(BaseModel):
+    model_config = STRICT
+    unsafe: list[str] = []
+    safe: list[str] = []
+    faults: list[FaultExpectation] = []
+    verdicts: dict[str, str] = {}  # mode -> a verdict some state of that mode must have
+
+
+MatrixSection = _section("matrix")
+CrashSection = _section("crash")
+FaultsSection = _section("faults", FAULT_SETTINGS)
+CaseFile = create_model(
+    "CaseFile", __config__=STRICT, title=(str, ...), source=(str, ""), summary=(str, ""),
+    matrix=(MatrixSection | None, None), faults=(FaultsSection | None, None), replay=(ReplaySection | None, None),
+    workload=(dict[str, dict[str, Any]], {}),
+    crash=(CrashSection, CrashSection()), expect=(ExpectSection, ExpectSection()),
+    seed=(SeedSection | None, None), hosts=(HostsSection | None, None))
+
+
+def _where(loc: tuple) -> str:
+    """("matrix", "modes", 1) -> "[matrix] modes[1]"; ("colour",) -> "colour"."""
+    head, *rest = loc
+    if not rest:
+        return str(head)
+    where = f"[{head}] {rest[0]}" if head != "workload" else f"[workload.{rest[0]}]"
+    return where + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in rest[1:]
+                           if head != "workload")
+
+
+def _first_error(path: Path, error: ValidationError) -> CaseError:
+    e = error.errors()[0]
+    message = "unknown field" if e["type"] == "extra_forbidden" else (
+        "required field is missing" if e["type"] == "missing" else e["msg"].removeprefix("Value error, "))
+    return CaseError(f"{path}: {_where(e['loc'])}: {message}")
+
+
+def scaled(params: dict, factor: float) -> dict:
+    """Shrink a workload's size knobs (files, count, ...) by `factor`, never below 1."""
+    return {k: max(1, round(v * factor)) if k in SCALABLE and isinstance(v, int) else v
+            for k, v in params.items()}
+
+
+def _read(path: Path):
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise CaseError(f"{path}: no such case file") from None
+    except IsADirectoryError:
+        raise CaseError(f"{path}: a directory, not a case file") from None
+    except UnicodeDecodeError:
+        raise CaseError(f"{path}: not a text file (a case file is TOML)") from None
+    except OSError as e:
+        raise CaseError(f"{path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise CaseError(f"{path}: not valid TOML: {e}") from None
+    try:
+        doc = CaseFile.model_validate(data)
+    except ValidationError as e:
+        raise _first_error(path, e) from None
+    if doc.replay is not None and (doc.matrix is not None or doc.faults is not None):
+        raise CaseError(f"{path}: [replay]: a case rechecks a kept record or runs a [matrix] or [faults], not both")
+    if doc.matrix is None and doc.faults is None and doc.replay is None:
+        raise CaseError(f"{path}: matrix: required field is missing (a case has [matrix], [faults] or both, "
+                        "or [replay])")
+    return doc
+
+
+def _workload_params(path: Path, doc, scale: float) -> dict:
+    params = {}
+    for name, table in doc.workload.items():
+        if name not in _names(doc.matrix, "workloads") + _names(doc.faults, "workloads"):
+            raise CaseError(f"{path}: [workload.{name}]: not one of [matrix] or [faults] workloads")
+        try:
+            workload(name, **table)
+        except UsageError as e:
+            raise CaseError(f"{path}: [workload.{name}]: {e}") from None
+        params[name] = scaled(table, scale)
+    return params
+
+
+def _names(section, field: str) -> list:
+    return list(getattr(section, field)) if section is not None else []
+
+
+def _expected(path: Path, doc, which: str, modes: list) -> tuple:
+    for i, mode in enumerate(getattr(doc.expect, which)):
+        if mode not in modes:
+            raise CaseError(f"{path}: [expect] {which}[{i}]: unknown value {mode!r} (known: {', '.join(modes)})")
+    return tuple(getattr(doc.expect, which))
+
+
+def _expected_verdicts(path: Path, doc, modes: list) -> tuple:
+    for mode, verdict in doc.expect.verdicts.items():
+        if mode not in modes:
+            raise CaseError(f"{path}: [expect] verdicts.{mode}: unknown mode {mode!r} (known: {', '.join(modes)})")
+        if verdict not in POWER_CUT_VERDICTS:
+            raise CaseError(f"{path}: [expect] verdicts.{mode}: unknown verdict {verdict!r} "
+                            f"(known: {', '.join(POWER_CUT_VERDICTS)})")
+    return tuple(doc.expect.verdicts.items())
+
+
+def _expectations(path: Path, doc, modes: list) -> dict:
+    return {"unsafe": _expected(path, doc, "unsafe", modes), "safe": _expected(path, doc, "safe", modes),
+            "verdicts": _expected_verdicts(path, doc, modes)}
+
+
+def _replay_case(path: Path, doc) -> Case:
+    """A [replay] case: the kept record names everything a [matrix] case would set."""
+    unused = [f"[{name}]" for name in ("workload", "crash", "seed") if name in doc.model_fields_set]
+    if unused or doc.expect.faults:
+        raise CaseError(f"{path}: {unused[0] if unused else '[expect] faults'}: not used by a [replay] case "
+                        "(its record says how it was made)")
+    try:
+        kept = replay_case(path, doc.replay)
+    except UsageError as e:
+        raise CaseError(str(e)) from None
+    return Case(path, doc.title, doc.source, doc.summary.strip(), (), replay=kept,
+                **_expectations(path, doc, [kept.mode]))
+
+
+def _fault_plan(path: Path, doc, params: dict) -> FaultPlan | None:
+    if doc.faults is None:
+        if doc.expect.faults:
+            raise CaseError(f"{path}: [expect] faults: the case has no [faults] table")
+        return None
+    if where := check_expectations(doc.faults, doc.expect.faults):
+        raise CaseError(f"{path}: [expect] {where}")
+    return FaultPlan(fault_cases(doc.faults, params), doc.faults.runs, tuple(doc.expect.faults))
+
+
+def load_case(path: Path, scale: float = 1.0) -> Case:
+    doc = _read(path)
+    if doc.replay is not None:
+        return _replay_case(path, doc)
+    params = _workload_params(path, doc, scale)
+    faults = _fault_plan(path, doc, params)
+    if doc.matrix is None:
+        if doc.seed is not None:
+            raise CaseError(f"{path}: [seed]: the seed's figures are a matrix's: the case has no [matrix]")
+        return Case(path, doc.title, doc.source, doc.summary.strip(), (), faults=faults,
+                    **_expectations(path, doc, []))
+    crash = doc.crash
+    base = CrashSpec(models=tuple(crash.models), states=crash.states, seed=crash.seed, trigger=crash.trigger,
+                     bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib, check_script=crash.check_script,
+                     budget=crash.budget, stack=crash.stack, lose_disk=crash.lose_disk)
+    seed = seed_table(path, doc.seed, doc.matrix.workloads, doc.matrix.modes)
+    todo = cells(base, doc.matrix.fs, doc.matrix.modes, doc.matrix.workloads, params,
+                 profile=doc.matrix.profile, seed=seed)
+    try:
+        todo = with_user_scripts(todo, path.parent)
+    except UsageError as e:
+        raise CaseError(f"{path}: {e}") from None
+    return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo), seed=seed, faults=faults,
+                hosts=tuple(doc.hosts.uris) if doc.hosts else (), **_expectations(path, doc, doc.matrix.modes))
+
+
+def expectation_failures(case: Case, results: list[CellResult]) -> list[str]:
+    """What the case's [expect] table says and the results do not show."""
+    failures = []
+    for mode_name in case.unsafe:
+        crash = [r.crash for r in results if r.mode == mode_name and r.crash]
+        if not any((c.unsafe or 0) > 0 for c in crash):
+            failures.append(f"{mode_name}: expected states that are not clean, saw none")
+    for mode_name in case.safe:
+        crash = [r.crash for r in results if r.mode == mode_name and r.crash]
+        bad = sum(c.unsafe or 0 for c in crash)
+        if not crash or bad:
+            failures.append(f"{mode_name}: expected only clean states, saw {bad} that are not"
+                            if crash else f"{mode_name}: no crash states were checked")
+    for mode_name, verdict in case.verdicts:
+        crash = [r.crash for r in results if r.mode == mode_name and r.crash]
+        if not any(c.count(verdict) for c in crash):
+            failures.append(f"{mode_name}: expected a state judged {verdict}, saw none")
+    return failures
+
+
+def replay_failures(case: Case, verdict: str) -> list[str]:
+    """What a [replay] case's [expect] table says and its one rechecked state does not show."""
+    mode = case.replay.mode
+    failures = []
+    if mode in case.unsafe and verdict == "clean":
+        failures.append(f"{mode}: expected a state that is not clean, it is clean")
+    if mode in case.safe and verdict != "clean":
+        failures.append(f"{mode}: expected a clean state, it is {verdict}")
+    failures += [f"{mode}: expected {want}, it is {verdict}" for m, want in case.verdicts if verdict != want]
+    return failures

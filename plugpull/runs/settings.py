@@ -1,0 +1,271 @@
+"""Every setting of a crash run and of a matrix cell, declared once.
+
+A row of `SETTINGS` drives the CLI option of `plugpull crash` and `plugpull matrix`, the
+case file's field (validated by a model built from the same rows) and the JSON key, which is
+the field's name in `CrashSpec` and `Cell`. A value is checked where it enters, by the row's
+kind; below the CLI and the case loader nothing looks a name up again (`CrashSpec.resolve`).
+"""
+
+import argparse
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from plugpull.crash.cutorder import EXHAUSTIVE_MAX
+from plugpull.crash.record import Trigger
+from plugpull.errors import UsageError
+from plugpull.guest.config import Bus
+from plugpull.powerloss.models import cut_points, parse_model
+from plugpull.testbed.fs import FILESYSTEMS, MODES
+from plugpull.testbed.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
+from plugpull.testbed.stack import LAYERS, Stack, check_lose_disk
+from plugpull.testbed.workloads import SCRIPT_PREFIX, WORKLOADS
+
+# A disk's volatile cache as it is: 32 MiB, destaged in any order. `reorder` (any subset of all
+# unflushed writes) is harsher: on XFS it can drop a log write far behind the head, beyond the
+# in-flight window log recovery expects, and so finds unmountable states even with barriers.
+DEFAULT_MODEL = "cache:32:random"
+RECORDED_BUSES = (str(Bus.AHCI), str(Bus.IDE))
+# Each checker guest is a QEMU process with its own RAM that keeps a core busy under TCG.
+MAX_WORKERS = 16
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a closed set of names."""
+
+    what: str
+    known: Callable[[], Iterable[str]]
+    annotation = str
+
+    def check(self, value):
+        known = list(self.known())
+        if value not in known:
+            raise ValueError(f"unknown {self.what} {value!r}; known: {', '.join(known)}")
+        return value
+
+    parse = check
+
+
+@dataclass(frozen=True)
+class WorkloadName(Choice):
+    """A built-in workload, or the user's own as script:PATH (the file is read, and refused
+    if it is missing or unreadable, where the run is set up: `spec.load_user_scripts`)."""
+
+    def check(self, value):
+        if isinstance(value, str) and value.startswith(SCRIPT_PREFIX):
+            if not value[len(SCRIPT_PREFIX):].strip():
+                raise ValueError(f"{SCRIPT_PREFIX} needs the script's path: {SCRIPT_PREFIX}PATH")
+            return value
+        try:
+            return super().check(value)
+        except ValueError as e:
+            raise ValueError(f"{e}; or {SCRIPT_PREFIX}PATH, your own shell script") from None
+
+    parse = check
+
+
+@dataclass(frozen=True)
+class Text:
+    """Any text, e.g. a path read later."""
+
+    annotation = str
+
+    def check(self, value):
+        return value
+
+    parse = check
+
+
+@dataclass(frozen=True)
+class Whole:
+    """A whole number of at least `minimum` (and at most `maximum`, if given)."""
+
+    minimum: int
+    maximum: int | None = None
+    annotation = int
+
+    @property
+    def expected(self) -> str:
+        if self.maximum is None:
+            return f"a whole number >= {self.minimum}"
+        return f"a whole number from {self.minimum} to {self.maximum}"
+
+    def check(self, value):
+        if (isinstance(value, bool) or not isinstance(value, int) or value < self.minimum
+                or (self.maximum is not None and value > self.maximum)):
+            raise ValueError(f"expected {self.expected}, got {value!r}")
+        return value
+
+    def parse(self, text: str):
+        try:
+            return self.check(int(text))
+        except ValueError:
+            raise ValueError(f"expected {self.expected}, got {text!r}") from None
+
+
+@dataclass(frozen=True)
+class Spelled:
+    """A text in a small language of its own (a model, a trigger, cut points), checked by
+    the parser that reads it later."""
+
+    reader: Callable[[str], object]
+    annotation = str
+
+    def check(self, value):
+        try:
+            self.reader(value)
+        except UsageError as e:
+            raise ValueError(str(e)) from None
+        return value
+
+    parse = check
+
+
+@dataclass(frozen=True)
+class Switch:
+    """On when the option is given (a CLI flag without a value; true or false in a case file)."""
+
+    annotation = bool
+
+    def check(self, value):
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true or false, got {value!r}")
+        return value
+
+    def parse(self, text: str):
+        if text not in ("true", "false"):
+            raise ValueError(f"expected true or false, got {text!r}")
+        return text == "true"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """`key`: the field in CrashSpec/Cell and the JSON key. `defaults`: per command
+    ("crash", "matrix") that has the option. `many`: commands where the option is a
+    comma-separated list. `case`: the case file's "section.field", if it has one."""
+
+    key: str
+    kind: object
+    help: str
+    defaults: dict = field(default_factory=dict)
+    many: tuple[str, ...] = ()
+    case: str | None = None
+    case_default: object = None
+    option: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return self.option or "--" + self.key.replace("_", "-")
+
+    def parse(self, text: str, command: str):
+        """The CLI's text for `command` -> the value (a tuple for a list option)."""
+        if command not in self.many:
+            return self.kind.parse(text)
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if not items:
+            raise ValueError(f"{self.flag}: expected a comma-separated list, got {text!r}")
+        return tuple(self.kind.parse(item) for item in items)
+
+
+def _cuts(text: str) -> None:
+    """"" (the default) means `--states` seeded cuts and the kill point."""
+    try:
+        if text:
+            cut_points([], text, 1)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def _model(text: str) -> None:
+    try:
+        parse_model(text)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+SETTINGS = (
+    Setting("fs", Choice("filesystem", lambda: FILESYSTEMS), "filesystem under test",
+            {"crash": "xfs", "matrix": "xfs,ext4"}, many=("matrix",), case="matrix.fs"),
+    Setting("mode", Choice("mode", lambda: MODES), "barrier / write-cache mode",
+            {"crash": "barrier", "matrix": "barrier,nobarrier,nocache"}, many=("matrix",), case="matrix.modes"),
+    Setting("workload", WorkloadName("workload", lambda: WORKLOADS),
+            f"what runs in the guest: a built-in workload or {SCRIPT_PREFIX}PATH, your own shell script",
+            {"crash": "fsync-files", "matrix": "tree-extract,fsync-files"}, many=("matrix",),
+            case="matrix.workloads"),
+    Setting("check_script", Text(), f"with a {SCRIPT_PREFIX}PATH workload: the shell script that checks each "
+            "recovered filesystem and prints 'lost ID REASON' and 'inconsistent REASON' lines",
+            {"crash": "", "matrix": ""}, case="crash.check_script", case_default=""),
+    Setting("models", Spelled(_model), "power-loss models, comma-separated: prefix, drop-unflushed, reorder, "
+            "cache[:MiB[:fifo|elevator|random]], torn; +lying to ignore flushes",
+            {"crash": "reorder", "matrix": DEFAULT_MODEL}, many=("crash", "matrix"), case="crash.models",
+            case_default=(DEFAULT_MODEL,), option="--model"),
+    Setting("states", Whole(1), "cuts per model, drawn at random with the kill point (without --budget)",
+            {"crash": "30", "matrix": "20"}, case="crash.states", case_default=20),
+    Setting("budget", Whole(0), "distinct crash states per run, drawn from every cut instead of --states: "
+            "the kill point, the cuts just before and after flushes and acks, then the rest at random; "
+            "cuts that share a state come free (0: no budget)", {"crash": "0"}, case="crash.budget", case_default=0),
+    Setting("exhaustive", Switch(), f"every cut under every model (refused above {EXHAUSTIVE_MAX} "
+            "cuts x models unless --budget caps it)", {"crash": "false"}),
+    Setting("seed", Whole(0), "seed of the cut points and the models", {"crash": "1", "matrix": "1"},
+            case="crash.seed", case_default=1),
+    Setting("trigger", Spelled(Trigger.parse), "when to pull the plug: acks:N, writes:N, time:SECONDS or end",
+            {"crash": "acks:30", "matrix": "end"}, case="crash.trigger", case_default="end"),
+    Setting("cuts", Spelled(_cuts), "cut points instead of --states random ones: flushes, every:N (writes), "
+            "random:N, end, or a comma-separated union", {"crash": ""}),
+    Setting("stack", Spelled(Stack.parse), "layers between the filesystem and the recorded disks, from the "
+            f"disks up, comma-separated: {', '.join(LAYERS)} (md-* first)", {"crash": ""}, case="crash.stack",
+            case_default=""),
+    Setting("lose_disk", Spelled(check_lose_disk), "after the cut, leave this member of the --stack's array "
+            "out (0, 1, ... or random, seeded) and check each state on the array assembled degraded",
+            {"crash": ""}, case="crash.lose_disk", case_default=""),
+    Setting("bus", Choice("bus", lambda: RECORDED_BUSES), "the disk's controller: ahci (SATA) or ide",
+            {"crash": "ahci", "matrix": "ahci"}, case="matrix.bus", case_default="ahci"),
+    Setting("disk_mib", Whole(64), "size of the disk under test", {"crash": "512", "matrix": "512"},
+            case="matrix.disk_mib", case_default=512),
+    Setting("batch", Whole(0), "crash states per checker guest boot (0: hot-plugged, one guest per worker "
+            "for the whole run, restored from a saved one)", {"crash": "0"}),
+    Setting("workers", Whole(0, MAX_WORKERS), "checker guests at once (default: one per core, at most 2)",
+            {"crash": "0"}),
+    Setting("profile", Choice("disk profile", load_profiles),
+            "flush and write-through latency of the disk a throughput run stands for "
+            "(vmconfig/disks.toml: host, hdd, ssd, laptop-5400, server-7200)", {"matrix": DEFAULT_PROFILE}, case="matrix.profile",
+            case_default=DEFAULT_PROFILE, option="--disk-profile"),
+)
+
+
+# The workload's own parameters: one --param per parameter, given as text and checked by the
+# workload, which declares its parameters itself.
+PARAM_OPTION = {
+    "crash": ("NAME=VALUE", "a workload parameter, e.g. count=40 (fsync-files), files=2000 (tree-*)"),
+    "matrix": ("WORKLOAD.NAME=VALUE", "a workload's parameter, e.g. tree-extract.files=2000"),
+}
+
+
+def settings_of(command: str) -> list[Setting]:
+    return [s for s in SETTINGS if command in s.defaults]
+
+
+def option_type(key: str, command: str):
+    """An argparse `type` that reads the setting `key` as `command` takes it, checked by its kind."""
+    setting = next(s for s in SETTINGS if s.key == key)
+
+    def typed(text):
+        try:
+            return setting.parse(text, command)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return typed
+
+
+def add_options(parser, command: str) -> None:
+    """Add the command's options; each value is checked by its row's kind as it is parsed."""
+    for s in settings_of(command):
+        if isinstance(s.kind, Switch):
+            parser.add_argument(s.flag, dest=s.key, action="store_true", help=s.help)
+            continue
+        typed = option_type(s.key, command)
+        default = s.defaults[command]
+        parser.add_argument(s.flag, dest=s.key, type=typed, default=typed(default) if default else "",
+                            metavar=s.key.upper(), help=f"{s.help} (default: {default or 'none'})")
+    metavar, text = PARAM_OPTION[command]
+    parser.add_argument("--param", action="append", default=[], metavar=metavar, help=text)
