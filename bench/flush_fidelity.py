@@ -11,7 +11,7 @@ misplace against a flush: issued before the flush and still in flight when it wa
 or issued while it was outstanding (plugpull.powerloss.flushorder). The traced flush and
 write counts are shown beside the write log's as a cross-check.
 
-Exits 0 when no write crossed a flush (the bound the README states holds), 1 when some did,
+Exits 0 when no write crossed a flush (the bound docs/flush-order.md states holds), 1 when some did,
 2 on bad input, 3 when a recording failed.
 """
 

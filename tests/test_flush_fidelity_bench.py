@@ -1,5 +1,5 @@
 """bench/flush_fidelity.py end to end: bad input is refused before any guest boots, and a
-small recording shows the bound the README states (no write in flight across a flush)."""
+small recording shows the bound docs/flush-order.md states (no write in flight across a flush)."""
 
 import subprocess
 import sys

@@ -76,7 +76,7 @@ def test_log_order_decides_what_a_flush_covers(tmp_path):
 
     The log is in completion order. A write issued before a flush but completed while it
     ran would sit before the FLUSH entry too, and be taken as durable although the device
-    never promised it; the log cannot tell the two apart. The README bounds this by
+    never promised it; the log cannot tell the two apart. docs/flush-order.md bounds this by
     measurement (bench/flush_fidelity.py): on the recorded ATA disks no write was ever in
     flight across a flush, because the guest drains its queue before a FLUSH CACHE.
     """

@@ -1,4 +1,4 @@
-"""The README's XFS finding, in its smallest form and without a recording: on a fresh
+"""The XFS finding (docs/findings.md), in its smallest form and without a recording: on a fresh
 filesystem, one log record with nothing before it back to the head. Right after the head,
 recovery takes it as a torn write and mounts; 4032 blocks past it (as in the minimised
 bonnie++ state), the record ends 4096 blocks past a lost block and recovery fails."""

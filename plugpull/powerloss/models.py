@@ -9,7 +9,7 @@ before a completed flush is durable, and a FUA write is durable once it complete
 `lying` modifier makes a device that acknowledges flushes and FUA but ignores them.
 Which flush covers a write is read from log order, which is completion order; it equals
 issue order at every flush on the ATA disks plugpull records (measured: flushorder, and
-the README's bound).
+docs/flush-order.md's bound).
 
 Entries are metadata only (LogEntry); plans never look at the data. Pieces name entries
 by `LogEntry.index`, so a caller may pass a filtered list; positions in that list are

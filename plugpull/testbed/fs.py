@@ -84,7 +84,7 @@ def filesystem(name: str) -> Filesystem:
 
 @dataclass(frozen=True)
 class Mode:
-    """A barrier/write-cache mode (see the README's table).
+    """A barrier/write-cache mode (see the README's table of modes).
 
     `write_cache`: the cache the guest sees. `no_flushes`: the kernel is told to send no
     FLUSH/FUA although the cache is volatile (ext4's nobarrier; for filesystems without such

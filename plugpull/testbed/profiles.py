@@ -4,7 +4,7 @@ the disk a throughput run stands for, applied in the guest with dm-delay.
 A profile gives the costs in ms (`flush_ms`, `write_through_ms`), or a drive's datasheet
 figures (`seek_ms`, `rpm`) from which both are one average seek plus half a rotation: the
 head goes to the block and waits for it to come round. dm-delay's delays are fixed, so a
-flush costs the same whatever the cache holds (see the README)."""
+flush costs the same whatever the cache holds (see docs/throughput.md)."""
 
 import tomllib
 from dataclasses import dataclass
