@@ -11,7 +11,7 @@ report carries no absolute path of the machine it was made on.
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from plugpull.files import atomic_write
@@ -38,6 +38,7 @@ class ShownState:
     json: str  # the copied state.json, relative to the page
     summary: str  # the copied summary.txt, relative to the page ("" without one)
     summary_head: str  # the minimised state's summary, as shown on the page
+    same: tuple[str, ...] = ()  # the anchors of the other listed cuts that made the same state
 
     @property
     def cut(self) -> str:
@@ -117,6 +118,16 @@ def shown(state: SavedState, out_dir: Path, page_dir: Path, cell_slug: str) -> S
                       f"{from_page}/{summary}" if summary else "", summary_head)
 
 
+def with_same(states) -> list[ShownState]:
+    """Each state with the other cuts that made the same bytes (the same digest)."""
+    states = list(states)
+    by_digest: dict[str, list[str]] = {}
+    for state in states:
+        if state.saved.digest:
+            by_digest.setdefault(state.saved.digest, []).append(state.anchor)
+    return [replace(s, same=tuple(a for a in by_digest.get(s.saved.digest, ()) if a != s.anchor)) for s in states]
+
+
 def sections(cell: CellResult, states: list[ShownState], found: bool) -> tuple[Section, ...]:
     """A section per verdict the cell counted; a note where the saved states do not match."""
     crash = cell.crash
@@ -138,7 +149,7 @@ def cell_page(cell: CellResult, title: str, results_path: Path | None, out_dir: 
     artifacts = artifacts_dir(cell, results_path)
     name = slug(cell.key)
     page_dir = out_dir / STATES_DIR
-    states = [shown(s, out_dir, page_dir, name) for s in cell_states(artifacts)]
+    states = with_same(shown(s, out_dir, page_dir, name) for s in cell_states(artifacts))
     return CellPage(cell, title, f"{STATES_DIR}/{name}.html", sections(cell, states, artifacts is not None),
                     artifacts is not None)
 
