@@ -193,8 +193,8 @@ def test_the_html_page_holds_the_rows_the_image_and_escapes_values(results, tmp_
     render_html(cells, tmp_path / "r.png", tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     assert "<tr><td>nobarrier</td><td>800</td><td>2500</td><td>x0.20</td>" in page
-    assert ('<td class="crash-start">20</td><td>9</td><td class="bad">'
-            '<a href="states/xfs_nobarrier_tree-extract_ab12cd.html#data-loss">7</a></td>') in page
+    assert '<td class="crash-start">20</td><td>9</td><td class="bad">7</td>' in page
+    assert "Not linked, their saved states not found" in page
     image = re.search(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert image and base64.b64decode(image.group(1)) == (tmp_path / "r.png").read_bytes()
     assert "<script>" not in page
@@ -215,10 +215,9 @@ def test_a_filesystem_name_with_markup_is_escaped_in_the_page(tmp_path):
     assert "<h3>&lt;script&gt;alert(&#34;fs&#34;)&lt;/script&gt; / tree-extract  (files=2000)</h3>" in page
 
 
-def test_report_writes_the_three_files_and_the_state_pages(results, tmp_path):
+def test_report_writes_the_three_files(results, tmp_path):
     paths = report(results, tmp_path / "rep")
-    assert sorted(paths) == ["html", "png", "states", "txt"]
-    assert (paths["states"] / "xfs_nobarrier_tree-extract_ab12cd.html").is_file()
+    assert sorted(paths) == ["html", "png", "txt"]  # no state pages: no cell's states were saved
     text = paths["txt"].read_text()
     assert "nobarrier" in text and "truncated" in text and "guest kernel" in text
     assert paths["png"].read_bytes().startswith(PNG_SIGNATURE)

@@ -15,7 +15,7 @@ from plugpull.report.tables import (FS_VERDICTS, MISSING, RATIO_NOTE, Table, env
                                     groups, mode_notes, tables)
 from plugpull.report.cause import CAUSE_NOTE, has_cause
 from plugpull.report.headline import headline
-from plugpull.report.pages import CellPage, cell_pages
+from plugpull.report.pages import CellPage, cell_pages, unlisted
 from plugpull.report.faults import NOTE as FAULT_NOTE, VERDICT_NOTES as FAULT_VERDICT_NOTES, fault_tables
 from plugpull.report.seeds import NOTE as SEED_NOTE, seed_tables
 from plugpull.results import INFRA, UNSAFE_VERDICTS, CellResult, FaultResult
@@ -95,6 +95,7 @@ def html_page(cells: list[CellResult], png: bytes | None, warnings: Sequence[str
         fault_count=len(faults),
         cell_count=len(cells),
         tables=linked_tables(cells, pages or {}),
+        unlisted=unlisted(cells, pages or {}),
         ratio_note=RATIO_NOTE,
         cause_note=CAUSE_NOTE if has_cause(cells) else "",
         seeds=seed_tables(cells),

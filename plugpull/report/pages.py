@@ -68,7 +68,6 @@ class CellPage:
     title: str
     href: str
     sections: tuple[Section, ...]
-    artifacts: bool  # whether the cell's artifacts were found
 
     @property
     def states(self) -> int:
@@ -128,7 +127,7 @@ def with_same(states) -> list[ShownState]:
     return [replace(s, same=tuple(a for a in by_digest.get(s.saved.digest, ()) if a != s.anchor)) for s in states]
 
 
-def sections(cell: CellResult, states: list[ShownState], found: bool) -> tuple[Section, ...]:
+def sections(cell: CellResult, states: list[ShownState]) -> tuple[Section, ...]:
     """A section per verdict the cell counted; a note where the saved states do not match."""
     crash = cell.crash
     out = []
@@ -139,8 +138,7 @@ def sections(cell: CellResult, states: list[ShownState], found: bool) -> tuple[S
         these = tuple(s for s in states if s.saved.verdict == verdict)
         if not count and not these:
             continue
-        note = "" if count == len(these) else (
-            f"{count} counted, {len(these)} saved states found" + ("" if found else ": no artifacts directory"))
+        note = "" if count == len(these) else f"{count} counted, {len(these)} saved states found"
         out.append(Section(verdict, count, these, note))
     return tuple(out)
 
@@ -150,8 +148,7 @@ def cell_page(cell: CellResult, title: str, results_path: Path | None, out_dir: 
     name = slug(cell.key)
     page_dir = out_dir / STATES_DIR
     states = with_same(shown(s, out_dir, page_dir, name) for s in cell_states(artifacts))
-    return CellPage(cell, title, f"{STATES_DIR}/{name}.html", sections(cell, states, artifacts is not None),
-                    artifacts is not None)
+    return CellPage(cell, title, f"{STATES_DIR}/{name}.html", sections(cell, states))
 
 
 def has_states(cell: CellResult) -> bool:
@@ -160,11 +157,18 @@ def has_states(cell: CellResult) -> bool:
 
 
 def cell_pages(cells: list[CellResult], results_path: Path | None, out_dir: Path) -> dict[str, CellPage]:
-    """The state page of each cell that counted a state that is not clean, by cell key."""
+    """The state page of each cell that counted a state that is not clean and whose artifacts
+    were found, by cell key."""
     out_dir = Path(out_dir).resolve()
     pages = {}
     for group in groups(cells):
         for cell in group.cells:
-            if has_states(cell):
+            if has_states(cell) and artifacts_dir(cell, results_path) is not None:
                 pages[cell.key] = cell_page(cell, f"{group.title}: {group.label(cell)}", results_path, out_dir)
     return pages
+
+
+def unlisted(cells: list[CellResult], pages: dict[str, CellPage]) -> list[str]:
+    """The rows whose counts link nowhere: their states were not found."""
+    return [f"{group.title}: {group.label(cell)}" for group in groups(cells) for cell in group.cells
+            if has_states(cell) and cell.key not in pages]
