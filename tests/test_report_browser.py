@@ -16,7 +16,10 @@ from pathlib import Path
 import pytest
 
 from plugpull.report import report
+from plugpull.report.faults import fault_anchor
+from plugpull.results import append_line
 from chromium import WIDTH, chromium, follow, measure
+from test_fault_results import CLEAN, REPORTED, SILENT
 from test_report import LINES
 from test_report_states import run  # noqa: F401  (a fixture)
 
@@ -40,19 +43,22 @@ def check_in_browser(out: Path) -> dict[Path, object]:
             assert follow(url, pages) is None, f"{page.path}: {written}: {follow(url, pages)}"
             todo += [p for p in pages if p not in known]
     main = pages[(out / "report.html").resolve()]
-    counts = [(url, text) for written, url, text in main.links if written.startswith("states/")]
+    counts = [(url, text) for written, url, text in main.links if written.startswith(("states/", "faults.html#"))]
     for url, text in counts:
-        target, _, verdict = url.partition("#")
-        listed = next(p for path, p in pages.items() if path.as_uri() == target).sections[verdict]
-        assert listed == int(text), f"{url}: the count says {text}, the page lists {listed}"
+        target, _, section = url.partition("#")
+        listed = next(p for path, p in pages.items() if path.as_uri() == target).sections[section]
+        assert listed == int(text.split()[0]), f"{url}: the count says {text}, the page lists {listed}"
     return pages
 
 
 def test_the_fixture_report_fits_1280_px_and_its_links_work(run, tmp_path):  # noqa: F811
+    for fault in (SILENT, REPORTED, CLEAN):
+        append_line(run, fault.to_json())
     out = tmp_path / "rep"
     report(run, out)
     pages = check_in_browser(out)
-    assert len(pages) == 2  # the report and nobarrier's state page (nocache's states are not found)
+    assert len(pages) == 3  # the report, nobarrier's state page (nocache's states are not found), the faults'
+    assert sum(p.sections.get(fault_anchor(SILENT), 0) for p in pages.values()) == 1
 
 
 def test_the_widest_table_of_the_report_tests_fits_too(tmp_path):

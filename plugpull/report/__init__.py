@@ -14,7 +14,7 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write
-from plugpull.report.faults import render_faults
+from plugpull.report.faults import PAGE as FAULT_PAGE, render_faults
 from plugpull.report.html import render_html
 from plugpull.report.pages import STATES_DIR
 from plugpull.report.plot import render_plot
@@ -26,7 +26,8 @@ def write_report(cells: list[CellResult], warnings: Sequence[str], out_dir: Path
                  faults: Sequence[FaultResult] = (), results_path: Path | None = None) -> dict[str, Path]:
     """The plot only when there are cells: fault runs alone have no throughput to plot. The
     cells' saved states are looked for beside `results_path` (and where the cells say); the
-    state pages go under out_dir/states/ ("states" in the answer, when there are any)."""
+    state pages go under out_dir/states/ ("states" in the answer, when there are any), the
+    fault runs that were not clean on faults.html ("faults")."""
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"{out_dir} is not a directory")
@@ -38,8 +39,10 @@ def write_report(cells: list[CellResult], warnings: Sequence[str], out_dir: Path
         render_plot(cells, paths["png"])
     else:
         del paths["png"]
-    if render_html(cells, paths.get("png"), paths["html"], warnings, faults, results_path):
+    pages = render_html(cells, paths.get("png"), paths["html"], warnings, faults, results_path)
+    if any(p.parent.name == STATES_DIR for p in pages):
         paths["states"] = out_dir / STATES_DIR
+    paths.update({"faults": p for p in pages if p.name == FAULT_PAGE})
     return paths
 
 

@@ -14,6 +14,7 @@ from plugpull.files import atomic_write
 from plugpull.report.tables import (FS_VERDICTS, MISSING, RATIO_NOTE, Table, environment, failures,
                                     groups, mode_notes, tables)
 from plugpull.report.cause import CAUSE_NOTE, has_cause
+from plugpull.report.faultpage import fault_page
 from plugpull.report.headline import headline
 from plugpull.report.pages import CellPage, cell_pages, unlisted
 from plugpull.report.faults import NOTE as FAULT_NOTE, VERDICT_NOTES as FAULT_VERDICT_NOTES, fault_tables
@@ -111,8 +112,9 @@ def html_page(cells: list[CellResult], png: bytes | None, warnings: Sequence[str
 
 def render_html(cells: list[CellResult], png_path: Path | None, html_path: Path, warnings: Sequence[str] = (),
                 faults: Sequence[FaultResult] = (), results_path: Path | None = None) -> list[Path]:
-    """report.html and the state pages beside it (the cells' artifacts are looked for beside
-    `results_path`, and where the cells say they are); the state pages' paths."""
+    """report.html and the pages beside it: the cells' state pages (their artifacts are looked
+    for beside `results_path`, and where the cells say they are) and the fault runs' page; the
+    paths of those pages."""
     png = Path(png_path).read_bytes() if png_path else None
     out_dir = Path(html_path).parent
     pages = cell_pages(cells, results_path, out_dir)
@@ -122,5 +124,8 @@ def render_html(cells: list[CellResult], png_path: Path | None, html_path: Path,
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, templates().get_template(STATES_TEMPLATE).render(page=page).encode("utf-8"))
         written.append(path)
+    if (fault_html := fault_page(list(faults), templates())) is not None:
+        atomic_write(out_dir / fault_html[0], fault_html[1].encode("utf-8"))
+        written.append(out_dir / fault_html[0])
     atomic_write(html_path, html_page(cells, png, warnings, faults, pages).encode("utf-8"))
     return written
