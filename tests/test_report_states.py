@@ -23,7 +23,9 @@ STATES = {
                   ("reorder-cut41", "d1", {"lost": [{"ack": 7, "reason": "record 7 of db.sqlite is missing or wrong"}],
                                            "acks_lost": 30})],
     "inconsistent": [("reorder-cut50", "d2", {"broken": ["a hole in the sequence: 5 missing, 6 present"]})],
-    "fs-corrupt": [("reorder-cut60", "d3", {"fsck_rc": 4})],
+    "fs-corrupt": [("reorder-cut60", "d3", {"fsck_rc": 4, "lost_member": 0, "cuts": [60, 33, 58], "lost": [
+        {"ack": 6, "reason": "acked long before the cut and not rewritten since: wrong (pp/f00006 has wrong content)"}],
+        "acks_lost": 1})],
     "unmountable": [("reorder-cut70", "d4", {"mount": "mount: Structure needs cleaning\nXFS (sda): log inconsistent"})],
     "kernel-crash": [("reorder-cut80", "d5", {"kernel_excerpt": "Kernel panic - not syncing: Comm: mount"})],
     "infra-error": [("reorder-cut90", "d6", {})],
@@ -155,7 +157,7 @@ def test_each_state_shows_its_evidence(run, tmp_path, verdict):
     report(run, out)
     for name, digest, extra in STATES[verdict]:
         shown = article(out, name)
-        assert "<dt>model</dt><dd>reorder</dd>" in shown and f"<dt>cut</dt><dd>{name.rpartition('cut')[2]}</dd>" in shown
+        assert "<dt>model</dt><dd>reorder</dd>" in shown and f"<dt>cut</dt><dd>{name.rpartition('cut')[2]}" in shown
         assert f"<code>{digest}</code>" in shown and f"the {verdict} reason" in shown
         assert f"12 owed, {extra.get('acks_lost', 0)} lost or read back wrong" in shown
         for lost in extra.get("lost", ()):
@@ -171,6 +173,15 @@ def test_each_state_shows_its_evidence(run, tmp_path, verdict):
             assert "kernel excerpt" in shown and "Kernel panic - not syncing: Comm: mount" in shown
         else:
             assert "kernel log, the last lines" in shown and "Mounting V5" in shown
+
+
+def test_a_state_through_a_stack_shows_its_lost_member_its_cuts_and_the_write_hole(run, tmp_path):
+    report(run, tmp_path / "rep")
+    shown = article(tmp_path / "rep", "reorder-cut60")
+    assert "<dt>cut</dt><dd>60 / 33 / 58 (one per disk)</dd>" in shown
+    assert "<dt>lost member</dt><dd>disk 0 of the stack" in shown
+    assert "<dt>write hole</dt><dd>1 of the lost acks" in shown
+    assert "write hole" not in article(tmp_path / "rep", "reorder-cut40")
 
 
 def test_a_list_cut_short_says_how_many_acks_were_lost(run, tmp_path):

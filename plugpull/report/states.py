@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from plugpull.check.writehole import write_hole_losses
 from plugpull.results import CellResult
 
 HEAD_LINES = 12  # the first lines of fsck's output and of a mount error
@@ -54,6 +55,8 @@ class SavedState:
     kernel: str = ""  # the crash excerpt, or the kernel log's last lines
     kernel_is_excerpt: bool = False
     minimised: Minimised | None = None
+    lost_member: int | None = None  # through a redundant stack: the member the check left out
+    write_hole: int = 0  # lost acks whose evidence is the RAID5 write hole (check.writehole)
 
 
 def head(text: str | None, lines: int = HEAD_LINES) -> str:
@@ -116,7 +119,8 @@ def saved_state(state_dir: Path) -> SavedState | None:
         broken=tuple(str(b) for b in doc.get("broken") or ()),
         mount=head(evidence.get("mount")), fsck=head(evidence.get("fsck")), fsck_rc=_int(doc.get("fsck_rc")),
         kernel=str(excerpt) if excerpt else tail(evidence.get("kernel")), kernel_is_excerpt=bool(excerpt),
-        minimised=read_minimised(state_dir))
+        minimised=read_minimised(state_dir), lost_member=_int(doc.get("lost_member")),
+        write_hole=write_hole_losses([item for item in doc.get("lost") or () if isinstance(item, dict)]))
 
 
 def cell_dir_name(cell: CellResult) -> str:
