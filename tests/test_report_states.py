@@ -198,6 +198,9 @@ def test_a_minimised_state_shows_its_culprits_and_links_its_summary(run, tmp_pat
     assert "<td>49152</td><td>4096</td><td>lost</td>" in shown and "a write cache may do this" in shown
     summary = [h for h, t in parsed(state_page(out)).links if t == "summary.txt"]
     assert len(summary) == 1
+    saved = json.loads((out / "states" / KEY.replace("/", "_") / "reorder-cut40" / "state.json").read_text())
+    assert saved["artifact"] == f"../run/m-artifacts/{KEY.replace('/', '-')}/states/reorder-cut40"
+    assert saved["record"] == f"../run/m-artifacts/{KEY.replace('/', '-')}/record-00ff"
     copied = (state_page(out).parent / summary[0]).resolve()
     assert copied.is_file() and copied.is_relative_to(out.resolve())
     assert (f"reproduce: plugpull replay ../run/m-artifacts/{KEY.replace('/', '-')}/states/reorder-cut40/minimised"

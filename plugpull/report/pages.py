@@ -92,6 +92,8 @@ def copy_state(state: SavedState, out_dir: Path, where: Path) -> tuple[str, str]
     in them made relative to the report directory; their paths relative to the report."""
     doc = json.loads((state.path / "state.json").read_text())
     doc["artifact"] = relative(state.path, out_dir)
+    if isinstance(doc.get("record"), str):
+        doc["record"] = relative(state.path / doc["record"], out_dir)
     where.mkdir(parents=True, exist_ok=True)
     atomic_write(where / "state.json", (json.dumps(doc, indent=1) + "\n").encode("utf-8"))
     if not (state.minimised and state.minimised.summary):
