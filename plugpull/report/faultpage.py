@@ -40,8 +40,8 @@ def fault_sections(runs: list[FaultResult]) -> list[FaultSection]:
 def _told(run: FaultResult) -> list[tuple[str, str]]:
     told = run.told or {}
     acks = told.get("acks") or []
-    facts = [("acknowledged", f"{len(acks)}: " + ", ".join(map(str, acks[:40])) + (" ..." if len(acks) > 40 else "")
-              if acks else "none")]
+    listed = ", ".join(map(str, acks[:40])) + (" ..." if len(acks) > 40 else "")
+    facts = [("acknowledged", f"{len(acks)} (acks {listed})" if acks else "none")]
     if run.errors:
         facts.append(("errors told", "; ".join(f"op {op}: {call} {name}" for op, call, name in run.errors)))
     if told.get("wrong"):
