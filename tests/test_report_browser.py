@@ -68,6 +68,14 @@ def test_the_widest_table_of_the_report_tests_fits_too(tmp_path):
     check_in_browser(tmp_path / "rep")
 
 
+def test_the_report_of_committed_case_results_fits_too(tmp_path):
+    """Real results: bonnie's eleven phases make the widest table (shown as two)."""
+    results = Path(__file__).resolve().parent.parent / "suites" / "results" / "seed-004-ext-bonnie-three-modes.jsonl"
+    report(results, tmp_path / "rep")
+    assert (tmp_path / "rep" / "report.html").read_text().count('<div class="wide">') == 3
+    check_in_browser(tmp_path / "rep")
+
+
 @pytest.mark.vm
 def test_the_report_of_a_small_real_run_fits_and_its_links_work(tmp_path):
     given = os.environ.get("PLUGPULL_REPORT_RESULTS")

@@ -253,3 +253,15 @@ def test_the_link_checker_reports_each_broken_link(tmp_path):
     assert [b.split(": ")[1] for b in broken] == ["states/a.html#nope", "missing.html", "/etc/passwd",
                                                     f"file://{tmp_path}/x", "../outside.html"]
     assert broken[0].endswith("no element with id 'nope'") and broken[1].endswith("no such file")
+
+
+def test_a_table_too_wide_for_the_window_is_shown_as_two_led_by_the_mode():
+    from plugpull.report.layout import breakable, parts
+
+    header = ["mode", *(f"sequential phase {i} op/s" for i in range(11)), "vs barrier", "states", "clean",
+              "data-loss", "unmountable"]
+    rows = [["nobarrier", *["14410"] * 11, "x0.93", "20", "18", "2", "0"]]
+    assert parts(header, rows, 13) == [list(range(13)), [0, 13, 14, 15, 16]]
+    assert parts(header[:4] + header[13:], [rows[0][:4] + rows[0][13:]], 4) == [list(range(8))]
+    assert breakable("unmountable") == "unmount\u00adable" and breakable("fsync op/s") == "fsync op/s"
+    assert breakable("flushes/kop") == "flushes/\u200bkop"

@@ -16,6 +16,7 @@ from plugpull.report.tables import (FS_VERDICTS, MISSING, RATIO_NOTE, Table, env
 from plugpull.report.cause import CAUSE_NOTE, has_cause
 from plugpull.report.faultpage import fault_page
 from plugpull.report.headline import headline
+from plugpull.report.layout import breakable, parts
 from plugpull.report.pages import CellPage, cell_pages, unlisted
 from plugpull.report.faults import NOTE as FAULT_NOTE, VERDICT_NOTES as FAULT_VERDICT_NOTES, fault_tables
 from plugpull.report.seeds import NOTE as SEED_NOTE, seed_tables
@@ -59,12 +60,14 @@ def marked(table: Table, pages: Sequence[CellPage | None] = ()) -> dict:
         if alarming:
             classes.append("bad")
         href = page.link(table.header[i]) if alarming and page and i >= table.crash_from else None
-        return Shown(value, " ".join(classes), href or "")
+        return Shown(breakable(value) if header else value, " ".join(classes), href or "")
 
     pages = list(pages) or [None] * len(table.rows)
+    header = [mark(i, v, header=True) for i, v in enumerate(table.header)]
+    rows = [[mark(i, v, page) for i, v in enumerate(row)] for row, page in zip(table.rows, pages)]
     return {"title": table.title,
-            "header": [mark(i, v, header=True) for i, v in enumerate(table.header)],
-            "rows": [[mark(i, v, page) for i, v in enumerate(row)] for row, page in zip(table.rows, pages)]}
+            "parts": [{"header": [header[i] for i in part], "rows": [[row[i] for i in part] for row in rows]}
+                      for part in parts(list(table.header), [list(r) for r in table.rows], table.crash_from)]}
 
 
 def linked_tables(cells: list[CellResult], pages: dict[str, CellPage]) -> list[dict]:
