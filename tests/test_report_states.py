@@ -33,13 +33,13 @@ STATES = {
 COUNTS = {"clean": 3, **{v: len(s) for v, s in STATES.items()}}
 
 
-def cell_line(key, mode, counts, artifacts=None, seconds=10.0):
+def cell_line(key, mode, counts, artifacts=None, seconds=10.0, settings=None):
     summary = {v: counts.get(v, 0) for v in ("clean", "data-loss", "inconsistent", "fs-corrupt", "unmountable",
                                                 "kernel-crash", "infra-error")}
     return json.dumps({"schema": 5, "kind": "cell", "key": key, "fs": "xfs", "mode": mode, "workload": "fsync-files",
                        "params": {"count": 30}, "throughput": {"phases": [{"name": "fsync", "seconds": seconds, "ops": 30}]},
                        "crash": {"states": sum(summary.values()), "models": ["reorder"], "summary": summary,
-                                 "artifacts": artifacts}})
+                                 "artifacts": artifacts}, "cell": settings})
 
 
 def save_state(states_dir, verdict, name, digest, extra):
@@ -265,3 +265,17 @@ def test_a_table_too_wide_for_the_window_is_shown_as_two_led_by_the_mode():
     assert parts(header[:4] + header[13:], [rows[0][:4] + rows[0][13:]], 4) == [list(range(8))]
     assert breakable("unmountable") == "unmount\u00adable" and breakable("fsync op/s") == "fsync op/s"
     assert breakable("flushes/kop") == "flushes/\u200bkop"
+
+
+def test_the_headline_names_a_stack_row_as_its_table_does(tmp_path):
+    results = tmp_path / "stacks.jsonl"
+    raid5 = {"stack": "md-raid5", "lose_disk": "0"}
+    results.write_text("\n".join([
+        cell_line("a", "barrier", {"clean": 10}, seconds=10.0),
+        cell_line("b", "barrier", {"clean": 94, "data-loss": 5, "unmountable": 1}, seconds=12.5, settings=raid5),
+        cell_line("c", "barrier", {"clean": 100}, seconds=20.0, settings={"stack": "md-raid5-ppl", "lose_disk": "0"}),
+    ]) + "\n")
+    line = headline(read_cells(results)[0])
+    assert line == ("In the one table below, barrier left 0 of 10 crash states unsafe; md-raid5 lose 0 barrier took "
+                    "x1.2 barrier's time and left 6 of 100 crash states unsafe (5 data-loss, 1 unmountable); "
+                    "md-raid5-ppl lose 0 barrier took x2.0 barrier's time and left 0 of 100 crash states unsafe.")

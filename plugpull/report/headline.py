@@ -1,9 +1,10 @@
 """The report's first sentence: what each mode did, from the cells themselves.
 
-Per mode, over every table that has the mode (cells run through a stack are left out: they
-answer another question): the time it took against barrier on the first phase (the geometric
-mean of the tables' `vs barrier`), and how many of its crash states were not clean, with the
-verdicts that made them so. Nothing is said that the cells do not show.
+Per row label (the mode; through a stack, the stack, the member lost and the mode, as the
+tables label their rows), over every table that has it: the time it took against barrier on
+the first phase (the geometric mean of the tables' `vs barrier`), and how many of its crash
+states were not clean, with the verdicts that made them so. Nothing is said that the cells do
+not show.
 """
 
 import math
@@ -11,7 +12,7 @@ from collections import Counter
 
 from plugpull.report.cause import fmt_ratio
 from plugpull.report.rates import BASELINE, mode_rank
-from plugpull.report.tables import groups, slowdown, stack_of
+from plugpull.report.tables import groups, row_of, slowdown, stack_of
 from plugpull.results import UNSAFE_VERDICTS, CellResult
 
 
@@ -36,7 +37,7 @@ def mode_clause(mode: str, cells: list[CellResult], ratios: list[float]) -> str 
     checked, unsafe, verdicts = _states(cells)
     ratio = _geomean(ratios)
     parts = []
-    if ratio is not None and mode != BASELINE:
+    if ratio is not None and mode != BASELINE:  # a stack's barrier row: what the stack costs
         parts.append(f"took {fmt_ratio(ratio)} barrier's time")
     if checked:
         which = ", ".join(f"{n} {v}" for v, n in verdicts.most_common())
@@ -44,21 +45,26 @@ def mode_clause(mode: str, cells: list[CellResult], ratios: list[float]) -> str 
     return f"{mode} " + " and ".join(parts) if parts else None
 
 
+def rank(cell: CellResult) -> tuple:
+    """Plain rows first, then per stack (and member lost), each in mode order."""
+    return stack_of(cell), row_of(cell).removesuffix(cell.mode), mode_rank(cell.mode)
+
+
 def headline(cells: list[CellResult]) -> str:
     """One sentence over the modes in the cells, or "" when no cell measured anything."""
-    by_mode: dict[str, list[CellResult]] = {}
+    by_row: dict[str, list[CellResult]] = {}
     ratios: dict[str, list[float]] = {}
     for group in groups(cells):
         for cell in group.cells:
-            if stack_of(cell) or cell.error:
+            if cell.error:
                 continue
-            by_mode.setdefault(cell.mode, []).append(cell)
+            by_row.setdefault(row_of(cell), []).append(cell)
             if (ratio := slowdown(cell, group)) is not None:
-                ratios.setdefault(cell.mode, []).append(ratio)
-    clauses = [c for mode in sorted(by_mode, key=mode_rank)
-               if (c := mode_clause(mode, by_mode[mode], ratios.get(mode, [])))]
+                ratios.setdefault(row_of(cell), []).append(ratio)
+    order = sorted(by_row, key=lambda row: rank(by_row[row][0]))
+    clauses = [c for row in order if (c := mode_clause(row, by_row[row], ratios.get(row, [])))]
     if not clauses:
         return ""
-    tables = len({(c.fs, c.workload, c.params) for cs in by_mode.values() for c in cs})
+    tables = len({(c.fs, c.workload, c.params) for cs in by_row.values() for c in cs})
     where = "In the one table below" if tables == 1 else f"Over the {tables} tables below"
     return f"{where}, " + "; ".join(clauses) + "."
