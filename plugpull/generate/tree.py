@@ -134,3 +134,28 @@ def with_xattr(node: Inode, name: str, value: str | None) -> Inode:
     else:
         kept[name] = value
     return replace(node, xattrs=tuple(sorted(kept.items())))
+
+
+def read_tree(root) -> dict[str, Entry]:
+    """A real directory (a recovered work directory) in the shape of `Tree.view`: the fixed
+    names that are there, with inode numbers as `ino`."""
+    import os
+    import stat
+    out = {}
+    for path in NAMES:
+        full = os.path.join(root, path)
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            continue
+        xattrs = tuple(sorted((n, os.getxattr(full, n, follow_symlinks=False).decode())
+                              for n in os.listxattr(full, follow_symlinks=False) if n.startswith("user.")))
+        if stat.S_ISLNK(st.st_mode):
+            out[path] = Entry(SYMLINK, target=os.readlink(full), nlink=st.st_nlink, ino=st.st_ino)
+        elif stat.S_ISDIR(st.st_mode):
+            out[path] = Entry(DIR, nlink=st.st_nlink, xattrs=xattrs, ino=st.st_ino)
+        else:
+            with open(full, "rb") as f:
+                data = f.read()
+            out[path] = Entry(FILE, len(data), digest(data), st.st_nlink, xattrs, ino=st.st_ino)
+    return out

@@ -1,0 +1,79 @@
+"""Generated workloads' programs: valid sh, and, run on the host's own filesystem (busybox's
+mv, ln, touch, unlink and mkdir, the host's xfs_io, pp-xattr compiled from images/src, sync a
+no-op), they leave exactly the tree the model says."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from plugpull.generate.program import program
+from plugpull.generate.space import Space
+from plugpull.generate.tree import read_tree
+
+ROOT = Path(__file__).resolve().parent.parent
+APPLETS = ("mv", "ln", "touch", "unlink", "mkdir")
+
+
+def test_a_program_is_valid_sh(tmp_path):
+    for ident in (0, 412, 90995):
+        script = tmp_path / "w.sh"
+        script.write_text(program(Space(2).workload(ident)))
+        assert subprocess.run(["sh", "-n", str(script)], capture_output=True).returncode == 0
+    script.write_text(program(Space(2).workload(0)) + "if then fi\n")
+    assert subprocess.run(["sh", "-n", str(script)], capture_output=True).returncode != 0
+
+
+@pytest.fixture(scope="module")
+def host_tools(tmp_path_factory):
+    busybox, xfs_io, cc = shutil.which("busybox"), shutil.which("xfs_io"), shutil.which("cc")
+    if not (busybox and xfs_io and cc):
+        pytest.skip("needs busybox, xfs_io and cc on the host")
+    bin_dir = tmp_path_factory.mktemp("bin")
+    for applet in APPLETS:
+        (bin_dir / applet).symlink_to(busybox)
+    (bin_dir / "sync").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "sync").chmod(0o755)
+    subprocess.run([cc, "-O2", "-Wall", "-o", str(bin_dir / "pp-xattr"), str(ROOT / "images/src/pp-xattr.c")],
+                   check=True)
+    return f"{bin_dir}:{os.environ['PATH']}"
+
+
+def run_on_host(workload, where: Path, path: str) -> list[str]:
+    where.mkdir()
+    acks = where.parent / f"{where.name}.acks"
+    done = subprocess.run(["sh", "-c", f'exec 4>"$1"\n{program(workload)}', "sh", str(acks)], cwd=where,
+                          env={**os.environ, "PATH": path}, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert done.returncode == 0, (workload.ident, done.stderr)
+    return acks.read_text().split("\n")[:-1]
+
+
+def without_ino(view):
+    return {p: e.__class__(**{**e.__dict__, "ino": None}) for p, e in view.items()}
+
+
+def links(view):
+    groups = {}
+    for p, e in view.items():
+        groups.setdefault(e.ino, []).append(p)
+    return sorted(sorted(g) for g in groups.values())
+
+
+def workloads_to_run():
+    for seq, k in ((1, 50), (2, 30), (3, 20)):
+        space = Space(seq)
+        yield from (space.workload(i) for i in space.sample(k, seed=7))
+
+
+def test_programs_leave_the_model_tree(host_tools, tmp_path):
+    ran = 0
+    for n, workload in enumerate(workloads_to_run()):
+        acks = run_on_host(workload, tmp_path / f"w{n}", host_tools)
+        assert acks == [f"ack {k}" for k in range(len(workload.points()) + 1)]
+        real, model = read_tree(tmp_path / f"w{n}"), workload.trees[-1].view()
+        assert without_ino(real) == without_ino(model), (workload.ident, workload.text())
+        assert links(real) == links(model), workload.ident
+        ran += 1
+    assert ran == 50 + 30 + 20
