@@ -87,6 +87,7 @@ class Sim:
         self.tree = tree or Tree()
         self.known = set(NAMES) if tree is not None and known is None else (known or set())
         self.setup = setup or []
+        self._key = None
 
     def copy(self) -> "Sim":
         return Sim(self.tree.copy(), set(self.known), list(self.setup))
@@ -120,7 +121,13 @@ class Sim:
 
     def key(self) -> tuple:
         """What decides which operations are valid from here on: each name's state, hard
-        links told apart by the order their inodes first appear."""
+        links told apart by the order their inodes first appear. Taken once: a Sim is not
+        changed after its operation was applied (`Space.choices` applies to copies)."""
+        if self._key is None:
+            self._key = self._shape()
+        return self._key
+
+    def _shape(self) -> tuple:
         order: dict[int, int] = {}
         out = []
         for p in NAMES:

@@ -10,7 +10,7 @@ its workload (or a sample drawn) by walking down the counts."""
 import random
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 
 from plugpull.errors import UsageError
 from plugpull.generate.ops import CORE_OPS, FAMILIES, INITIAL_SIZE, PERSISTENCE, SETUP_BYTE, Op, Persist, Sim, \
@@ -135,6 +135,19 @@ class Space:
                 rest -= size
         return Workload(self.seq, index, tuple(steps), ordered_setup(sim.setup))
 
+    def locate(self, steps) -> int:
+        """The id of the workload made of `steps`; UsageError if it is not one of the space."""
+        sim, base = Sim(), 0
+        for left, wanted in zip(range(self.seq, 0, -1), steps):
+            for op, persist, after in self.choices(sim, left):
+                if Step(op, persist) == wanted:
+                    sim = after
+                    break
+                base += self.count(after, left - 1)
+            else:
+                raise UsageError(f"not a seq {self.seq} workload: {wanted.text()} is invalid or not allowed there")
+        return base
+
     def index_of(self, rank: int) -> int:
         """The id of the filter's `rank`-th workload."""
         sim, base = Sim(), 0
@@ -185,9 +198,39 @@ def checked(names, known, what: str) -> tuple[str, ...]:
     return names
 
 
+def steps_of(text: str) -> tuple[Step, ...]:
+    """`Workload.text()` read back: "creat A/foo, fsync A; rename.file A/foo B/bar, sync"."""
+    ops = {op.text(): op for op in CORE_OPS}
+    steps = []
+    for part in text.split(";"):
+        op_text, _, persist_text = (x.strip() for x in part.partition(","))
+        if op_text not in ops:
+            raise UsageError(f"unknown operation {op_text!r}")
+        kind, _, path = persist_text.partition(" ")
+        if persist_text and (kind not in PERSISTENCE or (kind == "sync") != (not path)):
+            raise UsageError(f"bad persistence point {persist_text!r}")
+        steps.append(Step(ops[op_text], Persist(kind, path or None) if persist_text else None))
+    return tuple(steps)
+
+
+def workload_of(text: str) -> Workload:
+    """The workload `text` describes, with its id."""
+    steps = steps_of(text)
+    if len(steps) not in SEQS:
+        raise UsageError(f"{len(steps)} operations: a workload has {', '.join(map(str, SEQS))}")
+    space = whole_space(len(steps))
+    return space.workload(space.locate(steps))
+
+
+@cache
+def whole_space(seq: int) -> Space:
+    """The unfiltered space of `seq`, its counts kept for the life of the process."""
+    return Space(seq)
+
+
 def space_of(ident: str) -> Space:
     """The whole space an id belongs to."""
     m = _ID.fullmatch(ident)
     if not m:
         raise UsageError(f"bad workload id {ident!r}: expected seqN-NNNNNN")
-    return Space(int(m.group(1)))
+    return whole_space(int(m.group(1))) if int(m.group(1)) in SEQS else Space(int(m.group(1)))
