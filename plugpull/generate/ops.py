@@ -62,7 +62,8 @@ def _table() -> tuple[Op, ...]:
     rows += [Op("link", "", p) for p in pairs]
     rows += [Op("unlink", "", (f,)) for f in FILES]
     rows += [Op("symlink", "", (f,)) for f in FILES]  # f -> its sibling's name
-    rows += [Op("rename", "file", p) for p in pairs]
+    rows += [Op("rename", "file", p) for p in pairs]  # to a free name
+    rows += [Op("rename", "over", p) for p in pairs]  # over an existing file
     rows += [Op("rename", "dir", (s, d)) for s in DIRS for d in DIRS if s != d]
     rows += [Op("setxattr", "", (f,)) for f in FILES]
     rows += [Op("removexattr", "", (f,)) for f in FILES]
@@ -217,14 +218,12 @@ def _namespace(sim: Sim, op: Op) -> bool:
 
 def _rename(sim: Sim, op: Op) -> bool:
     tree, (src, dst) = sim.tree, op.args
-    if op.variant == "file":
+    if op.variant in ("file", "over"):
         if not sim.exists(src, (FILE, SYMLINK)):
             return False
-        if dst in sim.known and tree.kind(dst) == DIR:
+        if op.variant == "file" and not sim.absent(dst):
             return False
-        if dst in sim.known and tree.kind(dst) is not None:
-            sim.touch(dst)
-        elif not sim.absent(dst):
+        if op.variant == "over" and not sim.exists(dst, (FILE, SYMLINK)):
             return False
     else:
         if not sim.exists(src, (DIR,)):

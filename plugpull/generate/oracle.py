@@ -101,7 +101,7 @@ def ext4_replace_via_rename(ctx: Context):
     trees = ctx.inode_history()
     for i in range(1, ctx.step + 1):
         op = ctx.workload.steps[i - 1].op
-        if op.family != "rename" or op.variant != "file" or trees[i - 1].kind(op.args[1]) != FILE:
+        if op.family != "rename" or op.variant != "over" or trees[i - 1].kind(op.args[1]) != FILE:
             continue
         dst = op.args[1]
         if ctx.tree.paths.get(dst) != trees[i].paths.get(dst) or trees[i].kind(dst) != FILE:

@@ -1,4 +1,4 @@
-# plugpull generated workload seq1-000299: setxattr B/bar, fdatasync B/bar
+# plugpull generated workload seq1-000355: setxattr B/bar, fdatasync B/bar
 # run in the empty work directory of a fresh filesystem, fd 4 open on the ack port
 set -e
 # setup, made durable: ack 0
