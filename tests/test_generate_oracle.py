@@ -96,6 +96,18 @@ def test_a_missing_fsynced_new_file_is_data_loss():
         assert verdict(text, "posix", 1, setup_view(text)) == Verdict.CLEAN
 
 
+def test_fsync_owes_no_name_that_only_a_lost_name_or_a_dir_rename_gave():
+    text = "rename.file A/foo A/bar; creat A/foo; write.append A/bar, fsync A/bar"
+    assert owes(text, "xfs", 1)[("A/foo", "kind")] == ({None, FILE}, "fsync-names")  # not A/bar's, maybe none
+    no_new_file = {p: e for p, e in final(text).items() if p != "A/foo"}
+    assert verdict(text, "xfs", 1, no_new_file) == Verdict.CLEAN
+    assert verdict(text, "xfs", 1, {**final(text), "A/foo": final(text)["A/bar"]}) == Verdict.INCONSISTENT
+    text = "rename.dir A B; write.append B/foo, fsync B/foo"
+    assert owes(text, "xfs", 1)[("B/foo", "kind")] == ({None, FILE}, "sync-all")  # its fsync need not persist the dir rename
+    assert verdict(text, "xfs", 1, setup_view(text)) == Verdict.CLEAN
+    assert verdict(text, "xfs", 1, {}) == Verdict.DATA_LOSS  # the directory was owed by the setup's sync
+
+
 def test_fdatasync_owes_no_name_a_rename_gave():
     text = "rename.file A/foo A/bar, fdatasync A/bar"
     found = owes(text, "ext4", 1)

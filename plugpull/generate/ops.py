@@ -7,7 +7,8 @@ name `--ops` takes), a variant and its operands, all among the fixed names of `t
 
 A name no operation has touched yet is resolved when first needed: an operation that needs it
 to exist makes the workload's setup create it (a file of `INITIAL_SIZE` bytes, or a directory),
-one that needs it absent takes it as absent. Setup runs before the first operation and is made
+one that needs it absent takes it as absent; a directory from the setup that is renamed is
+renamed with its files. Setup runs before the first operation and is made
 durable by `sync` (ack 0)."""
 
 from dataclasses import dataclass
@@ -228,6 +229,8 @@ def _rename(sim: Sim, op: Op) -> bool:
     else:
         if not sim.exists(src, (DIR,)):
             return False
+        for child in (p for p in FILES if parent(p) == src and p not in sim.known):
+            sim.exists(child)  # a directory from the setup moves with its files
         if dst in sim.known and tree.kind(dst) is not None:
             if tree.kind(dst) != DIR or tree.children(dst):
                 return False

@@ -14,12 +14,16 @@ from dataclasses import dataclass
 
 from plugpull.errors import UsageError
 from plugpull.generate.space import Workload
-from plugpull.generate.tree import DIR, FILE, NAMES, SYMLINK, Tree, parent
+from plugpull.generate.tree import DIR, FILE, NAMES, SYMLINK, Tree, parent, under
 
 PROFILES = ("posix", "ext4", "xfs", "btrfs")
 LINUX = ("ext4", "xfs", "btrfs")
 FIELDS = ("kind", "size", "digest", "nlink", "xattrs", "target")
 DATA = ("size", "digest")  # owed no more once a later operation changes them
+
+
+class AnyOf(frozenset):
+    """A fact a rule owes as one of several values."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,13 @@ class Context:
 
     def inode_history(self) -> list[Tree]:
         return self.workload.trees[:self.step + 1]
+
+    def moved_with_a_dir(self, path: str) -> bool:
+        """`path` lies in a directory renamed so far: a file's fsync need not persist that
+        rename (xfs logs only the directories and the moved directory's inode)."""
+        renames = [s.op.args for s in self.workload.steps[:self.step] if s.op.family == "rename"
+                   and s.op.variant == "dir"]
+        return any(under(path, d) for pair in renames for d in pair)
 
 
 def fact(tree: Tree, path: str, name: str):
@@ -68,11 +79,14 @@ def file_xattrs(ctx: Context):
 
 
 def file_names(ctx: Context):
-    """Every name the file has now, and every name it had since the setup and lost (with
-    what is there now, if anything)."""
+    """Every name the file has now, and every name it had since the setup and lost: no longer
+    this file (absent, or what is there now, whose own creation nothing forced out)."""
     ino = ctx.tree.paths[ctx.path]
     had = {p for t in ctx.inode_history() for p in t.names_of(ino)}
-    return [(p, "kind", ctx.tree.kind(p)) for p in NAMES if p in had]
+    now = ctx.tree.names_of(ino)
+    return [(p, "kind", FILE) for p in now if not ctx.moved_with_a_dir(p)] + [
+        (p, "kind", AnyOf({None, ctx.tree.kind(p)})) for p in NAMES
+        if p in had and p not in now and not ctx.moved_with_a_dir(p)]
 
 
 def new_file_name(ctx: Context):
@@ -85,6 +99,8 @@ def new_file_name(ctx: Context):
 
 
 def dir_entries(ctx: Context):
+    if ctx.moved_with_a_dir(ctx.path):
+        return []
     out = []
     for p in NAMES:
         if parent(p) == ctx.path:
@@ -171,6 +187,7 @@ class Owed:
     values: frozenset
     rule: str
     point: int
+    base: frozenset = frozenset()  # the values the rule owed, before later operations added theirs
 
     def text(self) -> str:
         shown = sorted(map(str, self.values))
@@ -219,10 +236,11 @@ def owed(workload: Workload, fs: str, k: int | None) -> list[Owed]:
     out = []
     for (path, name), (value, rule, point) in applied(workload, fs, k).items():
         later = workload.trees[end_step(workload, point) + 1:]
-        values = frozenset({value} | {fact(t, path, name) for t in later})
+        owed_values = set(value) if isinstance(value, AnyOf) else {value}
+        values = frozenset(owed_values | {fact(t, path, name) for t in later})
         if name in DATA and len(values) > 1:
             continue
-        out.append(Owed(path, name, values, rule, point))
+        out.append(Owed(path, name, values, rule, point, frozenset(owed_values)))
     return sorted(out, key=lambda o: (NAMES.index(o.path), FIELDS.index(o.name)))
 
 
@@ -231,7 +249,7 @@ def held(workload: Workload, owed_facts: list[Owed]) -> list[Held]:
     out = []
     for o in owed_facts:
         trees = workload.trees[end_step(workload, o.point):]
-        value = next(iter({v for v in o.values if v is not None}), None)
+        value = next(iter(o.base)) if len(o.base) == 1 else None
         if o.name != "kind" or value is None or None not in o.values or trees[0].kind(o.path) != value:
             continue
         ino = trees[0].paths[o.path]

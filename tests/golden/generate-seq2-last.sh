@@ -1,4 +1,4 @@
-# plugpull generated workload seq2-118555: setxattr B/bar, fdatasync B/bar; removexattr B/bar, fdatasync B/bar
+# plugpull generated workload seq2-119035: setxattr B/bar, fdatasync B/bar; removexattr B/bar, fdatasync B/bar
 # run in the empty work directory of a fresh filesystem, fd 4 open on the ack port
 set -e
 # setup, made durable: ack 0

@@ -1,4 +1,4 @@
-# plugpull generated workload seq3-33064587: setxattr B/bar, fdatasync B/bar; removexattr B/bar, fdatasync B/bar; setxattr B/bar, fdatasync B/bar
+# plugpull generated workload seq3-33156267: setxattr B/bar, fdatasync B/bar; removexattr B/bar, fdatasync B/bar; setxattr B/bar, fdatasync B/bar
 # run in the empty work directory of a fresh filesystem, fd 4 open on the ack port
 set -e
 # setup, made durable: ack 0
