@@ -154,3 +154,43 @@ def test_the_commands_print(capsys):
     assert run(["--show", "seq2-000412"], capsys)[1] == program(Space(2).workload(412))
     owed = run(["--owed", "seq2-000412", "--fs", "xfs"], capsys)[1]
     assert "fsync-names" in owed and "ext4-replace-via-rename" not in owed
+
+
+class Booted(Exception):
+    pass
+
+
+def _no_boot(*args, **kwargs):
+    raise Booted
+
+
+@pytest.fixture
+def no_guest(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(cli.crash, "prepare_rig", _no_boot)
+    monkeypatch.setattr("plugpull.guest.image.build_image", _no_boot)
+
+
+@pytest.mark.parametrize("argv", [["--workload", "gen:x"], ["--workload", "gen:seq1-000356"],
+                                  ["--workload", "gen:seq1-000001", "--param", "count=3"],
+                                  ["--workload", "gen:seq1-000001", "--check-script", "c.sh"]])
+def test_crash_refuses_a_bad_generated_workload_in_one_line(argv, no_guest, capsys):
+    try:
+        code = cli.main(["crash", "--fs", "xfs", *argv])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+
+
+def test_crash_takes_a_generated_workload_judged_by_the_filesystems_rules(no_guest):
+    from plugpull.crash.spec import CrashSpec
+    from plugpull.generate.workload import GeneratedWorkload
+    assert cli.main(["crash", "--fs", "btrfs", "--workload", "gen:seq2-014532", "--trigger", "end"]) == 3  # Booted
+    plan = CrashSpec(fs="btrfs", mode="barrier", workload="gen:seq2-014532").resolve()
+    assert plan.workload == GeneratedWorkload("seq2-014532", "btrfs")
+    assert CrashSpec(fs="xfs-2008", mode="barrier", workload="gen:seq1-000001").resolve().workload.profile == "posix"
+    assert "echo 'ack 2' >&4" in plan.workload.script("/mnt")
+    with pytest.raises(UsageError):
+        GeneratedWorkload("seq1-000001", "zfs")

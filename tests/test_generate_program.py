@@ -1,6 +1,7 @@
 """Generated workloads' programs: valid sh, and, run on the host's own filesystem (busybox's
-mv, ln, touch, unlink and mkdir, the host's xfs_io, pp-xattr compiled from images/src, sync a
-no-op), they leave exactly the tree the model says."""
+applets, the host's xfs_io, pp-xattr compiled from images/src, sync a no-op), they leave
+exactly the tree the model says; the checker's collector reads that tree back as it is, and
+the `gen:` workload judges it clean, or not when an owed file is gone."""
 
 import os
 import shutil
@@ -10,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from plugpull.generate.program import program
-from plugpull.generate.space import Space
+from plugpull.generate.space import Space, workload_of
 from plugpull.generate.tree import read_tree
+from plugpull.generate.workload import COLLECTOR, GeneratedWorkload, collected
 
 ROOT = Path(__file__).resolve().parent.parent
-APPLETS = ("mv", "ln", "touch", "unlink", "mkdir")
+APPLETS = ("mv", "ln", "touch", "unlink", "mkdir", "stat", "readlink", "sha256sum", "cut")
 
 
 def test_a_program_is_valid_sh(tmp_path):
@@ -77,3 +79,34 @@ def test_programs_leave_the_model_tree(host_tools, tmp_path):
         assert links(real) == links(model), workload.ident
         ran += 1
     assert ran == 30 + 20 + 15
+
+
+def collect_on_host(where: Path, path: str) -> str:
+    done = subprocess.run(["sh", "-c", COLLECTOR], cwd=where, env={**os.environ, "PATH": path},
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_collector_reads_the_tree_back(host_tools, tmp_path):
+    for n, workload in enumerate(workloads_to_run()):
+        if n % 4:
+            continue
+        run_on_host(workload, tmp_path / f"w{n}", host_tools)
+        assert collected(collect_on_host(tmp_path / f"w{n}", host_tools)) == read_tree(tmp_path / f"w{n}")
+    with pytest.raises(ValueError):
+        collected("entry A/foo 81a4 1 1 1 -\n")  # a field short
+
+
+@pytest.mark.parametrize("fs", ["ext4", "posix"])
+def test_a_generated_workload_judges_the_collected_tree(fs, host_tools, tmp_path):
+    workload = workload_of("creat A/foo, fsync A/foo")
+    run_on_host(workload, tmp_path / "w", host_tools)
+    gen = GeneratedWorkload(workload.ident, fs)
+    files = {"check-script.out": collect_on_host(tmp_path / "w", host_tools).encode(), "check-script.rc": b"0"}
+    assert gen.examine([0, 1], files).lost == [] and gen.examine([0, 1], files).broken == []
+    (tmp_path / "w" / "A" / "foo").unlink()
+    files["check-script.out"] = collect_on_host(tmp_path / "w", host_tools).encode()
+    lost = gen.examine([0, 1], files).lost
+    assert [x.ack for x in lost] == ([1] if fs == "ext4" else [])  # POSIX owes no name
+    assert gen.examine([0, 1], {"check-script.rc": b"absent"}).lost[0].reason == "the work directory is missing"

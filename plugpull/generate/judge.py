@@ -22,12 +22,12 @@ FACT_KIND = {"size": FILE, "digest": FILE, "nlink": FILE, "xattrs": FILE, "targe
 @dataclass(frozen=True)
 class Judgement:
     verdict: Verdict
-    lost: tuple[str, ...] = ()  # the owed facts missing or wrong, each with its rule and point
+    lost: tuple[tuple[int, str], ...] = ()  # (point, why): owed facts missing or wrong, with their rules
     broken: tuple[str, ...] = ()  # why no point of the workload gives this tree
 
     @property
     def reason(self) -> str:
-        first = (self.broken or self.lost or ("every owed fact holds",))[0]
+        first = (self.broken or [why for _, why in self.lost] or ("every owed fact holds",))[0]
         more = len(self.broken or self.lost) - 1
         return first + (f" (and {more} more)" if more > 0 else "")
 
@@ -48,17 +48,17 @@ def recovered_fact(entry: Entry | None, name: str):
     return ... if value is None and name == "nlink" else value
 
 
-def lost_facts(facts: list[Owed], kept: list[Held], recovered: dict[str, Entry]) -> list[str]:
+def lost_facts(facts: list[Owed], kept: list[Held], recovered: dict[str, Entry]) -> list[tuple[int, str]]:
     lost = []
     for o in facts:
         value = recovered_fact(recovered.get(o.path), o.name)
         if value is not ... and value not in o.values:
-            lost.append(f"{o.path}: {o.name} is {_show(value)}, owed {' or '.join(sorted(map(_show, o.values)))} "
-                        f"({o.rule}, point {o.point})")
+            lost.append((o.point, f"{o.path}: {o.name} is {_show(value)}, owed "
+                                  f"{' or '.join(sorted(map(_show, o.values)))} ({o.rule}, point {o.point})"))
     for h in kept:
         if not any(recovered.get(p) is not None and recovered[p].kind == h.kind for p in h.names):
-            lost.append(f"the {h.kind} owed at {h.names[0]} is under none of {', '.join(h.names)} "
-                        f"({h.rule}, point {h.point})")
+            lost.append((h.point, f"the {h.kind} owed at {h.names[0]} is under none of {', '.join(h.names)} "
+                                  f"({h.rule}, point {h.point})"))
     return lost
 
 
