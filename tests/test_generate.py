@@ -194,3 +194,13 @@ def test_crash_takes_a_generated_workload_judged_by_the_filesystems_rules(no_gue
     assert "echo 'ack 2' >&4" in plan.workload.script("/mnt")
     with pytest.raises(UsageError):
         GeneratedWorkload("seq1-000001", "zfs")
+
+
+def test_a_record_of_a_generated_workload_names_it_again():
+    from plugpull.crash.spec import recorded_workload
+    from plugpull.generate.workload import GeneratedWorkload
+    gen = GeneratedWorkload("seq2-014532", "xfs")
+    assert recorded_workload(gen.name, gen.params()) == gen  # what record.json keeps: name and params
+    assert recorded_workload("fsync-files", {"count": 3}).name == "fsync-files"
+    with pytest.raises(UsageError):
+        recorded_workload("gen", {"ident": "seq1-999999", "profile": "xfs"})

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
-from plugpull.generate.workload import PREFIX as GEN_PREFIX, generated_workload
+from plugpull.generate.workload import PREFIX as GEN_PREFIX, GeneratedWorkload, generated_workload
 from plugpull.guest.config import Bus
 from plugpull.powerloss.models import ModelSpec, cut_points, parse_model
 from plugpull.testbed.bed import BedSpec
@@ -143,3 +143,10 @@ def load_user_scripts(spec: CrashSpec, base: Path) -> CrashSpec:
     check = read_script(base / spec.check_script, "check script")
     params = {**dict(spec.params), "text": text, "check": check}
     return replace(spec, workload=Script.name, params=tuple(params.items()), check_script="")
+
+
+def recorded_workload(name: str, params: dict) -> Workload:
+    """The workload a record names (its `workload` and `params`), a generated one too."""
+    if name == GeneratedWorkload.name:
+        return GeneratedWorkload(**params)
+    return workload_named(name, **params)
