@@ -111,20 +111,20 @@ def dir_entries(ctx: Context):
 
 
 def ext4_replace_via_rename(ctx: Context):
-    """With the names sync, a dir fsync or a file fsync owes: a file renamed over an existing
-    one brings the data it had at the rename, if it still has it."""
+    """A directory fsync that owes the entry of a file renamed over an existing one owes the
+    data the file had at the rename too, if it still has it (a sync or the file's own fsync
+    owe its data anyway)."""
     out = []
     trees = ctx.inode_history()
     for i in range(1, ctx.step + 1):
         op = ctx.workload.steps[i - 1].op
-        if op.family != "rename" or op.variant != "over" or trees[i - 1].kind(op.args[1]) != FILE:
+        if op.family != "rename" or op.variant != "over" or parent(op.args[1]) != ctx.path:
             continue
         dst = op.args[1]
-        if ctx.tree.paths.get(dst) != trees[i].paths.get(dst) or trees[i].kind(dst) != FILE:
+        if trees[i - 1].kind(dst) != FILE or trees[i].kind(dst) != FILE:
             continue
-        if ctx.path not in (None, dst, parent(dst)):
-            continue
-        if fact(ctx.tree, dst, "digest") == fact(trees[i], dst, "digest"):
+        if ctx.tree.paths.get(dst) == trees[i].paths.get(dst) and \
+                fact(ctx.tree, dst, "digest") == fact(trees[i], dst, "digest"):
             out += [(dst, n, fact(ctx.tree, dst, n)) for n in DATA]
     return out
 
@@ -132,7 +132,7 @@ def ext4_replace_via_rename(ctx: Context):
 @dataclass(frozen=True)
 class Rule:
     name: str
-    trigger: str  # sync, fsync-file, fdatasync-file, fsync-dir
+    trigger: str  # sync, fsync-file, fdatasync-file or fsync-dir
     filesystems: tuple[str, ...]
     owes: Callable[[Context], list]
     source: str
@@ -158,7 +158,7 @@ RULES = (
          "relied on: a new file's name is needed to read its data back, and is logged with the inode's creation"),
     Rule("fsync-dir-entries", "fsync-dir", LINUX, dir_entries,
          "fsync(2), Linux man-pages: an explicit fsync of the directory persists its entries"),
-    Rule("ext4-replace-via-rename", "any", ("ext4",), ext4_replace_via_rename,
+    Rule("ext4-replace-via-rename", "fsync-dir", ("ext4",), ext4_replace_via_rename,
          "ext4 documentation, auto_da_alloc (default): a file renamed over an existing one has its data "
          "forced to disk before the rename commits"),
 )
@@ -221,7 +221,7 @@ def applied(workload: Workload, fs: str, k: int) -> dict:
         trigger, path = trigger_of(workload, step)
         ctx = Context(workload, step, workload.trees[step], path)
         for rule in rules:
-            if rule.trigger in (trigger, "any"):
+            if rule.trigger == trigger:
                 facts.update({(p, n): (v, rule.name, point) for p, n, v in rule.owes(ctx)})
     return facts
 
