@@ -8,6 +8,7 @@ filesystem (`judge`). A lost fact is reported against the ack of the point that 
 
 import stat
 from dataclasses import dataclass
+from functools import cache
 
 from plugpull.errors import UsageError
 from plugpull.generate.judge import judge
@@ -73,7 +74,7 @@ class GeneratedWorkload(Workload):
 
     @property
     def generated(self) -> Generated:
-        return space_of(self.ident).parse(self.ident)
+        return _parsed(self.ident)
 
     @property
     def check(self) -> str:
@@ -98,6 +99,12 @@ class GeneratedWorkload(Workload):
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
         return self.examine(required, files).lost
+
+
+@cache
+def _parsed(ident: str) -> Generated:
+    """The workload an id names, its model trees kept: every crash state of a run judges it."""
+    return space_of(ident).parse(ident)
 
 
 def _text(files: dict, key: str) -> str:
