@@ -110,3 +110,27 @@ def test_a_generated_workload_judges_the_collected_tree(fs, host_tools, tmp_path
     lost = gen.examine([0, 1], files).lost
     assert [x.ack for x in lost] == ([1] if fs == "ext4" else [])  # POSIX owes no name
     assert gen.examine([0, 1], {"check-script.rc": b"absent"}).lost[0].reason == "the work directory is missing"
+
+
+def test_the_crash_pipeline_judges_a_generated_workload(host_tools, tmp_path):
+    """What the checker brings back for a gen: workload, classified as every state is."""
+    from plugpull.check.checker import ScriptCollect
+    from plugpull.check.verdict import Observation, Verdict, classify
+    from plugpull.crash.judge import collect_for
+    from plugpull.testbed.fs import filesystem
+    workload = workload_of("rename.over A/bar A/foo, fsync A")
+    gen = GeneratedWorkload(workload.ident, "ext4")
+    assert collect_for(gen, [0, 1]) == ScriptCollect(COLLECTOR, (0, 1))
+    run_on_host(workload, tmp_path / "w", host_tools)
+
+    def verdict(required):
+        out = collect_on_host(tmp_path / "w", host_tools)
+        obs = Observation(mount_rc=0, fsck_rc=0, umount_rc=0, files={"check-script.out": out, "check-script.rc": b"0"})
+        return classify(filesystem("ext4"), obs, gen, required).verdict
+
+    assert verdict([0, 1]) == Verdict.CLEAN
+    os.link(tmp_path / "w" / "A" / "foo", tmp_path / "w" / "A" / "bar")  # the rename half done
+    assert verdict([0, 1]) == Verdict.INCONSISTENT
+    (tmp_path / "w" / "A" / "bar").unlink()
+    (tmp_path / "w" / "A" / "foo").unlink()  # the renamed file gone
+    assert verdict([0]) == Verdict.DATA_LOSS and verdict([]) == Verdict.CLEAN
