@@ -2,6 +2,7 @@
 
     PlugpullError
      +-- UsageError        bad input from the user (CLI exit code 2)
+     |    +-- KernelUnfit      the kernel chosen lacks a driver the guest cannot run without
      +-- NothingChecked    a run that could not test what it promised: no verdict (exit 3)
      +-- InfraError        the rig broke; never a filesystem verdict
           +-- ToolMissing      a host program or file plugpull needs is absent
@@ -19,6 +20,10 @@ class PlugpullError(Exception):
 
 class UsageError(PlugpullError):
     pass
+
+
+class KernelUnfit(UsageError):
+    """The kernel to boot has, neither as a module nor built in, a driver the guest needs."""
 
 
 class NothingChecked(PlugpullError):

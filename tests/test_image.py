@@ -12,7 +12,7 @@ import pytest
 from plugpull.guest.cpio import CpioWriter
 from plugpull.errors import ImageError, ToolMissing
 from plugpull.guest import image as image_mod
-from plugpull.guest.image import KernelSource, Recipe, build_image, cache_key, module_closure, plan_image
+from plugpull.guest.image import KernelSource, Recipe, build_image, cache_key, plan_image
 
 RECIPE = """
 [kernel]
@@ -42,16 +42,6 @@ def kernel(tmp_path) -> KernelSource:
 
 def recipe(text=RECIPE) -> Recipe:
     return Recipe.parse(text)
-
-
-def test_module_closure_follows_dependencies_and_skips_builtins(kernel):
-    assert module_closure(kernel.modules_dir, ["xfs", "virtio"]) == [
-        "kernel/lib/libcrc32c.ko", "kernel/fs/xfs/xfs.ko"]
-
-
-def test_unknown_module_is_an_image_error(kernel):
-    with pytest.raises(ImageError, match="nosuchfs"):
-        module_closure(kernel.modules_dir, ["nosuchfs"])
 
 
 def test_missing_program_names_its_package(kernel):

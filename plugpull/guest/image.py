@@ -9,6 +9,7 @@ recipe gives a new key; an unchanged one is reused.
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -22,8 +23,11 @@ from plugpull.errors import ImageError, ToolMissing
 from plugpull.guest.kernel import pvh_kernel
 from plugpull.files import atomic_path
 from plugpull.guest.imagecache import hold, prune_cache
+from plugpull.guest.modules import ModuleIndex, module_name, select_modules
 from plugpull.paths import IMAGES_DIR, cache_dir
 from plugpull.space import space_is_fatal
+
+log = logging.getLogger(__name__)
 
 BUILDER_VERSION = "2"
 KEEP_IMAGES = 3
@@ -47,12 +51,13 @@ class KernelSource:
 
 @dataclass(frozen=True)
 class Recipe:
-    modules: tuple[str, ...]
+    modules: tuple[str, ...]  # required: a kernel without one cannot run the guest
     programs: dict
     aliases: dict
     files: dict
     text: str
     build: dict = field(default_factory=dict)
+    optional: tuple[str, ...] = ()  # skipped, with a note, by a kernel that has them neither way
 
     @classmethod
     def load(cls, path: Path = IMAGES_DIR / "guest.toml") -> "Recipe":
@@ -69,6 +74,7 @@ class Recipe:
             files=dict(data.get("files", {})),
             text=text,
             build=dict(data.get("build", {})),
+            optional=tuple(kernel.get("optional", ())),
         )
 
 
@@ -123,42 +129,6 @@ def canonical(path: Path) -> str:
     return str(Path(os.path.realpath(path.parent)) / path.name)
 
 
-def module_closure(modules_dir: Path, names) -> list[str]:
-    """Relative paths of the named modules and all they depend on (built-ins are skipped)."""
-    deps = {}
-    by_name = {}
-    for line in (modules_dir / "modules.dep").read_text().splitlines():
-        path, _, rest = line.partition(":")
-        deps[path] = rest.split()
-        by_name[_module_name(path)] = path
-    builtin = set()
-    builtin_file = modules_dir / "modules.builtin"
-    if builtin_file.is_file():
-        builtin = {_module_name(p) for p in builtin_file.read_text().split()}
-    wanted, seen = [], set()
-
-    def visit(path):
-        if path in seen:
-            return
-        seen.add(path)
-        for dep in deps.get(path, ()):
-            visit(dep)
-        wanted.append(path)
-
-    for name in names:
-        key = name.replace("-", "_")
-        if key in by_name:
-            visit(by_name[key])
-        elif key not in builtin:
-            raise ImageError(f"kernel module {name} not found in {modules_dir}")
-    return wanted
-
-
-def _module_name(path: str) -> str:
-    base = path.rsplit("/", 1)[-1]
-    return base.split(".ko")[0].replace("-", "_")
-
-
 @dataclass(frozen=True)
 class Plan:
     """Everything that goes into the initramfs, as (guest path, host path) pairs."""
@@ -169,6 +139,8 @@ class Plan:
     module_index: str  # the generated modules.dep
     module_aliases: str  # modules.alias lines of the modules included (fs-xfs -> xfs)
     builds: tuple = ()  # (guest_path, C source): compiled into the image when it is built
+    module_builtin: str = ""  # the kernel's modules.builtin: the guest's init skips those
+    modules_skipped: tuple = ()  # optional modules the kernel has neither way
 
 
 def plan_image(recipe: Recipe, kernel: KernelSource) -> Plan:
@@ -204,13 +176,12 @@ def plan_image(recipe: Recipe, kernel: KernelSource) -> Plan:
         builds[guest] = source
     links = {k: v for k, v in links.items() if k not in files and k not in builds}
 
-    rel_modules = module_closure(kernel.modules_dir, recipe.modules)
-    dep_lines = {}
-    for line in (kernel.modules_dir / "modules.dep").read_text().splitlines():
-        path = line.partition(":")[0]
-        dep_lines[path] = line
+    chosen = select_modules(kernel.modules_dir, recipe.modules, recipe.optional, kernel.release)
+    rel_modules = chosen.paths
+    dep_lines = ModuleIndex.read(kernel.modules_dir).dep_lines
     index = "".join(dep_lines[p] + "\n" for p in rel_modules)
-    included = {_module_name(p) for p in rel_modules}
+    included = {module_name(p) for p in rel_modules}
+    builtin_file = kernel.modules_dir / "modules.builtin"
     alias_file = kernel.modules_dir / "modules.alias"
     aliases = "".join(
         line + "\n" for line in (alias_file.read_text().splitlines() if alias_file.is_file() else ())
@@ -225,6 +196,8 @@ def plan_image(recipe: Recipe, kernel: KernelSource) -> Plan:
         module_index=index,
         module_aliases=aliases,
         builds=tuple(builds.items()),
+        module_builtin=builtin_file.read_text() if builtin_file.is_file() else "",
+        modules_skipped=chosen.skipped,
     )
 
 
@@ -248,6 +221,7 @@ def cache_key(recipe: Recipe, kernel: KernelSource, plan: Plan) -> str:
     for guest, host in plan.modules:
         h.update(f"{guest} {_identity(host)}\n".encode())
     h.update(plan.module_aliases.encode())
+    h.update(plan.module_builtin.encode())
     for guest, source in plan.builds:
         h.update(f"build {guest} {' '.join(COMPILE_FLAGS)}\n".encode())
         h.update(Path(source).read_bytes())
@@ -307,6 +281,7 @@ def write_initramfs(plan: Plan, release: str, out_path: Path) -> None:
             w.file(guest, Path(host).read_bytes())
         w.file(f"usr/lib/modules/{release}/modules.dep", plan.module_index.encode())
         w.file(f"usr/lib/modules/{release}/modules.alias", plan.module_aliases.encode())
+        w.file(f"usr/lib/modules/{release}/modules.builtin", plan.module_builtin.encode())
         w.file("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n")
         w.file("etc/group", b"root:x:0:\n")
         w.close()
@@ -338,6 +313,9 @@ def build_image(kernel: KernelSource | None = None, recipe: Recipe | None = None
         fcntl.flock(lock, fcntl.LOCK_EX)
         fresh = not (final / "manifest.json").is_file()
         if fresh:
+            if plan.modules_skipped:
+                log.info("kernel %s has no %s (optional modules): the image goes without them",
+                         kernel.release, ", ".join(plan.modules_skipped))
             with space_is_fatal(root):
                 _build_into(final, plan, kernel, recipe, key)
         hold(final)
@@ -365,6 +343,7 @@ def _build_into(final: Path, plan: Plan, kernel: KernelSource, recipe: Recipe, k
             "initramfs_bytes": (staging / "initramfs.cpio").stat().st_size,
             "packages": package_versions(recipe.programs.values()),
             "modules": len(plan.modules),
+            "modules_skipped": list(plan.modules_skipped),
             "files": len(plan.files),
             "built": {guest: str(source) for guest, source in plan.builds},
         }
