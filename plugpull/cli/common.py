@@ -27,27 +27,10 @@ def describe(error: BaseException) -> str:
 
 
 def kernel_source(args):
-    """The --kernel and --modules pair, checked: a kernel image (bzImage or ELF vmlinux) and a
-    modules tree that exist."""
-    from plugpull.guest.image import KernelSource
-    from plugpull.guest.kernel import kernel_format
-    if args.kernel is None:
-        return None
-    if args.modules is None:
-        raise UsageError("--kernel needs --modules (the kernel's lib/modules/RELEASE tree)")
-    for p in (args.kernel, args.modules):
-        if not p.exists():
-            raise UsageError(f"{p} does not exist")
-    try:
-        with open(args.kernel, "rb") as f:
-            head = f.read(4096)
-    except OSError as e:
-        raise UsageError(f"--kernel {args.kernel}: {e.strerror}") from None
-    if kernel_format(head) is None:
-        raise UsageError(f"--kernel {args.kernel}: not a kernel (neither a bzImage nor an ELF vmlinux)")
-    if not args.modules.is_dir():
-        raise UsageError(f"--modules {args.modules}: not a directory")
-    return KernelSource(args.kernel, args.modules)
+    """--kernel and --modules, checked (plugpull.kernels.kernel_option): None for the host's
+    kernel, else the KernelSource to boot; a Debian kernel is fetched once."""
+    from plugpull.kernels import kernel_option
+    return kernel_option(args.kernel, args.modules)
 
 
 def checked_output(path: Path, flag: str, parent_must_exist: bool = True) -> Path:
@@ -80,8 +63,10 @@ def parse_params(items: list[str]) -> list[tuple[str, object]]:
 
 def add_guest_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accel", type=Accel, choices=list(Accel), default=Accel.AUTO)
-    p.add_argument("--kernel", type=Path, help="boot this kernel (bzImage) instead of the host's")
-    p.add_argument("--modules", type=Path, help="with --kernel: its lib/modules/RELEASE tree")
+    p.add_argument("--kernel", metavar="debian:VERSION|PATH|host",
+                   help="the guests' kernel: Debian's by version (debian:6.12, the newest 6.12.x; debian:7.3; "
+                        "an exact package version), a kernel image file (with --modules), or the host's (default)")
+    p.add_argument("--modules", type=Path, help="with --kernel PATH: its lib/modules/RELEASE tree")
     p.add_argument("--backend", default="qemu", choices=("qemu", "libvirt"), help="what runs the guests")
     p.add_argument("--connect", metavar="URI", type=_libvirt_uri, help="with --backend libvirt: the libvirt URI "
                    "(default qemu:///system)")

@@ -1,0 +1,49 @@
+"""`--kernel` and `--modules` as every guest command (and the pytest plugin) takes them: the
+host's kernel, a kernel file with its modules tree, or a Debian kernel by version."""
+
+import re
+from pathlib import Path
+
+from plugpull.errors import UsageError
+from plugpull.guest.image import KernelSource
+from plugpull.guest.kernel import kernel_format
+from plugpull.kernels.spec import HOST, is_debian, parse_debian
+
+
+def kernel_option(kernel: str | None, modules: Path | None, kernels=None) -> KernelSource | None:
+    """The kernel to boot; None for the host's. Bad input is a one-line `UsageError`, said
+    before anything is fetched or booted; a Debian kernel is resolved (and fetched once)."""
+    if kernel is None or kernel == HOST:
+        if modules is not None:
+            raise UsageError(f"--modules goes with a kernel file (--kernel PATH), not with --kernel {kernel or HOST}")
+        return None
+    if is_debian(kernel):
+        spec = parse_debian(kernel)
+        if modules is not None:
+            raise UsageError(f"--kernel {kernel} brings its own modules: drop --modules")
+        from plugpull.kernels.resolve import Kernels
+        return (kernels or Kernels()).resolve(spec).source
+    if re.match(r"^[a-z]+:", kernel) and not Path(kernel).exists():
+        raise UsageError(f"--kernel {kernel}: unknown kernel source {kernel.split(':')[0]!r} "
+                         f"(debian:VERSION, a kernel file, or host)")
+    return kernel_file(Path(kernel), modules)
+
+
+def kernel_file(kernel: Path, modules: Path | None) -> KernelSource:
+    """A kernel image (bzImage or ELF vmlinux) and a modules tree that exist."""
+    if modules is None:
+        raise UsageError(f"--kernel {kernel} needs --modules (the kernel's lib/modules/RELEASE tree), "
+                         f"or name a Debian kernel: --kernel debian:6.12")
+    for p in (kernel, modules):
+        if not p.exists():
+            raise UsageError(f"{p} does not exist")
+    try:
+        with open(kernel, "rb") as f:
+            head = f.read(4096)
+    except OSError as e:
+        raise UsageError(f"--kernel {kernel}: {e.strerror}") from None
+    if kernel_format(head) is None:
+        raise UsageError(f"--kernel {kernel}: not a kernel (neither a bzImage nor an ELF vmlinux)")
+    if not modules.is_dir():
+        raise UsageError(f"--modules {modules}: not a directory")
+    return KernelSource(kernel, modules)
