@@ -10,8 +10,8 @@ import pytest
 from plugpull.guest.config import Accel
 from plugpull.guest.rig import prepare_rig
 from plugpull.kernels import ArchiveUnreachable, Kernels
-from plugpull.lab.crash import run_crash
-from plugpull.lab.spec import CrashSpec
+from plugpull.crash.run import run_crash
+from plugpull.crash.spec import CrashSpec
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
 
