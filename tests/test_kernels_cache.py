@@ -173,6 +173,17 @@ def test_fresh_lists_are_not_fetched_again(fake):
     assert apt.updates == 1
 
 
+def test_a_fetch_killed_midway_is_swept_by_the_next(fake):
+    kernels, apt = fake
+    half = kernels.root / "trees" / f".{OLD}_x.abc.tmp"
+    (half / "tree").mkdir(parents=True)
+    (kernels.root / "downloads" / "old" / "a.deb").parent.mkdir(parents=True)
+    (kernels.root / "downloads" / "old" / "a.deb").write_bytes(b"half")
+    kernels.resolve("debian:6.12")
+    assert not half.exists() and list((kernels.root / "downloads").iterdir()) == []
+    assert [k.release for k in kernels.cached()] == [OLD]
+
+
 def test_the_cache_key_follows_version_and_content():
     p = [Package("linux-image-x", "6.12.117-1", "a" * 64, 1, "f")]
     key = tree_name(OLD, "6.12.117-1", p)

@@ -153,8 +153,8 @@ class Kernels:
     def _fetch(self, offer: Offer, packages: list[Package], final: Path, seconds: dict) -> CachedKernel:
         log.info("fetching %s (%s, %s): %s, %.0f MiB", offer.release, offer.version, offer.suite,
                  " ".join(offer.packages), sum(p.size for p in packages) / 2**20)
+        sweep_unfinished(self.root)
         downloads = self.root / "downloads" / final.name
-        shutil.rmtree(downloads, ignore_errors=True)
         downloads.mkdir(parents=True)
         try:
             started = time.monotonic()
@@ -176,3 +176,12 @@ class Kernels:
         log.info("%s ready in %.1f s (fetch %.1f s, unpack and depmod %.1f s)", offer.release,
                  sum(seconds.get(k, 0) for k in ("resolve", "fetch", "unpack")), seconds["fetch"], seconds["unpack"])
         return kernel
+
+
+def sweep_unfinished(root: Path) -> list[Path]:
+    """Remove what a fetch killed midway left (its downloads, its half-unpacked tree). Called
+    under the kernels' lock, which every fetch holds: nothing else is writing them."""
+    left = [*(root / "downloads").glob("*"), *(root / "trees").glob(".*.tmp")]
+    for path in left:
+        shutil.rmtree(path, ignore_errors=True)
+    return left
