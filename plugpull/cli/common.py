@@ -33,6 +33,20 @@ def kernel_source(args):
     return kernel_option(args.kernel, args.modules)
 
 
+def kernel_list(args, default=("host",)) -> list:
+    """--kernel as matrix and reproduce take it, a comma-separated list (host, debian:VERSION;
+    or one kernel file with --modules): [(name, KernelSource or None for the host's)], every
+    name checked before any kernel is fetched."""
+    from plugpull.kernels.option import kernel_options
+    texts = args.kernel.split(",") if args.kernel else list(default)
+    return kernel_options(texts, args.modules)
+
+
+def kernel_tag(kernel) -> str:
+    """What a matrix cell records of its kernel: the release, "" for the host's."""
+    return kernel.release if kernel is not None else ""
+
+
 def checked_output(path: Path, flag: str, parent_must_exist: bool = True) -> Path:
     """A file plugpull will write at the end of a run, checked before the run starts so that
     no result is lost to a bad path: not a directory, in a writable directory."""

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output,
-                                 guest_backend, kernel_source, parse_params)
+                                 guest_backend, kernel_list, kernel_tag, parse_params)
 from plugpull.cli.crash import add_hosts_option, checker_hosts
 from plugpull.errors import UsageError
 from plugpull.guest.rig import prepare_rig
@@ -105,8 +105,7 @@ def matrix_params(items: list[str], workloads) -> dict:
 
 def cmd_matrix(args) -> int:
     from plugpull.crash.spec import CrashSpec
-    from plugpull.paths import make_tempdir
-    from plugpull.runs.matrix import cells, run_matrix, with_user_scripts
+    from plugpull.runs.matrix import cells, for_kernel, run_matrix, with_user_scripts
     from plugpull.runs.settings import settings_of
 
     params = matrix_params(args.param, args.workload)
@@ -119,26 +118,37 @@ def cmd_matrix(args) -> int:
     todo = with_user_scripts(todo, Path("."))
     for cell in todo:
         cell.validate()
-    kernel, backend = kernel_source(args), guest_backend(args)
+    kernels, backend = kernel_list(args), guest_backend(args)
     hosts = checker_hosts(args.hosts)
     with run_log(args.results.with_suffix(".log")):
-        rig = prepare_rig(args.accel, kernel, backend, hosts)
-        work = make_tempdir("matrix")
-        try:
-            ran = run_matrix(todo, args.results, rig, work)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        ran = run_on_kernels(args, kernels, backend, hosts, lambda rig, tag, work: run_matrix(
+            for_kernel(todo, tag), args.results, rig, work))
     finish_matrix(ran, args.results, args.report)
     return EXIT_INFRA if any(r.error for r in ran) else EXIT_OK
 
 
+def run_on_kernels(args, kernels: list, backend, hosts, run) -> list:
+    """`run(rig, kernel_tag, work)` on each kernel in turn, its guest image ready first; the
+    results of all, in order."""
+    from plugpull.paths import make_tempdir
+
+    ran = []
+    for i, (name, kernel) in enumerate(kernels):
+        if len(kernels) > 1:
+            print(f"[kernel {i + 1}/{len(kernels)}] {name}", file=sys.stderr)
+        rig = prepare_rig(args.accel, kernel, backend, hosts)
+        work = make_tempdir("matrix")
+        try:
+            ran += run(rig, kernel_tag(kernel), work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return ran
+
+
 def cmd_reproduce(args) -> int:
     from plugpull.cli.faults import run_faults
-    from plugpull.paths import make_tempdir
-    from plugpull.results import read_cells
-    from plugpull.runs.cases import expectation_failures, load_case
-    from plugpull.runs.faultcase import fault_expectation_failures
-    from plugpull.runs.matrix import run_matrix
+    from plugpull.runs.cases import load_case
+    from plugpull.runs.matrix import for_kernel, run_matrix
     from plugpull.runs.seeds import reference_results
 
     if not 0 < args.scale <= 1:
@@ -152,24 +162,23 @@ def cmd_reproduce(args) -> int:
         cell.validate()
     results = checked_output(args.results or Path("results") / f"{args.case.stem}.jsonl", "--results",
                              parent_must_exist=False)
-    kernel, backend = kernel_source(args), guest_backend(args)
+    kernels, backend = kernel_list(args, case.kernels), guest_backend(args)
     plan = case.faults
     faults = f", {len(plan.cases) * plan.runs} fault runs" if plan else ""
     hosts = checker_hosts(args.hosts) if args.hosts else checker_hosts(list(case.hosts), f"{args.case}: [hosts]")
-    print(f"{case.title}\n  {case.source}\n  {len(case.cells)} cells{faults}, scale {args.scale:g}", file=sys.stderr)
+    print(f"{case.title}\n  {case.source}\n  {len(case.cells)} cells{faults}, scale {args.scale:g}"
+          + (f", on {len(kernels)} kernels" if len(kernels) > 1 else ""), file=sys.stderr)
+
+    def run(rig, tag, work):
+        ran = run_matrix(for_kernel(list(case.cells), tag), results, rig, work)
+        return [(tag, ran, run_faults(list(plan.cases), plan.runs, rig, work / "faults", results) if plan else [])]
+
     with run_log(results.with_suffix(".log")):
-        rig = prepare_rig(args.accel, kernel, backend, hosts)
-        work = make_tempdir("reproduce")
-        try:
-            ran = run_matrix(list(case.cells), results, rig, work)
-            faulted = run_faults(list(plan.cases), plan.runs, rig, work / "faults", results) if plan else []
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        per_kernel = run_on_kernels(args, kernels, backend, hosts, run)
+    ran = [r for _, cells_ran, _ in per_kernel for r in cells_ran]
+    faulted = [r for _, _, runs in per_kernel for r in runs]
     finish_matrix(ran, results, args.report, faulted, reference_results(args.case, results))
-    done = {cell.key: cell for cell in read_cells(results)[0]}
-    failures = [] if args.no_crash else expectation_failures(  # [expect] is about crash states
-        case, [done[c.key()] for c in case.cells if c.key() in done])
-    failures += fault_expectation_failures(plan.expect, faulted) if plan else []
+    failures = case_failures(case, results, per_kernel, args.no_crash)
     for f in failures:
         print(f"not reproduced: {f}")
     if any(r.error for r in ran) or any(r.verdict == "infra-error" for r in faulted):
@@ -177,25 +186,47 @@ def cmd_reproduce(args) -> int:
     return EXIT_FOUND if failures else EXIT_OK
 
 
+def case_failures(case, results: Path, per_kernel: list, no_crash: bool) -> list[str]:
+    """What the case's [expect] table says and the results do not show, on each kernel (named
+    when there are several): [expect] is about crash states, and about fault runs."""
+    from plugpull.results import read_cells
+    from plugpull.runs.cases import expectation_failures
+    from plugpull.runs.faultcase import fault_expectation_failures
+    from plugpull.runs.matrix import for_kernel
+
+    done = {cell.key: cell for cell in read_cells(results)[0]}
+    failures = []
+    for tag, _, faulted in per_kernel:
+        mine = [done[c.key()] for c in for_kernel(list(case.cells), tag) if c.key() in done]
+        found = [] if no_crash else expectation_failures(case, mine)
+        found += fault_expectation_failures(case.faults.expect, faulted) if case.faults else []
+        failures += [f"{tag or 'host kernel'}: {f}" if len(per_kernel) > 1 else f for f in found]
+    return failures
+
+
 def reproduce_replay(args, case) -> int:
-    """A [replay] case: its kept state rebuilt and rechecked as `plugpull replay` does, then
-    held to its [expect] table (exit 1 when the table is not borne out, as for a [matrix] case)."""
+    """A [replay] case: its kept state rebuilt and rechecked as `plugpull replay` does, on each
+    --kernel, then held to its [expect] table (exit 1 when the table is not borne out on one)."""
     from plugpull.paths import make_tempdir
     from plugpull.runs.replaycase import load_replay, run_replay
 
     if args.results or args.report or args.scale != 1 or args.no_crash:
         raise UsageError("--results, --report, --scale and --no-crash are for [matrix] cases; "
                          "a [replay] case rechecks one kept state")
-    kernel, backend = kernel_source(args), guest_backend(args)
+    kernels, backend = kernel_list(args), guest_backend(args)
     scratch = make_tempdir("reproduce")
+    codes = []
     try:
         loaded = load_replay(case.replay, scratch)
         print(f"{case.title}\n  {case.source}\n  replay: {case.replay.describe()}", file=sys.stderr)
-        rig = prepare_rig(args.accel, kernel, backend)
-        r = run_replay(case.replay, rig, scratch, loaded)
+        for name, kernel in kernels:
+            rig = prepare_rig(args.accel, kernel, backend)
+            if len(kernels) > 1:
+                print(f"kernel  {rig.image.kernel_release} ({name})")
+            codes.append(_replayed(case, run_replay(case.replay, rig, scratch, loaded)))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return _replayed(case, r)
+    return EXIT_INFRA if EXIT_INFRA in codes else max(codes)
 
 
 def fs_lines(kernel_log: str, fs: str) -> list[str]:

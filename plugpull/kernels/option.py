@@ -23,10 +23,31 @@ def kernel_option(kernel: str | None, modules: Path | None, kernels=None) -> Ker
             raise UsageError(f"--kernel {kernel} brings its own modules: drop --modules")
         from plugpull.kernels.resolve import Kernels
         return (kernels or Kernels()).resolve(spec).source
+    if "," in kernel and not Path(kernel).exists():
+        raise UsageError(f"--kernel {kernel}: one kernel here (a list is for matrix and reproduce)")
     if re.match(r"^[a-z]+:", kernel) and not Path(kernel).exists():
         raise UsageError(f"--kernel {kernel}: unknown kernel source {kernel.split(':')[0]!r} "
                          f"(debian:VERSION, a kernel file, or host)")
     return kernel_file(Path(kernel), modules)
+
+
+def kernel_options(texts, modules: Path | None, kernels=None) -> list[tuple[str, KernelSource | None]]:
+    """Several kernels, as the matrix takes them: (name, kernel) each, None for the host's.
+    Every name is checked (a Debian one against the archive's offers) before any is fetched."""
+    texts = list(dict.fromkeys(t.strip() for t in texts if t.strip())) or [HOST]
+    if len(texts) > 1 and modules is not None:
+        raise UsageError("--modules goes with one kernel file, not with a list of kernels")
+    for text in texts:
+        if is_debian(text):
+            from plugpull.kernels.resolve import Kernels
+            kernels = kernels or Kernels()
+            kernels.choose(parse_debian(text))
+        elif text != HOST:
+            if "," in text or len(texts) > 1:
+                raise UsageError(f"--kernel {text}: a kernel file goes alone, with --modules; "
+                                 f"a list names host and debian:VERSION kernels")
+            kernel_file(Path(text), modules)
+    return [(text, kernel_option(text, modules, kernels)) for text in texts]
 
 
 def kernel_file(kernel: Path, modules: Path | None) -> KernelSource:

@@ -1,11 +1,14 @@
-"""The report's tables: cells grouped per filesystem, workload and parameters, one row per
-mode (per stack and mode, for cells run through a storage stack).
+"""The report's tables: cells grouped per filesystem, workload and parameters (and guest
+kernel, when the cells ran on several), one row per mode (per stack and mode, for cells run
+through a storage stack). A filesystem's tables on several kernels follow each other, oldest
+kernel first, each mode compared with barrier on its own kernel.
 
 The table follows the barrier debates' posts: the rate of each phase (the seeds' "op/s" per
 phase, or MiB/s for a phase that only moves bytes), how much slower than barrier the mode
 is, then what the crash states showed.
 """
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,17 +28,19 @@ ENV_FIELDS = (("accel", "accel"), ("qemu", "QEMU"), ("kernel", "guest kernel"), 
 
 @dataclass(frozen=True)
 class Group:
-    """The cells of one filesystem, workload and workload parameters, in mode order."""
+    """The cells of one filesystem, workload, workload parameters and kernel, in mode order."""
 
     fs: str
     workload: str
     params: tuple[tuple[str, str], ...]  # as shown: (name, value as text)
     cells: tuple[CellResult, ...]
+    kernel: str = ""  # the guest kernel's release, when the cells ran on several
 
     @property
     def title(self) -> str:
         params = " ".join(f"{k}={v}" for k, v in self.params)
-        return f"{self.fs} / {self.workload}" + (f"  ({params})" if params else "")
+        return (f"{self.fs} / {self.workload}" + (f"  ({params})" if params else "")
+                + (f"  [kernel {self.kernel}]" if self.kernel else ""))
 
     @property
     def baseline(self) -> CellResult | None:
@@ -79,13 +84,25 @@ def row_of(cell: CellResult) -> str:
     return " ".join(part for part in (stack_of(cell), lost and f"lose {lost}", cell.mode) if part)
 
 
+def kernel_of(cell: CellResult) -> str:
+    return (cell.env.kernel if cell.env else None) or ""
+
+
+def release_order(release: str) -> tuple:
+    """`6.12.117+deb13-amd64` before `7.3.4+deb13-amd64`, and 6.1.0-9 before 6.1.0-50."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", release) if p)
+
+
 def groups(cells: list[CellResult]) -> list[Group]:
+    several = len({kernel_of(c) for c in cells}) > 1
     by_group: dict[tuple, list[CellResult]] = {}
     for cell in cells:
         params = tuple((name, param_text(value)) for name, value in cell.params)
-        by_group.setdefault((cell.fs, cell.workload, params), []).append(cell)
-    return [Group(fs, workload, params, tuple(sorted(members, key=lambda c: (stack_of(c), mode_rank(c.mode)))))
-            for (fs, workload, params), members in sorted(by_group.items())]
+        kernel = kernel_of(cell) if several else ""
+        by_group.setdefault((cell.fs, cell.workload, params, release_order(kernel), kernel), []).append(cell)
+    return [Group(fs, workload, params, tuple(sorted(members, key=lambda c: (stack_of(c), mode_rank(c.mode)))),
+                  kernel)
+            for (fs, workload, params, _, kernel), members in sorted(by_group.items())]
 
 
 def slowdown(cell: CellResult, group: Group) -> float | None:

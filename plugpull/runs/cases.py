@@ -43,6 +43,7 @@ class Case:
     verdicts: tuple = ()  # ((mode, verdict), ...): [expect] verdicts
     replay: ReplayCase | None = None  # a [replay] case: one kept state, no cells
     hosts: tuple = ()  # the [hosts] table's uris: libvirt hosts the states are checked on
+    kernels: tuple = ("host",)  # [matrix] kernels: host, debian:VERSION
 
 
 class CaseError(UsageError):
@@ -234,7 +235,8 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
     except UsageError as e:
         raise CaseError(f"{path}: {e}") from None
     return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo), seed=seed, faults=faults,
-                hosts=tuple(doc.hosts.uris) if doc.hosts else (), **_expectations(path, doc, doc.matrix.modes))
+                hosts=tuple(doc.hosts.uris) if doc.hosts else (), kernels=tuple(dict.fromkeys(doc.matrix.kernels)),
+                **_expectations(path, doc, doc.matrix.modes))
 
 
 def expectation_failures(case: Case, results: list[CellResult]) -> list[str]:

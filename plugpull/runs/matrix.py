@@ -45,6 +45,7 @@ class Cell:
     profile: str = DEFAULT_PROFILE
     real_disk: str | None = None
     seed: dict | None = field(default=None, compare=False)  # a case's [seed] table; not in the key
+    kernel: str = ""  # the guest kernel's release; "" for the host's, the default
 
     fs = property(lambda self: self.spec.fs)
     mode = property(lambda self: self.spec.mode)
@@ -60,18 +61,20 @@ class Cell:
 
     def to_json(self) -> dict:
         """The cell's settings as one flat JSON object, as stored in each result line. A budget,
-        a stack and a lost disk only when set: the keys of cells without them stay those of
-        earlier results."""
+        a stack and a lost disk only when set, and the kernel not in the key when it is the
+        host's: the keys of cells without them stay those of earlier results."""
         spec = self.spec
         return {"fs": spec.fs, "mode": spec.mode, "workload": spec.workload, "params": list(spec.params),
                 "bus": str(spec.bus), "disk_mib": spec.disk_mib, "throughput": self.throughput,
                 "crash": self.crash, "states": spec.states, "models": list(spec.models), "seed": spec.seed,
                 "trigger": spec.trigger, "overhead": self.overhead, "profile": self.profile,
                 "real_disk": self.real_disk, **({"budget": spec.budget} if spec.budget else {}),
-                **({"stack": spec.stack} if spec.stack else {}), **({"lose_disk": spec.lose_disk} if spec.lose_disk else {})}
+                **({"stack": spec.stack} if spec.stack else {}), **({"lose_disk": spec.lose_disk} if spec.lose_disk else {}),
+                "kernel": self.kernel}
 
     def key(self) -> str:
-        doc = json.dumps(self.to_json(), sort_keys=True, default=list)
+        settings = {k: v for k, v in self.to_json().items() if k != "kernel" or v}
+        doc = json.dumps(settings, sort_keys=True, default=list)
         return f"{self.fs}/{self.mode}/{self.workload}/{hashlib.sha256(doc.encode()).hexdigest()[:10]}"
 
 
@@ -82,6 +85,11 @@ def cells(base: CrashSpec, fss, modes, workloads, params: dict | None = None, **
     return [Cell(replace(base, fs=fs, mode=m, workload=w, params=tuple(sorted(params.get(w, {}).items()))),
                  **options)
             for fs in fss for w in workloads for m in modes]
+
+
+def for_kernel(todo: list[Cell], release: str) -> list[Cell]:
+    """The cells as run on the kernel `release` ("" for the host's): another key per kernel."""
+    return [replace(cell, kernel=release) for cell in todo]
 
 
 def with_user_scripts(todo: list[Cell], base: Path) -> list[Cell]:
@@ -177,7 +185,8 @@ def run_matrix(todo: list[Cell], results: Path, rig: Rig, workdir: Path) -> list
     for i, cell in enumerate(pending):
         elapsed = time.monotonic() - started
         eta = f", eta {elapsed / i * (len(pending) - i):.0f} s" if i else ""
-        log.info(f"[cell {i + 1}/{len(pending)}{eta}] {cell.fs} {cell.mode} {cell.workload}")
+        on = f" on {cell.kernel}" if cell.kernel else ""
+        log.info(f"[cell {i + 1}/{len(pending)}{eta}] {cell.fs} {cell.mode} {cell.workload}{on}")
         work = workdir / f"cell-{i}"
         artifacts = results.parent / f"{results.stem}-artifacts" / cell.key().replace("/", "-")
         try:

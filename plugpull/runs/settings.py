@@ -14,6 +14,7 @@ from plugpull.crash.cutorder import EXHAUSTIVE_MAX
 from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
 from plugpull.guest.config import Bus
+from plugpull.kernels.spec import HOST, parse_debian
 from plugpull.powerloss.models import cut_points, parse_model
 from plugpull.testbed.fs import FILESYSTEMS, MODES
 from plugpull.testbed.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
@@ -186,6 +187,12 @@ def _cuts(text: str) -> None:
         raise UsageError(str(e)) from None
 
 
+def _kernel_name(text: str) -> None:
+    """A case file's kernel: `host` or `debian:VERSION` (a kernel file needs --modules: CLI only)."""
+    if text != HOST:
+        parse_debian(text)
+
+
 def _model(text: str) -> None:
     try:
         parse_model(text)
@@ -240,6 +247,10 @@ SETTINGS = (
             "flush and write-through latency of the disk a throughput run stands for "
             "(vmconfig/disks.toml: host, hdd, ssd, laptop-5400, server-7200)", {"matrix": DEFAULT_PROFILE}, case="matrix.profile",
             case_default=DEFAULT_PROFILE, option="--disk-profile"),
+    # The CLI's --kernel (every guest command has it) takes the matrix's list; in the results,
+    # a cell's "kernel" is the release the name resolved to ("" for the host's).
+    Setting("kernel", Spelled(_kernel_name), "the guests' kernels: host, debian:VERSION", many=("matrix",),
+            case="matrix.kernels", case_default=(HOST,)),
 )
 
 

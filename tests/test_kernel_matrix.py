@@ -1,0 +1,143 @@
+"""The kernel as a matrix dimension, without a VM: cell keys per kernel, case files' [matrix]
+kernels, --kernel lists checked before anything is fetched, and the report's tables per kernel."""
+
+import json
+import shutil
+
+import pytest
+
+from plugpull.cli import main
+from plugpull.crash.spec import CrashSpec
+from plugpull.errors import UsageError
+from plugpull.kernels.option import kernel_options
+from plugpull.kernels.resolve import Kernels
+from plugpull.report.tables import groups, release_order, render_table
+from plugpull.results import read_cells
+from plugpull.runs.cases import CaseError, load_case
+from plugpull.runs.matrix import cells, for_kernel
+from fake_apt import NEW, OLD, FakeApt, build_debs
+
+
+def some_cells():
+    return cells(CrashSpec(), ["xfs", "ext4"], ["barrier", "nobarrier"], ["fsync-files"])
+
+
+def test_the_host_kernel_keeps_the_keys_of_earlier_results():
+    todo = some_cells()
+    assert [c.key() for c in for_kernel(todo, "")] == [c.key() for c in todo]
+    assert all(c.to_json()["kernel"] == "" for c in todo)
+
+
+def test_each_kernel_gives_its_cells_other_keys():
+    todo = some_cells()
+    keys = [{c.key() for c in for_kernel(todo, k)} for k in ("", OLD, NEW)]
+    assert all(len(k) == len(todo) for k in keys)
+    assert not (keys[0] & keys[1]) and not (keys[1] & keys[2]) and not (keys[0] & keys[2])
+    assert for_kernel(todo, NEW)[0].to_json()["kernel"] == NEW
+
+
+CASE = """
+title = "kernels"
+[matrix]
+fs = ["xfs"]
+modes = ["barrier"]
+workloads = ["fsync-files"]
+"""
+
+
+def write_case(tmp_path, extra: str = ""):
+    path = tmp_path / "case.toml"
+    path.write_text(CASE + extra)
+    return path
+
+
+def test_a_case_file_names_its_kernels(tmp_path):
+    assert load_case(write_case(tmp_path)).kernels == ("host",)
+    case = load_case(write_case(tmp_path, 'kernels = ["host", "debian:6.12", "debian:7.3", "debian:6.12"]\n'))
+    assert case.kernels == ("host", "debian:6.12", "debian:7.3")
+
+
+@pytest.mark.parametrize("kernels, message", [
+    ('["debian:"]', r"\[matrix\] kernels\[0\]: --kernel debian: names no version"),
+    ('["host", "ubuntu:6.1"]', r"\[matrix\] kernels\[1\]: --kernel ubuntu:6.1: not a Debian kernel"),
+    ('["/boot/vmlinuz"]', r"\[matrix\] kernels\[0\]: .*not a Debian kernel"),
+    ("[]", r"\[matrix\] kernels: List should have at least 1 item"),
+    ('"debian:6.12"', r"\[matrix\] kernels: Input should be a valid list"),
+])
+def test_bad_kernels_in_a_case_file_are_named(tmp_path, kernels, message):
+    with pytest.raises(CaseError, match=message):
+        load_case(write_case(tmp_path, f"kernels = {kernels}\n"))
+
+
+@pytest.fixture
+def fake(tmp_path):
+    if shutil.which("dpkg-deb") is None:
+        pytest.skip("dpkg-deb is not installed")
+    apt = FakeApt(tmp_path / "kernels" / "apt", build_debs(tmp_path / "debs"))
+    return Kernels(tmp_path / "kernels", apt=apt), apt
+
+
+def test_every_kernel_of_a_list_is_checked_before_one_is_fetched(fake):
+    kernels, apt = fake
+    with pytest.raises(UsageError, match="debian:9.9: no such kernel"):
+        kernel_options(["debian:6.12", "host", "debian:9.9"], None, kernels)
+    assert apt.downloads == 0
+    got = kernel_options(["host", "debian:7.3", "debian:6.12", "host"], None, kernels)
+    assert [(name, k and k.release) for name, k in got] == [("host", None), ("debian:7.3", NEW),
+                                                            ("debian:6.12", OLD)]
+    assert apt.downloads == 2
+
+
+def test_a_kernel_file_goes_alone(tmp_path):
+    with pytest.raises(UsageError, match="--modules goes with one kernel file"):
+        kernel_options(["host", "debian:6.12"], tmp_path)
+    with pytest.raises(UsageError, match="a kernel file goes alone"):
+        kernel_options(["host", str(tmp_path / "bzImage")], None)
+
+
+@pytest.mark.parametrize("argv", [
+    ["crash", "--kernel", "host,debian:6.12"], ["shell", "--kernel", "debian:6.12,debian:7.3"],
+    ["matrix", "--kernel", "host,debian:"], ["matrix", "--kernel", "debian:7.3", "--modules", "/"],
+])
+def test_bad_kernel_lists_exit_2_in_one_line(argv, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("plugpull: --kernel") or err.startswith("plugpull: --modules"), err
+    assert "\n" not in err and not (tmp_path / "results").exists()
+
+
+ENV = {"accel": "tcg", "qemu": "7.2.22", "packages": {}, "bus": "ahci"}
+
+
+def result_line(kernel: str, mode: str, seconds: float, data_loss: int) -> str:
+    return json.dumps({
+        "kind": "cell", "key": f"xfs/{mode}/fsync-files/{kernel[:4]}", "fs": "xfs", "mode": mode,
+        "workload": "fsync-files", "params": {"count": 40}, "env": {**ENV, "kernel": kernel},
+        "throughput": {"phases": [{"name": "fsync", "seconds": seconds, "ops": 40, "bytes": None}]},
+        "crash": {"states": 10, "models": ["reorder"], "summary": {"clean": 10 - data_loss, "data-loss": data_loss}}})
+
+
+def test_the_tables_group_by_kernel_oldest_first_each_mode_against_its_own_barrier(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join([result_line(NEW, "barrier", 8.0, 0), result_line(NEW, "nobarrier", 2.0, 9),
+                               result_line(OLD, "barrier", 4.0, 0), result_line(OLD, "nobarrier", 1.0, 7)]) + "\n")
+    found = read_cells(path)[0]
+    assert [g.kernel for g in groups(found)] == [OLD, NEW]
+    table = render_table(found)
+    first, second = table.index(f"xfs / fsync-files  (count=40)  [kernel {OLD}]"), table.index(f"[kernel {NEW}]")
+    assert first < second
+    assert table.count("x0.25") == 2  # nobarrier 4 times faster than barrier on each kernel
+
+
+def test_one_kernel_keeps_the_tables_as_they_were(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text(result_line(OLD, "barrier", 4.0, 0) + "\n")
+    table = render_table(read_cells(path)[0])
+    assert "[kernel" not in table and "xfs / fsync-files  (count=40)\n" in table
+
+
+def test_releases_sort_by_their_numbers():
+    releases = ["7.3.4+deb13-amd64", "6.1.0-50-amd64", "6.12.117+deb13-amd64", "6.1.0-9-amd64", "5.10.0-32-amd64"]
+    assert sorted(releases, key=release_order) == [
+        "5.10.0-32-amd64", "6.1.0-9-amd64", "6.1.0-50-amd64", "6.12.117+deb13-amd64", "7.3.4+deb13-amd64"]
