@@ -12,8 +12,8 @@ from plugpull.errors import UsageError
 from plugpull.kernels.option import kernel_options
 from plugpull.kernels.resolve import Kernels
 from plugpull.report.tables import groups, release_order, render_table
-from plugpull.results import read_cells
-from plugpull.runs.cases import CaseError, load_case
+from plugpull.results import CellResult, CrashSummary, read_cells
+from plugpull.runs.cases import CaseError, expectation_failures, load_case
 from plugpull.runs.matrix import cells, for_kernel
 from fake_apt import NEW, OLD, FakeApt, build_debs
 
@@ -141,3 +141,54 @@ def test_releases_sort_by_their_numbers():
     releases = ["7.3.4+deb13-amd64", "6.1.0-50-amd64", "6.12.117+deb13-amd64", "6.1.0-9-amd64", "5.10.0-32-amd64"]
     assert sorted(releases, key=release_order) == [
         "5.10.0-32-amd64", "6.1.0-9-amd64", "6.1.0-50-amd64", "6.12.117+deb13-amd64", "7.3.4+deb13-amd64"]
+
+
+PER_KERNEL = """kernels = ["debian:5.10", "debian:6.12"]
+[expect]
+verdicts = {barrier = "unmountable"}
+[expect.kernels."debian:5.10"]
+safe = ["barrier"]
+"""
+
+
+def crash_cell(clean: int, unmountable: int) -> CellResult:
+    crash = CrashSummary(states=clean + unmountable, clean=clean, data_loss=0, fs_corrupt=0,
+                         unmountable=unmountable, infra_error=0)
+    return CellResult(key="xfs/barrier/fsync-files/0", fs="xfs", mode="barrier", workload="fsync-files", crash=crash)
+
+
+def test_expect_can_differ_per_kernel(tmp_path):
+    case = load_case(write_case(tmp_path, PER_KERNEL))
+    unmountable, clean = [crash_cell(8, 2)], [crash_cell(10, 0)]
+    assert expectation_failures(case.expected_on("debian:6.12"), unmountable) == []
+    assert expectation_failures(case.expected_on("debian:6.12"), clean) == [
+        "barrier: expected a state judged unmountable, saw none"]
+    assert expectation_failures(case.expected_on("debian:5.10"), clean) == []
+    assert expectation_failures(case.expected_on("debian:5.10"), unmountable) == [
+        "barrier: expected only clean states, saw 2 that are not"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    ('[expect.kernels."debian:7.3"]\nsafe = ["barrier"]\n',
+     r'\[expect.kernels."debian:7.3"\]: \'debian:7.3\' is not one of \[matrix\] kernels \(host\)'),
+    ('[expect.kernels."host"]\nsafe = ["nocache"]\n', r'\[expect.kernels."host"\] safe\[0\]: unknown value'),
+    ('[expect.kernels."host"]\nverdicts = {barrier = "dead"}\n', r"unknown verdict 'dead'"),
+    ('[expect.kernels."host"]\ncolour = 1\n', r"\[expect\] kernels.host.colour: unknown field"),
+])
+def test_bad_per_kernel_expectations_are_named(tmp_path, extra, message):
+    with pytest.raises(CaseError, match=message):
+        load_case(write_case(tmp_path, extra))
+
+
+def test_the_plot_and_the_page_group_by_kernel_too(tmp_path):
+    from plugpull.report.html import render_html
+    from plugpull.report.plot import panels
+
+    path = tmp_path / "m.jsonl"
+    path.write_text("\n".join([result_line(NEW, "barrier", 8.0, 0), result_line(OLD, "barrier", 4.0, 0),
+                               result_line(OLD, "nobarrier", 1.0, 7)]) + "\n")
+    found = read_cells(path)[0]
+    assert [p.title.rsplit("[", 1)[-1] for p in panels(found)] == [f"kernel {OLD}]", f"kernel {NEW}]"]
+    render_html(found, None, tmp_path / "r.html", [], [])
+    page = (tmp_path / "r.html").read_text()
+    assert page.index(f"[kernel {OLD}]") < page.index(f"[kernel {NEW}]")

@@ -121,15 +121,15 @@ def cmd_matrix(args) -> int:
     kernels, backend = kernel_list(args), guest_backend(args)
     hosts = checker_hosts(args.hosts)
     with run_log(args.results.with_suffix(".log")):
-        ran = run_on_kernels(args, kernels, backend, hosts, lambda rig, tag, work: run_matrix(
+        ran = run_on_kernels(args, kernels, backend, hosts, lambda rig, name, tag, work: run_matrix(
             for_kernel(todo, tag), args.results, rig, work))
     finish_matrix(ran, args.results, args.report)
     return EXIT_INFRA if any(r.error for r in ran) else EXIT_OK
 
 
 def run_on_kernels(args, kernels: list, backend, hosts, run) -> list:
-    """`run(rig, kernel_tag, work)` on each kernel in turn, its guest image ready first; the
-    results of all, in order."""
+    """`run(rig, name, kernel_tag, work)` on each kernel in turn, its guest image ready first;
+    the results of all, in order."""
     from plugpull.paths import make_tempdir
 
     ran = []
@@ -139,7 +139,7 @@ def run_on_kernels(args, kernels: list, backend, hosts, run) -> list:
         rig = prepare_rig(args.accel, kernel, backend, hosts)
         work = make_tempdir("matrix")
         try:
-            ran += run(rig, kernel_tag(kernel), work)
+            ran += run(rig, name, kernel_tag(kernel), work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return ran
@@ -169,14 +169,14 @@ def cmd_reproduce(args) -> int:
     print(f"{case.title}\n  {case.source}\n  {len(case.cells)} cells{faults}, scale {args.scale:g}"
           + (f", on {len(kernels)} kernels" if len(kernels) > 1 else ""), file=sys.stderr)
 
-    def run(rig, tag, work):
+    def run(rig, name, tag, work):
         ran = run_matrix(for_kernel(list(case.cells), tag), results, rig, work)
-        return [(tag, ran, run_faults(list(plan.cases), plan.runs, rig, work / "faults", results) if plan else [])]
+        return [(name, tag, ran, run_faults(list(plan.cases), plan.runs, rig, work / "faults", results) if plan else [])]
 
     with run_log(results.with_suffix(".log")):
         per_kernel = run_on_kernels(args, kernels, backend, hosts, run)
-    ran = [r for _, cells_ran, _ in per_kernel for r in cells_ran]
-    faulted = [r for _, _, runs in per_kernel for r in runs]
+    ran = [r for _, _, cells_ran, _ in per_kernel for r in cells_ran]
+    faulted = [r for _, _, _, runs in per_kernel for r in runs]
     finish_matrix(ran, results, args.report, faulted, reference_results(args.case, results))
     failures = case_failures(case, results, per_kernel, args.no_crash)
     for f in failures:
@@ -188,7 +188,8 @@ def cmd_reproduce(args) -> int:
 
 def case_failures(case, results: Path, per_kernel: list, no_crash: bool) -> list[str]:
     """What the case's [expect] table says and the results do not show, on each kernel (named
-    when there are several): [expect] is about crash states, and about fault runs."""
+    when there are several; its own [expect.kernels] table where it has one): [expect] is about
+    crash states, and about fault runs."""
     from plugpull.results import read_cells
     from plugpull.runs.cases import expectation_failures
     from plugpull.runs.faultcase import fault_expectation_failures
@@ -196,9 +197,9 @@ def case_failures(case, results: Path, per_kernel: list, no_crash: bool) -> list
 
     done = {cell.key: cell for cell in read_cells(results)[0]}
     failures = []
-    for tag, _, faulted in per_kernel:
+    for name, tag, _, faulted in per_kernel:
         mine = [done[c.key()] for c in for_kernel(list(case.cells), tag) if c.key() in done]
-        found = [] if no_crash else expectation_failures(case, mine)
+        found = [] if no_crash else expectation_failures(case.expected_on(name), mine)
         found += fault_expectation_failures(case.faults.expect, faulted) if case.faults else []
         failures += [f"{tag or 'host kernel'}: {f}" if len(per_kernel) > 1 else f for f in found]
     return failures
@@ -223,7 +224,7 @@ def reproduce_replay(args, case) -> int:
             rig = prepare_rig(args.accel, kernel, backend)
             if len(kernels) > 1:
                 print(f"kernel  {rig.image.kernel_release} ({name})")
-            codes.append(_replayed(case, run_replay(case.replay, rig, scratch, loaded)))
+            codes.append(_replayed(case.expected_on(name), run_replay(case.replay, rig, scratch, loaded)))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return EXIT_INFRA if EXIT_INFRA in codes else max(codes)

@@ -7,7 +7,7 @@ be seen: `unsafe`/`safe` modes, and `verdicts`, per mode a verdict some state of
 (the [replay] state's own). `plugpull reproduce` exits 1 when the table is not borne out."""
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,7 +22,7 @@ from plugpull.results import CellResult
 from plugpull.runs.matrix import cells, with_user_scripts
 from plugpull.runs.replaycase import ReplayCase, ReplaySection, replay_case
 from plugpull.runs.seeds import SeedSection, seed_table
-from plugpull.runs.settings import SETTINGS, Setting
+from plugpull.runs.settings import SETTINGS, Setting, kernel_name
 from plugpull.testbed.workloads import workload
 
 SCALABLE = ("files", "count", "transactions", "mib")  # bonnie++ -n stays: fewer than 16k files are too fast to time
@@ -44,6 +44,12 @@ class Case:
     replay: ReplayCase | None = None  # a [replay] case: one kept state, no cells
     hosts: tuple = ()  # the [hosts] table's uris: libvirt hosts the states are checked on
     kernels: tuple = ("host",)  # [matrix] kernels: host, debian:VERSION
+    per_kernel: tuple = ()  # ((kernel name, {"unsafe", "safe", "verdicts"}), ...): [expect.kernels]
+
+    def expected_on(self, kernel: str) -> "Case":
+        """The case as held on the kernel named `kernel`: its own [expect.kernels] table, if any."""
+        own = dict(self.per_kernel).get(kernel)
+        return replace(self, **own) if own is not None else self
 
 
 class CaseError(UsageError):
@@ -82,12 +88,21 @@ class HostsSection(BaseModel):
             raise ValueError(str(e).removeprefix("bad --connect ")) from None
 
 
+class KernelExpectSection(BaseModel):
+    """[expect.kernels."debian:5.10"]: what one kernel of [matrix] kernels must show instead."""
+    model_config = STRICT
+    unsafe: list[str] = []
+    safe: list[str] = []
+    verdicts: dict[str, str] = {}
+
+
 class ExpectSection(BaseModel):
     model_config = STRICT
     unsafe: list[str] = []
     safe: list[str] = []
     faults: list[FaultExpectation] = []
     verdicts: dict[str, str] = {}  # mode -> a verdict some state of that mode must have
+    kernels: dict[str, KernelExpectSection] = {}  # a kernel's name -> its own table
 
 
 MatrixSection = _section("matrix")
@@ -166,26 +181,42 @@ def _names(section, field: str) -> list:
     return list(getattr(section, field)) if section is not None else []
 
 
-def _expected(path: Path, doc, which: str, modes: list) -> tuple:
-    for i, mode in enumerate(getattr(doc.expect, which)):
+def _expected(path: Path, table, which: str, modes: list, where: str = "[expect]") -> tuple:
+    for i, mode in enumerate(getattr(table, which)):
         if mode not in modes:
-            raise CaseError(f"{path}: [expect] {which}[{i}]: unknown value {mode!r} (known: {', '.join(modes)})")
-    return tuple(getattr(doc.expect, which))
+            raise CaseError(f"{path}: {where} {which}[{i}]: unknown value {mode!r} (known: {', '.join(modes)})")
+    return tuple(getattr(table, which))
 
 
-def _expected_verdicts(path: Path, doc, modes: list) -> tuple:
-    for mode, verdict in doc.expect.verdicts.items():
+def _expected_verdicts(path: Path, table, modes: list, where: str = "[expect]") -> tuple:
+    for mode, verdict in table.verdicts.items():
         if mode not in modes:
-            raise CaseError(f"{path}: [expect] verdicts.{mode}: unknown mode {mode!r} (known: {', '.join(modes)})")
+            raise CaseError(f"{path}: {where} verdicts.{mode}: unknown mode {mode!r} (known: {', '.join(modes)})")
         if verdict not in POWER_CUT_VERDICTS:
-            raise CaseError(f"{path}: [expect] verdicts.{mode}: unknown verdict {verdict!r} "
+            raise CaseError(f"{path}: {where} verdicts.{mode}: unknown verdict {verdict!r} "
                             f"(known: {', '.join(POWER_CUT_VERDICTS)})")
-    return tuple(doc.expect.verdicts.items())
+    return tuple(table.verdicts.items())
 
 
-def _expectations(path: Path, doc, modes: list) -> dict:
-    return {"unsafe": _expected(path, doc, "unsafe", modes), "safe": _expected(path, doc, "safe", modes),
-            "verdicts": _expected_verdicts(path, doc, modes)}
+def _table(path: Path, table, modes: list, where: str = "[expect]") -> dict:
+    return {"unsafe": _expected(path, table, "unsafe", modes, where), "safe": _expected(path, table, "safe", modes, where),
+            "verdicts": _expected_verdicts(path, table, modes, where)}
+
+
+def _expectations(path: Path, doc, modes: list, kernels: tuple = ()) -> dict:
+    """The [expect] table, and each kernel's own ([expect.kernels."NAME"]), checked."""
+    per_kernel = []
+    for name, table in doc.expect.kernels.items():
+        where = f'[expect.kernels."{name}"]'
+        if kernels is None:  # a [replay] case: its kernels come from --kernel
+            try:
+                kernel_name(name)
+            except UsageError as e:
+                raise CaseError(f"{path}: {where}: {e}") from None
+        elif name not in kernels:
+            raise CaseError(f"{path}: {where}: {name!r} is not one of [matrix] kernels ({', '.join(kernels) or 'none'})")
+        per_kernel.append((name, _table(path, table, modes, where)))
+    return {**_table(path, doc.expect, modes), "per_kernel": tuple(per_kernel)}
 
 
 def _replay_case(path: Path, doc) -> Case:
@@ -199,7 +230,7 @@ def _replay_case(path: Path, doc) -> Case:
     except UsageError as e:
         raise CaseError(str(e)) from None
     return Case(path, doc.title, doc.source, doc.summary.strip(), (), replay=kept,
-                **_expectations(path, doc, [kept.mode]))
+                **_expectations(path, doc, [kept.mode], None))
 
 
 def _fault_plan(path: Path, doc, params: dict) -> FaultPlan | None:
@@ -228,6 +259,7 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
                      bus=doc.matrix.bus, disk_mib=doc.matrix.disk_mib, check_script=crash.check_script,
                      budget=crash.budget, stack=crash.stack, lose_disk=crash.lose_disk)
     seed = seed_table(path, doc.seed, doc.matrix.workloads, doc.matrix.modes)
+    kernels = tuple(dict.fromkeys(doc.matrix.kernels))
     todo = cells(base, doc.matrix.fs, doc.matrix.modes, doc.matrix.workloads, params,
                  profile=doc.matrix.profile, seed=seed)
     try:
@@ -235,8 +267,8 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
     except UsageError as e:
         raise CaseError(f"{path}: {e}") from None
     return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo), seed=seed, faults=faults,
-                hosts=tuple(doc.hosts.uris) if doc.hosts else (), kernels=tuple(dict.fromkeys(doc.matrix.kernels)),
-                **_expectations(path, doc, doc.matrix.modes))
+                hosts=tuple(doc.hosts.uris) if doc.hosts else (), kernels=kernels,
+                **_expectations(path, doc, doc.matrix.modes, kernels))
 
 
 def expectation_failures(case: Case, results: list[CellResult]) -> list[str]:

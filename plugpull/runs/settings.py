@@ -187,7 +187,7 @@ def _cuts(text: str) -> None:
         raise UsageError(str(e)) from None
 
 
-def _kernel_name(text: str) -> None:
+def kernel_name(text: str) -> None:
     """A case file's kernel: `host` or `debian:VERSION` (a kernel file needs --modules: CLI only)."""
     if text != HOST:
         parse_debian(text)
@@ -249,7 +249,7 @@ SETTINGS = (
             case_default=DEFAULT_PROFILE, option="--disk-profile"),
     # The CLI's --kernel (every guest command has it) takes the matrix's list; in the results,
     # a cell's "kernel" is the release the name resolved to ("" for the host's).
-    Setting("kernel", Spelled(_kernel_name), "the guests' kernels: host, debian:VERSION", many=("matrix",),
+    Setting("kernel", Spelled(kernel_name), "the guests' kernels: host, debian:VERSION", many=("matrix",),
             case="matrix.kernels", case_default=(HOST,)),
 )
 
