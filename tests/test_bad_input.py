@@ -4,6 +4,8 @@ refused before a guest boots: a probe that reaches a boot fails here."""
 
 import gzip
 import json
+import os
+import stat
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,7 +19,8 @@ from plugpull.check.verdict import Ack
 from plugpull.crash.record import Record
 from plugpull.crash.run import load_record, refuse_vacuous, replay, run_crash, saved_record
 from plugpull.crash.spec import CrashSpec
-from plugpull.errors import LaunchError, NothingChecked
+from plugpull.errors import LaunchError, NothingChecked, UsageError
+from plugpull.files import NotReplaceable, atomic_path, atomic_write, check_output
 from plugpull.guest import rig as rig_mod
 from plugpull.guest.accel import Decision
 from plugpull.guest.config import Accel
@@ -115,6 +118,19 @@ def _file(rel: str, data: bytes = b"") -> Callable[[Path], None]:
     return lambda tmp: (tmp / rel).write_bytes(data)
 
 
+def _device(rel: str = "null") -> Callable[[Path], None]:
+    """A character device of the test's own, made as /dev/null is (never the machine's: an
+    atomic replace once turned the real one into a regular file)."""
+    return lambda tmp: os.mknod(tmp / rel, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+
+
+def _fifo(rel: str = "fifo") -> Callable[[Path], None]:
+    return lambda tmp: os.mkfifo(tmp / rel)
+
+
+LONG = "x" * 300  # longer than any file name may be
+
+
 # --- the probes ------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -161,6 +177,37 @@ PROBES = [
     Probe("json-no-parent", "crash --json {tmp}/nowhere/out.json", 2, "nowhere"),
     Probe("json-is-dir", "crash --json {tmp}/d", 2, "d", _mkdir("d")),
     Probe("out-is-file", "crash --out {tmp}/f", 2, "f", _file("f")),
+    # --log-file: checked inside the error handling, nothing left behind when a command is refused
+    Probe("log-file-dir", "doctor --log-file {tmp}/d", 2, "--log-file {tmp}/d: a directory", _mkdir("d")),
+    Probe("log-file-parent-file", "doctor --log-file {tmp}/f/run.log", 2, "--log-file", _file("f")),
+    Probe("log-file-proc", "doctor --log-file /proc/nowhere/run.log", 2, "--log-file /proc/nowhere/run.log: cannot write"),
+    Probe("log-file-device", "report {tmp}/r.jsonl --log-file {tmp}/null", 2, "a character device", _device()),
+    Probe("log-file-fifo", "doctor --log-file {tmp}/fifo", 2, "a FIFO, not a regular file", _fifo()),
+    Probe("log-file-too-long", "doctor --log-file {tmp}/" + LONG, 2, "File name too long"),
+    Probe("log-file-refused-run", "crash --json {tmp}/nowhere/x.json --log-file {tmp}/new/dir/run.log", 2, "nowhere"),
+    # outputs: tried before the run, never a device, a FIFO, /proc or a name too long
+    Probe("json-device", "crash --json {tmp}/null", 2, "--json {tmp}/null: a character device", _device()),
+    Probe("json-fifo", "crash --json {tmp}/fifo", 2, "--json {tmp}/fifo: a FIFO", _fifo()),
+    Probe("json-proc", "crash --json /proc/plugpull.json", 2, "--json /proc/plugpull.json: cannot write in /proc"),
+    Probe("json-too-long", "crash --json {tmp}/" + LONG, 2, "--json {tmp}/x"),
+    Probe("out-proc", "crash --out /proc/plugpull", 2, "--out /proc/plugpull: cannot write"),
+    Probe("out-too-long", "crash --out {tmp}/" + LONG, 2, "File name too long"),
+    Probe("out-device", "crash --out {tmp}/null", 2, "--out {tmp}/null: a character device, not a directory",
+          _device()),
+    Probe("matrix-results-proc", "matrix --results /proc/plugpull/r.jsonl", 2, "--results /proc/plugpull/r.jsonl"),
+    Probe("matrix-results-device", "matrix --results {tmp}/null", 2, "--results {tmp}/null: a character device",
+          _device()),
+    Probe("matrix-results-too-long", "matrix --results {tmp}/" + LONG + "/r.jsonl", 2, "File name too long"),
+    Probe("matrix-report-device", "matrix --report {tmp}/null", 2, "--report {tmp}/null", _device()),
+    Probe("matrix-report-proc", "matrix --report /proc/plugpull", 2, "--report /proc/plugpull"),
+    Probe("faults-json-device", "faults --fault error-writes --json {tmp}/null", 2, "--json {tmp}/null", _device()),
+    Probe("faults-out-proc", "faults --fault error-writes --out /proc/plugpull", 2, "--out /proc/plugpull"),
+    Probe("faults-results-proc", "faults --fault error-writes --results /proc/p/r.jsonl", 2, "--results /proc/p"),
+    Probe("faults-report-fifo", "faults --fault error-writes --report {tmp}/fifo", 2, "--report {tmp}/fifo", _fifo()),
+    Probe("reproduce-report-proc", "reproduce {tmp}/case.toml --report /proc/plugpull", 2, "--report", _case()),
+    Probe("report-out-proc", "report {tmp}/r.jsonl --out /proc/plugpull", 2, "--out /proc/plugpull", _file("r.jsonl")),
+    Probe("minimise-out-proc", "minimise {tmp}/art/states/s --out /proc/plugpull", 2, "--out /proc/plugpull",
+          _artifact),
     # --kernel
     Probe("kernel-missing", "crash --kernel {tmp}/bz --modules {tmp}/m", 2, "bz", _mkdir("m")),
     Probe("kernel-no-modules", "crash --kernel {tmp}/bz", 2, "--modules", _file("bz", b"x" * 4096)),
@@ -252,7 +299,7 @@ def sandbox(tmp_path, monkeypatch):
     work.mkdir()
     monkeypatch.chdir(work)
     monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
-    for module in (cli.crash, cli.matrix, cli.guests):
+    for module in (cli.crash, cli.matrix, cli.guests, rig_mod):
         monkeypatch.setattr(module, "prepare_rig", _no_boot)
     monkeypatch.setattr("plugpull.guest.image.build_image", _no_boot)
     return work
@@ -269,9 +316,36 @@ def test_bad_input_is_refused_in_one_line(probe, sandbox, capsys):
     assert code == probe.code, err
     assert "Traceback" not in err
     assert len(lines) == 1, err
-    assert probe.names in lines[0], err
+    assert probe.names.replace(TMP, str(sandbox)) in lines[0], err
     assert _tree(sandbox) == before, "the probe created files"
     assert not (sandbox.parent / "cache").exists()
+
+
+def test_the_atomic_replace_never_replaces_a_device_node_or_a_fifo(tmp_path):
+    _device()(tmp_path)
+    _fifo()(tmp_path)
+    for name in ("null", "fifo"):
+        with pytest.raises(NotReplaceable, match="not a regular file"):
+            atomic_write(tmp_path / name, "data")
+    assert stat.S_ISCHR(os.stat(tmp_path / "null").st_mode) and stat.S_ISFIFO(os.stat(tmp_path / "fifo").st_mode)
+    with pytest.raises(NotReplaceable, match="not a directory"):
+        with atomic_path(tmp_path / "null", directory=True):
+            pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "null"], "a temporary was left behind"
+    atomic_write(tmp_path / "file", "one")
+    atomic_write(tmp_path / "file", "two")
+    assert (tmp_path / "file").read_text() == "two"
+
+
+def test_an_output_check_passes_a_new_name_and_a_regular_file_and_leaves_nothing(tmp_path):
+    (tmp_path / "old.json").write_text("{}")
+    assert check_output(tmp_path / "old.json", "--json") == tmp_path / "old.json"
+    check_output(tmp_path / "new.json", "--json")
+    check_output(tmp_path / "a" / "b" / "r.jsonl", "--results", parents=True)
+    check_output(tmp_path / "out", "--out", directory=True, parents=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]
+    with pytest.raises(UsageError, match="does not exist"):
+        check_output(tmp_path / "a" / "r.jsonl", "--results")
 
 
 # --- what happens past the checks ------------------------------------------------------------

@@ -1,10 +1,10 @@
 """What every command shares: exit codes, guest options, workload parameters, tables."""
 
 import argparse
-import os
 from pathlib import Path
 
 from plugpull.errors import UsageError
+from plugpull.files import check_output
 from plugpull.guest.config import Accel
 from plugpull.log import add_log_options
 
@@ -50,20 +50,10 @@ def kernel_source(args):
     return KernelSource(args.kernel, args.modules)
 
 
-def checked_output(path: Path, flag: str, parent_must_exist: bool = True) -> Path:
-    """A file plugpull will write at the end of a run, checked before the run starts so that
-    no result is lost to a bad path: not a directory, in a writable directory."""
-    if path.is_dir():
-        raise UsageError(f"{flag} {path} is a directory")
-    parent = path.parent
-    while not parent.exists() and not parent_must_exist and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        what = "does not exist" if not parent.exists() else "is not a directory"
-        raise UsageError(f"{flag} {path}: {parent} {what}")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"{flag} {path}: {parent} is not writable")
-    return path
+def checked_output(path: Path, flag: str, parent_must_exist: bool = True, directory: bool = False) -> Path:
+    """A file (or a directory) plugpull will write, tried before the run starts so that no
+    result is lost to a bad path: `files.check_output`."""
+    return check_output(path, flag, directory=directory, parents=not parent_must_exist)
 
 
 def parse_params(items: list[str]) -> list[tuple[str, object]]:

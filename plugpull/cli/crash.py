@@ -40,8 +40,7 @@ def cmd_crash(args) -> int:
                                        **{s.key: getattr(args, s.key) for s in settings_of("crash")}), Path("."))
     warn_unreachable_trigger(spec)
     out = args.out or Path("results") / f"crash-{args.fs}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is not a directory")
+    checked_output(out, "--out", parent_must_exist=False, directory=True)
     if args.json:
         checked_output(args.json, "--json")
     kernel, backend = kernel_source(args), guest_backend(args)

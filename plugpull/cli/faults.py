@@ -66,8 +66,11 @@ def cmd_faults(args) -> int:
     cases = plan(args)
     if args.json:
         checked_output(args.json, "--json")
-    out = args.out or Path("results") / f"faults-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = checked_output(args.out or Path("results") / f"faults-{time.strftime('%Y%m%d-%H%M%S')}", "--out",
+                         parent_must_exist=False, directory=True)
     results = checked_output(args.results or out / "faults.jsonl", "--results", parent_must_exist=False)
+    if args.report:
+        checked_output(args.report, "--report", parent_must_exist=False, directory=True)
     kernel = kernel_source(args)
     with run_log(out / "faults.log"):
         rig = prepare_rig(args.accel, kernel)

@@ -111,6 +111,8 @@ def cmd_matrix(args) -> int:
 
     params = matrix_params(args.param, args.workload)
     checked_output(args.results, "--results", parent_must_exist=False)
+    if args.report:
+        checked_output(args.report, "--report", parent_must_exist=False, directory=True)
     real_disk = checked_real_disk(args.real_disk, args.erase_real_disk) if args.real_disk else None
     per_cell = ("fs", "mode", "workload", "profile")
     base = CrashSpec(**{s.key: getattr(args, s.key) for s in settings_of("matrix") if s.key not in per_cell})
@@ -152,6 +154,8 @@ def cmd_reproduce(args) -> int:
         cell.validate()
     results = checked_output(args.results or Path("results") / f"{args.case.stem}.jsonl", "--results",
                              parent_must_exist=False)
+    if args.report:
+        checked_output(args.report, "--report", parent_must_exist=False, directory=True)
     kernel, backend = kernel_source(args), guest_backend(args)
     plan = case.faults
     faults = f", {len(plan.cases) * plan.runs} fault runs" if plan else ""
@@ -226,4 +230,6 @@ def _replayed(case, r: dict) -> int:
 
 def cmd_report(args) -> int:
     from plugpull.report import report_main
+    if args.out:
+        checked_output(args.out, "--out", parent_must_exist=False, directory=True)
     return report_main(args.results, args.out, args.reference)

@@ -4,7 +4,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from plugpull.cli.common import EXIT_FOUND, EXIT_OK, add_guest_options, guest_backend, kernel_source
+from plugpull.cli.common import EXIT_FOUND, EXIT_OK, add_guest_options, checked_output, guest_backend, kernel_source
 from plugpull.errors import UsageError
 from plugpull.runs.settings import MAX_WORKERS
 
@@ -41,6 +41,7 @@ def cmd_minimise(args) -> int:
         raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
     if args.out is not None and args.out.exists() and not (args.out / "state.json").is_file():
         raise UsageError(f"--out {args.out} exists and is not a minimised state")
+    checked_output(args.out or args.dir / "minimised", "--out", parent_must_exist=False, directory=True)
     kernel, backend = kernel_source(args), guest_backend(args)
     scratch = make_tempdir("minimise")
     try:
