@@ -12,7 +12,7 @@ COUNT_MAX = 10**6
 SEED_MAX = 2**32 - 1
 MIB_MAX = 2**20  # 1 TiB
 EVENTS_MAX = 10**9  # acks or log entries before a cut
-_WHOLE = re.compile(r"-?[0-9]{1,30}")
+WHOLE_TEXT = re.compile(r"-?[0-9]{1,30}")  # more digits than any range: no 5000-digit int()
 
 
 def expected(low: int, high: int) -> str:
@@ -27,7 +27,7 @@ def shown(value, limit: int = 40) -> str:
 
 def whole(text: str, low: int, high: int) -> int:
     """`text` as a whole number from `low` to `high`; a ValueError says the range."""
-    if isinstance(text, str) and _WHOLE.fullmatch(text.strip()):
+    if isinstance(text, str) and WHOLE_TEXT.fullmatch(text.strip()):
         number = int(text.strip())
         if low <= number <= high:
             return number

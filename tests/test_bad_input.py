@@ -2,7 +2,9 @@
 in one line what is wrong, shows no traceback and leaves nothing behind. All of it is
 refused before a guest boots: a probe that reaches a boot fails here."""
 
+import argparse
 import gzip
+import re
 import json
 import os
 import stat
@@ -28,8 +30,11 @@ from plugpull.guest.image import GuestImage
 from plugpull.guest.kernel import kernel_format
 from plugpull.powerloss.writelog import LogWriter
 from plugpull.runs import matrix as matrix_mod
+from plugpull.runs.faultcase import FAULT_SETTINGS
+from plugpull.runs.settings import SETTINGS, Whole
 from plugpull.testbed.workloads import Bonnie, FsyncFiles, Sqlite
 from plugpull.testbed.workloads.params import promised_acks
+from plugpull.values import COUNT_MAX, whole
 
 TMP = "{tmp}"
 
@@ -273,6 +278,41 @@ PROBES = [
     Probe("replay-case-results", "reproduce {tmp}/case.toml --results {tmp}/r.jsonl", 2, "--results", _replay_case()),
     Probe("case-results-dir", "reproduce {tmp}/case.toml --results {tmp}/d", 2, "d",
           lambda tmp: (_case()(tmp), _mkdir("d")(tmp))),
+    # numbers: one rule (ASCII digits, a range) for every option, spelled value and parameter
+    Probe("param-superscript", "crash --param count=²", 2, "count='²': expected a whole number from 1 to 1000000"),
+    Probe("param-double-dash", "crash --param count=--5", 2, "count='--5': expected a whole number from 1"),
+    Probe("param-caret", "crash --param count=10^23", 2, "count='10^23': expected a whole number from 1"),
+    Probe("param-5000-digits", "crash --param count=" + "9" * 5000, 2, "(5002 characters): expected a whole number"),
+    Probe("param-too-big", "crash --param count=100000000000000000000000", 2, "from 1 to 1000000"),
+    Probe("param-seed-too-big", "crash --param seed=99999999999", 2, "seed=99999999999: expected a whole number "
+          "from 0 to 4294967295"),
+    Probe("param-twice", "crash --param count=1 --param count=2", 2, "count is given twice"),
+    Probe("matrix-param-superscript", "matrix --param fsync-files.count=²", 2, "count='²'"),
+    Probe("faults-param-superscript", "faults --fault error-writes --param size_kib=²", 2, "size_kib='²'"),
+    Probe("states-huge", "crash --states 1000001", 2, "--states: expected a whole number from 1 to 1000000"),
+    Probe("seed-huge", "crash --seed 4294967296", 2, "--seed: expected a whole number from 0 to 4294967295"),
+    Probe("budget-5000-digits", "crash --budget " + "9" * 5000, 2, "--budget: expected a whole number from 0"),
+    Probe("disk-mib-huge", "crash --disk-mib 999999999999", 2, "--disk-mib: expected a whole number from 64 to 1048576"),
+    Probe("batch-huge", "crash --batch 1001", 2, "--batch: expected a whole number from 0 to 1000"),
+    Probe("trigger-superscript", "crash --trigger acks:²", 2, "acks:N (N from 1 to 1000000000)"),
+    Probe("trigger-5000-digits", "crash --trigger writes:" + "9" * 5000, 2, "--trigger"),
+    Probe("trigger-time-inf", "crash --trigger time:inf", 2, "time:SECONDS (at most 86400)"),
+    Probe("cuts-superscript", "crash --cuts every:²", 2, "after ':' expected a whole number from 1 to 1000000"),
+    Probe("model-cache-0", "crash --model cache:0", 2, "expected a whole number from 1 to 1048576, got '0'"),
+    Probe("model-cache-superscript", "crash --model cache:²", 2, "--model: cache size"),
+    Probe("lose-disk-superscript", "crash --stack md-raid1 --lose-disk ²", 2, "member number from 0 to 63"),
+    Probe("faults-runs-0", "faults --fault error-writes --runs 0", 2, "--runs: expected a whole number from 1 to 10000"),
+    Probe("faults-cuts-huge", "faults --fault error-writes --power-loss prefix --cuts 1000001", 2, "--cuts: expected"),
+    Probe("faults-seed-superscript", "faults --fault corrupt-writes,seed=²", 2, "seed"),
+    Probe("faults-flaky-huge", "faults --fault flaky:" + "9" * 5000 + ":1", 2, "from 0 to 86400"),
+    Probe("faults-window-inf", "faults --fault error-writes+inf", 2, "from 0 to 86400"),
+    Probe("minimise-batch-0", "minimise {tmp}/x --batch 0", 2, "--batch: expected a whole number from 1 to 64"),
+    Probe("shell-disk-mib", "shell --disk-mib 2000000", 2, "--disk-mib: expected a whole number from 64 to 1048576"),
+    Probe("scale-superscript", "reproduce {tmp}/case.toml --scale ²", 2, "--scale: expected a number above 0"),
+    Probe("case-param-too-big", "reproduce {tmp}/case.toml", 2, "[workload.fsync-files]: bad parameters",
+          _case("[workload.fsync-files]\ncount = 100000000000000000000\n")),
+    Probe("case-model-cache-0", "reproduce {tmp}/case.toml", 2, "[crash] models[0]",
+          _case('[crash]\nmodels = ["cache:0"]\n')),
     # plugpull report
     Probe("report-missing", "report {tmp}/none.jsonl", 2, "none.jsonl"),
     Probe("report-dir", "report {tmp}/d", 2, "d", _mkdir("d")),
@@ -346,6 +386,83 @@ def test_an_output_check_passes_a_new_name_and_a_regular_file_and_leaves_nothing
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]
     with pytest.raises(UsageError, match="does not exist"):
         check_output(tmp_path / "a" / "r.jsonl", "--results")
+
+
+# --- every number by one rule ------------------------------------------------------------------
+
+BAD_NUMBERS = {"minus-one": "-1", "superscript": "\u00b2", "double-dash": "--5", "5000-digits": "9" * 5000}
+POSITIONALS = {"replay": ["x"], "minimise": ["x"], "minimize": ["x"], "reproduce": ["x.toml"],
+               "report": ["x.jsonl"], "faults": ["--fault", "error-writes"]}
+RANGE = re.compile(r"from \d+ to \d+|above 0 and at most 1")
+
+
+def numeric_options() -> list[tuple[str, str]]:
+    """(command, option) for every option of every subcommand that takes a number, read from
+    the parser: an int or float type, or one of plugpull's typed parsers marked numeric."""
+    sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return [(command, action.option_strings[-1]) for command, p in sub.choices.items() for action in p._actions
+            if action.option_strings and (action.type in (int, float) or getattr(action.type, "numeric", False))]
+
+
+def _exit_code(argv: list[str]) -> int:
+    try:
+        return cli.main(argv)
+    except SystemExit as e:
+        return e.code
+
+
+def test_the_walk_finds_every_kind_of_numeric_option():
+    found = set(numeric_options())
+    assert {("crash", "--states"), ("crash", "--seed"), ("crash", "--workers"), ("matrix", "--disk-mib"),
+            ("faults", "--runs"), ("faults", "--cuts"), ("minimise", "--batch"), ("shell", "--disk-mib"),
+            ("reproduce", "--scale")} <= found
+    assert ("crash", "--model") not in found and ("crash", "--json") not in found
+
+
+@pytest.mark.parametrize("bad", BAD_NUMBERS.values(), ids=BAD_NUMBERS.keys())
+@pytest.mark.parametrize("command, option", numeric_options(), ids="{0[0]} {0[1]}".format)
+def test_every_numeric_option_refuses_a_bad_number_in_one_line(command, option, bad, sandbox, capsys):
+    code = _exit_code([command, f"{option}={bad}", *POSITIONALS.get(command, [])])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    [line] = err.strip().splitlines()
+    assert f"argument {option}" in line and RANGE.search(line), line
+    assert len(line) < 300, "a 5000-digit number is quoted cut short"
+    assert list(sandbox.iterdir()) == []
+
+
+def _whole_case_fields() -> list[tuple[str, str]]:
+    """(section, field) of every case-file field that takes a whole number."""
+    return [tuple(s.case.split(".")) for s in (*SETTINGS, *FAULT_SETTINGS) if s.case and isinstance(s.kind, Whole)]
+
+
+FAULTS_TABLE = '[faults]\nfs = ["ext4"]\nkinds = ["error-writes"]\ntrigger = "acks:1"\nworkloads = ["fsync-retry"]\n'
+
+
+@pytest.mark.parametrize("bad", ["-1", "100000000000000000000", '"\u00b2"', "1.5"])
+@pytest.mark.parametrize("section, field", _whole_case_fields(), ids="{0[0]}.{0[1]}".format)
+def test_every_numeric_case_field_refuses_a_bad_number(section, field, bad, sandbox, capsys):
+    assert len(_whole_case_fields()) >= 7
+    line = f"{field} = {bad}\n"
+    body = {"matrix": CASE + line, "faults": 'title = "t"\n' + FAULTS_TABLE + line}.get(
+        section, f"{CASE}[{section}]\n{line}")
+    (sandbox / "case.toml").write_text(body)
+    code = _exit_code(["reproduce", str(sandbox / "case.toml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    [line] = err.strip().splitlines()
+    assert f"case.toml: [{section}] {field}" in line, line
+
+
+@pytest.mark.parametrize("text, value", [("0", 0), ("1000000", 1000000), (" 7 ", 7)])
+def test_the_one_number_rule_takes_ascii_digits_in_range(text, value):
+    assert whole(text, 0, COUNT_MAX) == value
+
+
+@pytest.mark.parametrize("text", ["-1", "\u00b2", "\u0663", "--5", "1_000", "+5", "1e3", "9" * 5000, "1000001", ""])
+def test_the_one_number_rule_refuses_the_rest(text):
+    with pytest.raises(ValueError, match="expected a whole number from 0 to 1000000"):
+        whole(text, 0, COUNT_MAX)
 
 
 # --- what happens past the checks ------------------------------------------------------------

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.files import check_output
+from plugpull.values import WHOLE_TEXT, shown, whole
 from plugpull.guest.config import Accel
 from plugpull.log import add_log_options
 
@@ -56,16 +57,45 @@ def checked_output(path: Path, flag: str, parent_must_exist: bool = True, direct
     return check_output(path, flag, directory=directory, parents=not parent_must_exist)
 
 
+def whole_option(low: int, high: int):
+    """An argparse `type`: a whole number from `low` to `high` (`plugpull.values.whole`)."""
+    def parse(text: str) -> int:
+        try:
+            return whole(text, low, high)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    parse.numeric = True
+    return parse
+
+
+def fraction(text: str) -> float:
+    """An argparse `type`: a number above 0 and at most 1 (`--scale`)."""
+    try:
+        value = float(text) if len(text) < 40 else -1.0
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 1, got {shown(text)}")
+    return value
+
+
+fraction.numeric = True
+
+
 def parse_params(items: list[str]) -> list[tuple[str, object]]:
-    """NAME=VALUE pairs; values that read as integers become integers."""
-    out = []
+    """NAME=VALUE pairs; a value in ASCII digits becomes a whole number, any other stays text
+    for the workload to check (`²` and `--5` are text, refused where a number is expected).
+    A name given twice is refused."""
+    out: dict[str, object] = {}
     for item in items:
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or not name:
-            raise UsageError(f"bad --param {item!r}: expected NAME=VALUE")
-        out.append((name, int(value) if value.lstrip("-").isdigit() else value))
-    return out
+            raise UsageError(f"bad --param {shown(item)}: expected NAME=VALUE")
+        if name in out:
+            raise UsageError(f"bad --param {shown(item)}: {name} is given twice")
+        out[name] = int(value) if WHOLE_TEXT.fullmatch(value) else value
+    return list(out.items())
 
 
 def add_guest_options(p: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output,
-                                 guest_backend, kernel_source, parse_params)
+                                 fraction, guest_backend, kernel_source, parse_params)
 from plugpull.cli.crash import add_hosts_option, checker_hosts
 from plugpull.errors import UsageError
 from plugpull.guest.rig import prepare_rig
@@ -34,7 +34,7 @@ def add_parsers(sub) -> None:
     rp = sub.add_parser("reproduce", help="run a case file (suites/cases/*.toml)")
     add_guest_options(rp)
     rp.add_argument("case", type=Path)
-    rp.add_argument("--scale", type=float, default=1.0, help="shrink the workloads (0 < scale <= 1)")
+    rp.add_argument("--scale", type=fraction, default=1.0, help="shrink the workloads (0 < scale <= 1)")
     rp.add_argument("--results", type=Path, help="default results/CASE.jsonl")
     rp.add_argument("--report", type=Path)
     add_hosts_option(rp)
@@ -143,8 +143,6 @@ def cmd_reproduce(args) -> int:
     from plugpull.runs.matrix import run_matrix
     from plugpull.runs.seeds import reference_results
 
-    if not 0 < args.scale <= 1:
-        raise UsageError("--scale must be in (0, 1]")
     case = load_case(args.case, args.scale)
     if case.replay:
         return reproduce_replay(args, case)
