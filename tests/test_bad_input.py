@@ -115,6 +115,27 @@ def _state_without(key: str) -> Callable[[Path], None]:
     return damage
 
 
+def _state_with(**fields) -> Callable[[Path], None]:
+    return _damaged(_json_with("states/s/state.json", fields))
+
+
+def _record_with(**fields) -> Callable[[Path], None]:
+    return _damaged(_json_with("record/record.json", fields))
+
+
+def _json_with(rel: str, fields: dict) -> Callable[[Path], None]:
+    def damage(art: Path) -> None:
+        doc = json.loads((art / rel).read_text())
+        (art / rel).write_text(json.dumps({**doc, **fields}))
+    return damage
+
+
+def _judged(doc) -> Callable[[Path], None]:
+    """A minimise.json beside the artifact's state: `doc` as JSON, or text as it is."""
+    text = doc if isinstance(doc, str) else json.dumps(doc)
+    return _damaged(_write("states/s/minimise.json", text.encode()))
+
+
 def _mkdir(rel: str) -> Callable[[Path], None]:
     return lambda tmp: (tmp / rel).mkdir(parents=True)
 
@@ -252,6 +273,35 @@ PROBES = [
           _damaged(_remove("record/record.json"))),
     Probe("replay-record-not-json", "replay {tmp}/art/states/s", 2, "record.json",
           _damaged(_write("record/record.json", b"\x00\x01"))),
+    # saved states, records and minimise.json: validated by a schema, the file and field named
+    Probe("state-record-int", "replay {tmp}/art/states/s", 2, "state.json: record: Input should be a valid string",
+          _state_with(record=5)),
+    Probe("state-model-bogus", "replay {tmp}/art/states/s", 2, "state.json: model: unknown power-loss model 'bogus'",
+          _state_with(model="bogus")),
+    Probe("state-seed-text", "replay {tmp}/art/states/s", 2, "state.json: seed: Input should be a valid integer",
+          _state_with(seed="one")),
+    Probe("state-list", "replay {tmp}/art/states/s", 2, "state.json: not a saved crash state (a JSON list",
+          _damaged(_write("states/s/state.json", b"[1, 2]"))),
+    Probe("state-fs", "replay {tmp}/art/states/s", 2, "state.json: fs: unknown filesystem 'zfs'", _state_with(fs="zfs")),
+    Probe("state-verdict", "replay {tmp}/art/states/s", 2, "state.json: verdict", _state_with(verdict=3)),
+    Probe("state-cut-negative", "replay {tmp}/art/states/s", 2, "state.json: cut", _state_with(cut=-1)),
+    Probe("state-seed-huge", "replay {tmp}/art/states/s", 2, "state.json: seed", _state_with(seed=2**40)),
+    Probe("minimise-state-record-int", "minimise {tmp}/art/states/s", 2, "state.json: record", _state_with(record=5)),
+    Probe("minimise-state-seed-text", "minimise {tmp}/art/states/s", 2, "state.json: seed", _state_with(seed="one")),
+    Probe("record-params-int", "replay {tmp}/art/states/s", 2, "record.json: params", _record_with(params=5)),
+    Probe("record-acks-text", "replay {tmp}/art/states/s", 2, "record.json: acks", _record_with(acks="x")),
+    Probe("record-ack-field", "replay {tmp}/art/states/s", 2, "record.json: acks[0].ident",
+          _record_with(acks=[{"ident": "x", "stamp": 1, "position": 1}])),
+    Probe("record-stack", "replay {tmp}/art/states/s", 2, "record.json: stack", _record_with(stack="raid99")),
+    Probe("minimise-judged-int", "minimise {tmp}/art/states/s", 2, "minimise.json: judged",
+          _judged({"version": 1, "state": "0" * 64, "judged": 5})),
+    Probe("minimise-judged-answer", "minimise {tmp}/art/states/s", 2, "minimise.json: judged.k.verdict",
+          _judged({"version": 1, "state": "0" * 64, "judged": {"k": {"verdict": 1, "reason": ""}}})),
+    Probe("minimise-judged-list", "minimise {tmp}/art/states/s", 2, "minimise.json: not the plans", _judged("[1]")),
+    Probe("minimise-judged-not-json", "minimise {tmp}/art/states/s", 2, "minimise.json: not readable as JSON",
+          _judged("{half")),
+    Probe("replay-case-record-damaged", "reproduce {tmp}/case.toml", 2, "[replay] record: ",
+          lambda tmp: (_replay_case()(tmp), _json_with("art/record/record.json", {"acks": 5})(tmp))),
     # plugpull reproduce: case files
     Probe("case-missing", "reproduce {tmp}/none.toml", 2, "none.toml"),
     Probe("case-dir", "reproduce {tmp}/d", 2, "d", _mkdir("d")),

@@ -23,6 +23,7 @@ from plugpull.check.verdict import Verdict
 from plugpull.crash.cutorder import candidates, refuse_too_big, spending_order, within_budget
 from plugpull.crash.judge import Planned, StateJob, judge, plan_states, remove_states
 from plugpull.crash.record import Record, record
+from plugpull.crash.saved import SavedRecord, SavedState, read_saved
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import InfraError, NothingChecked, ToolMissing, UsageError
 from plugpull.files import atomic_path, atomic_write_json
@@ -261,6 +262,7 @@ def load_record(saved: Path, scratch: Path) -> Record:
     names the file that is missing or damaged."""
     scratch.mkdir(parents=True, exist_ok=True)
     _need(saved / "record.json", saved / "base.qcow2", saved / "write.log.gz")
+    read_saved(saved / "record.json", SavedRecord, "a plugpull record")
     shutil.copy(saved / "record.json", scratch / "record.json")
     try:
         rec = Record.load(scratch)
@@ -303,22 +305,13 @@ def describe_bad(error: Exception) -> str:
     return f"no {error}" if isinstance(error, KeyError) else str(error).splitlines()[0]
 
 
-STATE_KEYS = ("fs", "model", "cut", "seed", "digest", "verdict", "record")
-
-
 def load_state(state_dir: Path, scratch: Path) -> tuple[dict, Record]:
     """A saved state's state.json and its unpacked record, checked before any guest boots."""
     path = state_dir / "state.json"
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise UsageError(f"{path}: not readable as JSON ({describe_bad(e)})") from None
-    missing = [k for k in STATE_KEYS if k not in doc] if isinstance(doc, dict) else ["everything"]
-    if missing:
-        raise UsageError(f"{path}: not a saved crash state (no {', '.join(missing)})")
+    doc = read_saved(path, SavedState, "a saved crash state")
     rec = load_record((state_dir / doc["record"]).resolve(), scratch / "record")
     end = sum(1 for _ in iter_entries(rec.log))
-    if not isinstance(doc["cut"], int) or not 0 <= doc["cut"] <= end:
+    if doc["cut"] > end:
         raise UsageError(f"{path}: cut {doc['cut']!r} is outside the record's log (0..{end})")
     return doc, rec
 

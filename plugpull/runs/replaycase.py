@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from plugpull.crash.record import Record
 from plugpull.crash.run import load_record, replay
+from plugpull.crash.saved import SavedRecord, read_saved
 from plugpull.errors import UsageError
 from plugpull.powerloss.models import parse_model
 from plugpull.powerloss.variation import REFERENCES, variation
@@ -95,11 +96,11 @@ def replay_case(case_path: Path, section: ReplaySection) -> ReplayCase:
         if not (record / name).is_file():
             raise UsageError(f"{where} record: {section.record}: no {name} in it")
     try:
-        meta = Record.load(record).meta
-        fs = meta["fs"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise UsageError(f"{where} record: {section.record}/record.json is not a plugpull record ({e})") from None
-    if not isinstance(fs, str):
+        read_saved(record / "record.json", SavedRecord, "a plugpull record")
+    except UsageError as e:
+        raise UsageError(f"{where} record: {e}") from None
+    meta = Record.load(record).meta
+    if not isinstance(meta.get("fs"), str):
         raise UsageError(f"{where} record: {section.record}/record.json names no filesystem")
     return ReplayCase(record, meta, section.model, section.cut, section.seed, section.reference,
                       tuple(section.culprits), section.digest)
