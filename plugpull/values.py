@@ -34,6 +34,19 @@ def whole(text: str, low: int, high: int) -> int:
     raise ValueError(f"expected {expected(low, high)}, got {shown(text)}")
 
 
+def once_each(values, same=str):
+    """`values`, none given twice (`same` says what makes two the same); a ValueError names
+    the one given twice. Duplicates are refused, never merged: a list says what to run."""
+    seen: dict = {}
+    for value in values:
+        key = same(value)
+        if key in seen:
+            also = f" (the same as {seen[key]})" if seen[key] != value else ""
+            raise ValueError(f"{value} is given twice{also}")
+        seen[key] = value
+    return values
+
+
 def checked_whole(value, low: int, high: int) -> int:
     """A value already typed (a case file's, a saved state's) held to the same rule."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:

@@ -29,6 +29,7 @@ from plugpull.guest.config import Accel
 from plugpull.guest.image import GuestImage
 from plugpull.guest.kernel import kernel_format
 from plugpull.powerloss.writelog import LogWriter
+from plugpull.minimise.culprits import load_cache
 from plugpull.runs import matrix as matrix_mod
 from plugpull.runs.faultcase import FAULT_SETTINGS
 from plugpull.runs.settings import SETTINGS, Whole
@@ -363,6 +364,36 @@ PROBES = [
           _case("[workload.fsync-files]\ncount = 100000000000000000000\n")),
     Probe("case-model-cache-0", "reproduce {tmp}/case.toml", 2, "[crash] models[0]",
           _case('[crash]\nmodels = ["cache:0"]\n')),
+    # nothing vacuous: a run with nothing to do, an option that does nothing, a list with a value twice
+    Probe("matrix-nothing-to-do", "matrix --no-throughput --no-crash", 2, "leave nothing to measure"),
+    Probe("matrix-erase-alone", "matrix --erase-real-disk", 2, "--erase-real-disk consents to erasing --real-disk, "
+          "and no --real-disk is given"),
+    Probe("faults-cuts-alone", "faults --fault error-writes --cuts 3", 2, "--cuts is for --power-loss"),
+    Probe("model-twice", "crash --model reorder,reorder", 2, "argument --model: reorder is given twice"),
+    Probe("model-same-meaning", "crash --model cache,cache:8:fifo", 2, "cache:8:fifo is given twice (the same as cache)"),
+    Probe("matrix-fs-twice", "matrix --fs xfs,xfs", 2, "argument --fs: xfs is given twice"),
+    Probe("matrix-mode-twice", "matrix --mode barrier,nocache,barrier", 2, "argument --mode: barrier is given twice"),
+    Probe("matrix-workload-twice", "matrix --workload sqlite,sqlite", 2, "argument --workload: sqlite is given twice"),
+    Probe("faults-fault-twice", "faults --fault error-writes --fault error-writes", 2,
+          "bad --fault: error-writes is given twice"),
+    Probe("faults-fault-same-meaning", "faults --fault corrupt-writes --fault corrupt-writes,seed=1", 2,
+          "bad --fault: corrupt-writes,seed=1 is given twice"),
+    Probe("faults-seed-twice", "faults --fault corrupt-writes,seed=1,seed=2", 2, "seed: given twice"),
+    Probe("faults-fs-twice", "faults --fault error-writes --fs ext4,ext4", 2, "bad --fs: ext4 is given twice"),
+    Probe("faults-power-loss-twice", "faults --fault error-writes --power-loss prefix,prefix", 2,
+          "bad --power-loss: prefix is given twice"),
+    Probe("case-models-twice", "reproduce {tmp}/case.toml", 2, "[crash] models: reorder is given twice",
+          _case('[crash]\nmodels = ["reorder", "reorder"]\n')),
+    Probe("case-modes-twice", "reproduce {tmp}/case.toml", 2, "[matrix] modes: barrier is given twice",
+          lambda tmp: (tmp / "case.toml").write_text(CASE.replace('["barrier"]', '["barrier", "barrier"]'))),
+    Probe("case-expect-infra-error", "reproduce {tmp}/case.toml", 2, "[expect] verdicts.barrier: unknown verdict "
+          "'infra-error' (a harness failure, never a verdict)", _case('[expect]\nverdicts = {barrier = "infra-error"}\n')),
+    Probe("case-expect-safe-and-unsafe", "reproduce {tmp}/case.toml", 2, "[expect] safe: barrier is in unsafe too",
+          _case('[expect]\nunsafe = ["barrier"]\nsafe = ["barrier"]\n')),
+    Probe("extlog-ext4", "crash --fs ext4 --mode extlog", 2, "--mode extlog is implemented for xfs only, not ext4"),
+    Probe("extlog-btrfs-matrix", "matrix --fs xfs,btrfs --mode extlog", 2, "xfs only, not btrfs"),
+    Probe("hosts-bad-uri", "crash --hosts bogus://x", 2, "bad --hosts 'bogus://x': expected a libvirt QEMU URI"),
+    Probe("hosts-twice", "matrix --hosts qemu:///system,qemu:///system", 2, "--hosts names a host twice"),
     # plugpull report
     Probe("report-missing", "report {tmp}/none.jsonl", 2, "none.jsonl"),
     Probe("report-dir", "report {tmp}/d", 2, "d", _mkdir("d")),
@@ -513,6 +544,24 @@ def test_the_one_number_rule_takes_ascii_digits_in_range(text, value):
 def test_the_one_number_rule_refuses_the_rest(text):
     with pytest.raises(ValueError, match="expected a whole number from 0 to 1000000"):
         whole(text, 0, COUNT_MAX)
+
+
+def test_the_help_says_its_sentences_to_the_end(capsys):
+    assert _exit_code(["--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "2 bad input or a missing tool (nothing was changed)" in out and "never exit code 3." in out
+
+
+def test_a_minimise_cache_of_another_state_is_set_aside_and_its_own_is_read(tmp_path):
+    path = tmp_path / "minimise.json"
+    answer = {"verdict": "data-loss", "reason": "r", "mount": "", "fsck": "", "lost": [1]}
+    path.write_text(json.dumps({"version": 1, "state": "a" * 64, "judged": {"k": answer}}))
+    assert load_cache(path, "a" * 64) == {"k": answer}
+    assert load_cache(path, "b" * 64) == {}
+    assert load_cache(tmp_path / "none.json", "a" * 64) == {}
+    path.write_text(json.dumps({"version": 1, "state": "a" * 64, "judged": {"k": {**answer, "lost": "x"}}}))
+    with pytest.raises(UsageError, match=r"minimise.json: judged.k.lost"):
+        load_cache(path, "a" * 64)
 
 
 # --- what happens past the checks ------------------------------------------------------------

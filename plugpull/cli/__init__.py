@@ -22,7 +22,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="plugpull", description=__doc__.split("\n")[0])
+    p = _Parser(prog="plugpull", description=" ".join(__doc__.split()))
     p.add_argument("--version", action="version", version=f"plugpull {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for commands in (guests, crash, matrix, minimise, faults):

@@ -9,7 +9,7 @@ from pathlib import Path
 from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_source, \
     parse_params, print_table, whole_option
 from plugpull.faults.spec import RUNS_MAX
-from plugpull.values import COUNT_MAX
+from plugpull.values import COUNT_MAX, once_each
 from plugpull.errors import InfraError, UsageError
 from plugpull.results.faults import UNSAFE_FAULT_VERDICTS
 
@@ -26,7 +26,8 @@ def add_parsers(sub) -> None:
                         "corrupt-writes, corrupt-reads, flaky:UP:DOWN; TRIGGER: acks:N, writes:N, time:S")
     f.add_argument("--workload", default="fsync-retry", help="workloads, comma-separated (default fsync-retry)")
     f.add_argument("--param", action="append", default=[], help="NAME=VALUE for the workloads")
-    f.add_argument("--runs", type=whole_option(1, RUNS_MAX), default=1, help=f"runs per cell, 1 to {RUNS_MAX} (default 1)")
+    f.add_argument("--runs", type=whole_option(1, RUNS_MAX), default=1,
+                   help=f"runs per cell, 1 to {RUNS_MAX} (default 1)")
     f.add_argument("--power-loss", metavar="MODELS",
                    help="then power loss: cut each run's write log after the fault came on and judge the cuts "
                         "with these power-loss models, comma-separated (prefix, reorder, ...)")
@@ -50,14 +51,24 @@ def plan(args) -> list:
     from plugpull.testbed.fs import filesystem
     from plugpull.testbed.workloads import workload
 
-    systems = [filesystem(n.strip()) for n in args.fs.split(",")]
-    faults = [parse_fault(text) for text in args.fault]
+    systems = [filesystem(n) for n in listed(args.fs, "--fs")]
+    faults = listed([str(parse_fault(text)) for text in args.fault], "--fault")
+    faults = [parse_fault(text) for text in faults]
     params = dict(parse_params(args.param))
-    loads = [workload(n.strip(), **params) for n in args.workload.split(",")]
+    loads = [workload(n, **params) for n in listed(args.workload, "--workload")]
     if args.cuts is not None and args.power_loss is None:
         raise UsageError("--cuts is for --power-loss: without it no cut is made")
     cuts = power_cuts(args.power_loss, args.cuts or 4) if args.power_loss is not None else None
     return [FaultCase(fs, fault, w, power_cuts=cuts) for fs in systems for fault in faults for w in loads]
+
+
+def listed(values: str | list, flag: str) -> list:
+    """A comma-separated option's values (or a repeated option's), none given twice."""
+    items = [v.strip() for v in values.split(",")] if isinstance(values, str) else values
+    try:
+        return once_each(items)
+    except ValueError as e:
+        raise UsageError(f"bad {flag}: {e}") from None
 
 
 def cmd_faults(args) -> int:

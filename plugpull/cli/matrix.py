@@ -109,6 +109,10 @@ def cmd_matrix(args) -> int:
     from plugpull.runs.matrix import cells, run_matrix, with_user_scripts
     from plugpull.runs.settings import settings_of
 
+    if args.no_throughput and args.no_crash:
+        raise UsageError("--no-throughput and --no-crash leave nothing to measure: drop one")
+    if args.erase_real_disk and not args.real_disk:
+        raise UsageError("--erase-real-disk consents to erasing --real-disk, and no --real-disk is given")
     params = matrix_params(args.param, args.workload)
     checked_output(args.results, "--results", parent_must_exist=False)
     if args.report:

@@ -119,6 +119,8 @@ def _window(text: str, value: str) -> float:
 
 def _seed(text: str, kind: str, options: list[str]) -> int:
     seed = 1
+    if len(options) > 1:
+        raise FaultSpecError(text, "seed", "given twice: one seed=N")
     for option in options:
         key, eq, value = option.partition("=")
         if key != "seed" or not eq:

@@ -16,16 +16,18 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from plugpull.errors import UsageError
 from plugpull.runs.faultcase import (FAULT_SETTINGS, FaultExpectation, FaultPlan, check_expectations,
                                       fault_cases)
-from plugpull.check.verdict import POWER_CUT_VERDICTS
+from plugpull.check.verdict import POWER_CUT_VERDICTS, Verdict
 from plugpull.crash.spec import CrashSpec
 from plugpull.results import CellResult
 from plugpull.runs.matrix import cells, with_user_scripts
 from plugpull.runs.replaycase import ReplayCase, ReplaySection, replay_case
 from plugpull.runs.seeds import SeedSection, seed_table
-from plugpull.runs.settings import SETTINGS, Setting
+from plugpull.runs.settings import SETTINGS, Setting, meaning
+from plugpull.values import once_each, shown
 from plugpull.testbed.workloads import workload
 
 SCALABLE = ("files", "count", "transactions", "mib")  # bonnie++ -n stays: fewer than 16k files are too fast to time
+EXPECTABLE = tuple(str(v) for v in POWER_CUT_VERDICTS if v != Verdict.INFRA_ERROR)
 STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
@@ -54,7 +56,8 @@ def _field(setting: Setting):
     list where the CLI takes a comma-separated list."""
     value = Annotated[setting.kind.annotation, AfterValidator(setting.kind.check)]
     if setting.many:
-        value = Annotated[list[value], Field(min_length=1)]
+        unique = AfterValidator(lambda values: once_each(values, meaning(setting.key)))
+        value = Annotated[list[value], Field(min_length=1), unique]
     if setting.case_default is None:
         return (value, ...)
     default = list(setting.case_default) if isinstance(setting.case_default, tuple) else setting.case_default
@@ -78,7 +81,7 @@ class HostsSection(BaseModel):
         try:
             return checked_hosts(uris, "uris")
         except UsageError as e:
-            raise ValueError(str(e).removeprefix("bad --connect ")) from None
+            raise ValueError(str(e).removeprefix("bad uris ")) from None
 
 
 class ExpectSection(BaseModel):
@@ -176,13 +179,17 @@ def _expected_verdicts(path: Path, doc, modes: list) -> tuple:
     for mode, verdict in doc.expect.verdicts.items():
         if mode not in modes:
             raise CaseError(f"{path}: [expect] verdicts.{mode}: unknown mode {mode!r} (known: {', '.join(modes)})")
-        if verdict not in POWER_CUT_VERDICTS:
-            raise CaseError(f"{path}: [expect] verdicts.{mode}: unknown verdict {verdict!r} "
-                            f"(known: {', '.join(POWER_CUT_VERDICTS)})")
+        if verdict not in EXPECTABLE:
+            never = " (a harness failure, never a verdict)" if verdict == Verdict.INFRA_ERROR else ""
+            raise CaseError(f"{path}: [expect] verdicts.{mode}: unknown verdict {shown(verdict)}{never} "
+                            f"(known: {', '.join(EXPECTABLE)})")
     return tuple(doc.expect.verdicts.items())
 
 
 def _expectations(path: Path, doc, modes: list) -> dict:
+    both = [m for m in doc.expect.unsafe if m in doc.expect.safe]
+    if both:
+        raise CaseError(f"{path}: [expect] safe: {both[0]} is in unsafe too; both can never hold")
     return {"unsafe": _expected(path, doc, "unsafe", modes), "safe": _expected(path, doc, "safe", modes),
             "verdicts": _expected_verdicts(path, doc, modes)}
 

@@ -14,12 +14,12 @@ from plugpull.crash.cutorder import EXHAUSTIVE_MAX
 from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
 from plugpull.guest.config import Bus
-from plugpull.powerloss.models import cut_points, parse_user_model
+from plugpull.powerloss.models import cut_points, parse_model, parse_user_model
 from plugpull.testbed.fs import FILESYSTEMS, MODES
 from plugpull.testbed.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
 from plugpull.testbed.stack import LAYERS, Stack, check_lose_disk
 from plugpull.testbed.workloads import SCRIPT_PREFIX, WORKLOADS
-from plugpull.values import COUNT_MAX, MIB_MAX, SEED_MAX, checked_whole, whole
+from plugpull.values import COUNT_MAX, MIB_MAX, SEED_MAX, checked_whole, once_each, whole
 
 # A disk's volatile cache as it is: 32 MiB, destaged in any order. `reorder` (any subset of all
 # unflushed writes) is harsher: on XFS it can drop a log write far behind the head, beyond the
@@ -154,7 +154,17 @@ class Setting:
         items = [item.strip() for item in text.split(",") if item.strip()]
         if not items:
             raise ValueError(f"{self.flag}: expected a comma-separated list, got {text!r}")
-        return tuple(self.kind.parse(item) for item in items)
+        return once_each(tuple(self.kind.parse(item) for item in items), meaning(self.key))
+
+
+def meaning(key: str):
+    """What makes two values of a list setting the same: a model by what it means (`cache`
+    is `cache:8:fifo`), anything else by its spelling."""
+    return model_meaning if key in ("models", "power_loss") else str
+
+
+def model_meaning(text: str) -> str:
+    return str(parse_model(text))
 
 
 def _cuts(text: str) -> None:
