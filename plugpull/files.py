@@ -9,6 +9,7 @@ replaced: a device node such as /dev/null stays what it is.
 temporary file created and removed beside it (`os.access` says yes to root everywhere).
 """
 
+import argparse
 import errno
 import json
 import os
@@ -80,6 +81,32 @@ def atomic_write(dest: Path, data: bytes | str, mode: int = 0o644) -> None:
 
 def atomic_write_json(dest: Path, doc, indent: int | None = 1) -> None:
     atomic_write(dest, json.dumps(doc, indent=indent) + "\n")
+
+
+def a_path(text: str) -> Path:
+    """An argparse `type` for a path plugpull reads: any text but none (`""` is no path)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got ''")
+    return Path(text)
+
+
+def an_output(text: str) -> Path:
+    """An argparse `type` for a path plugpull writes (a file or a directory): `a_path`, and
+    tried by `check_output` before the run."""
+    return a_path(text)
+
+
+def check_input(path: Path, what: str, directory_ok: bool = False) -> Path:
+    """A file plugpull reads: if something is there, a regular file (or a directory, when
+    `directory_ok`), so that a FIFO never blocks a read and a device is never read as a
+    file. What is missing is left to the reader, which names it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return Path(path)
+    if not (stat.S_ISREG(mode) or (directory_ok and stat.S_ISDIR(mode))):
+        raise UsageError(f"{what} {path}: {_what(mode)}, not a regular file".lstrip())
+    return Path(path)
 
 
 def check_output(path: Path, flag: str, directory: bool = False, parents: bool = False) -> Path:

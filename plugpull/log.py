@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from plugpull import __version__
-from plugpull.files import check_output
+from plugpull.files import an_output, check_output
 
 ROOT = "plugpull"
 DETAILED = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
@@ -40,7 +40,7 @@ class _Stderr(logging.StreamHandler):
 def add_log_options(parser) -> None:
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more on stderr: -v adds times, levels and sources; -vv debug messages")
-    parser.add_argument("--log-file", type=Path, metavar="PATH",
+    parser.add_argument("--log-file", type=an_output, metavar="PATH",
                         help="also append the debug log (every guest boot and command) to PATH")
 
 

@@ -22,7 +22,7 @@ from plugpull.crash.record import Record
 from plugpull.crash.run import load_record, refuse_vacuous, replay, run_crash, saved_record
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import LaunchError, NothingChecked, UsageError
-from plugpull.files import NotReplaceable, atomic_path, atomic_write, check_output
+from plugpull.files import NotReplaceable, a_path, an_output, atomic_path, atomic_write, check_output
 from plugpull.guest import rig as rig_mod
 from plugpull.guest.accel import Decision
 from plugpull.guest.config import Accel
@@ -394,6 +394,17 @@ PROBES = [
     Probe("extlog-btrfs-matrix", "matrix --fs xfs,btrfs --mode extlog", 2, "xfs only, not btrfs"),
     Probe("hosts-bad-uri", "crash --hosts bogus://x", 2, "bad --hosts 'bogus://x': expected a libvirt QEMU URI"),
     Probe("hosts-twice", "matrix --hosts qemu:///system,qemu:///system", 2, "--hosts names a host twice"),
+    # values from closed sets and files read: one line, the known values, never a FIFO read
+    Probe("accel-listed", "crash --accel hvf", 2, "argument --accel: expected one of auto, kvm, tcg, got 'hvf'"),
+    Probe("write-cache", "shell --write-cache maybe", 2, "argument --write-cache: expected on or off, got 'maybe'"),
+    Probe("case-fifo", "reproduce {tmp}/fifo", 2, "fifo: a FIFO, not a regular file", _fifo()),
+    Probe("report-fifo", "report {tmp}/fifo", 2, "fifo: a FIFO, not a regular file", _fifo()),
+    Probe("report-reference-device", "report {tmp}/r.jsonl --reference {tmp}/null", 2, "--reference {tmp}/null: a "
+          "character device", lambda tmp: (_file("r.jsonl")(tmp), _device()(tmp))),
+    Probe("minimise-judged-fifo", "minimise {tmp}/art/states/s", 2, "minimise.json: a FIFO, not a regular file",
+          _damaged(lambda art: os.mkfifo(art / "states/s/minimise.json"))),
+    Probe("kernel-fifo", "crash --kernel {tmp}/fifo --modules {tmp}/d", 2, "--kernel {tmp}/fifo: a FIFO",
+          lambda tmp: (_fifo()(tmp), _mkdir("d")(tmp))),
     # plugpull report
     Probe("report-missing", "report {tmp}/none.jsonl", 2, "none.jsonl"),
     Probe("report-dir", "report {tmp}/d", 2, "d", _mkdir("d")),
@@ -485,6 +496,10 @@ def numeric_options() -> list[tuple[str, str]]:
             if action.option_strings and (action.type in (int, float) or getattr(action.type, "numeric", False))]
 
 
+def _ids(pairs: list[tuple[str, str]]) -> list[str]:
+    return [" ".join(pair) for pair in pairs]
+
+
 def _exit_code(argv: list[str]) -> int:
     try:
         return cli.main(argv)
@@ -501,7 +516,7 @@ def test_the_walk_finds_every_kind_of_numeric_option():
 
 
 @pytest.mark.parametrize("bad", BAD_NUMBERS.values(), ids=BAD_NUMBERS.keys())
-@pytest.mark.parametrize("command, option", numeric_options(), ids="{0[0]} {0[1]}".format)
+@pytest.mark.parametrize("command, option", numeric_options(), ids=_ids(numeric_options()))
 def test_every_numeric_option_refuses_a_bad_number_in_one_line(command, option, bad, sandbox, capsys):
     code = _exit_code([command, f"{option}={bad}", *POSITIONALS.get(command, [])])
     err = capsys.readouterr().err
@@ -521,7 +536,7 @@ FAULTS_TABLE = '[faults]\nfs = ["ext4"]\nkinds = ["error-writes"]\ntrigger = "ac
 
 
 @pytest.mark.parametrize("bad", ["-1", "100000000000000000000", '"\u00b2"', "1.5"])
-@pytest.mark.parametrize("section, field", _whole_case_fields(), ids="{0[0]}.{0[1]}".format)
+@pytest.mark.parametrize("section, field", _whole_case_fields(), ids=_ids(_whole_case_fields()))
 def test_every_numeric_case_field_refuses_a_bad_number(section, field, bad, sandbox, capsys):
     assert len(_whole_case_fields()) >= 7
     line = f"{field} = {bad}\n"
@@ -562,6 +577,57 @@ def test_a_minimise_cache_of_another_state_is_set_aside_and_its_own_is_read(tmp_
     path.write_text(json.dumps({"version": 1, "state": "a" * 64, "judged": {"k": {**answer, "lost": "x"}}}))
     with pytest.raises(UsageError, match=r"minimise.json: judged.k.lost"):
         load_cache(path, "a" * 64)
+
+
+def path_options(output: bool) -> list[tuple[str, str]]:
+    """(command, option) for every option or argument of every subcommand that takes a path
+    (`output`: a path plugpull writes), read from the parser."""
+    sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
+    kinds = (an_output,) if output else (a_path, an_output)
+    return [(command, (action.option_strings or [action.dest])[-1]) for command, p in sub.choices.items()
+            for action in p._actions if action.type in kinds]
+
+
+def test_the_walk_finds_every_kind_of_path_option():
+    outputs, paths = set(path_options(True)), set(path_options(False))
+    assert {("crash", "--json"), ("crash", "--out"), ("matrix", "--results"), ("matrix", "--report"),
+            ("reproduce", "--report"), ("report", "--out"), ("faults", "--results"), ("minimise", "--out"),
+            ("doctor", "--log-file"), ("faults", "--log-file")} <= outputs
+    assert {("replay", "dir"), ("reproduce", "case"), ("crash", "--kernel")} <= paths - outputs
+
+
+def _argv(command: str, option: str, value: str) -> list[str]:
+    given = [value] if not option.startswith("-") else [f"{option}={value}"]
+    rest = [] if not option.startswith("-") else POSITIONALS.get(command, [])
+    return [command, *given, *rest]
+
+
+@pytest.mark.parametrize("command, option", path_options(False), ids=_ids(path_options(False)))
+def test_every_path_option_refuses_an_empty_path(command, option, sandbox, capsys):
+    assert _exit_code(_argv(command, option, "")) == 2
+    err = capsys.readouterr().err
+    [line] = err.strip().splitlines()
+    assert f"argument {option}: expected a path, got ''" in line, line
+    assert list(sandbox.iterdir()) == []
+
+
+@pytest.mark.parametrize("setup, what", [(_device(), "a character device"), (_fifo("null"), "a FIFO")],
+                         ids=["device", "fifo"])
+@pytest.mark.parametrize("command, option", path_options(True), ids=_ids(path_options(True)))
+def test_every_output_option_refuses_a_device_or_a_fifo_before_anything_runs(command, option, setup, what,
+                                                                              sandbox, capsys):
+    setup(sandbox)
+    inputs = {"reproduce": ("case.toml", _case()), "report": ("r.jsonl", _file("r.jsonl")),
+              "minimise": ("art/states/s", _artifact), "minimize": ("art/states/s", _artifact)}
+    given, make = inputs.get(command, (None, None))
+    if make:
+        make(sandbox)
+    before, mode = _tree(sandbox), os.stat(sandbox / "null").st_mode
+    rest = [str(sandbox / given)] if given else POSITIONALS.get(command, [])
+    assert _exit_code([command, f"{option}={sandbox / 'null'}", *rest]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert f"{option} {sandbox / 'null'}: {what}" in line, line
+    assert os.stat(sandbox / "null").st_mode == mode and _tree(sandbox) == before
 
 
 # --- what happens past the checks ------------------------------------------------------------

@@ -4,7 +4,7 @@ import argparse
 from pathlib import Path
 
 from plugpull.errors import UsageError
-from plugpull.files import check_output
+from plugpull.files import a_path, check_input, check_output
 from plugpull.values import WHOLE_TEXT, shown, whole
 from plugpull.guest.config import Accel
 from plugpull.log import add_log_options
@@ -14,8 +14,18 @@ EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
 def on_off(text: str) -> bool:
     if text not in ("on", "off"):
-        raise argparse.ArgumentTypeError("expected on or off")
+        raise argparse.ArgumentTypeError(f"expected on or off, got {shown(text)}")
     return text == "on"
+
+
+def one_of(kind):
+    """An argparse `type` for a StrEnum: its member, or one line listing the known values."""
+    def parse(text: str):
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected one of {', '.join(kind)}, got {shown(text)}") from None
+    return parse
 
 
 def describe(error: BaseException) -> str:
@@ -39,6 +49,7 @@ def kernel_source(args):
     for p in (args.kernel, args.modules):
         if not p.exists():
             raise UsageError(f"{p} does not exist")
+    check_input(args.kernel, "--kernel")
     try:
         with open(args.kernel, "rb") as f:
             head = f.read(4096)
@@ -99,9 +110,9 @@ def parse_params(items: list[str]) -> list[tuple[str, object]]:
 
 
 def add_guest_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--accel", type=Accel, choices=list(Accel), default=Accel.AUTO)
-    p.add_argument("--kernel", type=Path, help="boot this kernel (bzImage) instead of the host's")
-    p.add_argument("--modules", type=Path, help="with --kernel: its lib/modules/RELEASE tree")
+    p.add_argument("--accel", type=one_of(Accel), choices=list(Accel), default=Accel.AUTO)
+    p.add_argument("--kernel", type=a_path, help="boot this kernel (bzImage) instead of the host's")
+    p.add_argument("--modules", type=a_path, help="with --kernel: its lib/modules/RELEASE tree")
     p.add_argument("--backend", default="qemu", choices=("qemu", "libvirt"), help="what runs the guests")
     p.add_argument("--connect", metavar="URI", type=_libvirt_uri, help="with --backend libvirt: the libvirt URI "
                    "(default qemu:///system)")

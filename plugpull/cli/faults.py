@@ -11,6 +11,7 @@ from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_optio
 from plugpull.faults.spec import RUNS_MAX
 from plugpull.values import COUNT_MAX, once_each
 from plugpull.errors import InfraError, UsageError
+from plugpull.files import an_output
 from plugpull.results.faults import UNSAFE_FAULT_VERDICTS
 
 log = logging.getLogger(__name__)
@@ -33,12 +34,12 @@ def add_parsers(sub) -> None:
                         "with these power-loss models, comma-separated (prefix, reorder, ...)")
     f.add_argument("--cuts", type=whole_option(1, COUNT_MAX), help="with --power-loss: cuts per model and run "
                    "(default 4)")
-    f.add_argument("--json", type=Path, help="write every run here (atomically)")
-    f.add_argument("--out", type=Path, help="directory for the runs' consoles (default results/faults-...)")
-    f.add_argument("--results", type=Path,
+    f.add_argument("--json", type=an_output, help="write every run here (atomically)")
+    f.add_argument("--out", type=an_output, help="directory for the runs' consoles (default results/faults-...)")
+    f.add_argument("--results", type=an_output,
                    help="JSON lines, a line per run appended as it ends (default OUT/faults.jsonl); "
                         "`plugpull report` renders it")
-    f.add_argument("--report", type=Path, help="report directory (default: beside the results)")
+    f.add_argument("--report", type=an_output, help="report directory (default: beside the results)")
     f.add_argument("--fail-on-unsafe", action="store_true", help=f"exit 1 if a run is {', '.join(UNSAFE)}")
     f.set_defaults(func=cmd_faults)
 

@@ -1,11 +1,11 @@
 """`plugpull minimise ARTIFACT` (or `minimize`): a failing crash state to its culprit writes."""
 
 import shutil
-from pathlib import Path
 
 from plugpull.cli.common import (EXIT_FOUND, EXIT_OK, add_guest_options, checked_output, guest_backend,
                                  kernel_source, whole_option)
 from plugpull.errors import UsageError
+from plugpull.files import a_path, an_output
 from plugpull.runs.settings import MAX_WORKERS
 
 
@@ -13,8 +13,8 @@ def add_parsers(sub) -> None:
     m = sub.add_parser("minimise", aliases=["minimize"],
                        help="find the culprit writes of a saved failing crash state (delta debugging)")
     add_guest_options(m)
-    m.add_argument("dir", type=Path, help="a saved state directory (results/.../states/NAME)")
-    m.add_argument("--out", type=Path, help="the minimised artifact (default: DIR/minimised)")
+    m.add_argument("dir", type=a_path, help="a saved state directory (results/.../states/NAME)")
+    m.add_argument("--out", type=an_output, help="the minimised artifact (default: DIR/minimised)")
     m.add_argument("--workers", type=whole_option(0, MAX_WORKERS), default=0,
                    help="checker guests at once (default: one per core, at most 2)")
     m.add_argument("--batch", type=whole_option(1, 64), default=8, help="candidate states judged per round trip")
@@ -31,9 +31,9 @@ def cmd_minimise(args) -> int:
 
     if not (args.dir / "state.json").is_file():
         raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
+    checked_output(args.out or args.dir / "minimised", "--out", parent_must_exist=False, directory=True)
     if args.out is not None and args.out.exists() and not (args.out / "state.json").is_file():
         raise UsageError(f"--out {args.out} exists and is not a minimised state")
-    checked_output(args.out or args.dir / "minimised", "--out", parent_must_exist=False, directory=True)
     kernel, backend = kernel_source(args), guest_backend(args)
     scratch = make_tempdir("minimise")
     try:

@@ -12,6 +12,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from plugpull.check.verdict import Verdict
 from plugpull.errors import UsageError
+from plugpull.files import check_input
 from plugpull.powerloss.models import parse_model
 from plugpull.testbed.fs import FILESYSTEMS
 from plugpull.testbed.stack import Stack
@@ -95,6 +96,7 @@ def _message(e: dict) -> str:
 
 def read_saved(path: Path, schema: type[BaseModel], what: str) -> dict:
     """`path`'s JSON object, validated by `schema`: a UsageError naming the file and field."""
+    check_input(path, "")
     try:
         doc = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as e:

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from plugpull.errors import UsageError
+from plugpull.files import check_input
 from plugpull.runs.faultcase import (FAULT_SETTINGS, FaultExpectation, FaultPlan, check_expectations,
                                       fault_cases)
 from plugpull.check.verdict import POWER_CUT_VERDICTS, Verdict
@@ -127,6 +128,7 @@ def scaled(params: dict, factor: float) -> dict:
 
 
 def _read(path: Path):
+    check_input(path, "", directory_ok=True)
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
