@@ -34,6 +34,7 @@ from plugpull.runs import matrix as matrix_mod
 from plugpull.runs.faultcase import FAULT_SETTINGS
 from plugpull.runs.settings import SETTINGS, Whole
 from plugpull.testbed.workloads import Bonnie, FsyncFiles, Sqlite
+from plugpull.testbed.workloads.script import Script
 from plugpull.testbed.workloads.params import promised_acks
 from plugpull.values import COUNT_MAX, whole
 
@@ -683,6 +684,14 @@ def test_a_recording_without_acks_of_a_workload_that_sends_some_is_no_pass(wl, a
     else:
         refuse_vacuous(rec, wl, "time:0.1")
 
+
+
+def test_a_user_script_that_sent_no_ack_is_bad_input_with_the_reason(tmp_path):
+    wl = Script(text="echo hello > f\n", check="exit 0\n")
+    with pytest.raises(UsageError, match=r"the workload script sent no ack before the power cut \(end\): write a line "
+                                         r"'ack ID' to fd 4"):
+        refuse_vacuous(Record(tmp_path, {}, []), wl, "end")
+    refuse_vacuous(Record(tmp_path, {}, [Ack(1, 10, 2)]), wl, "end")
 
 def test_the_kernel_check_knows_a_bzimage_and_an_elf_vmlinux():
     bzimage = bytearray(4096)

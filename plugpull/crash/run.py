@@ -113,7 +113,12 @@ def state_need(rec: Record) -> int:
 
 def refuse_vacuous(rec: Record, wl, trigger: str) -> None:
     """A recording without an ack of a workload that sends some owes nothing: every state would
-    be judged clean without its oracle being asked, so the run stops here instead."""
+    be judged clean without its oracle being asked, so the run stops here instead. For the
+    user's own script (which always comes with a check script) that is the user's input: exit 2."""
+    if wl.user_supplied and not rec.acks:
+        raise UsageError(f"the workload script sent no ack before the power cut ({trigger}): write a line "
+                         "'ack ID' to fd 4 (echo \"ack 1\" >&4) once ID is durable; without one its check script "
+                         "could find no loss, so no state was checked")
     promised = promised_acks(wl)
     if promised and not rec.acks:
         raise NothingChecked(f"the recording holds none of the {promised} acks {wl.name} sends "
