@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from plugpull import __version__
+from plugpull.errors import ToolMissing, UsageError
 from plugpull.files import an_output, check_output
 
 ROOT = "plugpull"
@@ -62,6 +63,11 @@ class _LogFile(logging.FileHandler):
         if not path.exists():
             self.made.append(path)
         return super()._open()
+
+    def alone(self) -> bool:
+        """Whether this handler made its file, and its directory holds nothing else."""
+        path = Path(self.baseFilename)
+        return path in self.made and {p.name for p in path.parent.iterdir()} == {path.name}
 
     def discard(self) -> None:
         """Close, and remove the file and directories this handler created (a refused command
@@ -124,7 +130,8 @@ def discard_log_files() -> None:
 @contextmanager
 def run_log(path: Path):
     """For the duration of a run, also its whole DEBUG log in `path` (appended: a resumed run
-    adds to it). An exception that ends the run is logged there with its traceback."""
+    adds to it). An exception that ends the run is logged there with its traceback; a refusal
+    (exit 2) removes the log, and the directories made for it, when it is all there is."""
     logger = logging.getLogger(ROOT)
     handler = _file_handler(path)
     level = logger.level
@@ -135,6 +142,8 @@ def run_log(path: Path):
         yield path
     except BaseException as e:
         logger.debug("the run ended with %s: %s", type(e).__name__, e, exc_info=isinstance(e, Exception))
+        if isinstance(e, (UsageError, ToolMissing)) and handler.alone():
+            handler.discard()  # a refused run leaves nothing behind, not even an empty results/
         raise
     finally:
         logger.removeHandler(handler)

@@ -21,13 +21,14 @@ from plugpull.check.verdict import Ack
 from plugpull.crash.record import Record
 from plugpull.crash.run import load_record, refuse_vacuous, replay, run_crash, saved_record
 from plugpull.crash.spec import CrashSpec
-from plugpull.errors import LaunchError, NothingChecked, UsageError
+from plugpull.errors import LaunchError, NothingChecked, ToolMissing, UsageError
 from plugpull.files import NotReplaceable, a_path, an_output, atomic_path, atomic_write, check_output
 from plugpull.guest import rig as rig_mod
 from plugpull.guest.accel import Decision
 from plugpull.guest.config import Accel
 from plugpull.guest.image import GuestImage
 from plugpull.guest.kernel import kernel_format
+from plugpull.log import run_log
 from plugpull.powerloss.writelog import LogWriter
 from plugpull.minimise.culprits import load_cache
 from plugpull.runs import matrix as matrix_mod
@@ -406,6 +407,8 @@ PROBES = [
           _damaged(lambda art: os.mkfifo(art / "states/s/minimise.json"))),
     Probe("kernel-fifo", "crash --kernel {tmp}/fifo --modules {tmp}/d", 2, "--kernel {tmp}/fifo: a FIFO",
           lambda tmp: (_fifo()(tmp), _mkdir("d")(tmp))),
+    Probe("report-reference-missing", "report {tmp}/r.jsonl --reference {tmp}/none.jsonl", 2,
+          "--reference {tmp}/none.jsonl: no such results file", _file("r.jsonl")),
     # plugpull report
     Probe("report-missing", "report {tmp}/none.jsonl", 2, "none.jsonl"),
     Probe("report-dir", "report {tmp}/d", 2, "d", _mkdir("d")),
@@ -692,6 +695,27 @@ def test_a_user_script_that_sent_no_ack_is_bad_input_with_the_reason(tmp_path):
                                          r"'ack ID' to fd 4"):
         refuse_vacuous(Record(tmp_path, {}, []), wl, "end")
     refuse_vacuous(Record(tmp_path, {}, [Ack(1, 10, 2)]), wl, "end")
+
+
+@pytest.mark.parametrize("argv", [["crash"], ["matrix"], ["faults", "--fault", "error-writes"]], ids=lambda a: a[0])
+def test_a_refusal_after_the_run_log_began_leaves_no_empty_results_dir(argv, sandbox, monkeypatch, capsys):
+    monkeypatch.setattr(rig_mod, "prepare_rig", _raising(ToolMissing("qemu-img", "make deps")))
+    monkeypatch.setattr(cli.crash, "prepare_rig", rig_mod.prepare_rig)
+    monkeypatch.setattr(cli.matrix, "prepare_rig", rig_mod.prepare_rig)
+    assert cli.main(argv) == 2
+    assert "qemu-img is missing" in capsys.readouterr().err
+    assert list(sandbox.iterdir()) == []
+
+
+def test_a_run_log_beside_other_results_or_after_a_harness_failure_stays(tmp_path):
+    (tmp_path / "r.jsonl").write_text("")
+    with pytest.raises(UsageError):
+        with run_log(tmp_path / "r.log"):
+            raise UsageError("refused late")
+    with pytest.raises(LaunchError):
+        with run_log(tmp_path / "new" / "crash.log"):
+            raise LaunchError("QEMU died")
+    assert (tmp_path / "r.log").is_file() and (tmp_path / "new" / "crash.log").is_file()
 
 def test_the_kernel_check_knows_a_bzimage_and_an_elf_vmlinux():
     bzimage = bytearray(4096)

@@ -236,6 +236,8 @@ def cmd_report(args) -> int:
     check_input(args.results, "", directory_ok=True)
     if args.reference:
         check_input(args.reference, "--reference")
+        if not args.reference.is_file():
+            raise UsageError(f"--reference {args.reference}: no such results file")
     if args.out:
         checked_output(args.out, "--out", parent_must_exist=False, directory=True)
     return report_main(args.results, args.out, args.reference)

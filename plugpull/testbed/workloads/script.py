@@ -121,9 +121,9 @@ class Script(Workload):
     def script(self, mnt: str, ack: str = ACK_PORT, relay: str = RELAY) -> str:
         """The user's script with fd 4 on a FIFO that a `cat` relays to the ack port: the port
         takes one opener at a time, and a script that opens its acks again (`>> /dev/fd/4`,
-        `>> $PP_ACK`) only opens the FIFO again. At the end the relay is drained before the
-        script's own status is returned."""
-        start = [f"rm -f {relay} && mkfifo {relay} || exit 1", f"cat {relay} > {ack} &", "pp_relay=$!",
+        `>> $PP_ACK`) only opens the FIFO again (the guest's /dev has no /dev/fd of its own: it
+        is made). At the end the relay is drained before the script's own status is returned."""
+        start = ["[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd", f"rm -f {relay} && mkfifo {relay} || exit 1", f"cat {relay} > {ack} &", "pp_relay=$!",
                  "trap 'pp_rc=$?; exec 4>&-; wait $pp_relay; exit $pp_rc' EXIT"]
         return "\n".join(start) + "\n" + shell_script(mnt, relay, [f"export PP_ACK={relay} PP_ACK_FD=4", self.text])
 
