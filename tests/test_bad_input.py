@@ -60,6 +60,9 @@ workloads = ["fsync-files"]
 """
 
 
+FAULTS_TABLE = '[faults]\nfs = ["ext4"]\nkinds = ["error-writes"]\ntrigger = "acks:1"\nworkloads = ["fsync-retry"]\n'
+
+
 def _case(tail: str = "", top: str = "") -> Callable[[Path], None]:
     """A case file: CASE with `top` before its first table and `tail` after it."""
     return lambda tmp: (tmp / "case.toml").write_text(top + CASE + tail)
@@ -392,6 +395,13 @@ PROBES = [
           "'infra-error' (a harness failure, never a verdict)", _case('[expect]\nverdicts = {barrier = "infra-error"}\n')),
     Probe("case-expect-safe-and-unsafe", "reproduce {tmp}/case.toml", 2, "[expect] safe: barrier is in unsafe too",
           _case('[expect]\nunsafe = ["barrier"]\nsafe = ["barrier"]\n')),
+    Probe("case-extlog-ext4", "reproduce {tmp}/case.toml", 2, "case.toml: [matrix] modes extlog is implemented for "
+          "xfs only, not ext4 ([matrix] fs)", lambda tmp: (tmp / "case.toml").write_text(
+              CASE.replace('"xfs"', '"ext4"').replace('"barrier"', '"extlog"'))),
+    Probe("case-lose-disk-no-stack", "reproduce {tmp}/case.toml", 2, "case.toml: [crash] lose_disk 1: it takes a member "
+          "out of a [crash] stack", _case('[crash]\nlose_disk = "1"\n')),
+    Probe("case-faults-cuts-alone", "reproduce {tmp}/case.toml", 2, "case.toml: [faults] cuts: is for power_loss",
+          lambda tmp: (tmp / "case.toml").write_text('title = "t"\n' + FAULTS_TABLE + "cuts = 3\n")),
     Probe("extlog-ext4", "crash --fs ext4 --mode extlog", 2, "--mode extlog is implemented for xfs only, not ext4"),
     Probe("extlog-btrfs-matrix", "matrix --fs xfs,btrfs --mode extlog", 2, "xfs only, not btrfs"),
     Probe("hosts-bad-uri", "crash --hosts bogus://x", 2, "bad --hosts 'bogus://x': expected a libvirt QEMU URI"),
@@ -536,7 +546,6 @@ def _whole_case_fields() -> list[tuple[str, str]]:
     return [tuple(s.case.split(".")) for s in (*SETTINGS, *FAULT_SETTINGS) if s.case and isinstance(s.kind, Whole)]
 
 
-FAULTS_TABLE = '[faults]\nfs = ["ext4"]\nkinds = ["error-writes"]\ntrigger = "acks:1"\nworkloads = ["fsync-retry"]\n'
 
 
 @pytest.mark.parametrize("bad", ["-1", "100000000000000000000", '"\u00b2"', "1.5"])

@@ -6,6 +6,7 @@ one state of a kept record ([replay], runs/replaycase.py). Its [expect] table sa
 be seen: `unsafe`/`safe` modes, and `verdicts`, per mode a verdict some state of it must have
 (the [replay] state's own). `plugpull reproduce` exits 1 when the table is not borne out."""
 
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +122,16 @@ def _first_error(path: Path, error: ValidationError) -> CaseError:
     return CaseError(f"{path}: {_where(e['loc'])}: {message}")
 
 
+def as_case_fields(message: str) -> str:
+    """A message of the CLI's checks said in a case file's words: `--lose-disk` is
+    `[crash] lose_disk`, `--mode` is `[matrix] modes`."""
+    for setting in SETTINGS:
+        if setting.case:
+            section, field = setting.case.split(".")
+            message = re.sub(rf"{re.escape(setting.flag)}\b(?!-)", f"[{section}] {field}", message)
+    return message.removeprefix("bad ")
+
+
 def scaled(params: dict, factor: float) -> dict:
     """Shrink a workload's size knobs (files, count, ...) by `factor`, never below 1."""
     return {k: max(1, round(v * factor)) if k in SCALABLE and isinstance(v, int) else v
@@ -217,6 +228,8 @@ def _fault_plan(path: Path, doc, params: dict) -> FaultPlan | None:
         return None
     if where := check_expectations(doc.faults, doc.expect.faults):
         raise CaseError(f"{path}: [expect] {where}")
+    if "cuts" in doc.faults.model_fields_set and not doc.faults.power_loss:
+        raise CaseError(f"{path}: [faults] cuts: is for power_loss, and there is none: no cut would be made")
     return FaultPlan(fault_cases(doc.faults, params), doc.faults.runs, tuple(doc.expect.faults))
 
 
@@ -240,8 +253,10 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
                  profile=doc.matrix.profile, seed=seed)
     try:
         todo = with_user_scripts(todo, path.parent)
+        for cell in todo:
+            cell.validate()
     except UsageError as e:
-        raise CaseError(f"{path}: {e}") from None
+        raise CaseError(f"{path}: {as_case_fields(str(e))}") from None
     return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo), seed=seed, faults=faults,
                 hosts=tuple(doc.hosts.uris) if doc.hosts else (), **_expectations(path, doc, doc.matrix.modes))
 
