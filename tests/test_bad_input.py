@@ -419,6 +419,9 @@ PROBES = [
           lambda tmp: (_fifo()(tmp), _mkdir("d")(tmp))),
     Probe("report-reference-missing", "report {tmp}/r.jsonl --reference {tmp}/none.jsonl", 2,
           "--reference {tmp}/none.jsonl: no such results file", _file("r.jsonl")),
+    Probe("report-only-bad-lines", "report {tmp}/r.jsonl", 2, "holds no matrix cells or fault runs (is it written by "
+          "`plugpull matrix` or `plugpull faults`?); 2 lines skipped, the first: {tmp}/r.jsonl:1: skipped, not valid JSON",
+          _file("r.jsonl", b"{half\n[1]\n")),
     # plugpull report
     Probe("report-missing", "report {tmp}/none.jsonl", 2, "none.jsonl"),
     Probe("report-dir", "report {tmp}/d", 2, "d", _mkdir("d")),
