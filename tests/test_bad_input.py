@@ -331,6 +331,12 @@ PROBES = [
           _replay_case(record="nowhere")),
     Probe("replay-case-cut", "reproduce {tmp}/case.toml", 2, "[replay] cut", _replay_case(cut=9)),
     Probe("replay-case-model", "reproduce {tmp}/case.toml", 2, "[replay] model", _replay_case(model="shuffle")),
+    Probe("replay-case-seed-huge", "reproduce {tmp}/case.toml", 2, "[replay] seed: Input should be less than or equal "
+          "to 4294967295", lambda tmp: (_replay_case()(tmp), _file("case.toml", (tmp / "case.toml").read_bytes()
+                                                                   + b"seed = 99999999999\n")(tmp))),
+    Probe("replay-case-culprits-twice", "reproduce {tmp}/case.toml", 2, "[replay] culprits: 1 is given twice",
+          lambda tmp: (_replay_case()(tmp), _file("case.toml", (tmp / "case.toml").read_bytes()
+                                                  + b'reference = "prefix"\nculprits = [1, 1]\n')(tmp))),
     Probe("replay-case-results", "reproduce {tmp}/case.toml --results {tmp}/r.jsonl", 2, "--results", _replay_case()),
     Probe("case-results-dir", "reproduce {tmp}/case.toml --results {tmp}/d", 2, "d",
           lambda tmp: (_case()(tmp), _mkdir("d")(tmp))),
@@ -480,7 +486,13 @@ def test_the_atomic_replace_never_replaces_a_device_node_or_a_fifo(tmp_path):
     with pytest.raises(NotReplaceable, match="not a directory"):
         with atomic_path(tmp_path / "null", directory=True):
             pass
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "null"], "a temporary was left behind"
+    (tmp_path / "link").symlink_to(tmp_path / "null")
+    with pytest.raises(NotReplaceable, match="a character device"):
+        atomic_write(tmp_path / "link", "data")
+    with pytest.raises(UsageError, match="--json .*link: a character device"):
+        check_output(tmp_path / "link", "--json")
+    assert (tmp_path / "link").is_symlink() and stat.S_ISCHR(os.stat(tmp_path / "null").st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link", "null"], "a temporary was left behind"
     atomic_write(tmp_path / "file", "one")
     atomic_write(tmp_path / "file", "two")
     assert (tmp_path / "file").read_text() == "two"
