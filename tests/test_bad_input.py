@@ -298,6 +298,10 @@ PROBES = [
     Probe("record-acks-text", "replay {tmp}/art/states/s", 2, "record.json: acks", _record_with(acks="x")),
     Probe("record-ack-field", "replay {tmp}/art/states/s", 2, "record.json: acks[0].ident",
           _record_with(acks=[{"ident": "x", "stamp": 1, "position": 1}])),
+    Probe("record-workload-unknown", "replay {tmp}/art/states/s", 2, "record.json: workload, params: unknown workload",
+          _record_with(workload="fsync-fils")),
+    Probe("record-param-bad", "replay {tmp}/art/states/s", 2, "record.json: workload, params: bad parameters for "
+          "workload fsync-files: count=0", _record_with(params={"count": 0})),
     Probe("record-stack", "replay {tmp}/art/states/s", 2, "record.json: stack", _record_with(stack="raid99")),
     Probe("minimise-judged-int", "minimise {tmp}/art/states/s", 2, "minimise.json: judged",
           _judged({"version": 1, "state": "0" * 64, "judged": 5})),

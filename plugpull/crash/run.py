@@ -272,6 +272,8 @@ def load_record(saved: Path, scratch: Path) -> Record:
     try:
         rec = Record.load(scratch)
         workload(rec.meta["workload"], **rec.meta["params"])
+    except UsageError as e:  # its workload or parameters, refused as the CLI refuses them
+        raise UsageError(f"{saved / 'record.json'}: workload, params: {e}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UsageError(f"{saved / 'record.json'}: not a plugpull record ({describe_bad(e)})") from None
     for base, log in zip(rec.bases, rec.logs):
