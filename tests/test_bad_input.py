@@ -377,6 +377,15 @@ PROBES = [
     Probe("scale-superscript", "reproduce {tmp}/case.toml --scale ²", 2, "--scale: expected a number above 0"),
     Probe("case-param-too-big", "reproduce {tmp}/case.toml", 2, "[workload.fsync-files]: bad parameters",
           _case("[workload.fsync-files]\ncount = 100000000000000000000\n")),
+    Probe("case-trigger-superscript", "reproduce {tmp}/case.toml", 2, "case.toml: [crash] trigger: bad trigger 'acks:²'",
+          _case('[crash]\ntrigger = "acks:²"\n')),
+    Probe("case-lose-disk-superscript", "reproduce {tmp}/case.toml", 2, "case.toml: [crash] lose_disk: '²': expected a "
+          "member number from 0 to 63", _case('[crash]\nstack = "md-raid1"\nlose_disk = "²"\n')),
+    Probe("case-fault-flaky-huge", "reproduce {tmp}/case.toml", 2, "case.toml: [faults] kinds[0]",
+          lambda tmp: (tmp / "case.toml").write_text('title = "t"\n' + FAULTS_TABLE.replace(
+              '"error-writes"', '"flaky:99999999999999999999:1"'))),
+    Probe("replay-case-cut-negative", "reproduce {tmp}/case.toml", 2, "[replay] cut: Input should be greater than or "
+          "equal to 0", _replay_case(cut=-1)),
     Probe("case-model-cache-0", "reproduce {tmp}/case.toml", 2, "[crash] models[0]",
           _case('[crash]\nmodels = ["cache:0"]\n')),
     # nothing vacuous: a run with nothing to do, an option that does nothing, a list with a value twice

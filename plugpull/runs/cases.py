@@ -119,7 +119,9 @@ def _first_error(path: Path, error: ValidationError) -> CaseError:
     e = error.errors()[0]
     message = "unknown field" if e["type"] == "extra_forbidden" else (
         "required field is missing" if e["type"] == "missing" else e["msg"].removeprefix("Value error, "))
-    return CaseError(f"{path}: {_where(e['loc'])}: {message}")
+    where = _where(e["loc"])
+    message = as_case_fields(message)  # a check shared with the CLI says its flag: the field here
+    return CaseError(f"{path}: {where}: {message.removeprefix(where).lstrip(': ')}")
 
 
 def as_case_fields(message: str) -> str:
@@ -129,7 +131,7 @@ def as_case_fields(message: str) -> str:
         if setting.case:
             section, field = setting.case.split(".")
             message = re.sub(rf"{re.escape(setting.flag)}\b(?!-)", f"[{section}] {field}", message)
-    return message.removeprefix("bad ")
+    return message[4:] if message.startswith("bad [") else message
 
 
 def scaled(params: dict, factor: float) -> dict:
