@@ -9,7 +9,7 @@ DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs 
 	gcc libc6-dev python3-dev libvirt-daemon-system libvirt-dev pkg-config lvm2 cryptsetup-bin mdadm
 STAMP := $(VENV)/.installed
 
-.PHONY: debs test-fresh faults-sweep test-stacks test-hosts deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity bench-upload doctor shell clean
+.PHONY: debs test-report chromium test-fresh faults-sweep test-stacks test-hosts deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity bench-upload doctor shell clean
 
 # Debian's packages come first: pip builds libvirt-python from source against libvirt-dev.
 deps: debs $(STAMP)
@@ -39,6 +39,21 @@ image: deps
 
 test: deps
 	$(PY) -m pytest --junitxml=results/junit.xml
+
+# The HTML report in headless Chromium at 1280 px: no overflow, every link followed, each count
+# against the states it lists; the fixture reports, then a small real run's (a minute or two;
+# PLUGPULL_REPORT_RESULTS=FILE reads an earlier run's results instead). Installs Chromium first.
+test-report: deps chromium
+	$(PY) -m pytest tests/test_report_browser.py
+
+chromium:
+	@command -v chromium >/dev/null || { \
+		if [ "$$(id -u)" != 0 ]; then \
+			echo "the report's browser test needs Chromium; run as root:"; \
+			echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends chromium"; \
+			exit 2; \
+		fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
 # A brand-new Debian 12 root, chrooted: `make deps` as a user (refused, exit 2) and as root, then
 # the unit tests. Needs root. FRESH_RUN=1 adds make run twice and make test; FRESH_REV=REV tests REV.

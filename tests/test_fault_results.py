@@ -106,7 +106,8 @@ def test_the_power_cut_column_and_rarer_verdicts_appear_when_a_run_has_them():
 
 def test_the_page_shows_a_fault_section_only_when_there_are_fault_runs():
     page = html_page([], None, (), [SILENT, CLEAN])
-    assert "<h2>Device faults</h2>" in page and '<td class="bad">1 (fsync EIO:1, close EIO:1)</td>' in page
+    assert "<h2>Device faults</h2>" in page and ('<td class="bad"><a href="faults.html#fsync-retry-size_kib_64-wait_20'
+                                                 '-ext4-error-writes_acks_1_3-silent-loss">1 (fsync EIO:1, close EIO:1)</a></td>') in page
     assert "<dt>silent-loss</dt>" in page and "Cost against risk" not in page and "data:image/png" not in page
     assert "Device faults" not in html_page([], None, ())
 
@@ -116,11 +117,32 @@ def test_report_renders_a_results_file_of_fault_runs_alone(tmp_path, capsys):
     for run in (SILENT, CLEAN):
         append_line(results, run.to_json())
     paths = report(results, tmp_path / "rep")
-    assert sorted(paths) == ["html", "txt"] and "silent-loss" in paths["txt"].read_text()
+    assert sorted(paths) == ["faults", "html", "txt"] and "silent-loss" in paths["txt"].read_text()
     assert report_main(tmp_path, None) == 0  # a directory: every *.jsonl in it
     out = capsys.readouterr().out
     assert "faults / fsync-retry" in out and (tmp_path / "report" / "report.html").is_file()
     assert '<td class="bad">' in (tmp_path / "report" / "report.html").read_text()
+
+
+def test_each_count_of_runs_that_are_not_clean_opens_them_with_their_evidence(tmp_path):
+    from plugpull.report.links import broken_links
+
+    results = tmp_path / "faults.jsonl"
+    again = fault_run(run=2, told={"acks": [1, 2, 3], "errors": [], "wrong": ["4 /mnt/f 0"], "exit_code": 0})
+    for run in (SILENT, REPORTED, CLEAN, again):
+        append_line(results, run.to_json())
+    paths = report(results, tmp_path / "rep")
+    main, runs = paths["html"].read_text(), paths["faults"].read_text()
+    anchor = "fsync-retry-size_kib_64-wait_20-ext4-error-writes_acks_1_3-silent-loss"
+    assert f'<a href="faults.html#{anchor}">2 (fsync EIO:1, close EIO:1)</a>' in main
+    assert f'<a href="faults.html#{anchor.replace("silent-loss", "error-reported")}">1 (fsync EIO:1)</a>' in main
+    section = runs[runs.index(f'<section id="{anchor}">'):]
+    section = section[:section.index("</section>")]
+    assert section.count('<article class="state"') == 2 and "silent-loss, 2 runs" in section
+    assert "<dt>errors told</dt><dd>op 2: fsync EIO; op 3: close EIO</dd>" in section
+    assert "<dt>wrong reads</dt><dd>4 /mnt/f 0</dd>" in section and "error_writes" in section
+    assert "xfs" not in runs  # the clean run is counted, not listed
+    assert broken_links(tmp_path / "rep") == []
 
 
 def test_report_with_cells_and_faults_renders_both(tmp_path):

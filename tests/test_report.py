@@ -194,6 +194,7 @@ def test_the_html_page_holds_the_rows_the_image_and_escapes_values(results, tmp_
     page = (tmp_path / "r.html").read_text()
     assert "<tr><td>nobarrier</td><td>800</td><td>2500</td><td>x0.20</td>" in page
     assert '<td class="crash-start">20</td><td>9</td><td class="bad">7</td>' in page
+    assert "Not linked, their saved states not found" in page
     image = re.search(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert image and base64.b64decode(image.group(1)) == (tmp_path / "r.png").read_bytes()
     assert "<script>" not in page
@@ -216,7 +217,7 @@ def test_a_filesystem_name_with_markup_is_escaped_in_the_page(tmp_path):
 
 def test_report_writes_the_three_files(results, tmp_path):
     paths = report(results, tmp_path / "rep")
-    assert sorted(paths) == ["html", "png", "txt"]
+    assert sorted(paths) == ["html", "png", "txt"]  # no state pages: no cell's states were saved
     text = paths["txt"].read_text()
     assert "nobarrier" in text and "truncated" in text and "guest kernel" in text
     assert paths["png"].read_bytes().startswith(PNG_SIGNATURE)

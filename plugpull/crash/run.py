@@ -24,7 +24,7 @@ from plugpull.crash.cutorder import candidates, refuse_too_big, spending_order, 
 from plugpull.crash.judge import Planned, StateJob, judge, plan_states, remove_states
 from plugpull.crash.record import Record, record
 from plugpull.crash.saved import SavedRecord, SavedState, read_saved
-from plugpull.crash.spec import CrashSpec
+from plugpull.crash.spec import CrashSpec, recorded_workload
 from plugpull.errors import InfraError, NothingChecked, ToolMissing, UsageError
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.guest.rig import Rig
@@ -37,7 +37,6 @@ from plugpull.space import MIB, allocated_bytes, require_free, space_is_fatal
 from plugpull.testbed.bed import disk_mibs, run_host
 from plugpull.testbed.fs import filesystem
 from plugpull.testbed.stack import Stack
-from plugpull.testbed.workloads import workload
 from plugpull.testbed.workloads.params import promised_acks
 
 log = logging.getLogger(__name__)
@@ -271,7 +270,7 @@ def load_record(saved: Path, scratch: Path) -> Record:
     shutil.copy(saved / "record.json", scratch / "record.json")
     try:
         rec = Record.load(scratch)
-        workload(rec.meta["workload"], **rec.meta["params"])
+        recorded_workload(rec.meta["workload"], rec.meta["params"])
     except UsageError as e:  # its workload or parameters, refused as the CLI refuses them
         raise UsageError(f"{saved / 'record.json'}: workload, params: {e}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as e:
@@ -340,7 +339,7 @@ def replay(state_dir: Path, rig: Rig, scratch: Path, saved: tuple | None = None,
     `load_state` gave for it, if already loaded; `pieces`: the state's plan, where no model
     makes it (a minimised state)."""
     doc, rec = saved or load_state(state_dir, scratch)
-    wl = workload(rec.meta["workload"], **rec.meta["params"])
+    wl = recorded_workload(rec.meta["workload"], rec.meta["params"])
     stack = Stack.parse(rec.meta.get("stack", ""))
     lost = doc.get("lost_member")
     checker = Checker(rig, filesystem(doc["fs"]), batch=1, **({"stack": stack} if stack else {}),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
+from plugpull.generate.workload import PREFIX as GEN_PREFIX, GeneratedWorkload, generated_workload
 from plugpull.guest.config import Bus
 from plugpull.powerloss.models import ModelSpec, cut_points, parse_model
 from plugpull.testbed.bed import BedSpec
@@ -90,8 +91,16 @@ class CrashSpec:
         if self.lose_disk and stack is None:
             raise UsageError(f"bad --lose-disk {self.lose_disk}: it takes a member out of a --stack, and there is none")
         lost = stack.lost_member(self.lose_disk, self.seed) if stack else None
-        return CrashPlan(self, filesystem(self.fs), mode, workload_named(self.workload, **dict(self.params)),
-                         tuple(models), Trigger.parse(self.trigger), stack, lost)
+        return CrashPlan(self, filesystem(self.fs), mode, self._workload(), tuple(models), Trigger.parse(self.trigger),
+                         stack, lost)
+
+    def _workload(self) -> Workload:
+        """A built-in workload, or a generated one (`gen:ID`, judged by this filesystem's rules)."""
+        if self.workload.startswith(GEN_PREFIX):
+            if self.params:
+                raise UsageError(f"{self.workload} takes no --param: the id is the whole workload")
+            return generated_workload(self.workload, self.fs)
+        return workload_named(self.workload, **dict(self.params))
 
 
 @dataclass(frozen=True)
@@ -136,3 +145,10 @@ def load_user_scripts(spec: CrashSpec, base: Path) -> CrashSpec:
     check = read_script(base / spec.check_script, "check script")
     params = {**dict(spec.params), "text": text, "check": check}
     return replace(spec, workload=Script.name, params=tuple(params.items()), check_script="")
+
+
+def recorded_workload(name: str, params: dict) -> Workload:
+    """The workload a record names (its `workload` and `params`), a generated one too."""
+    if name == GeneratedWorkload.name:
+        return GeneratedWorkload(**params)
+    return workload_named(name, **params)

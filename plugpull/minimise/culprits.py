@@ -27,6 +27,7 @@ from plugpull.crash.judge import build_state, collect_for
 from plugpull.crash.record import Record
 from plugpull.crash.run import load_state, saved_others
 from plugpull.crash.saved import read_saved
+from plugpull.crash.spec import recorded_workload
 from plugpull.errors import InfraError, PlugpullError, UsageError
 from plugpull.files import atomic_write_json
 from plugpull.guest.rig import Rig
@@ -36,7 +37,6 @@ from plugpull.powerloss.writelog import iter_entries
 from plugpull.progress import Progress
 from plugpull.testbed.fs import filesystem
 from plugpull.testbed.stack import Stack
-from plugpull.testbed.workloads import workload
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class Judge:
     def __init__(self, rec: Record, doc: dict, rig: Rig, scratch: Path, cache_path: Path,
                  workers: int, batch: int):
         self.rec, self.doc, self.scratch, self.cache_path = rec, doc, scratch, cache_path
-        self.workload = workload(rec.meta["workload"], **rec.meta["params"])
+        self.workload = recorded_workload(rec.meta["workload"], rec.meta["params"])
         self.owed = required_acks(rec.acks, doc["cut"], saved_others(doc))
         self.committed = required_acks(rec.acks, doc["cut"], saved_others(doc), kind="commit")
         per_guest = max(1, -(-batch // workers))

@@ -14,16 +14,20 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write
-from plugpull.report.faults import render_faults
+from plugpull.report.faults import PAGE as FAULT_PAGE, render_faults
 from plugpull.report.html import render_html
+from plugpull.report.pages import STATES_DIR
 from plugpull.report.plot import render_plot
 from plugpull.report.tables import render_table, render_text
 from plugpull.results import CellResult, FaultResult, read_cells, read_faults
 
 
 def write_report(cells: list[CellResult], warnings: Sequence[str], out_dir: Path,
-                 faults: Sequence[FaultResult] = ()) -> dict[str, Path]:
-    """The plot only when there are cells: fault runs alone have no throughput to plot."""
+                 faults: Sequence[FaultResult] = (), results_path: Path | None = None) -> dict[str, Path]:
+    """The plot only when there are cells: fault runs alone have no throughput to plot. The
+    cells' saved states are looked for beside `results_path` (and where the cells say); the
+    state pages go under out_dir/states/ ("states" in the answer, when there are any), the
+    fault runs that were not clean on faults.html ("faults")."""
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"{out_dir} is not a directory")
@@ -35,7 +39,10 @@ def write_report(cells: list[CellResult], warnings: Sequence[str], out_dir: Path
         render_plot(cells, paths["png"])
     else:
         del paths["png"]
-    render_html(cells, paths.get("png"), paths["html"], warnings, faults)
+    pages = render_html(cells, paths.get("png"), paths["html"], warnings, faults, results_path)
+    if any(p.parent.name == STATES_DIR for p in pages):
+        paths["states"] = out_dir / STATES_DIR
+    paths.update({"faults": p for p in pages if p.name == FAULT_PAGE})
     return paths
 
 
@@ -77,7 +84,7 @@ def report(results_path: Path, out_dir: Path) -> dict[str, Path]:
     paths by kind ("txt", "png", "html"). UsageError if the results file is missing or holds
     neither a cell nor a fault run."""
     cells, faults, warnings = to_report(results_path)
-    return write_report(cells, warnings, out_dir, faults)
+    return write_report(cells, warnings, out_dir, faults, results_path)
 
 
 def default_out_dir(results: Path) -> Path:
@@ -95,7 +102,7 @@ def report_main(results: Path, out: Path | None, reference: Path | None = None) 
         earlier = cells_to_report(Path(reference))[0] if reference else None
         for warning in warnings:
             print(f"plugpull: warning: {warning}", file=sys.stderr)
-        paths = write_report(cells, warnings, Path(out) if out else default_out_dir(results), faults)
+        paths = write_report(cells, warnings, Path(out) if out else default_out_dir(results), faults, results)
     except UsageError as e:
         print(f"plugpull: {e}", file=sys.stderr)
         return 2
@@ -110,5 +117,6 @@ def report_main(results: Path, out: Path | None, reference: Path | None = None) 
     if faults:
         print(render_faults(faults))
     for kind, path in paths.items():
-        print(f"{kind:<4}  {path}")
+        print(f"{kind:<6}  {path}")
+    print(f"report  {paths['html'].parent}/ (one directory: copy it whole, its links are relative)")
     return 0

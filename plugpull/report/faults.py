@@ -2,6 +2,7 @@
 parameters), a row per filesystem and fault, a column per verdict. Beside each verdict's count
 stands what the application was told in those runs: the errnos at write, fsync and close."""
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -9,6 +10,7 @@ from plugpull.results import INFRA, FaultResult, param_text
 from plugpull.results.faults import ERRNO_SYSCALLS, FAULT_VERDICTS, UNSAFE_FAULT_VERDICTS
 
 ALWAYS_SHOWN = ("clean", "error-reported", "silent-loss", "fs-shutdown")
+PAGE = "faults.html"  # the runs behind the counts, beside report.html
 ALARMING = (*UNSAFE_FAULT_VERDICTS, INFRA)
 MISSING = "-"
 NOTE = ("Each verdict's count is followed by the errnos the application got in those runs, at "
@@ -30,6 +32,7 @@ class FaultCell:
 
     value: str
     bad: bool = False
+    href: str = ""  # the fault page's section listing the runs the count stands for
 
 
 @dataclass(frozen=True)
@@ -53,10 +56,20 @@ def told_text(runs: list[FaultResult]) -> str:
     return ", ".join(parts)
 
 
+def fault_anchor(run: FaultResult, verdict: str | None = None) -> str:
+    """The id of the fault page's section that lists a row's runs of one verdict."""
+    params = [f"{k}={param_text(v)}" for k, v in run.params]
+    text = "-".join([run.workload, *params, run.fs, run.fault, verdict or run.verdict])
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")
+
+
 def verdict_cell(verdict: str, runs: list[FaultResult]) -> FaultCell:
+    """The count of a row's runs with the verdict and what they were told; a count of runs that
+    are not clean links to them on the fault page."""
     these = [r for r in runs if r.verdict == verdict]
     told = told_text(these)
-    return FaultCell(f"{len(these)} ({told})" if told else str(len(these)), bool(these) and verdict in ALARMING)
+    href = f"{PAGE}#{fault_anchor(these[0])}" if these and verdict != "clean" else ""
+    return FaultCell(f"{len(these)} ({told})" if told else str(len(these)), bool(these) and verdict in ALARMING, href)
 
 
 def power_loss_text(runs: list[FaultResult]) -> str:

@@ -1,5 +1,7 @@
-"""The report as one static HTML page (Jinja2, autoescaped): the tables with the crash columns
-marked, the plot embedded as a PNG, the environment, what the verdicts and the modes mean."""
+"""The report as static HTML (Jinja2, autoescaped): report.html with the tables, the crash
+columns marked and each count of states that are not clean linked to its cell's state page
+(pages), the plot embedded as a PNG, the environment, what the verdicts and the modes mean;
+and the state pages. One directory, relative links only."""
 
 import base64
 from collections.abc import Sequence
@@ -10,13 +12,18 @@ from jinja2 import Environment, PackageLoader
 
 from plugpull.files import atomic_write
 from plugpull.report.tables import (FS_VERDICTS, MISSING, RATIO_NOTE, Table, environment, failures,
-                                    mode_notes, tables)
+                                    groups, mode_notes, tables)
 from plugpull.report.cause import CAUSE_NOTE, has_cause
+from plugpull.report.faultpage import fault_page
+from plugpull.report.headline import headline
+from plugpull.report.layout import breakable, parts
+from plugpull.report.pages import CellPage, cell_pages, unlisted
 from plugpull.report.faults import NOTE as FAULT_NOTE, VERDICT_NOTES as FAULT_VERDICT_NOTES, fault_tables
 from plugpull.report.seeds import NOTE as SEED_NOTE, seed_tables
 from plugpull.results import INFRA, UNSAFE_VERDICTS, CellResult, FaultResult
 
 TEMPLATE = "report.html.j2"
+STATES_TEMPLATE = "states.html.j2"
 ALARMING = (*UNSAFE_VERDICTS, INFRA)  # crash columns whose non-zero counts are marked
 VERDICT_NOTES = {
     "clean": "the journal recovery mounted it, fsck found nothing, every operation the guest "
@@ -40,20 +47,32 @@ class Shown:
 
     value: str
     classes: str = ""
+    href: str = ""  # the state page's section that lists the states the count stands for
 
 
-def marked(table: Table) -> dict:
+def marked(table: Table, pages: Sequence[CellPage | None] = ()) -> dict:
     """The table for the template: the first crash column starts a border, and a count of a
-    verdict against the filesystem (or of infra-errors) that is not zero stands out."""
-    def mark(i: int, value: str, header: bool) -> Shown:
+    verdict against the filesystem (or of infra-errors) that is not zero stands out and
+    links to the states it counts (`pages`: each row's cell's state page, or None)."""
+    def mark(i: int, value: str, page: CellPage | None = None, header: bool = False) -> Shown:
         classes = ["crash-start"] if i == table.crash_from else []
-        if not header and table.header[i] in ALARMING and value not in (MISSING, "0"):
+        alarming = not header and table.header[i] in ALARMING and value not in (MISSING, "0")
+        if alarming:
             classes.append("bad")
-        return Shown(value, " ".join(classes))
+        href = page.link(table.header[i]) if alarming and page and i >= table.crash_from else None
+        return Shown(breakable(value) if header else value, " ".join(classes), href or "")
 
+    pages = list(pages) or [None] * len(table.rows)
+    header = [mark(i, v, header=True) for i, v in enumerate(table.header)]
+    rows = [[mark(i, v, page) for i, v in enumerate(row)] for row, page in zip(table.rows, pages)]
     return {"title": table.title,
-            "header": [mark(i, v, True) for i, v in enumerate(table.header)],
-            "rows": [[mark(i, v, False) for i, v in enumerate(row)] for row in table.rows]}
+            "parts": [{"header": [header[i] for i in part], "rows": [[row[i] for i in part] for row in rows]}
+                      for part in parts(list(table.header), [list(r) for r in table.rows], table.crash_from)]}
+
+
+def linked_tables(cells: list[CellResult], pages: dict[str, CellPage]) -> list[dict]:
+    """The tables for the template, each row's counts linked to its cell's state page."""
+    return [marked(t, [pages.get(c.key) for c in g.cells]) for t, g in zip(tables(cells), groups(cells))]
 
 
 def templates() -> Environment:
@@ -69,15 +88,18 @@ def fault_notes(faults: Sequence[FaultResult]) -> list[tuple[str, str]]:
 
 
 def html_page(cells: list[CellResult], png: bytes | None, warnings: Sequence[str] = (),
-              faults: Sequence[FaultResult] = ()) -> str:
-    """Without cells (fault runs alone) the page has no throughput tables, plot or modes."""
+              faults: Sequence[FaultResult] = (), pages: dict[str, CellPage] | None = None) -> str:
+    """Without cells (fault runs alone) the page has no throughput tables, plot or modes;
+    without `pages` its counts link nowhere."""
     return templates().get_template(TEMPLATE).render(
+        headline=headline(cells),
         faults=fault_tables(list(faults)),
         fault_note=FAULT_NOTE,
         fault_verdicts=fault_notes(faults),
         fault_count=len(faults),
         cell_count=len(cells),
-        tables=[marked(t) for t in tables(cells)],
+        tables=linked_tables(cells, pages or {}),
+        unlisted=unlisted(cells, pages or {}),
         ratio_note=RATIO_NOTE,
         cause_note=CAUSE_NOTE if has_cause(cells) else "",
         seeds=seed_tables(cells),
@@ -92,6 +114,21 @@ def html_page(cells: list[CellResult], png: bytes | None, warnings: Sequence[str
 
 
 def render_html(cells: list[CellResult], png_path: Path | None, html_path: Path, warnings: Sequence[str] = (),
-                faults: Sequence[FaultResult] = ()) -> None:
+                faults: Sequence[FaultResult] = (), results_path: Path | None = None) -> list[Path]:
+    """report.html and the pages beside it: the cells' state pages (their artifacts are looked
+    for beside `results_path`, and where the cells say they are) and the fault runs' page; the
+    paths of those pages."""
     png = Path(png_path).read_bytes() if png_path else None
-    atomic_write(html_path, html_page(cells, png, warnings, faults).encode("utf-8"))
+    out_dir = Path(html_path).parent
+    pages = cell_pages(cells, results_path, out_dir)
+    written = []
+    for page in pages.values():
+        path = out_dir / page.href
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, templates().get_template(STATES_TEMPLATE).render(page=page).encode("utf-8"))
+        written.append(path)
+    if (fault_html := fault_page(list(faults), templates())) is not None:
+        atomic_write(out_dir / fault_html[0], fault_html[1].encode("utf-8"))
+        written.append(out_dir / fault_html[0])
+    atomic_write(html_path, html_page(cells, png, warnings, faults, pages).encode("utf-8"))
+    return written

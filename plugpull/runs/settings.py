@@ -18,6 +18,8 @@ from plugpull.powerloss.models import cut_points, parse_model, parse_user_model
 from plugpull.testbed.fs import FILESYSTEMS, MODES
 from plugpull.testbed.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
 from plugpull.testbed.stack import LAYERS, Stack, check_lose_disk
+from plugpull.generate.space import space_of
+from plugpull.generate.workload import PREFIX as GEN_PREFIX
 from plugpull.testbed.workloads import SCRIPT_PREFIX, WORKLOADS
 from plugpull.values import COUNT_MAX, MIB_MAX, SEED_MAX, checked_whole, once_each, whole
 
@@ -50,10 +52,17 @@ class Choice:
 
 @dataclass(frozen=True)
 class WorkloadName(Choice):
-    """A built-in workload, or the user's own as script:PATH (the file is read, and refused
-    if it is missing or unreadable, where the run is set up: `spec.load_user_scripts`)."""
+    """A built-in workload, the user's own as script:PATH (the file is read, and refused if it
+    is missing or unreadable, where the run is set up: `spec.load_user_scripts`), or a
+    generated one as gen:ID (docs/generate.md)."""
 
     def check(self, value):
+        if isinstance(value, str) and value.startswith(GEN_PREFIX):
+            try:
+                space_of(value[len(GEN_PREFIX):]).parse(value[len(GEN_PREFIX):])
+            except UsageError as e:
+                raise ValueError(str(e)) from None
+            return value
         if isinstance(value, str) and value.startswith(SCRIPT_PREFIX):
             if not value[len(SCRIPT_PREFIX):].strip():
                 raise ValueError(f"{SCRIPT_PREFIX} needs the script's path: {SCRIPT_PREFIX}PATH")
@@ -61,7 +70,8 @@ class WorkloadName(Choice):
         try:
             return super().check(value)
         except ValueError as e:
-            raise ValueError(f"{e}; or {SCRIPT_PREFIX}PATH, your own shell script") from None
+            raise ValueError(f"{e}; or {SCRIPT_PREFIX}PATH, your own shell script; or {GEN_PREFIX}ID, "
+                             "a generated one") from None
 
     parse = check
 

@@ -1,0 +1,98 @@
+"""`plugpull generate --seq 1|2|3`: the generated workloads (B3/ACE-style), counted, listed,
+sampled, and one shown as its guest program or as what its persistence points owe."""
+
+import argparse
+
+from plugpull.cli.common import EXIT_OK, print_table, whole_option
+from plugpull.errors import UsageError
+from plugpull.generate.oracle import PROFILES
+from plugpull.values import COUNT_MAX, SEED_MAX
+
+
+def _seq(text: str) -> int:
+    if text not in ("1", "2", "3"):
+        raise argparse.ArgumentTypeError(f"expected 1, 2 or 3, not {text!r}")
+    return int(text)
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("expected a comma-separated list")
+    return names
+
+
+def add_parsers(sub) -> None:
+    g = sub.add_parser("generate", help="the generated workloads: count, list, sample, show one")
+    g.add_argument("--seq", type=_seq, help="core operations per workload: 1, 2 or 3 (with --show: the id's)")
+    g.add_argument("--ops", type=_names, help="only workloads whose operations and persistence points are all "
+                   "of these (e.g. rename,link,fsync,sync); ids stay those of the whole space")
+    g.add_argument("--sample", type=whole_option(1, COUNT_MAX), metavar="K", help="K workloads drawn at random (by --seed)")
+    g.add_argument("--seed", type=whole_option(0, SEED_MAX), default=1, help="the sample's seed (default 1)")
+    what = g.add_mutually_exclusive_group()
+    what.add_argument("--list", action="store_true", help="one line per workload: its id and operations")
+    what.add_argument("--show", metavar="ID", help="the workload's guest program (a POSIX sh script)")
+    what.add_argument("--owed", metavar="ID", help="what each persistence point of the workload owes, by rule")
+    g.add_argument("--fs", default="ext4", choices=PROFILES, help="with --owed: whose rules (default ext4)")
+    g.set_defaults(func=cmd_generate)
+
+
+def _space(args):
+    from plugpull.generate.ops import FAMILIES, PERSISTENCE
+    from plugpull.generate.space import Space, space_of
+    ident = args.show or args.owed
+    if args.seq is None and ident is None:
+        raise UsageError("generate needs --seq 1, 2 or 3")
+    space = Space(args.seq) if args.seq is not None else space_of(ident)
+    if args.ops:
+        unknown = [n for n in args.ops if n not in FAMILIES + PERSISTENCE]
+        if unknown:
+            raise UsageError(f"unknown --ops name {unknown[0]!r}: expected operations ({', '.join(FAMILIES)}) "
+                             f"or persistence points ({', '.join(PERSISTENCE)})")
+        families = [n for n in args.ops if n not in PERSISTENCE] or FAMILIES
+        persistence = [n for n in args.ops if n in PERSISTENCE] or PERSISTENCE
+        space = Space(space.seq, families, persistence)
+    return space
+
+
+def cmd_generate(args) -> int:
+    space = _space(args)
+    if args.show:
+        from plugpull.generate.program import program
+        print(program(space.parse(args.show)), end="")
+    elif args.owed:
+        _print_owed(space.parse(args.owed), args.fs)
+    elif args.list or args.sample is not None:
+        indexes = space.sample(args.sample, args.seed) if args.sample is not None else None
+        workloads = (space.workload(i) for i in indexes) if indexes is not None else space.workloads()
+        for workload in workloads:
+            print(f"{workload.ident}  {workload.text()}")
+    else:
+        which = " (filtered)" if space.filtered else ""
+        print(f"seq {space.seq}: {space.total()} workloads{which} of {space.count()}")
+    return EXIT_OK
+
+
+def _print_owed(workload, fs: str) -> None:
+    from plugpull.generate.oracle import owed, rules_for
+    rules = {r.name: r.source for r in rules_for(fs)}
+    print(f"{workload.ident}: {workload.text()}")
+    for k in range(len(workload.points()) + 1):
+        print(f"after ack {k} ({'setup' if k == 0 else workload.steps[workload.points()[k - 1] - 1].text()}):")
+        rows = [(o.path, o.name, " or ".join(sorted(_short(v) for v in o.values)), o.rule, o.point)
+                for o in owed(workload, fs, k)]
+        if rows:
+            print_table(("path", "fact", "owed", "rule", "point"), rows)
+        else:
+            print("  nothing")
+    print(f"rules on {fs}:")
+    for name, source in rules.items():
+        print(f"  {name}: {source}")
+
+
+def _short(value) -> str:
+    if value is None:
+        return "absent"
+    if isinstance(value, str) and len(value) == 64:
+        return value[:12]
+    return str(value)

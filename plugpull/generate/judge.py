@@ -1,0 +1,94 @@
+"""The check of a recovered tree against a generated workload: an owed fact missing or wrong is
+`data-loss`; a tree that no point of the workload could give is `inconsistent`; else `clean`.
+
+The recovered tree is `path -> Entry` (`tree.read_tree` reads one from a directory). Which
+trees a point could give: its names are the model's at some point (from the empty work
+directory through the setup and every operation), with the kind they had there, and two names
+share an inode only if they did at some point (else a rename was half done, or a link
+appeared from nowhere). The order in which points reach the disk is not judged: a filesystem
+may persist a later operation before an earlier one that nothing forced out."""
+
+from dataclasses import dataclass
+from itertools import combinations
+
+from plugpull.check.verdict import Verdict
+from plugpull.generate.oracle import Held, Owed, held, owed
+from plugpull.generate.space import Workload, setup_tree
+from plugpull.generate.tree import DIR, FILE, SYMLINK, Entry, Tree
+
+FACT_KIND = {"size": FILE, "digest": FILE, "nlink": FILE, "xattrs": FILE, "target": SYMLINK}
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: Verdict
+    lost: tuple[tuple[int, str], ...] = ()  # (point, why): owed facts missing or wrong, with their rules
+    broken: tuple[str, ...] = ()  # why no point of the workload gives this tree
+
+    @property
+    def reason(self) -> str:
+        first = (self.broken or [why for _, why in self.lost] or ("every owed fact holds",))[0]
+        more = len(self.broken or self.lost) - 1
+        return first + (f" (and {more} more)" if more > 0 else "")
+
+
+def prefix_trees(workload: Workload) -> list[Tree]:
+    """Every tree a point of the workload has: the setup being made, then after each operation."""
+    return [setup_tree(workload.setup[:m]) for m in range(len(workload.setup))] + list(workload.trees)
+
+
+def recovered_fact(entry: Entry | None, name: str):
+    """The recovered value of fact `name`; `...` when it cannot be judged (the path holds
+    something else, or the reader did not say)."""
+    if name == "kind":
+        return None if entry is None else entry.kind
+    if entry is None or entry.kind != FACT_KIND[name]:
+        return ...
+    value = getattr(entry, name)
+    return ... if value is None and name == "nlink" else value
+
+
+def lost_facts(facts: list[Owed], kept: list[Held], recovered: dict[str, Entry]) -> list[tuple[int, str]]:
+    lost = []
+    for o in facts:
+        value = recovered_fact(recovered.get(o.path), o.name)
+        if value is not ... and value not in o.values:
+            lost.append((o.point, f"{o.path}: {o.name} is {_show(value)}, owed "
+                                  f"{' or '.join(sorted(map(_show, o.values)))} ({o.rule}, point {o.point})"))
+    for h in kept:
+        if not any(recovered.get(p) is not None and recovered[p].kind == h.kind for p in h.names):
+            lost.append((h.point, f"the {h.kind} owed at {h.names[0]} is under none of {', '.join(h.names)} "
+                                  f"({h.rule}, point {h.point})"))
+    return lost
+
+
+def _show(value) -> str:
+    if value is None:
+        return "absent"
+    if isinstance(value, str) and len(value) == 64:
+        return value[:12]  # a digest
+    return str(value)
+
+
+def broken_by(workload: Workload, recovered: dict[str, Entry]) -> list[str]:
+    trees = prefix_trees(workload)
+    broken = [f"{p} is a {e.kind}, which no point of the workload has there"
+              for p, e in recovered.items() if all(t.kind(p) != e.kind for t in trees)]
+    files = [p for p, e in recovered.items() if e.kind != DIR and e.ino is not None]
+    for p, q in combinations(files, 2):
+        if recovered[p].ino == recovered[q].ino and not any(
+                p in t.paths and t.paths.get(p) == t.paths.get(q) for t in trees):
+            broken.append(f"{p} and {q} are one inode, which no point of the workload gives (a rename half done?)")
+    return broken
+
+
+def judge(workload: Workload, fs: str, k: int | None, recovered: dict[str, Entry]) -> Judgement:
+    """The verdict on `recovered`, a state in which the acks 0..k completed (k None: none)."""
+    broken = broken_by(workload, recovered)
+    facts = owed(workload, fs, k)
+    lost = lost_facts(facts, held(workload, facts), recovered)
+    if broken:
+        return Judgement(Verdict.INCONSISTENT, tuple(lost), tuple(broken))
+    if lost:
+        return Judgement(Verdict.DATA_LOSS, tuple(lost))
+    return Judgement(Verdict.CLEAN)

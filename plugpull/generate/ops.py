@@ -1,0 +1,268 @@
+"""The operation table of generated workloads, and how each operation changes the model tree.
+
+`CORE_OPS` is fixed: a workload's id is its rank in the enumeration, which walks this table in
+order at every step, so changing the table (an operation added, removed or moved, a size
+changed) changes ids; `test_generate.py` pins its digest. Each row is an operation family (the
+name `--ops` takes), a variant and its operands, all among the fixed names of `tree`.
+
+A name no operation has touched yet is resolved when first needed: an operation that needs it
+to exist makes the workload's setup create it (a file of `INITIAL_SIZE` bytes, or a directory),
+one that needs it absent takes it as absent; a directory from the setup that is renamed is
+renamed with its files. Setup runs before the first operation and is made
+durable by `sync` (ack 0)."""
+
+from dataclasses import dataclass
+
+from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, ROOT, SYMLINK, Inode, Tree, parent, under, \
+    with_data, with_xattr
+
+INITIAL_SIZE = 16384
+SETUP_BYTE = {"A/foo": 0x41, "A/bar": 0x42, "B/foo": 0x43, "B/bar": 0x44}  # each setup file's fill
+XATTR = "user.pp"
+
+# write variants: offset from the file's size, length
+WRITES = {"append": (lambda size: size, 4096), "overwrite": (lambda size: 0, 4096),
+          "unaligned": (lambda size: 3000, 5000), "past-eof": (lambda size: size + 8192, 4096)}
+# fallocate modes: the xfs_io command, and what it does to the data
+FALLOCS = {"default": "falloc 8192 32768", "keep-size": "falloc -k 8192 32768",
+           "punch-hole": "fpunch 4096 8192", "zero-range": "fzero 4096 8192"}
+TRUNCATE_TO = 2500
+
+FAMILIES = ("creat", "mkdir", "write", "falloc", "truncate", "link", "unlink", "symlink", "rename",
+            "setxattr", "removexattr")
+PERSISTENCE = ("fsync", "fdatasync", "sync")
+
+
+@dataclass(frozen=True)
+class Op:
+    family: str
+    variant: str
+    args: tuple[str, ...]
+
+    def text(self) -> str:
+        name = f"{self.family}.{self.variant}" if self.variant else self.family
+        return " ".join((name, *self.args))
+
+
+@dataclass(frozen=True)
+class Persist:
+    kind: str  # fsync, fdatasync or sync
+    path: str | None = None
+
+    def text(self) -> str:
+        return self.kind if self.path is None else f"{self.kind} {self.path}"
+
+
+def _table() -> tuple[Op, ...]:
+    pairs = [(s, d) for s in FILES for d in FILES if s != d]
+    rows = [Op("creat", "", (f,)) for f in FILES]
+    rows += [Op("mkdir", "", (d,)) for d in DIRS]
+    rows += [Op("write", v, (f,)) for f in FILES for v in WRITES]
+    rows += [Op("falloc", v, (f,)) for f in FILES for v in FALLOCS]
+    rows += [Op("truncate", "", (f,)) for f in FILES]
+    rows += [Op("link", "", p) for p in pairs]
+    rows += [Op("unlink", "", (f,)) for f in FILES]
+    rows += [Op("symlink", "", (f,)) for f in FILES]  # f -> its sibling's name
+    rows += [Op("rename", "file", p) for p in pairs]  # to a free name
+    rows += [Op("rename", "over", p) for p in pairs]  # over an existing file
+    rows += [Op("rename", "dir", (s, d)) for s in DIRS for d in DIRS if s != d]
+    rows += [Op("setxattr", "", (f,)) for f in FILES]
+    rows += [Op("removexattr", "", (f,)) for f in FILES]
+    return tuple(rows)
+
+
+CORE_OPS = _table()
+
+
+def sibling(path: str) -> str:
+    """The other file name in the same directory: what `symlink` points to."""
+    head, _, name = path.rpartition("/")
+    return "bar" if name == "foo" else "foo"
+
+
+class Sim:
+    """A tree while a workload is being built: which names are still untouched, and what the
+    setup had to create. `apply` returns False, leaving the Sim half changed, when the
+    operation is invalid there: apply it to a copy."""
+
+    def __init__(self, tree: Tree | None = None, known: set | None = None, setup: list | None = None):
+        self.tree = tree or Tree()
+        self.known = set(NAMES) if tree is not None and known is None else (known or set())
+        self.setup = setup or []
+        self._key = None
+
+    def copy(self) -> "Sim":
+        return Sim(self.tree.copy(), set(self.known), list(self.setup))
+
+    def touch(self, path: str) -> None:
+        self.known.update(p for p in NAMES if under(p, path))
+
+    def exists(self, path: str, kinds=(FILE,)) -> bool:
+        """`path` is there as one of `kinds`; an untouched name is put in the setup."""
+        if path == ROOT:
+            return DIR in kinds
+        if path in self.known:
+            return self.tree.kind(path) in kinds
+        if not self.exists(parent(path), (DIR,)):
+            return False
+        kind = FILE if FILE in kinds else DIR if DIR in kinds else None
+        if kind is None:
+            return False
+        node = Inode(FILE, bytes([SETUP_BYTE[path]]) * INITIAL_SIZE) if kind == FILE else Inode(DIR)
+        self.tree.paths[path] = self.tree.new_inode(node)
+        self.known.add(path)
+        self.setup.append(path)
+        return True
+
+    def absent(self, path: str) -> bool:
+        """`path` is free, in an existing directory; an untouched name is taken as absent."""
+        if path in self.known and self.tree.kind(path) is not None:
+            return False
+        self.touch(path)
+        return self.exists(parent(path), (DIR,))
+
+    def key(self) -> tuple:
+        """What decides which operations are valid from here on: each name's state, hard
+        links told apart by the order their inodes first appear. Taken once: a Sim is not
+        changed after its operation was applied (`Space.choices` applies to copies)."""
+        if self._key is None:
+            self._key = self._shape()
+        return self._key
+
+    def _shape(self) -> tuple:
+        order: dict[int, int] = {}
+        out = []
+        for p in NAMES:
+            kind = self.tree.kind(p) if p in self.known else "u"
+            if kind == FILE:
+                ino = self.tree.paths[p]
+                out.append((order.setdefault(ino, len(order)), bool(self.tree.inodes[ino].xattrs)))
+            else:
+                out.append(kind)
+        return tuple(out)
+
+
+def pwrite(data: bytes, offset: int, length: int, fill: int) -> bytes:
+    end = offset + length
+    buf = bytearray(data.ljust(end, b"\0"))
+    buf[offset:end] = bytes([fill]) * length
+    return bytes(buf)
+
+
+def zero(data: bytes, offset: int, length: int, keep_size: bool) -> bytes:
+    size = len(data) if keep_size else max(len(data), offset + length)
+    buf = bytearray(data.ljust(size, b"\0"))
+    buf[offset:min(offset + length, size)] = bytes(max(0, min(offset + length, size) - offset))
+    return bytes(buf)
+
+
+def new_data(op: Op, data: bytes, fill: int) -> bytes:
+    """A file's contents after a write, fallocate or truncate."""
+    if op.family == "write":
+        offset_of, length = WRITES[op.variant]
+        return pwrite(data, offset_of(len(data)), length, fill)
+    if op.family == "truncate":
+        return data[:TRUNCATE_TO].ljust(TRUNCATE_TO, b"\0")
+    if op.variant == "default":
+        return data.ljust(max(len(data), 8192 + 32768), b"\0")
+    if op.variant == "keep-size":
+        return data
+    return zero(data, 4096, 8192, keep_size=op.variant == "punch-hole")
+
+
+def fill_byte(step: int) -> int:
+    """The byte operation `step` (1-based) writes: 'a', 'b', 'c'..."""
+    return 0x60 + step
+
+
+def apply(sim: Sim, op: Op, step: int) -> bool:
+    """Perform `op` (the workload's operation number `step`) on `sim`; False if it is invalid."""
+    tree, args = sim.tree, op.args
+    if op.family in ("write", "falloc", "truncate", "setxattr"):
+        if not sim.exists(args[0]):
+            return False
+        node = tree.inode(args[0])
+        if op.family == "setxattr":
+            tree.set_inode(args[0], with_xattr(node, XATTR, f"v{step}"))
+        else:
+            tree.set_inode(args[0], with_data(node, new_data(op, node.data, fill_byte(step))))
+        return True
+    if op.family == "removexattr":
+        if not sim.exists(args[0]) or XATTR not in dict(tree.inode(args[0]).xattrs):
+            return False
+        tree.set_inode(args[0], with_xattr(tree.inode(args[0]), XATTR, None))
+        return True
+    return _namespace(sim, op)
+
+
+def _namespace(sim: Sim, op: Op) -> bool:
+    tree, args = sim.tree, op.args
+    if op.family in ("creat", "mkdir", "symlink"):
+        if not sim.absent(args[0]):
+            return False
+        node = {"creat": Inode(FILE), "mkdir": Inode(DIR), "symlink": Inode(SYMLINK, target=sibling(args[0]))}
+        tree.paths[args[0]] = tree.new_inode(node[op.family])
+        return True
+    if op.family == "unlink":
+        if not sim.exists(args[0], (FILE, SYMLINK)):
+            return False
+        sim.touch(args[0])
+        tree.unlink(args[0])
+        return True
+    if op.family == "link":
+        if not sim.exists(args[0]) or not sim.absent(args[1]):
+            return False
+        tree.paths[args[1]] = tree.paths[args[0]]
+        return True
+    return _rename(sim, op)
+
+
+def _rename(sim: Sim, op: Op) -> bool:
+    tree, (src, dst) = sim.tree, op.args
+    if op.variant in ("file", "over"):
+        if not sim.exists(src, (FILE, SYMLINK)):
+            return False
+        if op.variant == "file" and not sim.absent(dst):
+            return False
+        if op.variant == "over" and not sim.exists(dst, (FILE, SYMLINK)):
+            return False
+    else:
+        if not sim.exists(src, (DIR,)):
+            return False
+        for child in (p for p in FILES if parent(p) == src and p not in sim.known):
+            sim.exists(child)  # a directory from the setup moves with its files
+        if dst in sim.known and tree.kind(dst) is not None:
+            if tree.kind(dst) != DIR or tree.children(dst):
+                return False
+        sim.touch(dst)
+    sim.touch(src)
+    tree.rename(src, dst)
+    return True
+
+
+def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The files and the directories a persistence point after `op` may name."""
+    args = op.args
+    if op.family in ("write", "falloc", "truncate", "setxattr", "removexattr"):
+        return args, ()
+    if op.family == "creat":
+        return args, (parent(args[0]),)
+    if op.family in ("mkdir", "rename") and args[0] in DIRS:
+        return (), (*args[1:], args[0], ROOT) if op.family == "rename" else (args[0], ROOT)
+    if op.family in ("unlink", "symlink"):
+        return (), (parent(args[0]),)
+    files = args if op.family == "link" else args[1:]
+    return files, tuple(dict.fromkeys(parent(a) for a in args))
+
+
+def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None, ...]:
+    """What may follow `op`: nothing (not after the last operation), sync, fsync or fdatasync
+    of a file it touched, fsync of a directory it touched; in this order."""
+    files, dirs = subjects(op)
+    out: list[Persist | None] = [] if last else [None]
+    out.append(Persist("sync"))
+    for f in files:
+        if tree.kind(f) == FILE:
+            out += [Persist("fsync", f), Persist("fdatasync", f)]
+    out += [Persist("fsync", d) for d in dirs if tree.kind(d) == DIR]
+    return tuple(out)

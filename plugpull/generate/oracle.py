@@ -1,0 +1,259 @@
+"""The model oracle: what a generated workload's completed persistence points make durable.
+
+A table of rules, each with its trigger (sync, fsync or fdatasync of a file, fsync of a
+directory), the filesystems it holds on and its source. A rule owes facts: a path's `kind`
+(None: absent), a file's `size`, `digest`, `nlink`, `xattrs`, a symlink's `target`. Facts owed at
+point k stand until a later point owes the same fact anew. A crash after point k may come while
+later operations run, so what they change is relaxed: a later value of a name's kind, link
+count, xattrs or target is accepted too (each such change is atomic), and data a later
+operation changes is owed no more (a write may be torn). `posix` holds only what POSIX
+promises; `ext4`, `xfs` and `btrfs` add what Linux documents and what they are relied on for."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from plugpull.errors import UsageError
+from plugpull.generate.space import Workload
+from plugpull.generate.tree import DIR, FILE, NAMES, SYMLINK, Tree, parent, under
+
+PROFILES = ("posix", "ext4", "xfs", "btrfs")
+LINUX = ("ext4", "xfs", "btrfs")
+FIELDS = ("kind", "size", "digest", "nlink", "xattrs", "target")
+DATA = ("size", "digest")  # owed no more once a later operation changes them
+
+
+class AnyOf(frozenset):
+    """A fact a rule owes as one of several values."""
+
+
+@dataclass(frozen=True)
+class Context:
+    """A persistence point being applied: the workload, the step it follows, the tree then."""
+
+    workload: Workload
+    step: int
+    tree: Tree
+    path: str | None
+
+    def inode_history(self) -> list[Tree]:
+        return self.workload.trees[:self.step + 1]
+
+    def moved_with_a_dir(self, path: str) -> bool:
+        """`path` lies in a directory renamed so far: a file's fsync need not persist that
+        rename (xfs logs only the directories and the moved directory's inode)."""
+        renames = [s.op.args for s in self.workload.steps[:self.step] if s.op.family == "rename"
+                   and s.op.variant == "dir"]
+        return any(under(path, d) for pair in renames for d in pair)
+
+
+def fact(tree: Tree, path: str, name: str):
+    """The value of fact `name` of `path` in `tree` (None where it does not apply)."""
+    kind = tree.kind(path)
+    if name == "kind" or kind is None:
+        return kind
+    entry = tree.entry(path)
+    return {"size": entry.size, "digest": entry.digest, "nlink": entry.nlink, "xattrs": entry.xattrs,
+            "target": entry.target}[name]
+
+
+def _all_facts(tree: Tree, path: str):
+    kind = tree.kind(path)
+    names = {FILE: ("kind", "size", "digest", "nlink", "xattrs"), SYMLINK: ("kind", "target"), DIR: ("kind",)}
+    return [(path, n, fact(tree, path, n)) for n in names.get(kind, ("kind",))]
+
+
+def sync_all(ctx: Context):
+    return [f for path in NAMES for f in _all_facts(ctx.tree, path)]
+
+
+def file_data(ctx: Context):
+    return [(ctx.path, n, fact(ctx.tree, ctx.path, n)) for n in DATA]
+
+
+def file_nlink(ctx: Context):
+    return [(ctx.path, "nlink", fact(ctx.tree, ctx.path, "nlink"))]
+
+
+def file_xattrs(ctx: Context):
+    return [(ctx.path, "xattrs", fact(ctx.tree, ctx.path, "xattrs"))]
+
+
+def file_names(ctx: Context):
+    """Every name the file has now, and every name it had since the setup and lost: no longer
+    this file (absent, or what is there now, whose own creation nothing forced out)."""
+    ino = ctx.tree.paths[ctx.path]
+    had = {p for t in ctx.inode_history() for p in t.names_of(ino)}
+    now = ctx.tree.names_of(ino)
+    return [(p, "kind", FILE) for p in now if not ctx.moved_with_a_dir(p)] + [
+        (p, "kind", AnyOf({None, ctx.tree.kind(p)})) for p in NAMES
+        if p in had and p not in now and not ctx.moved_with_a_dir(p)]
+
+
+def new_file_name(ctx: Context):
+    """The name of a file the workload created, while it is the only name it ever had."""
+    ino = ctx.tree.paths[ctx.path]
+    history = ctx.inode_history()
+    created = ino not in history[0].inodes
+    names = {p for t in history for p in t.names_of(ino)}
+    return [(ctx.path, "kind", FILE)] if created and names == {ctx.path} else []
+
+
+def dir_entries(ctx: Context):
+    if ctx.moved_with_a_dir(ctx.path):
+        return []
+    out = []
+    for p in NAMES:
+        if parent(p) == ctx.path:
+            out.append((p, "kind", ctx.tree.kind(p)))
+            if ctx.tree.kind(p) == SYMLINK:
+                out.append((p, "target", fact(ctx.tree, p, "target")))
+    return out
+
+
+def ext4_replace_via_rename(ctx: Context):
+    """A directory fsync that owes the entry of a file renamed over an existing one owes the
+    data the file had at the rename too, if it still has it (a sync or the file's own fsync
+    owe its data anyway)."""
+    out = []
+    trees = ctx.inode_history()
+    for i in range(1, ctx.step + 1):
+        op = ctx.workload.steps[i - 1].op
+        if op.family != "rename" or op.variant != "over" or parent(op.args[1]) != ctx.path:
+            continue
+        dst = op.args[1]
+        if trees[i - 1].kind(dst) != FILE or trees[i].kind(dst) != FILE:
+            continue
+        if ctx.tree.paths.get(dst) == trees[i].paths.get(dst) and \
+                fact(ctx.tree, dst, "digest") == fact(trees[i], dst, "digest"):
+            out += [(dst, n, fact(ctx.tree, dst, n)) for n in DATA]
+    return out
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    trigger: str  # sync, fsync-file, fdatasync-file or fsync-dir
+    filesystems: tuple[str, ...]
+    owes: Callable[[Context], list]
+    source: str
+
+
+RULES = (
+    Rule("sync-all", "sync", LINUX, sync_all,
+         "sync(2), Linux man-pages: sync writes all pending metadata and data and, on Linux, waits for it "
+         "(POSIX lets it return before, so posix owes nothing)"),
+    Rule("fsync-data", "fsync-file", PROFILES, file_data,
+         "POSIX fsync(): all data of the file is transferred to the storage device"),
+    Rule("fdatasync-data", "fdatasync-file", PROFILES, file_data,
+         "POSIX fdatasync(): synchronized I/O data integrity: the data and what is needed to read it back, the size"),
+    Rule("fsync-nlink", "fsync-file", LINUX, file_nlink,
+         "fsync(2), Linux man-pages: fsync also flushes the file's metadata (inode(7): the link count)"),
+    Rule("fsync-xattrs", "fsync-file", LINUX, file_xattrs,
+         "relied on: ext4 and xfs journal an xattr change with the inode fsync commits; btrfs logs an inode's "
+         "xattrs with it"),
+    Rule("fsync-names", "fsync-file", LINUX, file_names,
+         "relied on: fsync of a new file persists its name (ext4 commits the transaction holding the create, "
+         "link or rename; xfs forces the log to the inode's last change; btrfs logs the inode's names)"),
+    Rule("fdatasync-new-name", "fdatasync-file", LINUX, new_file_name,
+         "relied on: a new file's name is needed to read its data back, and is logged with the inode's creation"),
+    Rule("fsync-dir-entries", "fsync-dir", LINUX, dir_entries,
+         "fsync(2), Linux man-pages: an explicit fsync of the directory persists its entries"),
+    Rule("ext4-replace-via-rename", "fsync-dir", ("ext4",), ext4_replace_via_rename,
+         "ext4 documentation, auto_da_alloc (default): a file renamed over an existing one has its data "
+         "forced to disk before the rename commits"),
+)
+
+
+def trigger_of(workload: Workload, step: int) -> tuple[str, str | None]:
+    persist = workload.steps[step - 1].persist
+    if persist.kind == "sync":
+        return "sync", None
+    kind = workload.trees[step].kind(persist.path)
+    return f"{persist.kind}-{'dir' if kind == DIR else 'file'}", persist.path
+
+
+def rules_for(fs: str) -> tuple[Rule, ...]:
+    if fs not in PROFILES:
+        raise UsageError(f"unknown filesystem profile {fs!r}: expected one of {', '.join(PROFILES)}")
+    return tuple(r for r in RULES if fs in r.filesystems)
+
+
+@dataclass(frozen=True)
+class Owed:
+    """A fact owed after a point: `path`'s `name` is one of `values`. `rule` owed it at `point`."""
+
+    path: str
+    name: str
+    values: frozenset
+    rule: str
+    point: int
+    base: frozenset = frozenset()  # the values the rule owed, before later operations added theirs
+
+    def text(self) -> str:
+        shown = sorted(map(str, self.values))
+        return f"{self.path} {self.name} in {{{', '.join(shown)}}} ({self.rule}, point {self.point})"
+
+
+@dataclass(frozen=True)
+class Held:
+    """An owed file or directory that later operations only move: after point `point` it is
+    under one of `names` (a rename never leaves it under none)."""
+
+    names: tuple[str, ...]
+    kind: str
+    rule: str
+    point: int
+
+
+def end_step(workload: Workload, k: int) -> int:
+    """The step after which point k completed (0: the setup's ack 0)."""
+    return workload.points()[k - 1] if k else 0
+
+
+def applied(workload: Workload, fs: str, k: int) -> dict:
+    """(path, fact) -> (value, rule, point) as points 0..k leave them."""
+    rules = rules_for(fs)
+    facts = {}
+    if "sync-all" in {r.name for r in rules}:  # the setup ends with sync
+        facts.update({(p, n): (v, "sync-all", 0) for p, n, v in sync_all(Context(workload, 0, workload.trees[0], None))})
+    for point in range(1, k + 1):
+        step = end_step(workload, point)
+        trigger, path = trigger_of(workload, step)
+        ctx = Context(workload, step, workload.trees[step], path)
+        for rule in rules:
+            if rule.trigger == trigger:
+                facts.update({(p, n): (v, rule.name, point) for p, n, v in rule.owes(ctx)})
+    return facts
+
+
+def owed(workload: Workload, fs: str, k: int | None) -> list[Owed]:
+    """What a state in which points 0..k completed (the acks it owes) must show; k None: no ack.
+    A fact owed at point j accepts the values later operations give it (from j on)."""
+    if k is None:
+        return []
+    if not 0 <= k <= len(workload.points()):
+        raise UsageError(f"{workload.ident} has no persistence point {k}")
+    out = []
+    for (path, name), (value, rule, point) in applied(workload, fs, k).items():
+        later = workload.trees[end_step(workload, point) + 1:]
+        owed_values = set(value) if isinstance(value, AnyOf) else {value}
+        values = frozenset(owed_values | {fact(t, path, name) for t in later})
+        if name in DATA and len(values) > 1:
+            continue
+        out.append(Owed(path, name, values, rule, point, frozenset(owed_values)))
+    return sorted(out, key=lambda o: (NAMES.index(o.path), FIELDS.index(o.name)))
+
+
+def held(workload: Workload, owed_facts: list[Owed]) -> list[Held]:
+    """The owed names whose inode the operations after their point move but never remove."""
+    out = []
+    for o in owed_facts:
+        trees = workload.trees[end_step(workload, o.point):]
+        value = next(iter(o.base)) if len(o.base) == 1 else None
+        if o.name != "kind" or value is None or None not in o.values or trees[0].kind(o.path) != value:
+            continue
+        ino = trees[0].paths[o.path]
+        if all(t.names_of(ino) for t in trees):
+            names = tuple(p for p in NAMES if any(t.paths.get(p) == ino for t in trees))
+            out.append(Held(names, value, o.rule, o.point))
+    return out

@@ -1,0 +1,161 @@
+"""The model of a small file tree: paths naming inodes, the inodes' data, xattrs and symlink
+targets. Generated workloads are simulated on it (which operations are valid, what each leaves),
+and a recovered filesystem is compared with it in the same shape, `Entry`.
+
+Paths are relative to the workload's work directory, "." is that directory itself. The names a
+workload may use are fixed: `DIRS` and `FILES` (see docs/generate.md)."""
+
+import hashlib
+from dataclasses import dataclass, field, replace
+
+ROOT = "."
+DIRS = ("A", "B")
+FILES = ("A/foo", "A/bar", "B/foo", "B/bar")
+NAMES = DIRS + FILES
+
+FILE, DIR, SYMLINK = "file", "dir", "symlink"
+
+
+def parent(path: str) -> str:
+    head, sep, _ = path.rpartition("/")
+    return head if sep else ROOT
+
+
+def under(path: str, top: str) -> bool:
+    """`path` is `top` or lies below it."""
+    return path == top or path.startswith(top + "/")
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Inode:
+    kind: str
+    data: bytes = b""
+    xattrs: tuple[tuple[str, str], ...] = ()  # sorted (name, value) pairs
+    target: str = ""  # a symlink's
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One path of a tree as a recovered filesystem shows it. `ino` ties hard links together
+    (any numbering; None if unknown); `digest` is the sha256 of a regular file's contents."""
+
+    kind: str
+    size: int | None = None
+    digest: str | None = None
+    nlink: int | None = None
+    xattrs: tuple[tuple[str, str], ...] = ()
+    target: str | None = None
+    ino: int | None = None
+
+
+@dataclass
+class Tree:
+    """`paths`: path -> inode number; the work directory "." is implicit and always a dir."""
+
+    paths: dict[str, int] = field(default_factory=dict)
+    inodes: dict[int, Inode] = field(default_factory=dict)
+
+    def copy(self) -> "Tree":
+        return Tree(dict(self.paths), dict(self.inodes))
+
+    def kind(self, path: str) -> str | None:
+        if path == ROOT:
+            return DIR
+        ino = self.paths.get(path)
+        return None if ino is None else self.inodes[ino].kind
+
+    def inode(self, path: str) -> Inode:
+        return self.inodes[self.paths[path]]
+
+    def names_of(self, ino: int) -> tuple[str, ...]:
+        return tuple(p for p in NAMES if self.paths.get(p) == ino)
+
+    def nlink(self, path: str) -> int:
+        ino = self.paths[path]
+        if self.inodes[ino].kind == DIR:
+            return 2 + sum(1 for p in self.paths if parent(p) == path and self.kind(p) == DIR)
+        return len(self.names_of(ino))
+
+    def children(self, path: str) -> tuple[str, ...]:
+        return tuple(p for p in NAMES if p in self.paths and parent(p) == path)
+
+    def new_inode(self, node: Inode) -> int:
+        ino = max(self.inodes, default=0) + 1
+        self.inodes[ino] = node
+        return ino
+
+    def set_inode(self, path: str, node: Inode) -> None:
+        self.inodes[self.paths[path]] = node
+
+    def unlink(self, path: str) -> None:
+        ino = self.paths.pop(path)
+        if ino not in self.paths.values():
+            del self.inodes[ino]
+
+    def rename(self, src: str, dst: str) -> None:
+        """rename(2): `dst` (if any) is replaced; a directory carries what lies below it."""
+        if self.paths.get(src) == self.paths.get(dst):
+            return  # the same inode under both names: rename does nothing
+        if dst in self.paths:
+            self.unlink(dst)
+        moved = {p: ino for p, ino in self.paths.items() if under(p, src)}
+        for p in moved:
+            del self.paths[p]
+        for p, ino in moved.items():
+            self.paths[dst + p[len(src):]] = ino
+
+    def entry(self, path: str) -> Entry:
+        node = self.inode(path)
+        ino = self.paths[path]
+        if node.kind == FILE:
+            return Entry(FILE, len(node.data), digest(node.data), self.nlink(path), node.xattrs, ino=ino)
+        if node.kind == SYMLINK:
+            return Entry(SYMLINK, target=node.target, nlink=self.nlink(path), ino=ino)
+        return Entry(DIR, nlink=self.nlink(path), xattrs=node.xattrs, ino=ino)
+
+    def view(self) -> dict[str, Entry]:
+        """The tree as a recovered filesystem would show it: path -> `Entry`."""
+        return {p: self.entry(p) for p in NAMES if p in self.paths}
+
+
+def with_data(node: Inode, data: bytes) -> Inode:
+    return replace(node, data=data)
+
+
+def with_xattr(node: Inode, name: str, value: str | None) -> Inode:
+    """`node` with xattr `name` set to `value` (None: removed)."""
+    kept = dict(node.xattrs)
+    if value is None:
+        kept.pop(name, None)
+    else:
+        kept[name] = value
+    return replace(node, xattrs=tuple(sorted(kept.items())))
+
+
+def read_tree(root) -> dict[str, Entry]:
+    """A real directory (a recovered work directory) in the shape of `Tree.view`: the fixed
+    names that are there, with inode numbers as `ino`."""
+    import os
+    import stat
+    out = {}
+    for path in NAMES:
+        full = os.path.join(root, path)
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            continue
+        xattrs = tuple(sorted((n, os.getxattr(full, n, follow_symlinks=False).decode())
+                              for n in os.listxattr(full, follow_symlinks=False) if n.startswith("user.")))
+        if stat.S_ISLNK(st.st_mode):
+            out[path] = Entry(SYMLINK, target=os.readlink(full), nlink=st.st_nlink, ino=st.st_ino)
+        elif stat.S_ISDIR(st.st_mode):
+            out[path] = Entry(DIR, nlink=st.st_nlink, xattrs=xattrs, ino=st.st_ino)
+        else:
+            with open(full, "rb") as f:
+                data = f.read()
+            out[path] = Entry(FILE, len(data), digest(data), st.st_nlink, xattrs, ino=st.st_ino)
+    return out

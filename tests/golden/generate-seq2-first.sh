@@ -1,0 +1,13 @@
+# plugpull generated workload seq2-000000: creat A/foo; creat A/bar, sync
+# run in the empty work directory of a fresh filesystem, fd 4 open on the ack port
+set -e
+# setup, made durable: ack 0
+mkdir A
+sync
+echo 'ack 0' >&4
+# 1: creat A/foo
+touch A/foo
+# 2: creat A/bar
+touch A/bar
+sync  # point 1: sync
+echo 'ack 1' >&4

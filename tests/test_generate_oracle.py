@@ -1,0 +1,189 @@
+"""The model oracle and the check of generated workloads, on hand-worked states: each rule owes
+what its source says on the filesystems it holds on, and the check gives data-loss on a state
+missing an owed fact, inconsistent on a state no point could give, clean on the model's own
+states. No VM."""
+
+from dataclasses import replace
+
+import pytest
+
+from plugpull.check.verdict import Verdict
+from plugpull.generate.judge import judge, prefix_trees
+from plugpull.generate.oracle import PROFILES, RULES, end_step, owed
+from plugpull.generate.ops import INITIAL_SIZE
+from plugpull.generate.space import Space, workload_of
+from plugpull.generate.tree import FILE, digest
+
+HIT: set[str] = set()  # the rules the tests below saw owe something
+
+
+def owes(text: str, fs: str, k: int) -> dict:
+    """(path, fact) -> (values, rule) after ack k."""
+    found = {(o.path, o.name): (o.values, o.rule) for o in owed(workload_of(text), fs, k)}
+    HIT.update(rule for _, rule in found.values())
+    return found
+
+
+def verdict(text: str, fs: str, k, view) -> Verdict:
+    return judge(workload_of(text), fs, k, view).verdict
+
+
+def final(text: str):
+    return workload_of(text).trees[-1].view()
+
+
+def setup_view(text: str):
+    return workload_of(text).trees[0].view()
+
+
+def test_sync_persists_everything_on_linux_and_nothing_under_posix():
+    text = "creat A/foo, sync"
+    assert owes(text, "ext4", 1)[("A/foo", "kind")] == ({FILE}, "sync-all")
+    assert owes(text, "ext4", 1)[("A/foo", "size")] == ({0}, "sync-all")
+    assert owes(text, "posix", 1) == {}
+    lost = setup_view(text)
+    assert verdict(text, "xfs", 1, lost) == Verdict.DATA_LOSS
+    assert verdict(text, "posix", 1, lost) == Verdict.CLEAN
+    assert verdict(text, "xfs", 1, final(text)) == Verdict.CLEAN
+
+
+@pytest.mark.parametrize("sync", ["fsync", "fdatasync"])
+def test_fsync_and_fdatasync_owe_the_data_everywhere(sync):
+    text = f"write.overwrite A/foo, {sync} A/foo"
+    new = b"a" * 4096 + b"A" * (INITIAL_SIZE - 4096)
+    found = owes(text, "posix", 1)
+    assert found[("A/foo", "digest")] == ({digest(new)}, f"{sync}-data")
+    assert found[("A/foo", "size")] == ({INITIAL_SIZE}, f"{sync}-data")
+    for fs in PROFILES:
+        assert verdict(text, fs, 1, setup_view(text)) == Verdict.DATA_LOSS  # the old contents
+        assert verdict(text, fs, 1, final(text)) == Verdict.CLEAN
+    assert verdict(text, "posix", 1, {}) == Verdict.CLEAN  # POSIX owes no name: the file may be gone
+
+
+def test_a_later_write_releases_the_data_a_point_owed():
+    text = "write.append A/foo, fsync A/foo; write.overwrite A/foo, sync"
+    assert ("A/foo", "digest") not in owes(text, "ext4", 1)  # the overwrite changed it
+    assert owes(text, "ext4", 1)[("A/foo", "size")] == ({INITIAL_SIZE + 4096}, "fsync-data")  # it did not
+    assert owes(text, "ext4", 1)[("A/foo", "kind")] == ({FILE}, "fsync-names")
+    torn = {**final(text), "A/foo": replace(final(text)["A/foo"], digest="0" * 64)}
+    assert verdict(text, "ext4", 1, torn) == Verdict.CLEAN  # the second write may be torn
+    assert verdict(text, "ext4", 2, torn) == Verdict.DATA_LOSS
+
+
+def test_fsync_owes_link_count_names_and_xattrs_on_linux():
+    text = "link A/foo A/bar, fsync A/foo"
+    found = owes(text, "btrfs", 1)
+    assert found[("A/foo", "nlink")] == ({2}, "fsync-nlink")
+    assert found[("A/bar", "kind")] == ({FILE}, "fsync-names")
+    assert ("A/foo", "nlink") not in owes(text, "posix", 1)
+    wrong_count = {**final(text), "A/foo": replace(final(text)["A/foo"], nlink=1)}
+    assert verdict(text, "btrfs", 1, wrong_count) == Verdict.DATA_LOSS
+    no_link = setup_view(text)
+    assert verdict(text, "xfs", 1, no_link) == Verdict.DATA_LOSS
+    assert verdict(text, "posix", 1, no_link) == Verdict.CLEAN
+    text = "setxattr A/foo, fsync A/foo"
+    assert owes(text, "xfs", 1)[("A/foo", "xattrs")] == ({(("user.pp", "v1"),)}, "fsync-xattrs")
+    assert verdict(text, "xfs", 1, setup_view(text)) == Verdict.DATA_LOSS
+    assert verdict(text, "posix", 1, setup_view(text)) == Verdict.CLEAN
+
+
+def test_a_missing_fsynced_new_file_is_data_loss():
+    for text in ("creat A/foo, fsync A/foo", "creat A/foo, fdatasync A/foo"):
+        rule = "fsync-names" if "fsync A" in text else "fdatasync-new-name"
+        assert owes(text, "ext4", 1)[("A/foo", "kind")] == ({FILE}, rule)
+        for fs in ("ext4", "xfs", "btrfs"):
+            assert verdict(text, fs, 1, setup_view(text)) == Verdict.DATA_LOSS
+        assert verdict(text, "posix", 1, setup_view(text)) == Verdict.CLEAN
+
+
+def test_fsync_owes_no_name_that_only_a_lost_name_or_a_dir_rename_gave():
+    text = "rename.file A/foo A/bar; creat A/foo; write.append A/bar, fsync A/bar"
+    assert owes(text, "xfs", 1)[("A/foo", "kind")] == ({None, FILE}, "fsync-names")  # not A/bar's, maybe none
+    no_new_file = {p: e for p, e in final(text).items() if p != "A/foo"}
+    assert verdict(text, "xfs", 1, no_new_file) == Verdict.CLEAN
+    assert verdict(text, "xfs", 1, {**final(text), "A/foo": final(text)["A/bar"]}) == Verdict.INCONSISTENT
+    text = "rename.dir A B; write.append B/foo, fsync B/foo"
+    assert owes(text, "xfs", 1)[("B/foo", "kind")] == ({None, FILE}, "sync-all")  # its fsync need not persist the dir rename
+    assert verdict(text, "xfs", 1, setup_view(text)) == Verdict.CLEAN
+    assert verdict(text, "xfs", 1, {}) == Verdict.DATA_LOSS  # the directory was owed by the setup's sync
+
+
+def test_fdatasync_owes_no_name_a_rename_gave():
+    text = "rename.file A/foo A/bar, fdatasync A/bar"
+    found = owes(text, "ext4", 1)
+    assert found[("A/bar", "kind")][1] == "sync-all"  # from the setup's sync, not the fdatasync
+    assert verdict(text, "ext4", 1, setup_view(text)) == Verdict.CLEAN
+    assert verdict(text, "ext4", 1, {"A": setup_view(text)["A"]}) == Verdict.DATA_LOSS  # the file is gone
+
+
+def test_a_directory_fsync_owes_its_entries():
+    text = "creat A/foo, fsync A"
+    assert owes(text, "xfs", 1)[("A/foo", "kind")] == ({FILE}, "fsync-dir-entries")
+    assert ("A/foo", "size") not in owes(text, "xfs", 1)
+    assert verdict(text, "xfs", 1, setup_view(text)) == Verdict.DATA_LOSS
+    text = "unlink A/foo, fsync A"
+    assert owes(text, "ext4", 1)[("A/foo", "kind")] == ({None}, "fsync-dir-entries")
+    assert verdict(text, "ext4", 1, setup_view(text)) == Verdict.DATA_LOSS  # came back
+    assert verdict(text, "ext4", 1, final(text)) == Verdict.CLEAN
+    text = "symlink A/foo, fsync A"
+    assert owes(text, "btrfs", 1)[("A/foo", "target")] == ({"bar"}, "fsync-dir-entries")
+
+
+def test_ext4_owes_the_data_of_a_file_renamed_over_another():
+    text = "write.overwrite A/bar; rename.over A/bar A/foo, fsync A"
+    found = owes(text, "ext4", 1)
+    new = b"a" * 4096 + b"B" * (INITIAL_SIZE - 4096)
+    assert found[("A/foo", "digest")] == ({digest(new)}, "ext4-replace-via-rename")
+    assert ("A/foo", "digest") not in owes(text, "xfs", 1)
+    stale = {**final(text), "A/foo": replace(final(text)["A/foo"], digest=digest(b"B" * INITIAL_SIZE))}
+    assert verdict(text, "ext4", 1, stale) == Verdict.DATA_LOSS
+    assert verdict(text, "xfs", 1, stale) == Verdict.CLEAN
+    assert ("B/bar", "digest") not in owes("rename.file A/bar B/bar, fsync B", "ext4", 1)  # replaced nothing
+
+
+def test_a_half_done_rename_is_inconsistent():
+    text = "rename.file A/foo B/bar, fsync B"
+    both = {**final(text), "A/foo": final(text)["B/bar"]}  # one inode, both names
+    assert verdict(text, "ext4", 1, both) == Verdict.INCONSISTENT
+    assert verdict(text, "posix", None, both) == Verdict.INCONSISTENT  # whatever was acked
+    assert "rename half done" in judge(workload_of(text), "ext4", 1, both).reason
+    linked = "link A/foo B/bar, fsync B"
+    assert verdict(linked, "ext4", 1, {**final(linked)}) == Verdict.CLEAN
+
+
+def test_a_rename_that_loses_both_names_is_data_loss():
+    text = "rename.file A/foo B/bar, fsync B"
+    neither = {p: e for p, e in final(text).items() if p != "B/bar"}
+    assert verdict(text, "ext4", 0, setup_view(text)) == Verdict.CLEAN  # not renamed yet
+    assert verdict(text, "ext4", 0, final(text)) == Verdict.CLEAN  # renamed
+    found = judge(workload_of(text), "ext4", 0, neither)
+    assert found.verdict == Verdict.DATA_LOSS and "under none of A/foo, B/bar" in found.reason
+
+
+def test_a_name_no_point_has_is_inconsistent():
+    text = "creat A/foo, sync"
+    assert verdict(text, "ext4", None, {**final(text), "B": final(text)["A"]}) == Verdict.INCONSISTENT
+    dir_as_file = {**final(text), "A/foo": replace(final(text)["A"], ino=99)}
+    assert verdict(text, "ext4", None, dir_as_file) == Verdict.INCONSISTENT
+    assert [len(t.paths) for t in prefix_trees(workload_of(text))] == [0, 1, 2]
+
+
+def test_every_rule_has_a_source_and_is_exercised():
+    assert all(rule.source and rule.filesystems for rule in RULES)
+    assert len({rule.name for rule in RULES}) == len(RULES)
+
+
+def test_every_rule_was_seen_owing():  # runs after the tests above (file order)
+    assert HIT == {rule.name for rule in RULES}
+
+
+@pytest.mark.parametrize("seq, k", [(1, 120), (2, 50), (3, 15)])
+def test_the_models_own_states_are_clean(seq, k):
+    """Every tree from point j on, judged with acks 0..j, on every profile: no false alarm."""
+    space = Space(seq)
+    for index in space.sample(k, seed=11):
+        workload = space.workload(index)
+        for fs in PROFILES:
+            for j in [None, *range(len(workload.points()) + 1)]:
+                for tree in workload.trees[0 if j is None else end_step(workload, j):]:
+                    assert judge(workload, fs, j, tree.view()).verdict == Verdict.CLEAN, (workload.ident, fs, j)

@@ -1,0 +1,136 @@
+"""Generated workloads' programs: valid sh, and, run on the host's own filesystem (busybox's
+applets, the host's xfs_io, pp-xattr compiled from images/src, sync a no-op), they leave
+exactly the tree the model says; the checker's collector reads that tree back as it is, and
+the `gen:` workload judges it clean, or not when an owed file is gone."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from plugpull.generate.program import program
+from plugpull.generate.space import Space, workload_of
+from plugpull.generate.tree import read_tree
+from plugpull.generate.workload import COLLECTOR, GeneratedWorkload, collected
+
+ROOT = Path(__file__).resolve().parent.parent
+APPLETS = ("mv", "ln", "touch", "unlink", "mkdir", "stat", "readlink", "sha256sum", "cut")
+
+
+def test_a_program_is_valid_sh(tmp_path):
+    for ident in (0, 412, 90995):
+        script = tmp_path / "w.sh"
+        script.write_text(program(Space(2).workload(ident)))
+        assert subprocess.run(["sh", "-n", str(script)], capture_output=True).returncode == 0
+    script.write_text(program(Space(2).workload(0)) + "if then fi\n")
+    assert subprocess.run(["sh", "-n", str(script)], capture_output=True).returncode != 0
+
+
+@pytest.fixture(scope="module")
+def host_tools(tmp_path_factory):
+    busybox, xfs_io, cc = shutil.which("busybox"), shutil.which("xfs_io"), shutil.which("cc")
+    if not (busybox and xfs_io and cc):
+        pytest.skip("needs busybox, xfs_io and cc on the host")
+    bin_dir = tmp_path_factory.mktemp("bin")
+    for applet in APPLETS:
+        (bin_dir / applet).symlink_to(busybox)
+    (bin_dir / "sync").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "sync").chmod(0o755)
+    subprocess.run([cc, "-O2", "-Wall", "-o", str(bin_dir / "pp-xattr"), str(ROOT / "images/src/pp-xattr.c")],
+                   check=True)
+    return f"{bin_dir}:{os.environ['PATH']}"
+
+
+def run_on_host(workload, where: Path, path: str) -> list[str]:
+    where.mkdir()
+    acks = where.parent / f"{where.name}.acks"
+    done = subprocess.run(["sh", "-c", f'exec 4>"$1"\n{program(workload)}', "sh", str(acks)], cwd=where,
+                          env={**os.environ, "PATH": path}, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert done.returncode == 0, (workload.ident, done.stderr)
+    return acks.read_text().split("\n")[:-1]
+
+
+def without_ino(view):
+    return {p: e.__class__(**{**e.__dict__, "ino": None}) for p, e in view.items()}
+
+
+def links(view):
+    groups = {}
+    for p, e in view.items():
+        groups.setdefault(e.ino, []).append(p)
+    return sorted(sorted(g) for g in groups.values())
+
+
+def workloads_to_run():
+    for seq, k in ((1, 30), (2, 20), (3, 15)):
+        space = Space(seq)
+        yield from (space.workload(i) for i in space.sample(k, seed=7))
+
+
+def test_programs_leave_the_model_tree(host_tools, tmp_path):
+    ran = 0
+    for n, workload in enumerate(workloads_to_run()):
+        acks = run_on_host(workload, tmp_path / f"w{n}", host_tools)
+        assert acks == [f"ack {k}" for k in range(len(workload.points()) + 1)]
+        real, model = read_tree(tmp_path / f"w{n}"), workload.trees[-1].view()
+        assert without_ino(real) == without_ino(model), (workload.ident, workload.text())
+        assert links(real) == links(model), workload.ident
+        ran += 1
+    assert ran == 30 + 20 + 15
+
+
+def collect_on_host(where: Path, path: str) -> str:
+    done = subprocess.run(["sh", "-c", COLLECTOR], cwd=where, env={**os.environ, "PATH": path},
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_collector_reads_the_tree_back(host_tools, tmp_path):
+    for n, workload in enumerate(workloads_to_run()):
+        if n % 4:
+            continue
+        run_on_host(workload, tmp_path / f"w{n}", host_tools)
+        assert collected(collect_on_host(tmp_path / f"w{n}", host_tools)) == read_tree(tmp_path / f"w{n}")
+    with pytest.raises(ValueError):
+        collected("entry A/foo 81a4 1 1 1 -\n")  # a field short
+
+
+@pytest.mark.parametrize("fs", ["ext4", "posix"])
+def test_a_generated_workload_judges_the_collected_tree(fs, host_tools, tmp_path):
+    workload = workload_of("creat A/foo, fsync A/foo")
+    run_on_host(workload, tmp_path / "w", host_tools)
+    gen = GeneratedWorkload(workload.ident, fs)
+    files = {"check-script.out": collect_on_host(tmp_path / "w", host_tools).encode(), "check-script.rc": b"0"}
+    assert gen.examine([0, 1], files).lost == [] and gen.examine([0, 1], files).broken == []
+    (tmp_path / "w" / "A" / "foo").unlink()
+    files["check-script.out"] = collect_on_host(tmp_path / "w", host_tools).encode()
+    lost = gen.examine([0, 1], files).lost
+    assert [x.ack for x in lost] == ([1] if fs == "ext4" else [])  # POSIX owes no name
+    assert gen.examine([0, 1], {"check-script.rc": b"absent"}).lost[0].reason == "the work directory is missing"
+
+
+def test_the_crash_pipeline_judges_a_generated_workload(host_tools, tmp_path):
+    """What the checker brings back for a gen: workload, classified as every state is."""
+    from plugpull.check.checker import ScriptCollect
+    from plugpull.check.verdict import Observation, Verdict, classify
+    from plugpull.crash.judge import collect_for
+    from plugpull.testbed.fs import filesystem
+    workload = workload_of("rename.over A/bar A/foo, fsync A")
+    gen = GeneratedWorkload(workload.ident, "ext4")
+    assert collect_for(gen, [0, 1]) == ScriptCollect(COLLECTOR, (0, 1))
+    run_on_host(workload, tmp_path / "w", host_tools)
+
+    def verdict(required):
+        out = collect_on_host(tmp_path / "w", host_tools)
+        obs = Observation(mount_rc=0, fsck_rc=0, umount_rc=0, files={"check-script.out": out, "check-script.rc": b"0"})
+        return classify(filesystem("ext4"), obs, gen, required).verdict
+
+    assert verdict([0, 1]) == Verdict.CLEAN
+    os.link(tmp_path / "w" / "A" / "foo", tmp_path / "w" / "A" / "bar")  # the rename half done
+    assert verdict([0, 1]) == Verdict.INCONSISTENT
+    (tmp_path / "w" / "A" / "bar").unlink()
+    (tmp_path / "w" / "A" / "foo").unlink()  # the renamed file gone
+    assert verdict([0]) == Verdict.DATA_LOSS and verdict([]) == Verdict.CLEAN
