@@ -392,6 +392,8 @@ PROBES = [
     Probe("matrix-nothing-to-do", "matrix --no-throughput --no-crash", 2, "leave nothing to measure"),
     Probe("matrix-erase-alone", "matrix --erase-real-disk", 2, "--erase-real-disk consents to erasing --real-disk, "
           "and no --real-disk is given"),
+    Probe("matrix-real-disk-unused", "matrix --real-disk {tmp}/null --erase-real-disk --no-throughput", 2,
+          "--real-disk runs the throughput side, and --no-throughput drops it", _device()),
     Probe("faults-cuts-alone", "faults --fault error-writes --cuts 3", 2, "--cuts is for --power-loss"),
     Probe("model-twice", "crash --model reorder,reorder", 2, "argument --model: reorder is given twice"),
     Probe("model-same-meaning", "crash --model cache,cache:8:fifo", 2, "cache:8:fifo is given twice (the same as cache)"),

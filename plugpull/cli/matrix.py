@@ -114,6 +114,8 @@ def cmd_matrix(args) -> int:
         raise UsageError("--no-throughput and --no-crash leave nothing to measure: drop one")
     if args.erase_real_disk and not args.real_disk:
         raise UsageError("--erase-real-disk consents to erasing --real-disk, and no --real-disk is given")
+    if args.real_disk and args.no_throughput:
+        raise UsageError("--real-disk runs the throughput side, and --no-throughput drops it")
     params = matrix_params(args.param, args.workload)
     checked_output(args.results, "--results", parent_must_exist=False)
     if args.report:
