@@ -99,12 +99,19 @@ def test_a_kernel_file_goes_alone(tmp_path):
         kernel_options(["host", str(tmp_path / "bzImage")], None)
 
 
+def _no_archive(*args):
+    raise AssertionError("the archive was asked")
+
+
 @pytest.mark.parametrize("argv", [
     ["crash", "--kernel", "host,debian:6.12"], ["shell", "--kernel", "debian:6.12,debian:7.3"],
     ["matrix", "--kernel", "host,debian:"], ["matrix", "--kernel", "debian:7.3", "--modules", "/"],
 ])
 def test_bad_kernel_lists_exit_2_in_one_line(argv, capsys, tmp_path, monkeypatch):
+    """Said before Debian's archive is asked: these need no network and no cache."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("plugpull.kernels.resolve.Kernels.choose", _no_archive)
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("plugpull: --kernel") or err.startswith("plugpull: --modules"), err

@@ -47,6 +47,8 @@ def kernel_options(texts, modules: Path | None, kernels=None) -> list[tuple[str,
         raise UsageError(f"--kernel: {e}") from None
     if len(texts) > 1 and modules is not None:
         raise UsageError("--modules goes with one kernel file, not with a list of kernels")
+    if modules is not None and (is_debian(texts[0]) or texts[0] == HOST):
+        kernel_option(texts[0], modules)  # refused before the archive is asked
     for text in texts:
         if is_debian(text):
             from plugpull.kernels.resolve import Kernels
