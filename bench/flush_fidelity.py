@@ -69,7 +69,8 @@ def measure(fs_name: str, mode_name: str, wl, rig, scratch: Path) -> tuple:
 
 def run(args) -> int:
     names = args.workload.split(",")
-    defaults = [p for p in DEFAULT_PARAMS if p.partition(".")[0] in names]
+    given = {p.partition("=")[0] for p in args.param}
+    defaults = [p for p in DEFAULT_PARAMS if p.partition(".")[0] in names and p.partition("=")[0] not in given]
     params = matrix_params([*defaults, *args.param], names)
     loads = [workload(name, **params.get(name, {})) for name in names]
     systems = args.fs.split(",")
