@@ -115,6 +115,16 @@ def test_a_case_on_three_kernels_passes_fails_errs_and_skips(case, tmp_path):
     assert "QEMU died" in cases_of(root)["nocache [host]"].find("error").get("message")
 
 
+def test_a_harness_failure_after_every_kernel_ran_is_an_error_of_its_own(case, tmp_path):
+    cells = for_kernel(list(case.cells), "")
+    results = write_results(tmp_path / "case.jsonl", [result(c, summary(10, 10)) for c in cells])
+    suite = case_suite(case, [("host", "")], {"host": []}, "no space left on results/", results)
+    assert [(t.name, t.outcome) for t in suite.tests] == [
+        ("barrier [host]", "failure"), ("nobarrier [host]", "passed"), ("nocache [host]", "passed"),
+        ("after the run", "error")]
+    assert "no space left" in suite.tests[-1].message
+
+
 def test_no_crash_skips_the_modes_whose_expectation_is_about_crash_states(case, tmp_path):
     host = {c.mode: c for c in for_kernel(list(case.cells), "")}
     results = write_results(tmp_path / "case.jsonl", [result(c) for c in host.values()])

@@ -145,10 +145,13 @@ def replay_tests(case, names: list, finished: dict, harness: str | None) -> list
 
 def case_suite(case, kernels: list, finished: dict, harness: str | None, results: Path | None,
                no_crash: bool = False) -> JUnitSuite:
-    """The case's testsuite, named by its file; its title and source as properties."""
+    """The case's testsuite, named by its file; its title and source as properties. A harness
+    failure after every kernel's run (the report, say) is an error of its own."""
     if case.replay:
         tests = replay_tests(case, [name for name, _ in kernels], finished, harness)
     else:
         tests = matrix_tests(case, kernels, finished, harness, results, no_crash)
+    if harness and all(name in finished for name, _ in kernels):  # after every kernel's run
+        tests.append(JUnitCase(case.path.stem, "after the run", "error", f"harness failure (not a verdict): {harness}"))
     return JUnitSuite(case.path.stem, tuple(tests), (("title", case.title), ("source", case.source),
                                                 ("file", str(case.path))))
