@@ -1,15 +1,50 @@
 """Results written atomically: a reader sees the old file or the new one, never half of one.
 
 Everything is written beside its destination under a temporary name and renamed over it,
-so the rename stays on one filesystem; on failure the temporary is removed.
+so the rename stays on one filesystem; on failure the temporary is removed. A rename swaps
+whatever is at the path, so only a regular file (or, for a directory, a directory) is ever
+replaced: a device node such as /dev/null stays what it is.
+
+`check_output` tries an output path before a run starts, the way the run will write it: a
+temporary file created and removed beside it (`os.access` says yes to root everywhere).
 """
 
+import argparse
+import errno
 import json
 import os
 import shutil
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+
+from plugpull.errors import UsageError
+
+
+class NotReplaceable(UsageError):
+    """An output path holds something plugpull must not replace (a device node, a FIFO...)."""
+
+
+def _what(mode: int) -> str:
+    kinds = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def refuse_unreplaceable(dest: Path, directory: bool = False, flag: str = "") -> None:
+    """A NotReplaceable error if `dest` exists and is not what a write may replace."""
+    try:
+        mode = os.stat(dest).st_mode
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            return
+        raise UsageError(f"{flag} {dest}: {e.strerror}".lstrip()) from None
+    if directory and not stat.S_ISDIR(mode):
+        raise NotReplaceable(f"{flag} {dest}: {_what(mode)}, not a directory".lstrip())
+    if not directory and not stat.S_ISREG(mode):
+        raise NotReplaceable(f"{flag} {dest}: {_what(mode)}, not a regular file; plugpull writes only "
+                             "regular files".lstrip())
 
 
 @contextmanager
@@ -17,6 +52,7 @@ def atomic_path(dest: Path, directory: bool = False):
     """Yield a temporary path beside `dest` (a file, or an empty directory); when the block
     ends without an exception it replaces `dest`, otherwise it is removed."""
     dest = Path(dest)
+    refuse_unreplaceable(dest, directory)
     if directory:
         tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp"))
     else:
@@ -25,6 +61,7 @@ def atomic_path(dest: Path, directory: bool = False):
         tmp = Path(name)
     try:
         yield tmp
+        refuse_unreplaceable(dest, directory)
         if directory and dest.is_dir():
             shutil.rmtree(dest)
         os.replace(tmp, dest)
@@ -44,3 +81,66 @@ def atomic_write(dest: Path, data: bytes | str, mode: int = 0o644) -> None:
 
 def atomic_write_json(dest: Path, doc, indent: int | None = 1) -> None:
     atomic_write(dest, json.dumps(doc, indent=indent) + "\n")
+
+
+def a_path(text: str) -> Path:
+    """An argparse `type` for a path plugpull reads: any text but none (`""` is no path)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got ''")
+    return Path(text)
+
+
+def an_output(text: str) -> Path:
+    """An argparse `type` for a path plugpull writes (a file or a directory): `a_path`, and
+    tried by `check_output` before the run."""
+    return a_path(text)
+
+
+def check_input(path: Path, what: str, directory_ok: bool = False) -> Path:
+    """A file plugpull reads: if something is there, a regular file (or a directory, when
+    `directory_ok`), so that a FIFO never blocks a read and a device is never read as a
+    file. What is missing is left to the reader, which names it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return Path(path)
+    if not (stat.S_ISREG(mode) or (directory_ok and stat.S_ISDIR(mode))):
+        raise UsageError(f"{what} {path}: {_what(mode)}, not a regular file".lstrip())
+    return Path(path)
+
+
+def check_output(path: Path, flag: str, directory: bool = False, parents: bool = False) -> Path:
+    """An output path (a file, or with `directory` a directory plugpull writes into), tried
+    before anything runs: what is there must be replaceable, and a temporary file must come
+    and go where the run will write. `parents`: missing directories above it may be created
+    (their names are checked; the nearest existing one is tried). A UsageError names `flag`."""
+    path = Path(path)
+    refuse_unreplaceable(path, directory, flag)
+    where = path if directory and path.is_dir() else path.parent
+    missing = []
+    while not where.exists() and where != where.parent:
+        missing.append(where.name)
+        where = where.parent
+    if missing and not parents:
+        raise UsageError(f"{flag} {path}: {path.parent} does not exist")
+    if not where.is_dir():
+        raise UsageError(f"{flag} {path}: {where} is not a directory")
+    _try_names(path, flag, where, missing, path.name)
+    return path
+
+
+def _try_names(path: Path, flag: str, where: Path, missing: list[str], name: str) -> None:
+    """Create and remove in `where` a temporary file named as `atomic_path` names one; check
+    the names of the directories still to be made (`missing`) and of the file itself."""
+    try:
+        longest = os.pathconf(where, "PC_NAME_MAX")
+    except OSError:
+        longest = 255
+    if any(len(os.fsencode(n)) > longest for n in missing) or len(os.fsencode(name)) + 14 > longest:
+        raise UsageError(f"{flag} {path}: {os.strerror(errno.ENAMETOOLONG)}")
+    try:
+        fd, trial = tempfile.mkstemp(dir=where, prefix=f".{name}.", suffix=".tmp")
+    except OSError as e:
+        raise UsageError(f"{flag} {path}: cannot write in {where} ({e.strerror})") from None
+    os.close(fd)
+    os.unlink(trial)

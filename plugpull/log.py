@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from plugpull import __version__
+from plugpull.errors import ToolMissing, UsageError
+from plugpull.files import an_output, check_output
 
 ROOT = "plugpull"
 DETAILED = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
@@ -39,13 +41,44 @@ class _Stderr(logging.StreamHandler):
 def add_log_options(parser) -> None:
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more on stderr: -v adds times, levels and sources; -vv debug messages")
-    parser.add_argument("--log-file", type=Path, metavar="PATH",
+    parser.add_argument("--log-file", type=an_output, metavar="PATH",
                         help="also append the debug log (every guest boot and command) to PATH")
 
 
 class _LogFile(logging.FileHandler):
     """A log file that a full disk silences instead of printing a traceback per line: the
-    run stops on its own `DiskFull`, in one line."""
+    run stops on its own `DiskFull`, in one line. It is opened (and its directories made) at
+    its first line; `discard` removes what opening it created."""
+
+    def __init__(self, path: Path):
+        self.made: list[Path] = []
+        super().__init__(path, encoding="utf-8", delay=True)
+
+    def _open(self):
+        path = Path(self.baseFilename)
+        for directory in reversed(path.parents):
+            if not directory.exists():
+                directory.mkdir()
+                self.made.append(directory)
+        if not path.exists():
+            self.made.append(path)
+        return super()._open()
+
+    def alone(self) -> bool:
+        """Whether this handler made its file, and its directory holds nothing else."""
+        path = Path(self.baseFilename)
+        return path in self.made and {p.name for p in path.parent.iterdir()} == {path.name}
+
+    def discard(self) -> None:
+        """Close, and remove the file and directories this handler created (a refused command
+        leaves nothing behind)."""
+        self.close()
+        for path in reversed(self.made):
+            try:
+                path.rmdir() if path.is_dir() else path.unlink()
+            except OSError:
+                break
+        self.made.clear()
 
     def handleError(self, record) -> None:
         error = sys.exc_info()[1]
@@ -61,16 +94,15 @@ class _LogFile(logging.FileHandler):
 
 
 def _file_handler(path: Path) -> logging.Handler:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handler = _LogFile(path, encoding="utf-8")
+    handler = _LogFile(path)
     handler.setLevel(logging.DEBUG)
     handler.setFormatter(logging.Formatter(IN_FILES))
     return handler
 
 
 def setup_logging(args) -> None:
-    """The console handler `args.verbose` asks for, and the `--log-file`; called again, it
-    replaces what it installed before."""
+    """The console handler `args.verbose` asks for, and the `--log-file` (checked: a
+    UsageError if it cannot be written); called again, it replaces what it installed before."""
     logger = logging.getLogger(ROOT)
     for handler in _installed:
         logger.removeHandler(handler)
@@ -81,16 +113,25 @@ def setup_logging(args) -> None:
     console.setFormatter(logging.Formatter(DETAILED if verbose else "%(message)s", "%H:%M:%S"))
     _installed.append(console)
     if getattr(args, "log_file", None):
+        check_output(args.log_file, "--log-file", parents=True)
         _installed.append(_file_handler(args.log_file))
     for handler in _installed:
         logger.addHandler(handler)
     logger.setLevel(min(handler.level for handler in _installed))
 
 
+def discard_log_files() -> None:
+    """After a refused command: the --log-file goes again if this command created it."""
+    for handler in _installed:
+        if isinstance(handler, _LogFile):
+            handler.discard()
+
+
 @contextmanager
 def run_log(path: Path):
     """For the duration of a run, also its whole DEBUG log in `path` (appended: a resumed run
-    adds to it). An exception that ends the run is logged there with its traceback."""
+    adds to it). An exception that ends the run is logged there with its traceback; a refusal
+    (exit 2) removes the log, and the directories made for it, when it is all there is."""
     logger = logging.getLogger(ROOT)
     handler = _file_handler(path)
     level = logger.level
@@ -101,6 +142,8 @@ def run_log(path: Path):
         yield path
     except BaseException as e:
         logger.debug("the run ended with %s: %s", type(e).__name__, e, exc_info=isinstance(e, Exception))
+        if isinstance(e, (UsageError, ToolMissing)) and handler.alone():
+            handler.discard()  # a refused run leaves nothing behind, not even an empty results/
         raise
     finally:
         logger.removeHandler(handler)

@@ -101,6 +101,8 @@ unshare --mount --propagation private -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/b
   TERM=dumb LANG=C.UTF-8 FRESH_TESTS="$tests" FRESH_RUN="${FRESH_RUN:-0}" ROOT="$root" \
   DEBS="$cache/debs" bash -c '
     set -e
+    # The root a mount point, as on a machine: libvirt makes its mount propagation private.
+    mount --bind "$ROOT" "$ROOT"
     mount -t proc proc "$ROOT/proc"
     mount --rbind /sys "$ROOT/sys"
     mount --rbind /dev "$ROOT/dev"

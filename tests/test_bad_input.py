@@ -2,8 +2,12 @@
 in one line what is wrong, shows no traceback and leaves nothing behind. All of it is
 refused before a guest boots: a probe that reaches a boot fails here."""
 
+import argparse
 import gzip
+import re
 import json
+import os
+import stat
 import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,16 +21,23 @@ from plugpull.check.verdict import Ack
 from plugpull.crash.record import Record
 from plugpull.crash.run import load_record, refuse_vacuous, replay, run_crash, saved_record
 from plugpull.crash.spec import CrashSpec
-from plugpull.errors import LaunchError, NothingChecked
+from plugpull.errors import LaunchError, NothingChecked, ToolMissing, UsageError
+from plugpull.files import NotReplaceable, a_path, an_output, atomic_path, atomic_write, check_output
 from plugpull.guest import rig as rig_mod
 from plugpull.guest.accel import Decision
 from plugpull.guest.config import Accel
 from plugpull.guest.image import GuestImage
 from plugpull.guest.kernel import kernel_format
+from plugpull.log import run_log
 from plugpull.powerloss.writelog import LogWriter
+from plugpull.minimise.culprits import load_cache
 from plugpull.runs import matrix as matrix_mod
+from plugpull.runs.faultcase import FAULT_SETTINGS
+from plugpull.runs.settings import SETTINGS, Whole
 from plugpull.testbed.workloads import Bonnie, FsyncFiles, Sqlite
+from plugpull.testbed.workloads.script import Script
 from plugpull.testbed.workloads.params import promised_acks
+from plugpull.values import COUNT_MAX, whole
 
 TMP = "{tmp}"
 
@@ -47,6 +58,9 @@ fs = ["xfs"]
 modes = ["barrier"]
 workloads = ["fsync-files"]
 """
+
+
+FAULTS_TABLE = '[faults]\nfs = ["ext4"]\nkinds = ["error-writes"]\ntrigger = "acks:1"\nworkloads = ["fsync-retry"]\n'
 
 
 def _case(tail: str = "", top: str = "") -> Callable[[Path], None]:
@@ -107,12 +121,46 @@ def _state_without(key: str) -> Callable[[Path], None]:
     return damage
 
 
+def _state_with(**fields) -> Callable[[Path], None]:
+    return _damaged(_json_with("states/s/state.json", fields))
+
+
+def _record_with(**fields) -> Callable[[Path], None]:
+    return _damaged(_json_with("record/record.json", fields))
+
+
+def _json_with(rel: str, fields: dict) -> Callable[[Path], None]:
+    def damage(art: Path) -> None:
+        doc = json.loads((art / rel).read_text())
+        (art / rel).write_text(json.dumps({**doc, **fields}))
+    return damage
+
+
+def _judged(doc) -> Callable[[Path], None]:
+    """A minimise.json beside the artifact's state: `doc` as JSON, or text as it is."""
+    text = doc if isinstance(doc, str) else json.dumps(doc)
+    return _damaged(_write("states/s/minimise.json", text.encode()))
+
+
 def _mkdir(rel: str) -> Callable[[Path], None]:
     return lambda tmp: (tmp / rel).mkdir(parents=True)
 
 
 def _file(rel: str, data: bytes = b"") -> Callable[[Path], None]:
     return lambda tmp: (tmp / rel).write_bytes(data)
+
+
+def _device(rel: str = "null") -> Callable[[Path], None]:
+    """A character device of the test's own, made as /dev/null is (never the machine's: an
+    atomic replace once turned the real one into a regular file)."""
+    return lambda tmp: os.mknod(tmp / rel, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+
+
+def _fifo(rel: str = "fifo") -> Callable[[Path], None]:
+    return lambda tmp: os.mkfifo(tmp / rel)
+
+
+LONG = "x" * 300  # longer than any file name may be
 
 
 # --- the probes ------------------------------------------------------------------------------
@@ -161,6 +209,37 @@ PROBES = [
     Probe("json-no-parent", "crash --json {tmp}/nowhere/out.json", 2, "nowhere"),
     Probe("json-is-dir", "crash --json {tmp}/d", 2, "d", _mkdir("d")),
     Probe("out-is-file", "crash --out {tmp}/f", 2, "f", _file("f")),
+    # --log-file: checked inside the error handling, nothing left behind when a command is refused
+    Probe("log-file-dir", "doctor --log-file {tmp}/d", 2, "--log-file {tmp}/d: a directory", _mkdir("d")),
+    Probe("log-file-parent-file", "doctor --log-file {tmp}/f/run.log", 2, "--log-file", _file("f")),
+    Probe("log-file-proc", "doctor --log-file /proc/nowhere/run.log", 2, "--log-file /proc/nowhere/run.log: cannot write"),
+    Probe("log-file-device", "report {tmp}/r.jsonl --log-file {tmp}/null", 2, "a character device", _device()),
+    Probe("log-file-fifo", "doctor --log-file {tmp}/fifo", 2, "a FIFO, not a regular file", _fifo()),
+    Probe("log-file-too-long", "doctor --log-file {tmp}/" + LONG, 2, "File name too long"),
+    Probe("log-file-refused-run", "crash --json {tmp}/nowhere/x.json --log-file {tmp}/new/dir/run.log", 2, "nowhere"),
+    # outputs: tried before the run, never a device, a FIFO, /proc or a name too long
+    Probe("json-device", "crash --json {tmp}/null", 2, "--json {tmp}/null: a character device", _device()),
+    Probe("json-fifo", "crash --json {tmp}/fifo", 2, "--json {tmp}/fifo: a FIFO", _fifo()),
+    Probe("json-proc", "crash --json /proc/plugpull.json", 2, "--json /proc/plugpull.json: cannot write in /proc"),
+    Probe("json-too-long", "crash --json {tmp}/" + LONG, 2, "--json {tmp}/x"),
+    Probe("out-proc", "crash --out /proc/plugpull", 2, "--out /proc/plugpull: cannot write"),
+    Probe("out-too-long", "crash --out {tmp}/" + LONG, 2, "File name too long"),
+    Probe("out-device", "crash --out {tmp}/null", 2, "--out {tmp}/null: a character device, not a directory",
+          _device()),
+    Probe("matrix-results-proc", "matrix --results /proc/plugpull/r.jsonl", 2, "--results /proc/plugpull/r.jsonl"),
+    Probe("matrix-results-device", "matrix --results {tmp}/null", 2, "--results {tmp}/null: a character device",
+          _device()),
+    Probe("matrix-results-too-long", "matrix --results {tmp}/" + LONG + "/r.jsonl", 2, "File name too long"),
+    Probe("matrix-report-device", "matrix --report {tmp}/null", 2, "--report {tmp}/null", _device()),
+    Probe("matrix-report-proc", "matrix --report /proc/plugpull", 2, "--report /proc/plugpull"),
+    Probe("faults-json-device", "faults --fault error-writes --json {tmp}/null", 2, "--json {tmp}/null", _device()),
+    Probe("faults-out-proc", "faults --fault error-writes --out /proc/plugpull", 2, "--out /proc/plugpull"),
+    Probe("faults-results-proc", "faults --fault error-writes --results /proc/p/r.jsonl", 2, "--results /proc/p"),
+    Probe("faults-report-fifo", "faults --fault error-writes --report {tmp}/fifo", 2, "--report {tmp}/fifo", _fifo()),
+    Probe("reproduce-report-proc", "reproduce {tmp}/case.toml --report /proc/plugpull", 2, "--report", _case()),
+    Probe("report-out-proc", "report {tmp}/r.jsonl --out /proc/plugpull", 2, "--out /proc/plugpull", _file("r.jsonl")),
+    Probe("minimise-out-proc", "minimise {tmp}/art/states/s --out /proc/plugpull", 2, "--out /proc/plugpull",
+          _artifact),
     # --kernel
     Probe("kernel-missing", "crash --kernel {tmp}/bz --modules {tmp}/m", 2, "bz", _mkdir("m")),
     Probe("kernel-no-modules", "crash --kernel {tmp}/bz", 2, "--modules", _file("bz", b"x" * 4096)),
@@ -200,6 +279,39 @@ PROBES = [
           _damaged(_remove("record/record.json"))),
     Probe("replay-record-not-json", "replay {tmp}/art/states/s", 2, "record.json",
           _damaged(_write("record/record.json", b"\x00\x01"))),
+    # saved states, records and minimise.json: validated by a schema, the file and field named
+    Probe("state-record-int", "replay {tmp}/art/states/s", 2, "state.json: record: Input should be a valid string",
+          _state_with(record=5)),
+    Probe("state-model-bogus", "replay {tmp}/art/states/s", 2, "state.json: model: unknown power-loss model 'bogus'",
+          _state_with(model="bogus")),
+    Probe("state-seed-text", "replay {tmp}/art/states/s", 2, "state.json: seed: Input should be a valid integer",
+          _state_with(seed="one")),
+    Probe("state-list", "replay {tmp}/art/states/s", 2, "state.json: not a saved crash state (a JSON list",
+          _damaged(_write("states/s/state.json", b"[1, 2]"))),
+    Probe("state-fs", "replay {tmp}/art/states/s", 2, "state.json: fs: unknown filesystem 'zfs'", _state_with(fs="zfs")),
+    Probe("state-verdict", "replay {tmp}/art/states/s", 2, "state.json: verdict", _state_with(verdict=3)),
+    Probe("state-cut-negative", "replay {tmp}/art/states/s", 2, "state.json: cut", _state_with(cut=-1)),
+    Probe("state-seed-huge", "replay {tmp}/art/states/s", 2, "state.json: seed", _state_with(seed=2**40)),
+    Probe("minimise-state-record-int", "minimise {tmp}/art/states/s", 2, "state.json: record", _state_with(record=5)),
+    Probe("minimise-state-seed-text", "minimise {tmp}/art/states/s", 2, "state.json: seed", _state_with(seed="one")),
+    Probe("record-params-int", "replay {tmp}/art/states/s", 2, "record.json: params", _record_with(params=5)),
+    Probe("record-acks-text", "replay {tmp}/art/states/s", 2, "record.json: acks", _record_with(acks="x")),
+    Probe("record-ack-field", "replay {tmp}/art/states/s", 2, "record.json: acks[0].ident",
+          _record_with(acks=[{"ident": "x", "stamp": 1, "position": 1}])),
+    Probe("record-workload-unknown", "replay {tmp}/art/states/s", 2, "record.json: workload, params: unknown workload",
+          _record_with(workload="fsync-fils")),
+    Probe("record-param-bad", "replay {tmp}/art/states/s", 2, "record.json: workload, params: bad parameters for "
+          "workload fsync-files: count=0", _record_with(params={"count": 0})),
+    Probe("record-stack", "replay {tmp}/art/states/s", 2, "record.json: stack", _record_with(stack="raid99")),
+    Probe("minimise-judged-int", "minimise {tmp}/art/states/s", 2, "minimise.json: judged",
+          _judged({"version": 1, "state": "0" * 64, "judged": 5})),
+    Probe("minimise-judged-answer", "minimise {tmp}/art/states/s", 2, "minimise.json: judged.k.verdict",
+          _judged({"version": 1, "state": "0" * 64, "judged": {"k": {"verdict": 1, "reason": ""}}})),
+    Probe("minimise-judged-list", "minimise {tmp}/art/states/s", 2, "minimise.json: not the plans", _judged("[1]")),
+    Probe("minimise-judged-not-json", "minimise {tmp}/art/states/s", 2, "minimise.json: not readable as JSON",
+          _judged("{half")),
+    Probe("replay-case-record-damaged", "reproduce {tmp}/case.toml", 2, "[replay] record: ",
+          lambda tmp: (_replay_case()(tmp), _json_with("art/record/record.json", {"acks": 5})(tmp))),
     # plugpull reproduce: case files
     Probe("case-missing", "reproduce {tmp}/none.toml", 2, "none.toml"),
     Probe("case-dir", "reproduce {tmp}/d", 2, "d", _mkdir("d")),
@@ -223,9 +335,114 @@ PROBES = [
           _replay_case(record="nowhere")),
     Probe("replay-case-cut", "reproduce {tmp}/case.toml", 2, "[replay] cut", _replay_case(cut=9)),
     Probe("replay-case-model", "reproduce {tmp}/case.toml", 2, "[replay] model", _replay_case(model="shuffle")),
+    Probe("replay-case-seed-huge", "reproduce {tmp}/case.toml", 2, "[replay] seed: Input should be less than or equal "
+          "to 4294967295", lambda tmp: (_replay_case()(tmp), _file("case.toml", (tmp / "case.toml").read_bytes()
+                                                                   + b"seed = 99999999999\n")(tmp))),
+    Probe("replay-case-culprits-twice", "reproduce {tmp}/case.toml", 2, "[replay] culprits: 1 is given twice",
+          lambda tmp: (_replay_case()(tmp), _file("case.toml", (tmp / "case.toml").read_bytes()
+                                                  + b'reference = "prefix"\nculprits = [1, 1]\n')(tmp))),
     Probe("replay-case-results", "reproduce {tmp}/case.toml --results {tmp}/r.jsonl", 2, "--results", _replay_case()),
     Probe("case-results-dir", "reproduce {tmp}/case.toml --results {tmp}/d", 2, "d",
           lambda tmp: (_case()(tmp), _mkdir("d")(tmp))),
+    # numbers: one rule (ASCII digits, a range) for every option, spelled value and parameter
+    Probe("param-superscript", "crash --param count=²", 2, "count='²': expected a whole number from 1 to 1000000"),
+    Probe("param-double-dash", "crash --param count=--5", 2, "count='--5': expected a whole number from 1"),
+    Probe("param-caret", "crash --param count=10^23", 2, "count='10^23': expected a whole number from 1"),
+    Probe("param-5000-digits", "crash --param count=" + "9" * 5000, 2, "(5002 characters): expected a whole number"),
+    Probe("param-too-big", "crash --param count=100000000000000000000000", 2, "from 1 to 1000000"),
+    Probe("param-seed-too-big", "crash --param seed=99999999999", 2, "seed=99999999999: expected a whole number "
+          "from 0 to 4294967295"),
+    Probe("param-twice", "crash --param count=1 --param count=2", 2, "count is given twice"),
+    Probe("matrix-param-superscript", "matrix --param fsync-files.count=²", 2, "count='²'"),
+    Probe("faults-param-superscript", "faults --fault error-writes --param size_kib=²", 2, "size_kib='²'"),
+    Probe("states-huge", "crash --states 1000001", 2, "--states: expected a whole number from 1 to 1000000"),
+    Probe("seed-huge", "crash --seed 4294967296", 2, "--seed: expected a whole number from 0 to 4294967295"),
+    Probe("budget-5000-digits", "crash --budget " + "9" * 5000, 2, "--budget: expected a whole number from 0"),
+    Probe("disk-mib-huge", "crash --disk-mib 999999999999", 2, "--disk-mib: expected a whole number from 64 to 1048576"),
+    Probe("batch-huge", "crash --batch 1001", 2, "--batch: expected a whole number from 0 to 1000"),
+    Probe("trigger-superscript", "crash --trigger acks:²", 2, "acks:N (N from 1 to 1000000000)"),
+    Probe("trigger-5000-digits", "crash --trigger writes:" + "9" * 5000, 2, "--trigger"),
+    Probe("trigger-time-inf", "crash --trigger time:inf", 2, "time:SECONDS (at most 86400)"),
+    Probe("cuts-superscript", "crash --cuts every:²", 2, "after ':' expected a whole number from 1 to 1000000"),
+    Probe("model-cache-0", "crash --model cache:0", 2, "expected a whole number from 1 to 1048576, got '0'"),
+    Probe("model-cache-superscript", "crash --model cache:²", 2, "--model: cache size"),
+    Probe("lose-disk-superscript", "crash --stack md-raid1 --lose-disk ²", 2, "member number from 0 to 63"),
+    Probe("faults-runs-0", "faults --fault error-writes --runs 0", 2, "--runs: expected a whole number from 1 to 10000"),
+    Probe("faults-cuts-huge", "faults --fault error-writes --power-loss prefix --cuts 1000001", 2, "--cuts: expected"),
+    Probe("faults-seed-superscript", "faults --fault corrupt-writes,seed=²", 2, "seed"),
+    Probe("faults-flaky-huge", "faults --fault flaky:" + "9" * 5000 + ":1", 2, "from 0 to 86400"),
+    Probe("faults-window-inf", "faults --fault error-writes+inf", 2, "from 0 to 86400"),
+    Probe("minimise-batch-0", "minimise {tmp}/x --batch 0", 2, "--batch: expected a whole number from 1 to 64"),
+    Probe("shell-disk-mib", "shell --disk-mib 2000000", 2, "--disk-mib: expected a whole number from 64 to 1048576"),
+    Probe("scale-superscript", "reproduce {tmp}/case.toml --scale ²", 2, "--scale: expected a number above 0"),
+    Probe("case-param-too-big", "reproduce {tmp}/case.toml", 2, "[workload.fsync-files]: bad parameters",
+          _case("[workload.fsync-files]\ncount = 100000000000000000000\n")),
+    Probe("case-trigger-superscript", "reproduce {tmp}/case.toml", 2, "case.toml: [crash] trigger: bad trigger 'acks:²'",
+          _case('[crash]\ntrigger = "acks:²"\n')),
+    Probe("case-lose-disk-superscript", "reproduce {tmp}/case.toml", 2, "case.toml: [crash] lose_disk: '²': expected a "
+          "member number from 0 to 63", _case('[crash]\nstack = "md-raid1"\nlose_disk = "²"\n')),
+    Probe("case-fault-flaky-huge", "reproduce {tmp}/case.toml", 2, "case.toml: [faults] kinds[0]",
+          lambda tmp: (tmp / "case.toml").write_text('title = "t"\n' + FAULTS_TABLE.replace(
+              '"error-writes"', '"flaky:99999999999999999999:1"'))),
+    Probe("replay-case-cut-negative", "reproduce {tmp}/case.toml", 2, "[replay] cut: Input should be greater than or "
+          "equal to 0", _replay_case(cut=-1)),
+    Probe("case-model-cache-0", "reproduce {tmp}/case.toml", 2, "[crash] models[0]",
+          _case('[crash]\nmodels = ["cache:0"]\n')),
+    # nothing vacuous: a run with nothing to do, an option that does nothing, a list with a value twice
+    Probe("matrix-nothing-to-do", "matrix --no-throughput --no-crash", 2, "leave nothing to measure"),
+    Probe("matrix-erase-alone", "matrix --erase-real-disk", 2, "--erase-real-disk consents to erasing --real-disk, "
+          "and no --real-disk is given"),
+    Probe("matrix-real-disk-unused", "matrix --real-disk {tmp}/null --erase-real-disk --no-throughput", 2,
+          "--real-disk runs the throughput side, and --no-throughput drops it", _device()),
+    Probe("faults-cuts-alone", "faults --fault error-writes --cuts 3", 2, "--cuts is for --power-loss"),
+    Probe("model-twice", "crash --model reorder,reorder", 2, "argument --model: reorder is given twice"),
+    Probe("model-same-meaning", "crash --model cache,cache:8:fifo", 2, "cache:8:fifo is given twice (the same as cache)"),
+    Probe("matrix-fs-twice", "matrix --fs xfs,xfs", 2, "argument --fs: xfs is given twice"),
+    Probe("matrix-mode-twice", "matrix --mode barrier,nocache,barrier", 2, "argument --mode: barrier is given twice"),
+    Probe("matrix-workload-twice", "matrix --workload sqlite,sqlite", 2, "argument --workload: sqlite is given twice"),
+    Probe("faults-fault-twice", "faults --fault error-writes --fault error-writes", 2,
+          "bad --fault: error-writes is given twice"),
+    Probe("faults-fault-same-meaning", "faults --fault corrupt-writes --fault corrupt-writes,seed=1", 2,
+          "bad --fault: corrupt-writes,seed=1 is given twice"),
+    Probe("faults-seed-twice", "faults --fault corrupt-writes,seed=1,seed=2", 2, "seed: given twice"),
+    Probe("faults-fs-twice", "faults --fault error-writes --fs ext4,ext4", 2, "bad --fs: ext4 is given twice"),
+    Probe("faults-power-loss-twice", "faults --fault error-writes --power-loss prefix,prefix", 2,
+          "bad --power-loss: prefix is given twice"),
+    Probe("case-models-twice", "reproduce {tmp}/case.toml", 2, "[crash] models: reorder is given twice",
+          _case('[crash]\nmodels = ["reorder", "reorder"]\n')),
+    Probe("case-modes-twice", "reproduce {tmp}/case.toml", 2, "[matrix] modes: barrier is given twice",
+          lambda tmp: (tmp / "case.toml").write_text(CASE.replace('["barrier"]', '["barrier", "barrier"]'))),
+    Probe("case-expect-infra-error", "reproduce {tmp}/case.toml", 2, "[expect] verdicts.barrier: unknown verdict "
+          "'infra-error' (a harness failure, never a verdict)", _case('[expect]\nverdicts = {barrier = "infra-error"}\n')),
+    Probe("case-expect-safe-and-unsafe", "reproduce {tmp}/case.toml", 2, "[expect] safe: barrier is in unsafe too",
+          _case('[expect]\nunsafe = ["barrier"]\nsafe = ["barrier"]\n')),
+    Probe("case-extlog-ext4", "reproduce {tmp}/case.toml", 2, "case.toml: [matrix] modes extlog is implemented for "
+          "xfs only, not ext4 ([matrix] fs)", lambda tmp: (tmp / "case.toml").write_text(
+              CASE.replace('"xfs"', '"ext4"').replace('"barrier"', '"extlog"'))),
+    Probe("case-lose-disk-no-stack", "reproduce {tmp}/case.toml", 2, "case.toml: [crash] lose_disk 1: it takes a member "
+          "out of a [crash] stack", _case('[crash]\nlose_disk = "1"\n')),
+    Probe("case-faults-cuts-alone", "reproduce {tmp}/case.toml", 2, "case.toml: [faults] cuts: is for power_loss",
+          lambda tmp: (tmp / "case.toml").write_text('title = "t"\n' + FAULTS_TABLE + "cuts = 3\n")),
+    Probe("extlog-ext4", "crash --fs ext4 --mode extlog", 2, "--mode extlog is implemented for xfs only, not ext4"),
+    Probe("extlog-btrfs-matrix", "matrix --fs xfs,btrfs --mode extlog", 2, "xfs only, not btrfs"),
+    Probe("hosts-bad-uri", "crash --hosts bogus://x", 2, "bad --hosts 'bogus://x': expected a libvirt QEMU URI"),
+    Probe("hosts-twice", "matrix --hosts qemu:///system,qemu:///system", 2, "--hosts names a host twice"),
+    # values from closed sets and files read: one line, the known values, never a FIFO read
+    Probe("accel-listed", "crash --accel hvf", 2, "argument --accel: expected one of auto, kvm, tcg, got 'hvf'"),
+    Probe("write-cache", "shell --write-cache maybe", 2, "argument --write-cache: expected on or off, got 'maybe'"),
+    Probe("case-fifo", "reproduce {tmp}/fifo", 2, "fifo: a FIFO, not a regular file", _fifo()),
+    Probe("report-fifo", "report {tmp}/fifo", 2, "fifo: a FIFO, not a regular file", _fifo()),
+    Probe("report-reference-device", "report {tmp}/r.jsonl --reference {tmp}/null", 2, "--reference {tmp}/null: a "
+          "character device", lambda tmp: (_file("r.jsonl")(tmp), _device()(tmp))),
+    Probe("minimise-judged-fifo", "minimise {tmp}/art/states/s", 2, "minimise.json: a FIFO, not a regular file",
+          _damaged(lambda art: os.mkfifo(art / "states/s/minimise.json"))),
+    Probe("kernel-fifo", "crash --kernel {tmp}/fifo --modules {tmp}/d", 2, "--kernel {tmp}/fifo: a FIFO",
+          lambda tmp: (_fifo()(tmp), _mkdir("d")(tmp))),
+    Probe("report-reference-missing", "report {tmp}/r.jsonl --reference {tmp}/none.jsonl", 2,
+          "--reference {tmp}/none.jsonl: no such results file", _file("r.jsonl")),
+    Probe("report-only-bad-lines", "report {tmp}/r.jsonl", 2, "holds no matrix cells or fault runs (is it written by "
+          "`plugpull matrix` or `plugpull faults`?); 2 lines skipped, the first: {tmp}/r.jsonl:1: skipped, not valid JSON",
+          _file("r.jsonl", b"{half\n[1]\n")),
     # plugpull report
     Probe("report-missing", "report {tmp}/none.jsonl", 2, "none.jsonl"),
     Probe("report-dir", "report {tmp}/d", 2, "d", _mkdir("d")),
@@ -252,7 +469,7 @@ def sandbox(tmp_path, monkeypatch):
     work.mkdir()
     monkeypatch.chdir(work)
     monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
-    for module in (cli.crash, cli.matrix, cli.guests):
+    for module in (cli.crash, cli.matrix, cli.guests, rig_mod):
         monkeypatch.setattr(module, "prepare_rig", _no_boot)
     monkeypatch.setattr("plugpull.guest.image.build_image", _no_boot)
     return work
@@ -269,9 +486,200 @@ def test_bad_input_is_refused_in_one_line(probe, sandbox, capsys):
     assert code == probe.code, err
     assert "Traceback" not in err
     assert len(lines) == 1, err
-    assert probe.names in lines[0], err
+    assert probe.names.replace(TMP, str(sandbox)) in lines[0], err
     assert _tree(sandbox) == before, "the probe created files"
     assert not (sandbox.parent / "cache").exists()
+
+
+def test_the_atomic_replace_never_replaces_a_device_node_or_a_fifo(tmp_path):
+    _device()(tmp_path)
+    _fifo()(tmp_path)
+    for name in ("null", "fifo"):
+        with pytest.raises(NotReplaceable, match="not a regular file"):
+            atomic_write(tmp_path / name, "data")
+    assert stat.S_ISCHR(os.stat(tmp_path / "null").st_mode) and stat.S_ISFIFO(os.stat(tmp_path / "fifo").st_mode)
+    with pytest.raises(NotReplaceable, match="not a directory"):
+        with atomic_path(tmp_path / "null", directory=True):
+            pass
+    (tmp_path / "link").symlink_to(tmp_path / "null")
+    with pytest.raises(NotReplaceable, match="a character device"):
+        atomic_write(tmp_path / "link", "data")
+    with pytest.raises(UsageError, match="--json .*link: a character device"):
+        check_output(tmp_path / "link", "--json")
+    assert (tmp_path / "link").is_symlink() and stat.S_ISCHR(os.stat(tmp_path / "null").st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link", "null"], "a temporary was left behind"
+    atomic_write(tmp_path / "file", "one")
+    atomic_write(tmp_path / "file", "two")
+    assert (tmp_path / "file").read_text() == "two"
+
+
+def test_an_output_check_passes_a_new_name_and_a_regular_file_and_leaves_nothing(tmp_path):
+    (tmp_path / "old.json").write_text("{}")
+    assert check_output(tmp_path / "old.json", "--json") == tmp_path / "old.json"
+    check_output(tmp_path / "new.json", "--json")
+    check_output(tmp_path / "a" / "b" / "r.jsonl", "--results", parents=True)
+    check_output(tmp_path / "out", "--out", directory=True, parents=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.json"]
+    with pytest.raises(UsageError, match="does not exist"):
+        check_output(tmp_path / "a" / "r.jsonl", "--results")
+
+
+# --- every number by one rule ------------------------------------------------------------------
+
+BAD_NUMBERS = {"minus-one": "-1", "superscript": "\u00b2", "double-dash": "--5", "5000-digits": "9" * 5000}
+POSITIONALS = {"replay": ["x"], "minimise": ["x"], "minimize": ["x"], "reproduce": ["x.toml"],
+               "report": ["x.jsonl"], "faults": ["--fault", "error-writes"]}
+RANGE = re.compile(r"from \d+ to \d+|above 0 and at most 1")
+
+
+def numeric_options() -> list[tuple[str, str]]:
+    """(command, option) for every option of every subcommand that takes a number, read from
+    the parser: an int or float type, or one of plugpull's typed parsers marked numeric."""
+    sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return [(command, action.option_strings[-1]) for command, p in sub.choices.items() for action in p._actions
+            if action.option_strings and (action.type in (int, float) or getattr(action.type, "numeric", False))]
+
+
+def _ids(pairs: list[tuple[str, str]]) -> list[str]:
+    return [" ".join(pair) for pair in pairs]
+
+
+def _exit_code(argv: list[str]) -> int:
+    try:
+        return cli.main(argv)
+    except SystemExit as e:
+        return e.code
+
+
+def test_the_walk_finds_every_kind_of_numeric_option():
+    found = set(numeric_options())
+    assert {("crash", "--states"), ("crash", "--seed"), ("crash", "--workers"), ("matrix", "--disk-mib"),
+            ("faults", "--runs"), ("faults", "--cuts"), ("minimise", "--batch"), ("shell", "--disk-mib"),
+            ("reproduce", "--scale")} <= found
+    assert ("crash", "--model") not in found and ("crash", "--json") not in found
+
+
+@pytest.mark.parametrize("bad", BAD_NUMBERS.values(), ids=BAD_NUMBERS.keys())
+@pytest.mark.parametrize("command, option", numeric_options(), ids=_ids(numeric_options()))
+def test_every_numeric_option_refuses_a_bad_number_in_one_line(command, option, bad, sandbox, capsys):
+    code = _exit_code([command, f"{option}={bad}", *POSITIONALS.get(command, [])])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    [line] = err.strip().splitlines()
+    assert f"argument {option}" in line and RANGE.search(line), line
+    assert len(line) < 300, "a 5000-digit number is quoted cut short"
+    assert list(sandbox.iterdir()) == []
+
+
+def _whole_case_fields() -> list[tuple[str, str]]:
+    """(section, field) of every case-file field that takes a whole number."""
+    return [tuple(s.case.split(".")) for s in (*SETTINGS, *FAULT_SETTINGS) if s.case and isinstance(s.kind, Whole)]
+
+
+
+
+@pytest.mark.parametrize("bad", ["-1", "100000000000000000000", '"\u00b2"', "1.5"])
+@pytest.mark.parametrize("section, field", _whole_case_fields(), ids=_ids(_whole_case_fields()))
+def test_every_numeric_case_field_refuses_a_bad_number(section, field, bad, sandbox, capsys):
+    assert len(_whole_case_fields()) >= 7
+    line = f"{field} = {bad}\n"
+    body = {"matrix": CASE + line, "faults": 'title = "t"\n' + FAULTS_TABLE + line}.get(
+        section, f"{CASE}[{section}]\n{line}")
+    (sandbox / "case.toml").write_text(body)
+    code = _exit_code(["reproduce", str(sandbox / "case.toml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    [line] = err.strip().splitlines()
+    assert f"case.toml: [{section}] {field}" in line, line
+
+
+@pytest.mark.parametrize("text, value", [("0", 0), ("1000000", 1000000), (" 7 ", 7)])
+def test_the_one_number_rule_takes_ascii_digits_in_range(text, value):
+    assert whole(text, 0, COUNT_MAX) == value
+
+
+@pytest.mark.parametrize("text", ["-1", "\u00b2", "\u0663", "--5", "1_000", "+5", "1e3", "9" * 5000, "1000001", ""])
+def test_the_one_number_rule_refuses_the_rest(text):
+    with pytest.raises(ValueError, match="expected a whole number from 0 to 1000000"):
+        whole(text, 0, COUNT_MAX)
+
+
+def test_the_help_says_its_sentences_to_the_end(capsys):
+    assert _exit_code(["--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "2 bad input or a missing tool (nothing was changed)" in out and "never exit code 3." in out
+
+
+def test_a_minimise_cache_of_another_state_is_set_aside_and_its_own_is_read(tmp_path):
+    path = tmp_path / "minimise.json"
+    answer = {"verdict": "data-loss", "reason": "r", "mount": "", "fsck": "", "lost": [1]}
+    path.write_text(json.dumps({"version": 1, "state": "a" * 64, "judged": {"k": answer}}))
+    assert load_cache(path, "a" * 64) == {"k": answer}
+    assert load_cache(path, "b" * 64) == {}
+    assert load_cache(tmp_path / "none.json", "a" * 64) == {}
+    path.write_text(json.dumps({"version": 1, "state": "a" * 64, "judged": {"k": {**answer, "lost": "x"}}}))
+    with pytest.raises(UsageError, match=r"minimise.json: judged.k.lost"):
+        load_cache(path, "a" * 64)
+
+
+def path_options(output: bool) -> list[tuple[str, str]]:
+    """(command, option) for every option or argument of every subcommand that takes a path
+    (`output`: a path plugpull writes), read from the parser."""
+    sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
+    kinds = (an_output,) if output else (a_path, an_output)
+    return [(command, (action.option_strings or [action.dest])[-1]) for command, p in sub.choices.items()
+            for action in p._actions if action.type in kinds]
+
+
+def test_the_walk_finds_every_kind_of_path_option():
+    outputs, paths = set(path_options(True)), set(path_options(False))
+    assert {("crash", "--json"), ("crash", "--out"), ("matrix", "--results"), ("matrix", "--report"),
+            ("reproduce", "--report"), ("report", "--out"), ("faults", "--results"), ("minimise", "--out"),
+            ("doctor", "--log-file"), ("faults", "--log-file")} <= outputs
+    assert {("replay", "dir"), ("reproduce", "case"), ("crash", "--modules")} <= paths - outputs
+
+
+@pytest.mark.parametrize("argv", [["crash", "--kernel", ""], ["crash", "--kernel", " "],
+                                  ["matrix", "--kernel", ""], ["matrix", "--kernel", "host,,debian:6.12"]])
+def test_an_empty_kernel_name_is_refused(argv, sandbox, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--kernel" in err and ("empty" in err or "expected host" in err)
+    assert not any(Path().iterdir())
+
+
+def _argv(command: str, option: str, value: str) -> list[str]:
+    given = [value] if not option.startswith("-") else [f"{option}={value}"]
+    rest = [] if not option.startswith("-") else POSITIONALS.get(command, [])
+    return [command, *given, *rest]
+
+
+@pytest.mark.parametrize("command, option", path_options(False), ids=_ids(path_options(False)))
+def test_every_path_option_refuses_an_empty_path(command, option, sandbox, capsys):
+    assert _exit_code(_argv(command, option, "")) == 2
+    err = capsys.readouterr().err
+    [line] = err.strip().splitlines()
+    assert f"argument {option}: expected a path, got ''" in line, line
+    assert list(sandbox.iterdir()) == []
+
+
+@pytest.mark.parametrize("setup, what", [(_device(), "a character device"), (_fifo("null"), "a FIFO")],
+                         ids=["device", "fifo"])
+@pytest.mark.parametrize("command, option", path_options(True), ids=_ids(path_options(True)))
+def test_every_output_option_refuses_a_device_or_a_fifo_before_anything_runs(command, option, setup, what,
+                                                                              sandbox, capsys):
+    setup(sandbox)
+    inputs = {"reproduce": ("case.toml", _case()), "report": ("r.jsonl", _file("r.jsonl")),
+              "minimise": ("art/states/s", _artifact), "minimize": ("art/states/s", _artifact)}
+    given, make = inputs.get(command, (None, None))
+    if make:
+        make(sandbox)
+    before, mode = _tree(sandbox), os.stat(sandbox / "null").st_mode
+    rest = [str(sandbox / given)] if given else POSITIONALS.get(command, [])
+    assert _exit_code([command, f"{option}={sandbox / 'null'}", *rest]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert f"{option} {sandbox / 'null'}: {what}" in line, line
+    assert os.stat(sandbox / "null").st_mode == mode and _tree(sandbox) == before
 
 
 # --- what happens past the checks ------------------------------------------------------------
@@ -327,6 +735,35 @@ def test_a_recording_without_acks_of_a_workload_that_sends_some_is_no_pass(wl, a
     else:
         refuse_vacuous(rec, wl, "time:0.1")
 
+
+
+def test_a_user_script_that_sent_no_ack_is_bad_input_with_the_reason(tmp_path):
+    wl = Script(text="echo hello > f\n", check="exit 0\n")
+    with pytest.raises(UsageError, match=r"the workload script sent no ack before the power cut \(end\): write a line "
+                                         r"'ack ID' to fd 4"):
+        refuse_vacuous(Record(tmp_path, {}, []), wl, "end")
+    refuse_vacuous(Record(tmp_path, {}, [Ack(1, 10, 2)]), wl, "end")
+
+
+@pytest.mark.parametrize("argv", [["crash"], ["matrix"], ["faults", "--fault", "error-writes"]], ids=lambda a: a[0])
+def test_a_refusal_after_the_run_log_began_leaves_no_empty_results_dir(argv, sandbox, monkeypatch, capsys):
+    monkeypatch.setattr(rig_mod, "prepare_rig", _raising(ToolMissing("qemu-img", "make deps")))
+    monkeypatch.setattr(cli.crash, "prepare_rig", rig_mod.prepare_rig)
+    monkeypatch.setattr(cli.matrix, "prepare_rig", rig_mod.prepare_rig)
+    assert cli.main(argv) == 2
+    assert "qemu-img is missing" in capsys.readouterr().err
+    assert list(sandbox.iterdir()) == []
+
+
+def test_a_run_log_beside_other_results_or_after_a_harness_failure_stays(tmp_path):
+    (tmp_path / "r.jsonl").write_text("")
+    with pytest.raises(UsageError):
+        with run_log(tmp_path / "r.log"):
+            raise UsageError("refused late")
+    with pytest.raises(LaunchError):
+        with run_log(tmp_path / "new" / "crash.log"):
+            raise LaunchError("QEMU died")
+    assert (tmp_path / "r.log").is_file() and (tmp_path / "new" / "crash.log").is_file()
 
 def test_the_kernel_check_knows_a_bzimage_and_an_elf_vmlinux():
     bzimage = bytearray(4096)

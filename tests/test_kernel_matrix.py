@@ -53,13 +53,15 @@ def write_case(tmp_path, extra: str = ""):
 
 def test_a_case_file_names_its_kernels(tmp_path):
     assert load_case(write_case(tmp_path)).kernels == ("host",)
-    case = load_case(write_case(tmp_path, 'kernels = ["host", "debian:6.12", "debian:7.3", "debian:6.12"]\n'))
+    case = load_case(write_case(tmp_path, 'kernels = ["host", "debian:6.12", "debian:7.3"]\n'))
     assert case.kernels == ("host", "debian:6.12", "debian:7.3")
+    with pytest.raises(CaseError, match=r"\[matrix\] kernels: debian:6.12 is given twice"):
+        load_case(write_case(tmp_path, 'kernels = ["host", "debian:6.12", "debian:7.3", "debian:6.12"]\n'))
 
 
 @pytest.mark.parametrize("kernels, message", [
-    ('["debian:"]', r"\[matrix\] kernels\[0\]: --kernel debian: names no version"),
-    ('["host", "ubuntu:6.1"]', r"\[matrix\] kernels\[1\]: --kernel ubuntu:6.1: not a Debian kernel"),
+    ('["debian:"]', r"\[matrix\] kernels\[0\]: debian: names no version"),
+    ('["host", "ubuntu:6.1"]', r"\[matrix\] kernels\[1\]: ubuntu:6.1: not a Debian kernel"),
     ('["/boot/vmlinuz"]', r"\[matrix\] kernels\[0\]: .*not a Debian kernel"),
     ("[]", r"\[matrix\] kernels: List should have at least 1 item"),
     ('"debian:6.12"', r"\[matrix\] kernels: Input should be a valid list"),
@@ -82,7 +84,9 @@ def test_every_kernel_of_a_list_is_checked_before_one_is_fetched(fake):
     with pytest.raises(UsageError, match="debian:9.9: no such kernel"):
         kernel_options(["debian:6.12", "host", "debian:9.9"], None, kernels)
     assert apt.downloads == 0
-    got = kernel_options(["host", "debian:7.3", "debian:6.12", "host"], None, kernels)
+    with pytest.raises(UsageError, match="--kernel: host is given twice"):
+        kernel_options(["host", "debian:7.3", "debian:6.12", "host"], None, kernels)
+    got = kernel_options(["host", "debian:7.3", "debian:6.12"], None, kernels)
     assert [(name, k and k.release) for name, k in got] == [("host", None), ("debian:7.3", NEW),
                                                             ("debian:6.12", OLD)]
     assert apt.downloads == 2
@@ -95,12 +99,19 @@ def test_a_kernel_file_goes_alone(tmp_path):
         kernel_options(["host", str(tmp_path / "bzImage")], None)
 
 
+def _no_archive(*args):
+    raise AssertionError("the archive was asked")
+
+
 @pytest.mark.parametrize("argv", [
     ["crash", "--kernel", "host,debian:6.12"], ["shell", "--kernel", "debian:6.12,debian:7.3"],
     ["matrix", "--kernel", "host,debian:"], ["matrix", "--kernel", "debian:7.3", "--modules", "/"],
 ])
 def test_bad_kernel_lists_exit_2_in_one_line(argv, capsys, tmp_path, monkeypatch):
+    """Said before Debian's archive is asked: these need no network and no cache."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("plugpull.kernels.resolve.Kernels.choose", _no_archive)
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("plugpull: --kernel") or err.startswith("plugpull: --modules"), err

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from fake_apt import NEW, NEW_VERSION, OLD, OLD_VERSION, FakeApt, build_debs
+from fake_apt import NEW, OLD, OLD_VERSION, FakeApt, build_debs
 from plugpull.errors import ImageError, UsageError
 from plugpull.kernels.apt import ArchiveUnreachable
 from plugpull.kernels.resolve import Kernels

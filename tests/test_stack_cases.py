@@ -35,7 +35,7 @@ def test_the_write_hole_cases_run_raid5_ppl_and_journal_with_member_0_lost():
 def test_a_case_names_a_bad_lost_disk(tmp_path):
     path = tmp_path / "case.toml"
     path.write_text(CASE.replace("LOSE", "two"))
-    with pytest.raises(CaseError, match=r"\[crash\] lose_disk: bad --lose-disk 'two'"):
+    with pytest.raises(CaseError, match=r"\[crash\] lose_disk: 'two': expected a member number"):
         load_case(path)
     path.write_text(CASE.replace("LOSE", "3"))
     with pytest.raises(Exception, match="members 0 to 2"):

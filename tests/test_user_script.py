@@ -3,6 +3,7 @@ built on it, the settings and case-file vocabulary, and bad scripts refused befo
 
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -108,12 +109,26 @@ def test_the_workload_script_runs_in_the_work_directory_with_fd_4_and_its_path(t
     wl = Script(text='echo data > f && sync f . && echo "ack 5" >&4 && echo "$PP_ACK $PP_ACK_FD" > env\n',
                 check="exit 0\n")
     (tmp_path / "pp").mkdir()
-    (tmp_path / "wl.sh").write_text(wl.script(str(tmp_path), ack=str(tmp_path / "acks")))
+    (tmp_path / "wl.sh").write_text(wl.script(str(tmp_path), ack=str(tmp_path / "acks"), relay=str(tmp_path / "relay")))
     subprocess.run([BUSYBOX, "sh", str(tmp_path / "wl.sh")], check=True, timeout=60,
                    env={"PATH": os.path.dirname(BUSYBOX)})
     assert (tmp_path / "acks").read_text() == "ack 5\n"
-    assert (tmp_path / "pp" / "env").read_text() == f"{tmp_path / 'acks'} 4\n"
+    assert (tmp_path / "pp" / "env").read_text() == f"{tmp_path / 'relay'} 4\n"
 
+
+
+@needs_busybox
+def test_acks_written_by_opening_fd_4_again_arrive_through_the_relay_and_the_status_stays(tmp_path):
+    """`>> /dev/fd/4` and `>> $PP_ACK` open the acks again: the port takes one opener, so they
+    go through a FIFO that a cat relays; every ack arrives, in order, and `exit 3` stays 3."""
+    wl = Script(text='echo "ack 1" >&4\necho "ack 2" >> /dev/fd/4\necho "ack 3" >> "$PP_ACK"\n'
+                     'sh -c \'echo "ack 4" >&4\'\nexit 3\n', check="exit 0\n")
+    (tmp_path / "pp").mkdir()
+    (tmp_path / "wl.sh").write_text(wl.script(str(tmp_path), ack=str(tmp_path / "acks"), relay=str(tmp_path / "relay")))
+    done = subprocess.run([BUSYBOX, "sh", str(tmp_path / "wl.sh")], timeout=60, env={"PATH": os.path.dirname(BUSYBOX)})
+    assert done.returncode == 3
+    assert (tmp_path / "acks").read_text() == "ack 1\nack 2\nack 3\nack 4\n"
+    assert stat.S_ISFIFO(os.stat(tmp_path / "relay").st_mode)
 
 @needs_busybox
 def test_the_example_check_script_reports_the_missing_and_the_impossible(tmp_path):

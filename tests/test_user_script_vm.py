@@ -72,3 +72,27 @@ def test_a_user_script_loses_acknowledged_records_under_nobarrier_and_none_with_
     barrier = crash(tmp_path, accel, "barrier")
     assert sum(s["acks_required"] for s in barrier["states"]) > 0, "no state owed an ack"
     assert [s for s in barrier["states"] if s["verdict"] != "clean"] == []
+
+
+def test_acks_sent_with_dev_fd_4_arrive_and_a_script_that_sends_none_is_refused(tmp_path, accel, capsys):
+    """`echo "ack N" >> /dev/fd/4` opens the acks again: through the relay every ack arrives
+    and the states owe them; a script that sends no ack stops after its recording, exit 2."""
+    text = (EXAMPLE / "records.sh").read_text()
+    assert 'echo "ack $i" >&4' in text
+    scripts = {"relayed": text.replace('echo "ack $i" >&4', 'echo "ack $i" >> /dev/fd/4'),
+               "silent": text.replace('echo "ack $i" >&4', ":")}
+    codes = {}
+    for name, script in scripts.items():
+        (tmp_path / f"{name}.sh").write_text(script)
+        codes[name] = main(["crash", "--accel", str(accel), "--fs", "ext4", "--mode", "barrier", "--disk-mib", "64",
+                            "--workload", f"script:{tmp_path / f'{name}.sh'}",
+                            "--check-script", str(EXAMPLE / "records-check.sh"), "--model", "reorder",
+                            "--states", "4", "--trigger", "end", "--seed", "1", "--out", str(tmp_path / name),
+                            "--json", str(tmp_path / f"{name}.json")])
+    err = capsys.readouterr().err
+    assert codes == {"relayed": 0, "silent": 2}, err
+    assert "the workload script sent no ack before the power cut (end)" in err.strip().splitlines()[-1]
+    assert not (tmp_path / "silent.json").exists()
+    relayed = json.loads((tmp_path / "relayed.json").read_text())
+    assert max(s["acks_required"] for s in relayed["states"]) == 20, "the acks did not all arrive"
+    assert [s for s in relayed["states"] if s["verdict"] != "clean"] == []

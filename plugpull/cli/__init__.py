@@ -11,7 +11,7 @@ from plugpull import __version__
 from plugpull.cli import crash, faults, generate, guests, kernels, matrix, minimise
 from plugpull.cli.common import EXIT_INFRA, EXIT_USAGE, describe
 from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError
-from plugpull.log import setup_logging
+from plugpull.log import discard_log_files, setup_logging
 
 
 class _Parser(argparse.ArgumentParser):
@@ -22,7 +22,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="plugpull", description=__doc__.split("\n")[0])
+    p = _Parser(prog="plugpull", description=" ".join(__doc__.split()))
     p.add_argument("--version", action="version", version=f"plugpull {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for commands in (guests, crash, matrix, minimise, faults, generate, kernels):
@@ -36,13 +36,14 @@ def _terminate(signum, frame):
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    setup_logging(args)
     for signum in (signal.SIGTERM, signal.SIGHUP):  # a lost terminal cleans up as a kill does
         signal.signal(signum, _terminate)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `plugpull report ... | head` ends quietly
     try:
+        setup_logging(args)
         return args.func(args)
     except (UsageError, ToolMissing) as e:
+        discard_log_files()
         print(f"plugpull: {e}", file=sys.stderr)
         return EXIT_USAGE
     except InfraError as e:

@@ -1,10 +1,11 @@
 """What every command shares: exit codes, guest options, workload parameters, tables."""
 
 import argparse
-import os
 from pathlib import Path
 
 from plugpull.errors import UsageError
+from plugpull.files import a_path, check_output
+from plugpull.values import WHOLE_TEXT, shown, whole
 from plugpull.guest.config import Accel
 from plugpull.log import add_log_options
 
@@ -13,8 +14,18 @@ EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3
 
 def on_off(text: str) -> bool:
     if text not in ("on", "off"):
-        raise argparse.ArgumentTypeError("expected on or off")
+        raise argparse.ArgumentTypeError(f"expected on or off, got {shown(text)}")
     return text == "on"
+
+
+def one_of(kind):
+    """An argparse `type` for a StrEnum: its member, or one line listing the known values."""
+    def parse(text: str):
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected one of {', '.join(kind)}, got {shown(text)}") from None
+    return parse
 
 
 def describe(error: BaseException) -> str:
@@ -38,7 +49,7 @@ def kernel_list(args, default=("host",)) -> list:
     or one kernel file with --modules): [(name, KernelSource or None for the host's)], every
     name checked before any kernel is fetched."""
     from plugpull.kernels.option import kernel_options
-    texts = args.kernel.split(",") if args.kernel else list(default)
+    texts = args.kernel.split(",") if args.kernel is not None else list(default)
     return kernel_options(texts, args.modules)
 
 
@@ -47,40 +58,59 @@ def kernel_tag(kernel) -> str:
     return kernel.release if kernel is not None else ""
 
 
-def checked_output(path: Path, flag: str, parent_must_exist: bool = True) -> Path:
-    """A file plugpull will write at the end of a run, checked before the run starts so that
-    no result is lost to a bad path: not a directory, in a writable directory."""
-    if path.is_dir():
-        raise UsageError(f"{flag} {path} is a directory")
-    parent = path.parent
-    while not parent.exists() and not parent_must_exist and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        what = "does not exist" if not parent.exists() else "is not a directory"
-        raise UsageError(f"{flag} {path}: {parent} {what}")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"{flag} {path}: {parent} is not writable")
-    return path
+def checked_output(path: Path, flag: str, parent_must_exist: bool = True, directory: bool = False) -> Path:
+    """A file (or a directory) plugpull will write, tried before the run starts so that no
+    result is lost to a bad path: `files.check_output`."""
+    return check_output(path, flag, directory=directory, parents=not parent_must_exist)
+
+
+def whole_option(low: int, high: int):
+    """An argparse `type`: a whole number from `low` to `high` (`plugpull.values.whole`)."""
+    def parse(text: str) -> int:
+        try:
+            return whole(text, low, high)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    parse.numeric = True
+    return parse
+
+
+def fraction(text: str) -> float:
+    """An argparse `type`: a number above 0 and at most 1 (`--scale`)."""
+    try:
+        value = float(text) if len(text) < 40 else -1.0
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 1, got {shown(text)}")
+    return value
+
+
+fraction.numeric = True
 
 
 def parse_params(items: list[str]) -> list[tuple[str, object]]:
-    """NAME=VALUE pairs; values that read as integers become integers."""
-    out = []
+    """NAME=VALUE pairs; a value in ASCII digits becomes a whole number, any other stays text
+    for the workload to check (`²` and `--5` are text, refused where a number is expected).
+    A name given twice is refused."""
+    out: dict[str, object] = {}
     for item in items:
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or not name:
-            raise UsageError(f"bad --param {item!r}: expected NAME=VALUE")
-        out.append((name, int(value) if value.lstrip("-").isdigit() else value))
-    return out
+            raise UsageError(f"bad --param {shown(item)}: expected NAME=VALUE")
+        if name in out:
+            raise UsageError(f"bad --param {shown(item)}: {name} is given twice")
+        out[name] = int(value) if WHOLE_TEXT.fullmatch(value) else value
+    return list(out.items())
 
 
 def add_guest_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--accel", type=Accel, choices=list(Accel), default=Accel.AUTO)
+    p.add_argument("--accel", type=one_of(Accel), choices=list(Accel), default=Accel.AUTO)
     p.add_argument("--kernel", metavar="debian:VERSION|PATH|host",
                    help="the guests' kernel: Debian's by version (debian:6.12, the newest 6.12.x; debian:7.3; "
                         "an exact package version), a kernel image file (with --modules), or the host's (default)")
-    p.add_argument("--modules", type=Path, help="with --kernel PATH: its lib/modules/RELEASE tree")
+    p.add_argument("--modules", type=a_path, help="with --kernel PATH: its lib/modules/RELEASE tree")
     p.add_argument("--backend", default="qemu", choices=("qemu", "libvirt"), help="what runs the guests")
     p.add_argument("--connect", metavar="URI", type=_libvirt_uri, help="with --backend libvirt: the libvirt URI "
                    "(default qemu:///system)")

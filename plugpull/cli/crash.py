@@ -8,6 +8,7 @@ from pathlib import Path
 from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output,
                                  guest_backend, kernel_source, parse_params, print_table)
 from plugpull.errors import UsageError
+from plugpull.files import a_path, an_output
 from plugpull.guest.rig import prepare_rig
 from plugpull.log import run_log
 from plugpull.runs.settings import add_options
@@ -19,15 +20,15 @@ def add_parsers(sub) -> None:
     c = sub.add_parser("crash", help="run a workload, pull the plug, check the crash states")
     add_guest_options(c)
     add_options(c, "crash")
-    c.add_argument("--json", type=Path, help="write the results here (atomically)")
-    c.add_argument("--out", type=Path, help="directory for artifacts (default results/crash-...)")
+    c.add_argument("--json", type=an_output, help="write the results here (atomically)")
+    c.add_argument("--out", type=an_output, help="directory for artifacts (default results/crash-...)")
     c.add_argument("--fail-on-unsafe", action="store_true", help="exit 1 if any state is not clean")
     add_hosts_option(c)
     c.set_defaults(func=cmd_crash)
 
     r = sub.add_parser("replay", help="rebuild a saved crash state, verify its hash, recheck it")
     add_guest_options(r)
-    r.add_argument("dir", type=Path, help="a state directory (results/.../states/NAME)")
+    r.add_argument("dir", type=a_path, help="a state directory (results/.../states/NAME)")
     r.set_defaults(func=cmd_replay)
 
 
@@ -40,8 +41,7 @@ def cmd_crash(args) -> int:
                                        **{s.key: getattr(args, s.key) for s in settings_of("crash")}), Path("."))
     warn_unreachable_trigger(spec)
     out = args.out or Path("results") / f"crash-{args.fs}-{args.mode}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is not a directory")
+    checked_output(out, "--out", parent_must_exist=False, directory=True)
     if args.json:
         checked_output(args.json, "--json")
     kernel, backend = kernel_source(args), guest_backend(args)

@@ -7,8 +7,11 @@ from collections import Counter
 from pathlib import Path
 
 from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_source, \
-    parse_params, print_table
+    parse_params, print_table, whole_option
+from plugpull.faults.spec import RUNS_MAX
+from plugpull.values import COUNT_MAX, once_each
 from plugpull.errors import InfraError, UsageError
+from plugpull.files import an_output
 from plugpull.results.faults import UNSAFE_FAULT_VERDICTS
 
 log = logging.getLogger(__name__)
@@ -24,17 +27,19 @@ def add_parsers(sub) -> None:
                         "corrupt-writes, corrupt-reads, flaky:UP:DOWN; TRIGGER: acks:N, writes:N, time:S")
     f.add_argument("--workload", default="fsync-retry", help="workloads, comma-separated (default fsync-retry)")
     f.add_argument("--param", action="append", default=[], help="NAME=VALUE for the workloads")
-    f.add_argument("--runs", type=int, default=1, help="runs per cell (default 1)")
+    f.add_argument("--runs", type=whole_option(1, RUNS_MAX), default=1,
+                   help=f"runs per cell, 1 to {RUNS_MAX} (default 1)")
     f.add_argument("--power-loss", metavar="MODELS",
                    help="then power loss: cut each run's write log after the fault came on and judge the cuts "
                         "with these power-loss models, comma-separated (prefix, reorder, ...)")
-    f.add_argument("--cuts", type=int, default=4, help="with --power-loss: cuts per model and run (default 4)")
-    f.add_argument("--json", type=Path, help="write every run here (atomically)")
-    f.add_argument("--out", type=Path, help="directory for the runs' consoles (default results/faults-...)")
-    f.add_argument("--results", type=Path,
+    f.add_argument("--cuts", type=whole_option(1, COUNT_MAX), help="with --power-loss: cuts per model and run "
+                   "(default 4)")
+    f.add_argument("--json", type=an_output, help="write every run here (atomically)")
+    f.add_argument("--out", type=an_output, help="directory for the runs' consoles (default results/faults-...)")
+    f.add_argument("--results", type=an_output,
                    help="JSON lines, a line per run appended as it ends (default OUT/faults.jsonl); "
                         "`plugpull report` renders it")
-    f.add_argument("--report", type=Path, help="report directory (default: beside the results)")
+    f.add_argument("--report", type=an_output, help="report directory (default: beside the results)")
     f.add_argument("--fail-on-unsafe", action="store_true", help=f"exit 1 if a run is {', '.join(UNSAFE)}")
     f.set_defaults(func=cmd_faults)
 
@@ -47,14 +52,24 @@ def plan(args) -> list:
     from plugpull.testbed.fs import filesystem
     from plugpull.testbed.workloads import workload
 
-    if args.runs < 1:
-        raise UsageError(f"bad --runs {args.runs}: at least 1")
-    systems = [filesystem(n.strip()) for n in args.fs.split(",")]
-    faults = [parse_fault(text) for text in args.fault]
+    systems = [filesystem(n) for n in listed(args.fs, "--fs")]
+    faults = listed([str(parse_fault(text)) for text in args.fault], "--fault")
+    faults = [parse_fault(text) for text in faults]
     params = dict(parse_params(args.param))
-    loads = [workload(n.strip(), **params) for n in args.workload.split(",")]
-    cuts = power_cuts(args.power_loss, args.cuts) if args.power_loss is not None else None
+    loads = [workload(n, **params) for n in listed(args.workload, "--workload")]
+    if args.cuts is not None and args.power_loss is None:
+        raise UsageError("--cuts is for --power-loss: without it no cut is made")
+    cuts = power_cuts(args.power_loss, args.cuts or 4) if args.power_loss is not None else None
     return [FaultCase(fs, fault, w, power_cuts=cuts) for fs in systems for fault in faults for w in loads]
+
+
+def listed(values: str | list, flag: str) -> list:
+    """A comma-separated option's values (or a repeated option's), none given twice."""
+    items = [v.strip() for v in values.split(",")] if isinstance(values, str) else values
+    try:
+        return once_each(items)
+    except ValueError as e:
+        raise UsageError(f"bad {flag}: {e}") from None
 
 
 def cmd_faults(args) -> int:
@@ -66,8 +81,11 @@ def cmd_faults(args) -> int:
     cases = plan(args)
     if args.json:
         checked_output(args.json, "--json")
-    out = args.out or Path("results") / f"faults-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = checked_output(args.out or Path("results") / f"faults-{time.strftime('%Y%m%d-%H%M%S')}", "--out",
+                         parent_must_exist=False, directory=True)
     results = checked_output(args.results or out / "faults.jsonl", "--results", parent_must_exist=False)
+    if args.report:
+        checked_output(args.report, "--report", parent_must_exist=False, directory=True)
     kernel = kernel_source(args)
     with run_log(out / "faults.log"):
         rig = prepare_rig(args.accel, kernel)

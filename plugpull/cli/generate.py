@@ -3,20 +3,15 @@ sampled, and one shown as its guest program or as what its persistence points ow
 
 import argparse
 
-from plugpull.cli.common import EXIT_OK, print_table
+from plugpull.cli.common import EXIT_OK, print_table, whole_option
 from plugpull.errors import UsageError
 from plugpull.generate.oracle import PROFILES
+from plugpull.values import COUNT_MAX, SEED_MAX
 
 
 def _seq(text: str) -> int:
     if text not in ("1", "2", "3"):
         raise argparse.ArgumentTypeError(f"expected 1, 2 or 3, not {text!r}")
-    return int(text)
-
-
-def _whole(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}")
     return int(text)
 
 
@@ -32,8 +27,8 @@ def add_parsers(sub) -> None:
     g.add_argument("--seq", type=_seq, help="core operations per workload: 1, 2 or 3 (with --show: the id's)")
     g.add_argument("--ops", type=_names, help="only workloads whose operations and persistence points are all "
                    "of these (e.g. rename,link,fsync,sync); ids stay those of the whole space")
-    g.add_argument("--sample", type=_whole, metavar="K", help="K workloads drawn at random (by --seed)")
-    g.add_argument("--seed", type=_whole, default=1, help="the sample's seed (default 1)")
+    g.add_argument("--sample", type=whole_option(1, COUNT_MAX), metavar="K", help="K workloads drawn at random (by --seed)")
+    g.add_argument("--seed", type=whole_option(0, SEED_MAX), default=1, help="the sample's seed (default 1)")
     what = g.add_mutually_exclusive_group()
     what.add_argument("--list", action="store_true", help="one line per workload: its id and operations")
     what.add_argument("--show", metavar="ID", help="the workload's guest program (a POSIX sh script)")

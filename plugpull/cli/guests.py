@@ -7,7 +7,7 @@ from pathlib import Path
 
 from plugpull import __version__
 from plugpull.cli.common import (EXIT_OK, EXIT_USAGE, add_guest_options, guest_backend, kernel_source, on_off,
-                                 print_table)
+                                 one_of, print_table)
 from plugpull.errors import PlugpullError, ToolMissing, UsageError
 from plugpull.guest.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.rig import prepare_rig
@@ -21,7 +21,7 @@ def add_parsers(sub) -> None:
 
     s = sub.add_parser("shell", help="boot a guest with a scratch disk and get its shell")
     add_guest_options(s)
-    s.add_argument("--bus", type=Bus, choices=list(Bus), default=Bus.AHCI)
+    s.add_argument("--bus", type=one_of(Bus), choices=list(Bus), default=Bus.AHCI)
     s.add_argument("--write-cache", type=on_off, default=True, metavar="on|off")
     s.add_argument("--disk-mib", type=option_type("disk_mib", "shell"), default=512)
     s.set_defaults(func=cmd_shell)

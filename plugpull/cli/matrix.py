@@ -6,9 +6,10 @@ import sys
 from pathlib import Path
 
 from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, describe,
-                                 guest_backend, kernel_list, kernel_tag, parse_params)
+                                 fraction, guest_backend, kernel_list, kernel_tag, parse_params)
 from plugpull.cli.crash import add_hosts_option, checker_hosts
 from plugpull.errors import PlugpullError, ToolMissing, UsageError
+from plugpull.files import a_path, an_output, check_input
 from plugpull.guest.rig import prepare_rig
 from plugpull.log import add_log_options, run_log
 from plugpull.runs.settings import add_options
@@ -25,28 +26,28 @@ def add_parsers(sub) -> None:
     mx.add_argument("--no-throughput", action="store_true")
     mx.add_argument("--no-crash", action="store_true")
     mx.add_argument("--overhead", action="store_true", help="also time the workload under the recorder")
-    mx.add_argument("--results", type=Path, default=Path("results/matrix.jsonl"),
+    mx.add_argument("--results", type=an_output, default=Path("results/matrix.jsonl"),
                     help="JSON lines, appended; cells already there are skipped")
-    mx.add_argument("--report", type=Path, help="report directory (default: beside the results)")
+    mx.add_argument("--report", type=an_output, help="report directory (default: beside the results)")
     add_hosts_option(mx)
     mx.set_defaults(func=cmd_matrix)
 
     rp = sub.add_parser("reproduce", help="run a case file (suites/cases/*.toml)")
     add_guest_options(rp)
-    rp.add_argument("case", type=Path, nargs="+", help="case files, run one after the other")
-    rp.add_argument("--scale", type=float, default=1.0, help="shrink the workloads (0 < scale <= 1)")
-    rp.add_argument("--results", type=Path, help="default results/CASE.jsonl")
-    rp.add_argument("--report", type=Path)
-    rp.add_argument("--junit", type=Path, metavar="FILE",
+    rp.add_argument("case", type=a_path, nargs="+", help="case files, run one after the other")
+    rp.add_argument("--scale", type=fraction, default=1.0, help="shrink the workloads (0 < scale <= 1)")
+    rp.add_argument("--results", type=an_output, help="default results/CASE.jsonl")
+    rp.add_argument("--report", type=an_output)
+    rp.add_argument("--junit", type=an_output, metavar="FILE",
                     help="JUnit XML, one testcase per case x kernel x mode, written at the end")
     add_hosts_option(rp)
     rp.add_argument("--no-crash", action="store_true", help="the throughput side alone (the seeds' figures)")
     rp.set_defaults(func=cmd_reproduce)
 
     rr = sub.add_parser("report", help="table, plot and HTML page from matrix results")
-    rr.add_argument("results", type=Path)
-    rr.add_argument("--out", type=Path, help="report directory (default: beside the results)")
-    rr.add_argument("--reference", type=Path, help="earlier results (suites/results/CASE.jsonl) to set beside")
+    rr.add_argument("results", type=a_path)
+    rr.add_argument("--out", type=an_output, help="report directory (default: beside the results)")
+    rr.add_argument("--reference", type=a_path, help="earlier results (suites/results/CASE.jsonl) to set beside")
     add_log_options(rr)
     rr.set_defaults(func=cmd_report)
 
@@ -110,8 +111,16 @@ def cmd_matrix(args) -> int:
     from plugpull.runs.matrix import cells, for_kernel, run_matrix, with_user_scripts
     from plugpull.runs.settings import settings_of
 
+    if args.no_throughput and args.no_crash:
+        raise UsageError("--no-throughput and --no-crash leave nothing to measure: drop one")
+    if args.erase_real_disk and not args.real_disk:
+        raise UsageError("--erase-real-disk consents to erasing --real-disk, and no --real-disk is given")
+    if args.real_disk and args.no_throughput:
+        raise UsageError("--real-disk runs the throughput side, and --no-throughput drops it")
     params = matrix_params(args.param, args.workload)
     checked_output(args.results, "--results", parent_must_exist=False)
+    if args.report:
+        checked_output(args.report, "--report", parent_must_exist=False, directory=True)
     real_disk = checked_real_disk(args.real_disk, args.erase_real_disk) if args.real_disk else None
     per_cell = ("fs", "mode", "workload", "profile")
     base = CrashSpec(**{s.key: getattr(args, s.key) for s in settings_of("matrix") if s.key not in per_cell})
@@ -187,8 +196,6 @@ def checked_cases(args) -> list:
     output paths tried, before any case runs."""
     from plugpull.runs.cases import load_case
 
-    if not 0 < args.scale <= 1:
-        raise UsageError("--scale must be in (0, 1]")
     if len(args.case) > 1 and (args.results or args.report):
         raise UsageError("--results and --report are one case's: with several case files, leave them out "
                          "(each case writes results/CASE.jsonl)")
@@ -197,6 +204,8 @@ def checked_cases(args) -> list:
         raise UsageError(f"two case files named {twice}: their results would share results/{twice}.jsonl")
     if args.junit:
         checked_output(args.junit, "--junit", parent_must_exist=False)
+    if args.report:
+        checked_output(args.report, "--report", parent_must_exist=False, directory=True)
     planned, named = [], {}
     for path in args.case:
         case = load_case(path, args.scale)
@@ -320,4 +329,11 @@ def _replayed(case, r: dict) -> int:
 
 def cmd_report(args) -> int:
     from plugpull.report import report_main
+    check_input(args.results, "", directory_ok=True)
+    if args.reference:
+        check_input(args.reference, "--reference")
+        if not args.reference.is_file():
+            raise UsageError(f"--reference {args.reference}: no such results file")
+    if args.out:
+        checked_output(args.out, "--out", parent_must_exist=False, directory=True)
     return report_main(args.results, args.out, args.reference)

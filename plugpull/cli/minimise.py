@@ -1,31 +1,23 @@
 """`plugpull minimise ARTIFACT` (or `minimize`): a failing crash state to its culprit writes."""
 
-import argparse
 import shutil
-from pathlib import Path
 
-from plugpull.cli.common import EXIT_FOUND, EXIT_OK, add_guest_options, guest_backend, kernel_source
+from plugpull.cli.common import (EXIT_FOUND, EXIT_OK, add_guest_options, checked_output, guest_backend,
+                                 kernel_source, whole_option)
 from plugpull.errors import UsageError
+from plugpull.files import a_path, an_output
 from plugpull.runs.settings import MAX_WORKERS
-
-
-def _count(low: int, high: int):
-    def parse(text: str) -> int:
-        if not text.isdigit() or not low <= int(text) <= high:
-            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}")
-        return int(text)
-    return parse
 
 
 def add_parsers(sub) -> None:
     m = sub.add_parser("minimise", aliases=["minimize"],
                        help="find the culprit writes of a saved failing crash state (delta debugging)")
     add_guest_options(m)
-    m.add_argument("dir", type=Path, help="a saved state directory (results/.../states/NAME)")
-    m.add_argument("--out", type=Path, help="the minimised artifact (default: DIR/minimised)")
-    m.add_argument("--workers", type=_count(0, MAX_WORKERS), default=0,
+    m.add_argument("dir", type=a_path, help="a saved state directory (results/.../states/NAME)")
+    m.add_argument("--out", type=an_output, help="the minimised artifact (default: DIR/minimised)")
+    m.add_argument("--workers", type=whole_option(0, MAX_WORKERS), default=0,
                    help="checker guests at once (default: one per core, at most 2)")
-    m.add_argument("--batch", type=_count(1, 64), default=8, help="candidate states judged per round trip")
+    m.add_argument("--batch", type=whole_option(1, 64), default=8, help="candidate states judged per round trip")
     m.add_argument("--no-explain", action="store_true", help="do not read the culprits' meaning from the image")
     m.set_defaults(func=cmd_minimise)
 
@@ -39,6 +31,7 @@ def cmd_minimise(args) -> int:
 
     if not (args.dir / "state.json").is_file():
         raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
+    checked_output(args.out or args.dir / "minimised", "--out", parent_must_exist=False, directory=True)
     if args.out is not None and args.out.exists() and not (args.out / "state.json").is_file():
         raise UsageError(f"--out {args.out} exists and is not a minimised state")
     kernel, backend = kernel_source(args), guest_backend(args)

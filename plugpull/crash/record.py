@@ -21,6 +21,7 @@ from plugpull.files import atomic_write_json
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.writelog import entry_index_at, iter_entries, summarize
 from plugpull.testbed.bed import MOUNTPOINT, BedSpec, disk_count, nth, testbed
+from plugpull.values import EVENTS_MAX, shown, whole
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 # the kernel is reported after 60 s rather than 120, well within the workload's timeout.
 TROUBLE_ON_THE_CONSOLE = ("echo 5 > /proc/sys/kernel/printk; "
                           "echo 60 > /proc/sys/kernel/hung_task_timeout_secs 2>/dev/null")
+
+TIME_MAX = 86400  # seconds: a day
 
 
 @dataclass(frozen=True)
@@ -43,14 +46,20 @@ class Trigger:
         kind, _, value = text.partition(":")
         if kind == "end" and not value:
             return cls("end")
-        if kind in ("acks", "writes", "time"):
+        if kind in ("acks", "writes"):
             try:
-                number = float(value) if kind == "time" else int(value)
+                return cls(kind, whole(value, 1, EVENTS_MAX))
+            except ValueError:
+                pass
+        if kind == "time":
+            try:
+                number = float(value)
             except ValueError:
                 number = -1
-            if number > 0:
+            if 0 < number <= TIME_MAX:
                 return cls(kind, number)
-        raise UsageError(f"bad trigger {text!r}: use acks:N, writes:N, time:SECONDS or end")
+        raise UsageError(f"bad trigger {shown(text)}: use acks:N (N from 1 to {EVENTS_MAX}), writes:N, "
+                         f"time:SECONDS (at most {TIME_MAX}) or end")
 
     def __str__(self) -> str:
         return self.kind if self.kind == "end" else f"{self.kind}:{self.value:g}"

@@ -9,7 +9,6 @@ without rerunning the workload.
 
 import gzip
 import hashlib
-import json
 import logging
 import os
 import shutil
@@ -23,6 +22,7 @@ from plugpull.check.verdict import Verdict
 from plugpull.crash.cutorder import candidates, refuse_too_big, spending_order, within_budget
 from plugpull.crash.judge import Planned, StateJob, judge, plan_states, remove_states
 from plugpull.crash.record import Record, record
+from plugpull.crash.saved import SavedRecord, SavedState, read_saved
 from plugpull.crash.spec import CrashSpec, recorded_workload
 from plugpull.errors import InfraError, NothingChecked, ToolMissing, UsageError
 from plugpull.files import atomic_path, atomic_write_json
@@ -111,7 +111,12 @@ def state_need(rec: Record) -> int:
 
 def refuse_vacuous(rec: Record, wl, trigger: str) -> None:
     """A recording without an ack of a workload that sends some owes nothing: every state would
-    be judged clean without its oracle being asked, so the run stops here instead."""
+    be judged clean without its oracle being asked, so the run stops here instead. For the
+    user's own script (which always comes with a check script) that is the user's input: exit 2."""
+    if wl.user_supplied and not rec.acks:
+        raise UsageError(f"the workload script sent no ack before the power cut ({trigger}): write a line "
+                         "'ack ID' to fd 4 (echo \"ack 1\" >&4) once ID is durable; without one its check script "
+                         "could find no loss, so no state was checked")
     promised = promised_acks(wl)
     if promised and not rec.acks:
         raise NothingChecked(f"the recording holds none of the {promised} acks {wl.name} sends "
@@ -260,10 +265,13 @@ def load_record(saved: Path, scratch: Path) -> Record:
     names the file that is missing or damaged."""
     scratch.mkdir(parents=True, exist_ok=True)
     _need(saved / "record.json", saved / "base.qcow2", saved / "write.log.gz")
+    read_saved(saved / "record.json", SavedRecord, "a plugpull record")
     shutil.copy(saved / "record.json", scratch / "record.json")
     try:
         rec = Record.load(scratch)
         recorded_workload(rec.meta["workload"], rec.meta["params"])
+    except UsageError as e:  # its workload or parameters, refused as the CLI refuses them
+        raise UsageError(f"{saved / 'record.json'}: workload, params: {e}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise UsageError(f"{saved / 'record.json'}: not a plugpull record ({describe_bad(e)})") from None
     for base, log in zip(rec.bases, rec.logs):
@@ -302,22 +310,13 @@ def describe_bad(error: Exception) -> str:
     return f"no {error}" if isinstance(error, KeyError) else str(error).splitlines()[0]
 
 
-STATE_KEYS = ("fs", "model", "cut", "seed", "digest", "verdict", "record")
-
-
 def load_state(state_dir: Path, scratch: Path) -> tuple[dict, Record]:
     """A saved state's state.json and its unpacked record, checked before any guest boots."""
     path = state_dir / "state.json"
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise UsageError(f"{path}: not readable as JSON ({describe_bad(e)})") from None
-    missing = [k for k in STATE_KEYS if k not in doc] if isinstance(doc, dict) else ["everything"]
-    if missing:
-        raise UsageError(f"{path}: not a saved crash state (no {', '.join(missing)})")
+    doc = read_saved(path, SavedState, "a saved crash state")
     rec = load_record((state_dir / doc["record"]).resolve(), scratch / "record")
     end = sum(1 for _ in iter_entries(rec.log))
-    if not isinstance(doc["cut"], int) or not 0 <= doc["cut"] <= end:
+    if doc["cut"] > end:
         raise UsageError(f"{path}: cut {doc['cut']!r} is outside the record's log (0..{end})")
     return doc, rec
 

@@ -83,6 +83,8 @@ class CrashSpec:
                 cut_points([], self.cuts, self.seed)
             except ValueError as e:
                 raise UsageError(f"--cuts: {e}") from None
+        if mode.external_log and filesystem(self.fs).mount_type != "xfs":
+            raise UsageError(f"--mode extlog is implemented for xfs only, not {self.fs} (--fs)")
         stack = Stack.parse(self.stack)
         if stack is not None and mode.external_log:
             raise UsageError(f"bad --stack {self.stack!r}: the extlog mode keeps its log on a disk of its own")

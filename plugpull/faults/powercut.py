@@ -13,8 +13,9 @@ from plugpull.check.verdict import Ack
 from plugpull.crash.judge import StateJob, judge, remove_states
 from plugpull.crash.record import Record
 from plugpull.errors import UsageError
-from plugpull.powerloss.models import parse_model
+from plugpull.powerloss.models import parse_model, parse_user_model
 from plugpull.powerloss.writelog import entry_index_at
+from plugpull.values import once_each
 
 
 @dataclass(frozen=True)
@@ -31,11 +32,15 @@ def power_cuts(models: str, count: int) -> PowerCuts:
     names = tuple(m.strip() for m in models.split(",") if m.strip())
     for name in names:
         try:
-            parse_model(name)
+            parse_user_model(name)
         except ValueError as e:
             raise UsageError(f"bad --power-loss {name!r}: {e}") from None
     if not names:
         raise UsageError("bad --power-loss: name a model (prefix, drop-unflushed, reorder, cache, torn)")
+    try:
+        once_each(names, lambda text: str(parse_model(text)))
+    except ValueError as e:
+        raise UsageError(f"bad --power-loss: {e}") from None
     return PowerCuts(names, count)
 
 

@@ -16,10 +16,14 @@ from dataclasses import dataclass
 
 from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
+from plugpull.values import SEED_MAX, shown, whole
 
 KINDS = ("error-writes", "drop-writes", "corrupt-writes", "corrupt-reads", "flaky")
 SEEDED = ("corrupt-writes", "corrupt-reads")
 SECTOR = 512
+
+WINDOW_MAX = 86400  # a day: the longest a fault lasts, or waits to go up or down, in seconds
+RUNS_MAX = 10000  # runs of one fault case
 
 
 class FaultSpecError(UsageError):
@@ -87,9 +91,10 @@ def _kind(text: str, head: str) -> tuple[str, int, int]:
 
 
 def _whole(text: str, field: str, value: str, low: int) -> int:
-    if not value.isdigit() or int(value) < low:
-        raise FaultSpecError(text, field, f"{value!r} is not a whole number >= {low}")
-    return int(value)
+    try:
+        return whole(value, low, SEED_MAX if field == "seed" else WINDOW_MAX)
+    except ValueError as e:
+        raise FaultSpecError(text, field, str(e)) from None
 
 
 def _trigger(text: str, value: str) -> Trigger:
@@ -107,13 +112,15 @@ def _window(text: str, value: str) -> float:
         seconds = float(value)
     except ValueError:
         seconds = -1
-    if not seconds > 0 or seconds == float("inf"):
-        raise FaultSpecError(text, "window", f"{value!r} is not a number of seconds > 0")
+    if not 0 < seconds <= WINDOW_MAX:
+        raise FaultSpecError(text, "window", f"{shown(value)} is not a number of seconds from 0 to {WINDOW_MAX}")
     return seconds
 
 
 def _seed(text: str, kind: str, options: list[str]) -> int:
     seed = 1
+    if len(options) > 1:
+        raise FaultSpecError(text, "seed", "given twice: one seed=N")
     for option in options:
         key, eq, value = option.partition("=")
         if key != "seed" or not eq:

@@ -14,10 +14,10 @@ DEFAULT_URI = "qemu:///system"
 _URI = re.compile(r"^qemu(\+[a-z]+)?://[^\s/]*/(system|session)(\?\S*)?$")
 
 
-def checked_uri(text: str) -> str:
+def checked_uri(text: str, where: str = "--connect") -> str:
     """A libvirt QEMU URI: qemu:///system, qemu+tcp://HOST/system, qemu+ssh://USER@HOST/system."""
     if not _URI.match(text):
-        raise UsageError(f"bad --connect {text!r}: expected a libvirt QEMU URI such as {DEFAULT_URI}")
+        raise UsageError(f"bad {where} {text!r}: expected a libvirt QEMU URI such as {DEFAULT_URI}")
     return text
 
 
@@ -38,7 +38,7 @@ def on_this_machine(uri: str) -> bool:
 def checked_hosts(uris: list[str], where: str = "--hosts") -> list[str]:
     """The checker's hosts (`--hosts URI[,URI...]`, a case file's [hosts]): libvirt URIs,
     none twice."""
-    uris = [checked_uri(u.strip()) for u in uris if u.strip()]
+    uris = [checked_uri(u.strip(), where) for u in uris if u.strip()]
     if not uris:
         raise UsageError(f"{where} needs at least one libvirt URI")
     if len(set(uris)) != len(uris):

@@ -5,6 +5,8 @@ import re
 from pathlib import Path
 
 from plugpull.errors import UsageError
+from plugpull.files import check_input
+from plugpull.values import once_each
 from plugpull.guest.image import KernelSource
 from plugpull.guest.kernel import kernel_format
 from plugpull.kernels.spec import HOST, is_debian, parse_debian
@@ -13,6 +15,8 @@ from plugpull.kernels.spec import HOST, is_debian, parse_debian
 def kernel_option(kernel: str | None, modules: Path | None, kernels=None) -> KernelSource | None:
     """The kernel to boot; None for the host's. Bad input is a one-line `UsageError`, said
     before anything is fetched or booted; a Debian kernel is resolved (and fetched once)."""
+    if kernel is not None and not kernel.strip():
+        raise UsageError(f"--kernel: expected host, debian:VERSION or a kernel file, got {kernel!r}")
     if kernel is None or kernel == HOST:
         if modules is not None:
             raise UsageError(f"--modules goes with a kernel file (--kernel PATH), not with --kernel {kernel or HOST}")
@@ -34,9 +38,17 @@ def kernel_option(kernel: str | None, modules: Path | None, kernels=None) -> Ker
 def kernel_options(texts, modules: Path | None, kernels=None) -> list[tuple[str, KernelSource | None]]:
     """Several kernels, as the matrix takes them: (name, kernel) each, None for the host's.
     Every name is checked (a Debian one against the archive's offers) before any is fetched."""
-    texts = list(dict.fromkeys(t.strip() for t in texts if t.strip())) or [HOST]
+    if any(not t.strip() for t in texts):
+        raise UsageError("--kernel: an empty name in the list (host, debian:VERSION or a kernel file)")
+    texts = [t.strip() for t in texts] or [HOST]
+    try:
+        once_each(texts)
+    except ValueError as e:
+        raise UsageError(f"--kernel: {e}") from None
     if len(texts) > 1 and modules is not None:
         raise UsageError("--modules goes with one kernel file, not with a list of kernels")
+    if modules is not None and (is_debian(texts[0]) or texts[0] == HOST):
+        kernel_option(texts[0], modules)  # refused before the archive is asked
     for text in texts:
         if is_debian(text):
             from plugpull.kernels.resolve import Kernels
@@ -58,6 +70,7 @@ def kernel_file(kernel: Path, modules: Path | None) -> KernelSource:
     for p in (kernel, modules):
         if not p.exists():
             raise UsageError(f"{p} does not exist")
+    check_input(kernel, "--kernel")
     try:
         with open(kernel, "rb") as f:
             head = f.read(4096)

@@ -13,18 +13,20 @@ extlog) varies on all of them: the volatile writes of every disk's log, at its o
 candidates are assembled through the stack, without the member its run lost, as it was.
 """
 
-import json
 import logging
 import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from plugpull.check.checker import Checker, default_workers
 from plugpull.check.verdict import Verdict, classify, required_acks
 from plugpull.crash.judge import build_state, collect_for
 from plugpull.crash.record import Record
 from plugpull.crash.run import load_state, saved_others
+from plugpull.crash.saved import read_saved
 from plugpull.crash.spec import recorded_workload
 from plugpull.errors import InfraError, PlugpullError, UsageError
 from plugpull.files import atomic_write_json
@@ -109,16 +111,33 @@ class Judge:
                                             "judged": self.cache}, indent=None)
 
 
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+    verdict: str
+    reason: str
+    mount: str = ""
+    fsck: str = ""
+    lost: list[int] = []
+
+
+class _Judged(BaseModel):
+    """minimise.json: every plan judged, by its key, for the state whose digest is `state`."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    version: int
+    state: str
+    judged: dict[str, _Answer]
+
+
 def load_cache(path: Path, digest: str) -> dict:
-    """The plans judged by an earlier run on this state; none if it was another state's."""
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+    """The plans judged by an earlier run on this state; none if it was another state's (or
+    another version's). A damaged file is a UsageError naming it and its field."""
+    if not path.exists():
         return {}
-    if not isinstance(doc, dict) or doc.get("version") != CACHE_VERSION or doc.get("state") != digest:
+    doc = read_saved(path, _Judged, "the plans a minimise run judged")
+    if doc["version"] != CACHE_VERSION or doc["state"] != digest:
         return {}
-    judged = doc.get("judged")
-    return judged if isinstance(judged, dict) else {}
+    return doc["judged"]
 
 
 def loaded(artifact: Path, scratch: Path) -> tuple[dict, Record]:
@@ -126,6 +145,7 @@ def loaded(artifact: Path, scratch: Path) -> tuple[dict, Record]:
     doc, rec = load_state(artifact, scratch)
     if doc["verdict"] in (Verdict.CLEAN, Verdict.INFRA_ERROR):
         raise UsageError(f"{artifact}: its verdict is {doc['verdict']}; only a failing state is minimised")
+    load_cache(artifact / CACHE, doc["digest"])
     return doc, rec
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from plugpull.powerloss.writelog import LogEntry
+from plugpull.values import COUNT_MAX, MIB_MAX, shown, whole
 
 MODEL_NAMES = ("prefix", "drop-unflushed", "reorder", "cache", "torn")
 DESTAGE_POLICIES = ("fifo", "elevator", "random")
@@ -69,7 +70,7 @@ class ModelSpec:
         return f"{text}+{LYING}" if self.lying else text
 
 
-def parse_model(text: str) -> ModelSpec:
+def parse_model(text: str, smallest_cache: int = 0) -> ModelSpec:
     """Parse `name[+lying]`, where the cache model is `cache[:MiB[:fifo|elevator|random]]`.
 
     Examples: "prefix", "drop-unflushed+lying", "cache:16:elevator+lying".
@@ -92,9 +93,17 @@ def parse_model(text: str) -> ModelSpec:
     if len(args) > 2:
         raise ValueError(f"too many parameters in {text!r}; expected cache[:MiB[:policy]]")
     size = args[0] if args else "8"
-    if not size.isdigit():
-        raise ValueError(f"cache size {size!r} in {text!r} is not a whole number of MiB")
-    return ModelSpec(name, lying, int(size), args[1] if len(args) > 1 else "fifo")
+    try:
+        mib = whole(size, smallest_cache, MIB_MAX)
+    except ValueError as e:
+        raise ValueError(f"cache size in {shown(text)} (MiB): {e}") from None
+    return ModelSpec(name, lying, mib, args[1] if len(args) > 1 else "fifo")
+
+
+def parse_user_model(text: str) -> ModelSpec:
+    """A model as a user names one: `parse_model`, and no cache of 0 MiB (it holds nothing
+    back: every write persists in order, which `prefix` says plainly)."""
+    return parse_model(text, smallest_cache=1)
 
 
 def stable_rng(*parts) -> random.Random:
@@ -313,9 +322,10 @@ def plan(entries: Sequence[LogEntry], cut: int, model: ModelSpec | str, seed: in
 
 
 def _positive(arg: str, part: str) -> int:
-    if not arg.isdigit() or int(arg) < 1:
-        raise ValueError(f"{part!r}: expected a whole number >= 1 after ':'")
-    return int(arg)
+    try:
+        return whole(arg, 1, COUNT_MAX)
+    except ValueError as e:
+        raise ValueError(f"{shown(part)}: after ':' {e}") from None
 
 
 def cut_points(entries: Sequence[LogEntry], spec: str, seed: int) -> list[int]:

@@ -67,8 +67,9 @@ def to_report(results_path: Path) -> tuple[list[CellResult], list[FaultResult], 
         lines = {w.partition(": skipped")[0] for w in skipped}
         warnings += skipped + [w for w in broken if w.partition(": skipped")[0] not in lines]
     if not cells and not faults:
+        first = f"; {len(warnings)} lines skipped, the first: {warnings[0]}" if warnings else ""
         raise UsageError(f"{results_path} holds no matrix cells or fault runs "
-                         "(is it written by `plugpull matrix` or `plugpull faults`?)")
+                         f"(is it written by `plugpull matrix` or `plugpull faults`?){first}")
     return cells, faults, warnings
 
 

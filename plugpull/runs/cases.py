@@ -6,6 +6,7 @@ one state of a kept record ([replay], runs/replaycase.py). Its [expect] table sa
 be seen: `unsafe`/`safe` modes, and `verdicts`, per mode a verdict some state of it must have
 (the [replay] state's own). `plugpull reproduce` exits 1 when the table is not borne out."""
 
+import re
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,18 +15,21 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from plugpull.errors import UsageError
+from plugpull.files import check_input
 from plugpull.runs.faultcase import (FAULT_SETTINGS, FaultExpectation, FaultPlan, check_expectations,
                                       fault_cases)
-from plugpull.check.verdict import POWER_CUT_VERDICTS
+from plugpull.check.verdict import POWER_CUT_VERDICTS, Verdict
 from plugpull.crash.spec import CrashSpec
 from plugpull.results import CellResult
 from plugpull.runs.matrix import cells, with_user_scripts
 from plugpull.runs.replaycase import ReplayCase, ReplaySection, replay_case
 from plugpull.runs.seeds import SeedSection, seed_table
-from plugpull.runs.settings import SETTINGS, Setting, kernel_name
+from plugpull.runs.settings import SETTINGS, Setting, kernel_name, meaning
+from plugpull.values import once_each, shown
 from plugpull.testbed.workloads import workload
 
 SCALABLE = ("files", "count", "transactions", "mib")  # bonnie++ -n stays: fewer than 16k files are too fast to time
+EXPECTABLE = tuple(str(v) for v in POWER_CUT_VERDICTS if v != Verdict.INFRA_ERROR)
 STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
@@ -61,7 +65,8 @@ def _field(setting: Setting):
     list where the CLI takes a comma-separated list."""
     value = Annotated[setting.kind.annotation, AfterValidator(setting.kind.check)]
     if setting.many:
-        value = Annotated[list[value], Field(min_length=1)]
+        unique = AfterValidator(lambda values: once_each(values, meaning(setting.key)))
+        value = Annotated[list[value], Field(min_length=1), unique]
     if setting.case_default is None:
         return (value, ...)
     default = list(setting.case_default) if isinstance(setting.case_default, tuple) else setting.case_default
@@ -85,7 +90,7 @@ class HostsSection(BaseModel):
         try:
             return checked_hosts(uris, "uris")
         except UsageError as e:
-            raise ValueError(str(e).removeprefix("bad --connect ")) from None
+            raise ValueError(str(e).removeprefix("bad uris ")) from None
 
 
 class KernelExpectSection(BaseModel):
@@ -130,7 +135,19 @@ def _first_error(path: Path, error: ValidationError) -> CaseError:
     e = error.errors()[0]
     message = "unknown field" if e["type"] == "extra_forbidden" else (
         "required field is missing" if e["type"] == "missing" else e["msg"].removeprefix("Value error, "))
-    return CaseError(f"{path}: {_where(e['loc'])}: {message}")
+    where = _where(e["loc"])
+    message = as_case_fields(message)  # a check shared with the CLI says its flag: the field here
+    return CaseError(f"{path}: {where}: {message.removeprefix(where).lstrip(': ')}")
+
+
+def as_case_fields(message: str) -> str:
+    """A message of the CLI's checks said in a case file's words: `--lose-disk` is
+    `[crash] lose_disk`, `--mode` is `[matrix] modes`."""
+    for setting in SETTINGS:
+        if setting.case:
+            section, field = setting.case.split(".")
+            message = re.sub(rf"{re.escape(setting.flag)}\b(?!-)", f"[{section}] {field}", message)
+    return message[4:] if message.startswith("bad [") else message
 
 
 def scaled(params: dict, factor: float) -> dict:
@@ -140,6 +157,7 @@ def scaled(params: dict, factor: float) -> dict:
 
 
 def _read(path: Path):
+    check_input(path, "", directory_ok=True)
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
@@ -192,13 +210,17 @@ def _expected_verdicts(path: Path, table, modes: list, where: str = "[expect]") 
     for mode, verdict in table.verdicts.items():
         if mode not in modes:
             raise CaseError(f"{path}: {where} verdicts.{mode}: unknown mode {mode!r} (known: {', '.join(modes)})")
-        if verdict not in POWER_CUT_VERDICTS:
-            raise CaseError(f"{path}: {where} verdicts.{mode}: unknown verdict {verdict!r} "
-                            f"(known: {', '.join(POWER_CUT_VERDICTS)})")
+        if verdict not in EXPECTABLE:
+            never = " (a harness failure, never a verdict)" if verdict == Verdict.INFRA_ERROR else ""
+            raise CaseError(f"{path}: {where} verdicts.{mode}: unknown verdict {shown(verdict)}{never} "
+                            f"(known: {', '.join(EXPECTABLE)})")
     return tuple(table.verdicts.items())
 
 
 def _table(path: Path, table, modes: list, where: str = "[expect]") -> dict:
+    both = [m for m in table.unsafe if m in table.safe]
+    if both:
+        raise CaseError(f"{path}: {where} safe: {both[0]} is in unsafe too; both can never hold")
     return {"unsafe": _expected(path, table, "unsafe", modes, where), "safe": _expected(path, table, "safe", modes, where),
             "verdicts": _expected_verdicts(path, table, modes, where)}
 
@@ -240,6 +262,8 @@ def _fault_plan(path: Path, doc, params: dict) -> FaultPlan | None:
         return None
     if where := check_expectations(doc.faults, doc.expect.faults):
         raise CaseError(f"{path}: [expect] {where}")
+    if "cuts" in doc.faults.model_fields_set and not doc.faults.power_loss:
+        raise CaseError(f"{path}: [faults] cuts: is for power_loss, and there is none: no cut would be made")
     return FaultPlan(fault_cases(doc.faults, params), doc.faults.runs, tuple(doc.expect.faults))
 
 
@@ -264,8 +288,10 @@ def load_case(path: Path, scale: float = 1.0) -> Case:
                  profile=doc.matrix.profile, seed=seed)
     try:
         todo = with_user_scripts(todo, path.parent)
+        for cell in todo:
+            cell.validate()
     except UsageError as e:
-        raise CaseError(f"{path}: {e}") from None
+        raise CaseError(f"{path}: {as_case_fields(str(e))}") from None
     return Case(path, doc.title, doc.source, doc.summary.strip(), tuple(todo), seed=seed, faults=faults,
                 hosts=tuple(doc.hosts.uris) if doc.hosts else (), kernels=kernels,
                 **_expectations(path, doc, doc.matrix.modes, kernels))

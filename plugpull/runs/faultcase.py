@@ -13,7 +13,7 @@ from typing import Annotated
 
 from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
-from plugpull.faults.spec import FaultSpecError, parse_fault
+from plugpull.faults.spec import RUNS_MAX, WINDOW_MAX, FaultSpecError, parse_fault
 from plugpull.results import FAULT_VERDICTS, FaultResult
 from plugpull.runs.settings import Choice, Setting, Spelled, Whole, WorkloadName
 from plugpull.testbed.fs import FILESYSTEMS
@@ -49,11 +49,11 @@ FAULT_SETTINGS = (
             "corrupt-reads[,seed=N], flaky:UP:DOWN", case="faults.kinds", many=("case",)),
     Setting("trigger", Spelled(_trigger), "when the fault comes on: acks:N, writes:N, time:SECONDS "
             "(none: from the start)", case="faults.trigger", case_default=""),
-    Setting("window", Whole(0), "seconds the fault lasts (0: until the workload ends)", case="faults.window",
+    Setting("window", Whole(0, WINDOW_MAX), "seconds the fault lasts (0: until the workload ends)", case="faults.window",
             case_default=0),
     Setting("workloads", WorkloadName("workload", lambda: WORKLOADS), "workloads under the fault",
             case="faults.workloads", many=("case",), case_default=("fsync-retry",)),
-    Setting("runs", Whole(1), "runs of each filesystem x kind x workload", case="faults.runs", case_default=1),
+    Setting("runs", Whole(1, RUNS_MAX), "runs of each filesystem x kind x workload", case="faults.runs", case_default=1),
     Setting("power_loss", Spelled(_model), "then power loss: the models judging cuts of each run's write log "
             "after the fault came on (none: no power cut)", case="faults.power_loss", many=("case",),
             case_default=()),

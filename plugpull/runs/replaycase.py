@@ -19,15 +19,18 @@ writes a different log), so a reported state is kept as its record and named in 
 from dataclasses import dataclass
 from os.path import relpath
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from plugpull.crash.record import Record
 from plugpull.crash.run import load_record, replay
+from plugpull.crash.saved import SavedRecord, read_saved
 from plugpull.errors import UsageError
 from plugpull.powerloss.models import parse_model
 from plugpull.powerloss.variation import REFERENCES, variation
 from plugpull.powerloss.writelog import iter_entries
+from plugpull.values import SEED_MAX, once_each
 
 RECORD_FILES = ("record.json", "base.qcow2", "write.log.gz")
 
@@ -37,9 +40,9 @@ class ReplaySection(BaseModel):
     record: str = Field(min_length=1)
     model: str
     cut: int = Field(ge=0)
-    seed: int = 1
+    seed: int = Field(1, ge=0, le=SEED_MAX)
     reference: str | None = None
-    culprits: list[int] = []
+    culprits: Annotated[list[Annotated[int, Field(ge=0)]], AfterValidator(once_each)] = []
     digest: str | None = Field(None, pattern="^[0-9a-f]{64}$")
 
     @field_validator("model")
@@ -95,11 +98,11 @@ def replay_case(case_path: Path, section: ReplaySection) -> ReplayCase:
         if not (record / name).is_file():
             raise UsageError(f"{where} record: {section.record}: no {name} in it")
     try:
-        meta = Record.load(record).meta
-        fs = meta["fs"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise UsageError(f"{where} record: {section.record}/record.json is not a plugpull record ({e})") from None
-    if not isinstance(fs, str):
+        read_saved(record / "record.json", SavedRecord, "a plugpull record")
+    except UsageError as e:
+        raise UsageError(f"{where} record: {e}") from None
+    meta = Record.load(record).meta
+    if not isinstance(meta.get("fs"), str):
         raise UsageError(f"{where} record: {section.record}/record.json names no filesystem")
     return ReplayCase(record, meta, section.model, section.cut, section.seed, section.reference,
                       tuple(section.culprits), section.digest)

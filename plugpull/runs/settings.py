@@ -15,13 +15,14 @@ from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
 from plugpull.guest.config import Bus
 from plugpull.kernels.spec import HOST, parse_debian
-from plugpull.powerloss.models import cut_points, parse_model
+from plugpull.powerloss.models import cut_points, parse_model, parse_user_model
 from plugpull.testbed.fs import FILESYSTEMS, MODES
 from plugpull.testbed.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
 from plugpull.testbed.stack import LAYERS, Stack, check_lose_disk
 from plugpull.generate.space import space_of
 from plugpull.generate.workload import PREFIX as GEN_PREFIX
 from plugpull.testbed.workloads import SCRIPT_PREFIX, WORKLOADS
+from plugpull.values import COUNT_MAX, MIB_MAX, SEED_MAX, checked_whole, once_each, whole
 
 # A disk's volatile cache as it is: 32 MiB, destaged in any order. `reorder` (any subset of all
 # unflushed writes) is harsher: on XFS it can drop a log write far behind the head, beyond the
@@ -30,6 +31,7 @@ DEFAULT_MODEL = "cache:32:random"
 RECORDED_BUSES = (str(Bus.AHCI), str(Bus.IDE))
 # Each checker guest is a QEMU process with its own RAM that keeps a core busy under TCG.
 MAX_WORKERS = 16
+BATCH_MAX = 1000  # crash states per checker guest boot
 
 
 @dataclass(frozen=True)
@@ -89,29 +91,17 @@ class Text:
 
 @dataclass(frozen=True)
 class Whole:
-    """A whole number of at least `minimum` (and at most `maximum`, if given)."""
+    """A whole number from `minimum` to `maximum`, by the one rule of `plugpull.values`."""
 
     minimum: int
-    maximum: int | None = None
+    maximum: int = COUNT_MAX
     annotation = int
 
-    @property
-    def expected(self) -> str:
-        if self.maximum is None:
-            return f"a whole number >= {self.minimum}"
-        return f"a whole number from {self.minimum} to {self.maximum}"
-
     def check(self, value):
-        if (isinstance(value, bool) or not isinstance(value, int) or value < self.minimum
-                or (self.maximum is not None and value > self.maximum)):
-            raise ValueError(f"expected {self.expected}, got {value!r}")
-        return value
+        return checked_whole(value, self.minimum, self.maximum)
 
     def parse(self, text: str):
-        try:
-            return self.check(int(text))
-        except ValueError:
-            raise ValueError(f"expected {self.expected}, got {text!r}") from None
+        return whole(text, self.minimum, self.maximum)
 
 
 @dataclass(frozen=True)
@@ -175,7 +165,17 @@ class Setting:
         items = [item.strip() for item in text.split(",") if item.strip()]
         if not items:
             raise ValueError(f"{self.flag}: expected a comma-separated list, got {text!r}")
-        return tuple(self.kind.parse(item) for item in items)
+        return once_each(tuple(self.kind.parse(item) for item in items), meaning(self.key))
+
+
+def meaning(key: str):
+    """What makes two values of a list setting the same: a model by what it means (`cache`
+    is `cache:8:fifo`), anything else by its spelling."""
+    return model_meaning if key in ("models", "power_loss") else str
+
+
+def model_meaning(text: str) -> str:
+    return str(parse_model(text))
 
 
 def _cuts(text: str) -> None:
@@ -190,12 +190,15 @@ def _cuts(text: str) -> None:
 def kernel_name(text: str) -> None:
     """A case file's kernel: `host` or `debian:VERSION` (a kernel file needs --modules: CLI only)."""
     if text != HOST:
-        parse_debian(text)
+        try:
+            parse_debian(text)
+        except UsageError as e:  # said where the name stands: the option or the case's field
+            raise UsageError(str(e).removeprefix("--kernel ")) from None
 
 
 def _model(text: str) -> None:
     try:
-        parse_model(text)
+        parse_user_model(text)
     except ValueError as e:
         raise UsageError(str(e)) from None
 
@@ -223,7 +226,7 @@ SETTINGS = (
             "cuts that share a state come free (0: no budget)", {"crash": "0"}, case="crash.budget", case_default=0),
     Setting("exhaustive", Switch(), f"every cut under every model (refused above {EXHAUSTIVE_MAX} "
             "cuts x models unless --budget caps it)", {"crash": "false"}),
-    Setting("seed", Whole(0), "seed of the cut points and the models", {"crash": "1", "matrix": "1"},
+    Setting("seed", Whole(0, SEED_MAX), "seed of the cut points and the models", {"crash": "1", "matrix": "1"},
             case="crash.seed", case_default=1),
     Setting("trigger", Spelled(Trigger.parse), "when to pull the plug: acks:N, writes:N, time:SECONDS or end",
             {"crash": "acks:30", "matrix": "end"}, case="crash.trigger", case_default="end"),
@@ -237,9 +240,9 @@ SETTINGS = (
             {"crash": ""}, case="crash.lose_disk", case_default=""),
     Setting("bus", Choice("bus", lambda: RECORDED_BUSES), "the disk's controller: ahci (SATA) or ide",
             {"crash": "ahci", "matrix": "ahci"}, case="matrix.bus", case_default="ahci"),
-    Setting("disk_mib", Whole(64), "size of the disk under test", {"crash": "512", "matrix": "512"},
+    Setting("disk_mib", Whole(64, MIB_MAX), "size of the disk under test", {"crash": "512", "matrix": "512"},
             case="matrix.disk_mib", case_default=512),
-    Setting("batch", Whole(0), "crash states per checker guest boot (0: hot-plugged, one guest per worker "
+    Setting("batch", Whole(0, BATCH_MAX), "crash states per checker guest boot (0: hot-plugged, one guest per worker "
             "for the whole run, restored from a saved one)", {"crash": "0"}),
     Setting("workers", Whole(0, MAX_WORKERS), "checker guests at once (default: one per core, at most 2)",
             {"crash": "0"}),
@@ -275,6 +278,7 @@ def option_type(key: str, command: str):
             return setting.parse(text, command)
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
+    typed.numeric = isinstance(setting.kind, Whole)
     return typed
 
 

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 from plugpull.errors import UsageError
 from plugpull.powerloss.models import stable_rng
+from plugpull.values import shown, whole
+
+MEMBERS_MAX = 64  # disks under a stack: far more than an md array here ever has
 
 
 @dataclass(frozen=True)
@@ -105,8 +108,13 @@ class Stack:
 
 def check_lose_disk(text: str) -> None:
     """`--lose-disk`'s spelling: "", a member number or `random` (the range is the stack's)."""
-    if text and text != "random" and not text.isdigit():
-        raise UsageError(f"bad --lose-disk {text!r}: expected a member number (0, 1, ...) or random")
+    if not text or text == "random":
+        return
+    try:
+        whole(text, 0, MEMBERS_MAX - 1)
+    except ValueError:
+        raise UsageError(f"bad --lose-disk {shown(text)}: expected a member number from 0 to {MEMBERS_MAX - 1}, "
+                         "or random") from None
 
 
 def without(devices: list[str], lost: int | None) -> list[str]:

@@ -4,6 +4,7 @@ power-cut script promises: how many acks it sends when it runs to its end.
 A workload declares its parameters as dataclass fields with a default. The rule for their
 range is the same everywhere: a seed may be 0; a whole number whose default is 0 means "pick
 for me" and may be 0; every other whole number is a size or a count and must be at least 1.
+A seed is at most `SEED_MAX`, every other whole number at most `COUNT_MAX` (plugpull.values).
 A workload with a value set of its own checks it in `__post_init__`.
 """
 
@@ -11,6 +12,7 @@ import re
 from dataclasses import MISSING, fields
 
 from plugpull.errors import UsageError
+from plugpull.values import COUNT_MAX, SEED_MAX, checked_whole, shown
 
 # What `acked()` writes to the ack port (fd 4) once an operation is durable.
 _ACK = re.compile(r"echo 'ack \d+' >&4")
@@ -36,11 +38,12 @@ def check_params(name: str, cls, params: dict) -> dict:
         kind = _kind(f.type)
         default = f.default if f.default is not MISSING else None
         if kind == "int":
-            low = _minimum(key, default)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise UsageError(f"{bad}: {key}={value!r}: expected a whole number >= {low}")
+            try:
+                checked_whole(value, _minimum(key, default), SEED_MAX if key == "seed" else COUNT_MAX)
+            except ValueError as e:
+                raise UsageError(f"{bad}: {key}={shown(value)}: {str(e).partition(', got')[0]}") from None
         elif kind == "str" and not isinstance(value, str):
-            raise UsageError(f"{bad}: {key}={value!r}: expected text")
+            raise UsageError(f"{bad}: {key}={shown(value)}: expected text")
     return params
 
 

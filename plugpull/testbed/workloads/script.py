@@ -29,6 +29,7 @@ STATUS = "check-script.rc"
 ABSENT = "absent"  # the status when the work directory was not there to run the script in
 CHECK_SECONDS = 120  # images/check.sh kills a check script after this long (SIGKILL: status 137)
 KILLED = "137"
+RELAY = "/tmp/pp-ack-relay"  # the FIFO the script's fd 4 and $PP_ACK name, relayed to the ack port
 
 
 class CheckScriptError(UsageError):
@@ -100,7 +101,7 @@ def _text(files: dict, key: str) -> str:
 @dataclass(frozen=True)
 class Script(Workload):
     """`text`: the workload script, run by busybox sh in the work directory with fd 4 open on
-    the ack port (its path in $PP_ACK). `check`: the check script's text.
+    the acks' way to the port (its path in $PP_ACK). `check`: the check script's text.
 
     Without a check script no ack could be checked, so one is required; a check script that
     prints nothing and exits 0 judges the states by recovery mount and fsck alone."""
@@ -117,8 +118,14 @@ class Script(Workload):
         if not self.check.strip():
             raise TypeError("the check script is empty")
 
-    def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        return shell_script(mnt, ack, [f"export PP_ACK={ack} PP_ACK_FD=4", self.text])
+    def script(self, mnt: str, ack: str = ACK_PORT, relay: str = RELAY) -> str:
+        """The user's script with fd 4 on a FIFO that a `cat` relays to the ack port: the port
+        takes one opener at a time, and a script that opens its acks again (`>> /dev/fd/4`,
+        `>> $PP_ACK`) only opens the FIFO again (the guest's /dev has no /dev/fd of its own: it
+        is made). At the end the relay is drained before the script's own status is returned."""
+        start = ["[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd", f"rm -f {relay} && mkfifo {relay} || exit 1", f"cat {relay} > {ack} &", "pp_relay=$!",
+                 "trap 'pp_rc=$?; exec 4>&-; wait $pp_relay; exit $pp_rc' EXIT"]
+        return "\n".join(start) + "\n" + shell_script(mnt, relay, [f"export PP_ACK={relay} PP_ACK_FD=4", self.text])
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
         """The owed acks the check script reported lost (a `lost` line for an ack the state did
