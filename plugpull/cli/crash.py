@@ -5,6 +5,7 @@ import shutil
 import time
 from pathlib import Path
 
+from plugpull.cli.cluster import add_cluster_option, cluster_judging
 from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output,
                                  guest_backend, kernel_source, parse_params, print_table)
 from plugpull.errors import UsageError
@@ -23,6 +24,7 @@ def add_parsers(sub) -> None:
     c.add_argument("--out", type=Path, help="directory for artifacts (default results/crash-...)")
     c.add_argument("--fail-on-unsafe", action="store_true", help="exit 1 if any state is not clean")
     add_hosts_option(c)
+    add_cluster_option(c)
     c.set_defaults(func=cmd_crash)
 
     r = sub.add_parser("replay", help="rebuild a saved crash state, verify its hash, recheck it")
@@ -44,13 +46,14 @@ def cmd_crash(args) -> int:
         raise UsageError(f"--out {out} is not a directory")
     if args.json:
         checked_output(args.json, "--json")
+    judging = cluster_judging(args)
     kernel, backend = kernel_source(args), guest_backend(args)
     hosts = checker_hosts(args.hosts)
     fresh = not out.exists()
     try:
         with run_log(out / "crash.log"):
             rig = prepare_rig(args.accel, kernel, backend, hosts)
-            run = run_crash(spec, rig, out)
+            run = run_crash(spec, rig, out, **({"judging": judging} if judging else {}))
     except BaseException:
         if fresh:
             drop_if_only_log(out)

@@ -1,0 +1,80 @@
+"""`plugpull scheduler` and `plugpull worker`: a Dask cluster that checks crash states
+(`crash --cluster`), and the options they and `--cluster` share."""
+
+import sys
+from pathlib import Path
+
+from plugpull.cli.common import EXIT_OK, add_guest_options, kernel_source
+from plugpull.errors import UsageError
+
+
+def add_parsers(sub) -> None:
+    s = sub.add_parser("scheduler", help="run a Dask scheduler for `crash --cluster` (loopback unless TLS)")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; "
+                   "any other needs TLS)")
+    s.add_argument("--port", type=int, default=8786, help="port (default 8786; 0: any free one)")
+    add_tls_options(s)
+    s.set_defaults(func=cmd_scheduler)
+
+    w = sub.add_parser("worker", help="run a Dask worker that checks crash states on its own checker guests")
+    w.add_argument("--scheduler", required=True, metavar="tcp://HOST:PORT", help="the scheduler's address")
+    w.add_argument("--workdir", type=Path, help="its record cache and states (default: `cluster` in plugpull's cache)")
+    add_guest_options(w)
+    add_tls_options(w)
+    w.set_defaults(func=cmd_worker)
+
+
+def add_tls_options(p) -> None:
+    p.add_argument("--tls-ca-file", type=Path, help="TLS: the CA that signed every member's certificate")
+    p.add_argument("--tls-cert", type=Path, help="TLS: this member's certificate")
+    p.add_argument("--tls-key", type=Path, help="TLS: this member's private key")
+
+
+def add_cluster_option(p) -> None:
+    p.add_argument("--cluster", metavar="tcp://HOST:PORT", help="check the states on this Dask scheduler's "
+                   "workers (`plugpull worker`); each gets the record once")
+    add_tls_options(p)
+
+
+def tls_of(args):
+    from plugpull.cluster.serve import security
+    return security(args.tls_ca_file, args.tls_cert, args.tls_key)
+
+
+def cluster_judging(args):
+    """`--cluster`'s stand-in for the local judge, or None without it."""
+    if not args.cluster:
+        if any((args.tls_ca_file, args.tls_cert, args.tls_key)):
+            raise UsageError("the --tls-* options go with --cluster")
+        return None
+    if args.hosts:
+        raise UsageError("--cluster and --hosts: choose one")
+    from plugpull.cluster.coordinator import ClusterJudge
+    return ClusterJudge(args.cluster, security=tls_of(args))
+
+
+def cmd_scheduler(args) -> int:
+    from plugpull.cluster.serve import run_scheduler
+    run_scheduler(args.host, args.port, tls_of(args), announce=_announce("scheduler"))
+    return EXIT_OK
+
+
+def cmd_worker(args) -> int:
+    from plugpull.cluster.serve import check_bind, run_worker
+    from plugpull.guest.rig import prepare_rig
+    from plugpull.paths import cache_dir
+    sec = tls_of(args)
+    check_bind(args.scheduler.split("://")[-1].rsplit(":", 1)[0].strip("[]"), sec)
+    if args.backend != "qemu":
+        raise UsageError("plugpull worker runs its checker guests on QEMU (--backend qemu)")
+    workdir = args.workdir or cache_dir() / "cluster"
+    rig = prepare_rig(args.accel, kernel_source(args))
+    run_worker(args.scheduler, workdir, rig, sec, announce=_announce("worker"))
+    return EXIT_OK
+
+
+def _announce(what: str):
+    def say(address: str) -> None:
+        print(f"{what} at {address}", flush=True)
+        sys.stdout.flush()
+    return say
