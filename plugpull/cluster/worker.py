@@ -46,6 +46,12 @@ class PlugpullPlugin(WorkerPlugin):
         self._lock = threading.Lock()
         self._entries: dict[str, list] = {}
 
+    def __getstate__(self) -> dict:  # sent to a worker (`Client.register_plugin`): no lock, no entries
+        return {"workdir": self.workdir, "rig": self.rig}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["workdir"], state["rig"])
+
     def record(self, digest: str, data: bytes) -> tuple[Record, list[list]]:
         """The cached record of `digest` (installed from `data` the first time) and each of
         its disks' log entries."""
