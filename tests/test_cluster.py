@@ -15,7 +15,7 @@ from plugpull.check.verdict import Observation
 from plugpull.cli import main
 from plugpull.cluster import worker as cluster_worker
 from plugpull.cluster.bundle import CorruptRecord, install, pack, verify
-from plugpull.cluster.serve import check_bind, is_loopback, security
+from plugpull.cluster.serve import check_bind, check_reach, host_of, is_loopback, security
 from plugpull.cluster.tasks import in_order, state_names, task_batches
 from plugpull.crash.judge import StateJob, build_state, plan_states
 from plugpull.crash.record import Record
@@ -93,6 +93,8 @@ def test_states_are_named_once_each_by_record_model_cuts_and_seed(tmp_path):
 def test_answers_land_at_their_indexes_and_a_lost_or_doubled_one_is_an_error():
     batches = task_batches(list(range(10)), 4, 2)
     assert [len(b) for b in batches] == [4, 4, 2] and sum(batches, []) == list(range(10))
+    assert [len(b) for b in task_batches(list(range(63)), 8, 2)] == [16, 16, 16, 15]  # few guest starts
+    assert [len(b) for b in task_batches(list(range(5)), 8, 2)] == [3, 2]  # every thread gets one
     answers = [[(i, f"obs{i}") for i in b] for b in reversed(batches)]
     assert in_order(10, answers) == [f"obs{i}" for i in range(10)]
     with pytest.raises(ValueError, match="never answered"):
@@ -110,12 +112,24 @@ def test_only_loopback_binds_without_tls(tmp_path):
     with pytest.raises(UsageError, match="together"):
         security(tmp_path / "ca.pem", None, None)
     assert security(None, None, None) is None
+    assert host_of("tls://[::1]:8786") == "::1" and host_of("tcp://127.0.0.1:1") == "127.0.0.1"
+    check_reach("tcp://127.0.0.1:8786", None, "--cluster")
+    with pytest.raises(UsageError, match="--cluster tcp://192.0.2.1:1 is not on loopback"):
+        check_reach("tcp://192.0.2.1:1", None, "--cluster")
 
 
-def test_the_scheduler_refuses_an_open_address_in_one_line(capsys):
-    assert main(["scheduler", "--host", "192.0.2.1", "--port", "0"]) == 2
+@pytest.mark.parametrize("argv", [["scheduler", "--host", "192.0.2.1", "--port", "0"],
+                                  ["worker", "--scheduler", "tcp://192.0.2.1:8786"],
+                                  ["crash", "--cluster", "tcp://192.0.2.1:8786"]])
+def test_an_open_address_without_tls_is_refused_in_one_line(argv, capsys):
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert "needs TLS" in err and len(err.strip().splitlines()) == 1
+
+
+def test_cluster_and_hosts_do_not_go_together(capsys):
+    assert main(["crash", "--cluster", "tcp://127.0.0.1:8786", "--hosts", "qemu:///system"]) == 2
+    assert "choose one" in capsys.readouterr().err
 
 
 class FakeChecker:

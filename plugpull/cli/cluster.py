@@ -50,7 +50,10 @@ def cluster_judging(args):
     if args.hosts:
         raise UsageError("--cluster and --hosts: choose one")
     from plugpull.cluster.coordinator import ClusterJudge
-    return ClusterJudge(args.cluster, security=tls_of(args))
+    from plugpull.cluster.serve import check_reach
+    sec = tls_of(args)
+    check_reach(args.cluster, sec, "--cluster")
+    return ClusterJudge(args.cluster, security=sec)
 
 
 def cmd_scheduler(args) -> int:
@@ -60,11 +63,11 @@ def cmd_scheduler(args) -> int:
 
 
 def cmd_worker(args) -> int:
-    from plugpull.cluster.serve import check_bind, run_worker
+    from plugpull.cluster.serve import check_reach, run_worker
     from plugpull.guest.rig import prepare_rig
     from plugpull.paths import cache_dir
     sec = tls_of(args)
-    check_bind(args.scheduler.split("://")[-1].rsplit(":", 1)[0].strip("[]"), sec)
+    check_reach(args.scheduler, sec, "--scheduler")
     if args.backend != "qemu":
         raise UsageError("plugpull worker runs its checker guests on QEMU (--backend qemu)")
     workdir = args.workdir or cache_dir() / "cluster"

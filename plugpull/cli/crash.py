@@ -38,6 +38,7 @@ def cmd_crash(args) -> int:
     from plugpull.crash.spec import CrashSpec, load_user_scripts
     from plugpull.runs.settings import settings_of
 
+    judging = cluster_judging(args)
     spec = load_user_scripts(CrashSpec(params=tuple(parse_params(args.param)),
                                        **{s.key: getattr(args, s.key) for s in settings_of("crash")}), Path("."))
     warn_unreachable_trigger(spec)
@@ -46,7 +47,6 @@ def cmd_crash(args) -> int:
         raise UsageError(f"--out {out} is not a directory")
     if args.json:
         checked_output(args.json, "--json")
-    judging = cluster_judging(args)
     kernel, backend = kernel_source(args), guest_backend(args)
     hosts = checker_hosts(args.hosts)
     fresh = not out.exists()

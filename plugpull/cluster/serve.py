@@ -50,6 +50,18 @@ def check_bind(host: str, sec) -> None:
                          "(--tls-ca-file, --tls-cert, --tls-key)")
 
 
+def host_of(address: str) -> str:
+    """The host of a Dask address (`tcp://HOST:PORT`, `tls://[::1]:PORT`)."""
+    return address.split("://")[-1].rsplit(":", 1)[0].strip("[]")
+
+
+def check_reach(address: str, sec, flag: str) -> None:
+    """Refuse to send records or states to a scheduler off loopback without TLS."""
+    if sec is None and not is_loopback(host_of(address)):
+        raise UsageError(f"{flag} {address} is not on loopback: reaching it needs TLS "
+                         "(--tls-ca-file, --tls-cert, --tls-key and a tls:// address)")
+
+
 def run_scheduler(host: str = LOOPBACK, port: int = 8786, sec=None, announce=print) -> None:
     """A scheduler until the process is stopped; `announce` gets its address once it listens."""
     check_bind(host, sec)
@@ -71,9 +83,8 @@ def run_worker(scheduler: str, workdir: Path, rig, sec=None, nthreads: int = 1, 
     reaches the scheduler."""
     from distributed import Worker
     from plugpull.cluster.worker import PlugpullPlugin
-    host = scheduler.split("://")[-1].rsplit(":", 1)[0].strip("[]")
-    check_bind(host, sec)
-    listen = LOOPBACK if is_loopback(host) else None
+    check_reach(scheduler, sec, "--scheduler")
+    listen = LOOPBACK if is_loopback(host_of(scheduler)) else None
     workdir.mkdir(parents=True, exist_ok=True)
 
     async def serve():

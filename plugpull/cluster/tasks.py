@@ -6,6 +6,7 @@ plan it made from the one the coordinator grouped by. Tasks hold a few states ea
 the `--hosts` batches are (`check.spread.batches_for`), and land back at each state's index.
 """
 
+import math
 from dataclasses import dataclass
 
 from plugpull.check.spread import batches_for
@@ -38,9 +39,14 @@ def state_names(record: str, jobs: list[StateJob], planned: Planned, seed: int, 
             for d, pieces in enumerate(planned.plans)]
 
 
-def task_batches(names: list[StateName], per_task: int, workers: int) -> list[list[StateName]]:
-    """States in tasks of at most `per_task`, small enough that every worker gets one."""
-    return batches_for(names, per_task, workers)
+TASKS_PER_THREAD = 2  # each task starts a checker guest: few tasks, yet some left for a worker that frees up
+
+
+def task_batches(names: list[StateName], per_task: int, threads: int) -> list[list[StateName]]:
+    """States in tasks of `per_task` or, on a longer run, about `TASKS_PER_THREAD` tasks per
+    worker thread; small enough that every thread gets one."""
+    size = max(per_task, math.ceil(len(names) / (TASKS_PER_THREAD * max(1, threads))))
+    return batches_for(names, size, threads)
 
 
 def in_order(count: int, answers: list[list[tuple[int, object]]]) -> list:
