@@ -5,6 +5,8 @@ on an in-process Dask cluster whose workers' checker is a fake."""
 import json
 import os
 import random
+import shutil
+import subprocess
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -144,21 +146,41 @@ class FakeChecker:
         return [Observation(int(s.images[0].stem.split("-")[1]), 0) for s in states]
 
 
-def test_a_cluster_round_trip_gives_each_state_its_observation_and_digest(tmp_path, monkeypatch):
+def tls_files(where: Path) -> tuple[Path, Path, Path]:
+    """A CA and one member certificate for 127.0.0.1 (openssl), as docs/cluster.md makes them."""
+    if not shutil.which("openssl"):
+        pytest.skip("no openssl here")
+    where.mkdir()
+    ca, key, cert = where / "ca.pem", where / "member.key", where / "member.pem"
+    (where / "san").write_text("subjectAltName=IP:127.0.0.1\n")
+    for argv in (["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=ca",
+                  "-keyout", where / "ca.key", "-out", ca],
+                 ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=member", "-keyout", key, "-out", where / "csr"],
+                 ["x509", "-req", "-in", where / "csr", "-CA", ca, "-CAkey", where / "ca.key", "-CAcreateserial",
+                  "-days", "1", "-out", cert, "-extfile", where / "san"]):
+        subprocess.run(["openssl", *map(str, argv)], check=True, capture_output=True)
+    return ca, cert, key
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
+def test_a_cluster_round_trip_gives_each_state_its_observation_and_digest(tmp_path, monkeypatch, tls):
     distributed = pytest.importorskip("distributed")
     from plugpull.cluster.coordinator import ClusterJudge
+    sec = security(*tls_files(tmp_path / "tls")) if tls else None
     rec = make_record(tmp_path / "rec")
     jobs, planned = planned_of(rec)
     (tmp_path / "local").mkdir()
     local = [build_state(rec, pieces, tmp_path / "local" / f"s{i}.img").digest() for i, pieces in enumerate(planned.plans)]
     monkeypatch.setattr(cluster_worker, "Checker", FakeChecker)
     rig = SimpleNamespace(image=SimpleNamespace(key="img"))
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=False, protocol="tcp", host="127.0.0.1",
-                                  dashboard_address="127.0.0.1:0") as cluster, distributed.Client(cluster) as client:
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=False, protocol="tls" if tls else "tcp",
+                                  host="127.0.0.1", dashboard_address="127.0.0.1:0", security=sec) as cluster, \
+            distributed.Client(cluster, security=sec) as client:
         client.register_plugin(cluster_worker.PlugpullPlugin(tmp_path / "w", rig))
         bundle = pack(rec)
         names = state_names(bundle.digest, jobs, planned, 3, ["tar"] * len(planned.plans))
-        judge = ClusterJudge(cluster.scheduler_address)
+        judge = ClusterJudge(cluster.scheduler_address, security=sec)
+        assert cluster.scheduler_address.startswith("tls://" if tls else "tcp://127.0.0.1:")
         answers = judge.check(bundle, names, {}, "img", per_task=2)
         assert [obs.mount_rc for obs, _ in answers] == list(range(len(names)))
         assert [digest for _, digest in answers] == local
