@@ -6,6 +6,7 @@ import json
 import os
 import random
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -129,9 +130,21 @@ def test_an_open_address_without_tls_is_refused_in_one_line(argv, capsys):
     assert "needs TLS" in err and len(err.strip().splitlines()) == 1
 
 
-def test_cluster_and_hosts_do_not_go_together(capsys):
-    assert main(["crash", "--cluster", "tcp://127.0.0.1:8786", "--hosts", "qemu:///system"]) == 2
-    assert "choose one" in capsys.readouterr().err
+@pytest.mark.parametrize("extra, said", [(["--hosts", "qemu:///system"], "choose one"),
+                                         (["--workers", "2"], "each worker runs one")])
+def test_cluster_refuses_the_local_checkers_spreading_options(extra, said, capsys):
+    assert main(["crash", "--cluster", "tcp://127.0.0.1:8786", *extra]) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_an_unreachable_scheduler_fails_before_anything_is_recorded(capsys, monkeypatch):
+    from plugpull.cluster import coordinator
+    monkeypatch.setattr(coordinator, "REACH_TIMEOUT", 1.0)
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["crash", "--cluster", f"tcp://127.0.0.1:{port}", "--out", "/nonexistent/never-made"]) == 3
+    assert "cannot reach the cluster's scheduler" in capsys.readouterr().err
 
 
 class FakeChecker:

@@ -49,11 +49,15 @@ def cluster_judging(args):
         return None
     if args.hosts:
         raise UsageError("--cluster and --hosts: choose one")
+    if args.workers:
+        raise UsageError("--workers counts this machine's checker guests; with --cluster, each worker runs one")
     from plugpull.cluster.coordinator import ClusterJudge
     from plugpull.cluster.serve import check_reach
     sec = tls_of(args)
     check_reach(args.cluster, sec, "--cluster")
-    return ClusterJudge(args.cluster, security=sec)
+    judging = ClusterJudge(args.cluster, security=sec)
+    judging.reach()
+    return judging
 
 
 def cmd_scheduler(args) -> int:

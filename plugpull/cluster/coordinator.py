@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 RETRIES = 2
 WORKER_WAIT = 60.0  # seconds a run waits for the cluster's first worker
+REACH_TIMEOUT = 10.0  # seconds `reach` tries to connect
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,14 @@ class ClusterJudge:
                              progress)
         states = [ShippedState(digest) for _, digest in answers]
         return judged_jobs(rec, jobs, planned, [obs for obs, _ in answers], states, owed, committed, checker, workload)
+
+    def reach(self) -> None:
+        """Connect once and leave: a wrong address or TLS setting fails before the recording."""
+        try:
+            with Client(self.address, security=self.security, timeout=REACH_TIMEOUT):
+                pass
+        except (OSError, TimeoutError, ValueError) as e:
+            raise InfraError(f"cannot reach the cluster's scheduler {self.address}: {e}") from None
 
     def check(self, bundle, names, settings: dict, image_key: str, per_task: int, progress=None) -> list:
         """(Observation, digest) of each named state, in order."""
