@@ -5,6 +5,7 @@ import shutil
 import time
 from pathlib import Path
 
+from plugpull.cli.cluster import add_cluster_option, cluster_judging
 from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output,
                                  guest_backend, kernel_source, parse_params, print_table)
 from plugpull.errors import UsageError
@@ -24,6 +25,7 @@ def add_parsers(sub) -> None:
     c.add_argument("--out", type=an_output, help="directory for artifacts (default results/crash-...)")
     c.add_argument("--fail-on-unsafe", action="store_true", help="exit 1 if any state is not clean")
     add_hosts_option(c)
+    add_cluster_option(c)
     c.set_defaults(func=cmd_crash)
 
     r = sub.add_parser("replay", help="rebuild a saved crash state, verify its hash, recheck it")
@@ -37,6 +39,7 @@ def cmd_crash(args) -> int:
     from plugpull.crash.spec import CrashSpec, load_user_scripts
     from plugpull.runs.settings import settings_of
 
+    judging = cluster_judging(args)
     spec = load_user_scripts(CrashSpec(params=tuple(parse_params(args.param)),
                                        **{s.key: getattr(args, s.key) for s in settings_of("crash")}), Path("."))
     warn_unreachable_trigger(spec)
@@ -50,7 +53,7 @@ def cmd_crash(args) -> int:
     try:
         with run_log(out / "crash.log"):
             rig = prepare_rig(args.accel, kernel, backend, hosts)
-            run = run_crash(spec, rig, out)
+            run = run_crash(spec, rig, out, **({"judging": judging} if judging else {}))
     except BaseException:
         if fresh:
             drop_if_only_log(out)

@@ -106,8 +106,7 @@ def judge(rec: Record, jobs, checker: Checker, workload, seed: int, state_dir: P
     jobs = [StateJob(*job) for job in jobs]
     state_dir.mkdir(parents=True, exist_ok=True)
     planned = planned or plan_states(rec, jobs, seed, entries)
-    owed = [required_acks(rec.acks, job.cut, job.others) for job in jobs]
-    committed = [required_acks(rec.acks, job.cut, job.others, kind="commit") for job in jobs]
+    owed, committed = debts(rec, jobs)
     states: list[CrashState] = []
     try:
         for i, pieces in enumerate(planned.plans):
@@ -116,6 +115,18 @@ def judge(rec: Record, jobs, checker: Checker, workload, seed: int, state_dir: P
     except BaseException:
         remove_states(states)
         raise
+    return judged_jobs(rec, jobs, planned, observations, states, owed, committed, checker, workload)
+
+
+def debts(rec: Record, jobs: list[StateJob]) -> tuple[list[list[int]], list[list[int]]]:
+    """Per job, the acks it owes, and those of them that were commits."""
+    return ([required_acks(rec.acks, job.cut, job.others) for job in jobs],
+            [required_acks(rec.acks, job.cut, job.others, kind="commit") for job in jobs])
+
+
+def judged_jobs(rec: Record, jobs: list[StateJob], planned: Planned, observations: list[Observation], states: list,
+                owed: list, committed: list, checker: Checker, workload) -> list[Judged]:
+    """Each job classified against its own acks, on the observation of the state it shares."""
     return [Judged(_classified(checker, observations[d], workload, required, job, told, rec.acks), observations[d],
                    states[d], required, d)
             for job, d, required, told in zip(jobs, planned.which, owed, committed)]

@@ -58,9 +58,10 @@ def pair_cuts(pairs: list, n: int, seed: int) -> list[tuple[int, ...]]:
     return sorted({pairs[-1], *others})
 
 
-def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = False) -> CrashRun:
+def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = False, judging=judge) -> CrashRun:
     """Record, cut, judge. The out dir is made only when the run starts writing, and a run
-    that fails leaves none behind unless it saved something there."""
+    that fails leaves none behind unless it saved something there. `judging`: what judges
+    the states, `judge`'s signature (this machine's checker guests; `--cluster`: its workers)."""
     plan = spec.resolve()
     require_free(out_dir, recording_need(plan.recording_bed), "recording the disk under test")
     fresh = not out_dir.exists()
@@ -82,7 +83,7 @@ def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = Fals
             planned = plan_states(rec, jobs, spec.seed, entries)
             require_free(work, len(planned.plans) * state_need(rec), f"building {len(planned.plans)} crash states")
             results = check_states(rec, entries, jobs, spec, rig, work / "states", plan.workload, plan.fs, out_dir,
-                                   planned)
+                                   planned, judging)
         checked = time.monotonic()
         minutes = max(checked - recorded, 1e-9) / 60
         timing = CrashTiming(record_s=recorded - started, check_s=checked - recorded,
@@ -175,9 +176,10 @@ def crash_jobs(rec: Record, entries, spec: CrashSpec, models) -> list[StateJob]:
 
 
 def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_dir: Path, wl, fs,
-                 out_dir: Path, planned: Planned | None = None) -> list[StateResult]:
+                 out_dir: Path, planned: Planned | None = None, judging=judge) -> list[StateResult]:
     """Judge every distinct state on the checker guests, each cut by the acks it owes; save
-    an artifact for each cut whose verdict is not clean. `planned`: the jobs' plan_states."""
+    an artifact for each cut whose verdict is not clean. `planned`: the jobs' plan_states;
+    `judging`: `judge`, or what stands in for it (a cluster's)."""
     stack = Stack.parse(spec.stack)
     checker = Checker(rig, fs, batch=spec.batch or 1, plug=Plug.BATCH if spec.batch else Plug.HOT,
                       workers=spec.workers or default_workers(), stack=stack,
@@ -186,7 +188,7 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
     log.debug("checking %d cuts, %d distinct crash states: %s, %d checkers at once", len(jobs), len(planned.plans),
               f"{spec.batch} per checker boot" if spec.batch else "hot-plugged", checker.workers)
     bar = Progress("checking states", len(planned.plans))
-    judged = judge(rec, jobs, checker, wl, spec.seed, state_dir, entries, progress=bar.advance, planned=planned)
+    judged = judging(rec, jobs, checker, wl, spec.seed, state_dir, entries, progress=bar.advance, planned=planned)
     results: list[StateResult] = []
     record_dir = None
     digests: dict[int, str] = {}  # a shared state is hashed once, whichever of its cuts need it

@@ -1,0 +1,87 @@
+"""`plugpull scheduler` and `plugpull worker`: a Dask cluster that checks crash states
+(`crash --cluster`), and the options they and `--cluster` share."""
+
+import sys
+
+from plugpull.cli.common import EXIT_OK, add_guest_options, kernel_source, whole_option
+from plugpull.errors import UsageError
+from plugpull.files import a_path
+
+
+def add_parsers(sub) -> None:
+    s = sub.add_parser("scheduler", help="run a Dask scheduler for `crash --cluster` (loopback unless TLS)")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; "
+                   "any other needs TLS)")
+    s.add_argument("--port", type=whole_option(0, 65535), default=8786, help="port (default 8786; 0: any free one)")
+    add_tls_options(s)
+    s.set_defaults(func=cmd_scheduler)
+
+    w = sub.add_parser("worker", help="run a Dask worker that checks crash states on its own checker guests")
+    w.add_argument("--scheduler", required=True, metavar="tcp://HOST:PORT", help="the scheduler's address")
+    w.add_argument("--workdir", type=a_path, help="its record cache and states (default: `cluster` in plugpull's cache)")
+    add_guest_options(w)
+    add_tls_options(w)
+    w.set_defaults(func=cmd_worker)
+
+
+def add_tls_options(p) -> None:
+    p.add_argument("--tls-ca-file", type=a_path, help="TLS: the CA that signed every member's certificate")
+    p.add_argument("--tls-cert", type=a_path, help="TLS: this member's certificate")
+    p.add_argument("--tls-key", type=a_path, help="TLS: this member's private key")
+
+
+def add_cluster_option(p) -> None:
+    p.add_argument("--cluster", metavar="tcp://HOST:PORT", help="check the states on this Dask scheduler's "
+                   "workers (`plugpull worker`); each gets the record once")
+    add_tls_options(p)
+
+
+def tls_of(args):
+    from plugpull.cluster.serve import security
+    return security(args.tls_ca_file, args.tls_cert, args.tls_key)
+
+
+def cluster_judging(args):
+    """`--cluster`'s stand-in for the local judge, or None without it."""
+    if not args.cluster:
+        if any((args.tls_ca_file, args.tls_cert, args.tls_key)):
+            raise UsageError("the --tls-* options go with --cluster")
+        return None
+    if args.hosts:
+        raise UsageError("--cluster and --hosts: choose one")
+    if args.workers:
+        raise UsageError("--workers counts this machine's checker guests; with --cluster, each worker runs one")
+    from plugpull.cluster.coordinator import ClusterJudge
+    from plugpull.cluster.serve import check_reach
+    sec = tls_of(args)
+    check_reach(args.cluster, sec, "--cluster")
+    judging = ClusterJudge(args.cluster, security=sec)
+    judging.reach()
+    return judging
+
+
+def cmd_scheduler(args) -> int:
+    from plugpull.cluster.serve import run_scheduler
+    run_scheduler(args.host, args.port, tls_of(args), announce=_announce("scheduler"))
+    return EXIT_OK
+
+
+def cmd_worker(args) -> int:
+    from plugpull.cluster.serve import check_reach, run_worker
+    from plugpull.guest.rig import prepare_rig
+    from plugpull.paths import cache_dir
+    sec = tls_of(args)
+    check_reach(args.scheduler, sec, "--scheduler")
+    if args.backend != "qemu":
+        raise UsageError("plugpull worker runs its checker guests on QEMU (--backend qemu)")
+    workdir = args.workdir or cache_dir() / "cluster"
+    rig = prepare_rig(args.accel, kernel_source(args))
+    run_worker(args.scheduler, workdir, rig, sec, announce=_announce("worker"))
+    return EXIT_OK
+
+
+def _announce(what: str):
+    def say(address: str) -> None:
+        print(f"{what} at {address}", flush=True)
+        sys.stdout.flush()
+    return say

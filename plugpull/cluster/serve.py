@@ -1,0 +1,97 @@
+"""The scheduler and the worker processes, and what they may bind to.
+
+A scheduler binds to 127.0.0.1 unless told otherwise; any other address needs TLS (Dask's own
+`Security`, from a CA, a certificate and its key), and without it is refused before anything
+listens (`UsageError`). A worker connects to a `tcp://` scheduler, or with TLS to a `tls://` one.
+"""
+
+import asyncio
+import ipaddress
+import logging
+import socket
+from pathlib import Path
+
+from plugpull.errors import UsageError
+
+log = logging.getLogger(__name__)
+
+LOOPBACK = "127.0.0.1"
+
+
+def security(ca: Path | None, cert: Path | None, key: Path | None):
+    """Dask's `Security` for mutual TLS from a CA file, a certificate and its key (the same
+    for scheduler, workers and client); None when none is given. All three or none."""
+    given = [p for p in (ca, cert, key) if p is not None]
+    if not given:
+        return None
+    if len(given) != 3:
+        raise UsageError("TLS needs --tls-ca-file, --tls-cert and --tls-key together")
+    for path in given:
+        if not Path(path).is_file():
+            raise UsageError(f"{path}: no such file")
+    from distributed.security import Security
+    return Security(tls_ca_file=str(ca), tls_client_cert=str(cert), tls_client_key=str(key),
+                    tls_scheduler_cert=str(cert), tls_scheduler_key=str(key), tls_worker_cert=str(cert),
+                    tls_worker_key=str(key), require_encryption=True)
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return all(ipaddress.ip_address(info[4][0]).is_loopback
+                   for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP))
+    except (OSError, ValueError):
+        return False
+
+
+def check_bind(host: str, sec) -> None:
+    """Refuse to listen on an address other machines can reach without TLS."""
+    if sec is None and not is_loopback(host):
+        raise UsageError(f"--host {host} is not a loopback address: a scheduler listening there needs TLS "
+                         "(--tls-ca-file, --tls-cert, --tls-key)")
+
+
+def host_of(address: str) -> str:
+    """The host of a Dask address (`tcp://HOST:PORT`, `tls://[::1]:PORT`)."""
+    return address.split("://")[-1].rsplit(":", 1)[0].strip("[]")
+
+
+def check_reach(address: str, sec, flag: str) -> None:
+    """Refuse to send records or states to a scheduler off loopback without TLS."""
+    if sec is None and not is_loopback(host_of(address)):
+        raise UsageError(f"{flag} {address} is not on loopback: reaching it needs TLS "
+                         "(--tls-ca-file, --tls-cert, --tls-key and a tls:// address)")
+
+
+def run_scheduler(host: str = LOOPBACK, port: int = 8786, sec=None, announce=print) -> None:
+    """A scheduler until the process is stopped; `announce` gets its address once it listens."""
+    check_bind(host, sec)
+    from distributed import Scheduler
+
+    async def serve():
+        protocol = "tls" if sec else "tcp"
+        async with Scheduler(host=host, port=port, protocol=protocol, security=sec, dashboard=False,
+                             dashboard_address=f"{LOOPBACK}:0") as s:
+            announce(s.address)
+            await s.finished()
+
+    asyncio.run(serve())
+
+
+def run_worker(scheduler: str, workdir: Path, rig, sec=None, nthreads: int = 1, announce=print) -> None:
+    """A worker with plugpull's plugin until the process is stopped, listening on loopback
+    for a loopback scheduler; a remote one needs TLS, and its worker listens where it
+    reaches the scheduler."""
+    from distributed import Worker
+    from plugpull.cluster.worker import PlugpullPlugin
+    check_reach(scheduler, sec, "--scheduler")
+    listen = LOOPBACK if is_loopback(host_of(scheduler)) else None
+    workdir.mkdir(parents=True, exist_ok=True)
+
+    async def serve():
+        async with Worker(scheduler, nthreads=nthreads, local_directory=str(workdir / "dask"), host=listen,
+                          security=sec, dashboard=False, dashboard_address=f"{LOOPBACK}:0",
+                          plugins={PlugpullPlugin(workdir, rig)}) as w:
+            announce(w.address)
+            await w.finished()
+
+    asyncio.run(serve())
