@@ -139,6 +139,8 @@ def test_the_tables_group_by_kernel_oldest_first_each_mode_against_its_own_barri
     first, second = table.index(f"xfs / fsync-files  (count=40)  [kernel {OLD}]"), table.index(f"[kernel {NEW}]")
     assert first < second
     assert table.count("x0.25") == 2  # nobarrier 4 times faster than barrier on each kernel
+    from plugpull.report.headline import headline
+    assert headline(found) == "Over the 2 tables below (2 kernels), nobarrier took x0.25 barrier's time."
 
 
 def test_one_kernel_keeps_the_tables_as_they_were(tmp_path):

@@ -54,7 +54,10 @@ def headline(cells: list[CellResult]) -> str:
     """One sentence over the modes in the cells, or "" when no cell measured anything."""
     by_row: dict[str, list[CellResult]] = {}
     ratios: dict[str, list[float]] = {}
+    tables, kernels = 0, set()
     for group in groups(cells):
+        if any(not cell.error for cell in group.cells):
+            tables, kernels = tables + 1, kernels | {group.kernel}
         for cell in group.cells:
             if cell.error:
                 continue
@@ -65,6 +68,7 @@ def headline(cells: list[CellResult]) -> str:
     clauses = [c for row in order if (c := mode_clause(row, by_row[row], ratios.get(row, [])))]
     if not clauses:
         return ""
-    tables = len({(c.fs, c.workload, c.params) for cs in by_row.values() for c in cs})
     where = "In the one table below" if tables == 1 else f"Over the {tables} tables below"
+    if len(kernels) > 1:
+        where += f" ({len(kernels)} kernels)"
     return f"{where}, " + "; ".join(clauses) + "."
