@@ -1,12 +1,12 @@
 #!/bin/sh
 # pp-check FS DEV SUBDIR COLLECT [LOGDEV]: check one crash state (LOGDEV: its external log). Recovery mount; what the host's
 # oracle needs from SUBDIR (COLLECT: tar = contents in /tmp/check.tar, sums = sha256 per file
-# in /tmp/check.sums, script = the user's /tmp/user-check.sh run in SUBDIR with the owed ack
+# in /tmp/check.sums, tree = pp-tree's walk of SUBDIR in /tmp/check.tar, script = the user's /tmp/user-check.sh run in SUBDIR with the owed ack
 # IDs in /tmp/user-check.ids, its output in /tmp/check.script, none); unmount; read-only fsck. Prints key=value lines; the evidence
 # (mount error, fsck output, kernel log) stays in /tmp/check.* for the host.
 #
 # pp-check --many [--no-fsck] FS SUBDIR COLLECT LUN...: the same check of several states, one a disk at
-# each LUN of the virtio-scsi controller (tar, sums or none); --no-fsck leaves the fsck (and its
+# each LUN of the virtio-scsi controller (tar, sums, tree or none); --no-fsck leaves the fsck (and its
 # fsck_rc line) to the host, which reads the unmounted state through QEMU. Waits until every disk can be
 # opened, then checks them in turn with as few processes as it can: state N's key=value lines
 # and evidence go to /tmp/pp-many.N.{keys,fsck,mount,dmesg,blob}. Prints `wc -c` of those
@@ -25,6 +25,9 @@ check() {
             echo collect_rc=absent
         elif [ "$collect" = sums ]; then
             (cd $mnt && find "$sub" -type f | sort | xargs -r sha256sum) >$blob 2>$out.collecterr
+            echo collect_rc=$?
+        elif [ "$collect" = tree ]; then
+            (cd "$mnt/$sub" && pp-tree) >$blob 2>$out.collecterr
             echo collect_rc=$?
         elif [ "$collect" = script ]; then
             # timeout's watcher (a busybox child) and anything the script left behind must not

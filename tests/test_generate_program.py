@@ -1,6 +1,6 @@
 """Generated workloads' programs: valid sh, and, run on the host's own filesystem (busybox's
 applets, the host's xfs_io, pp-xattr compiled from images/src, sync a no-op), they leave
-exactly the tree the model says; the checker's collector reads that tree back as it is, and
+exactly the tree the model says; the checker's pp-tree reads that tree back as it is, and
 the `gen:` workload judges it clean, or not when an owed file is gone."""
 
 import os
@@ -13,10 +13,11 @@ import pytest
 from plugpull.generate.program import program
 from plugpull.generate.space import Space, workload_of
 from plugpull.generate.tree import read_tree
-from plugpull.generate.workload import COLLECTOR, GeneratedWorkload, collected
+from plugpull.check.checker import TREE
+from plugpull.generate.workload import GeneratedWorkload, collected
 
 ROOT = Path(__file__).resolve().parent.parent
-APPLETS = ("mv", "ln", "touch", "unlink", "mkdir", "stat", "readlink", "sha256sum", "cut")
+APPLETS = ("mv", "ln", "touch", "unlink", "mkdir")
 
 
 def test_a_program_is_valid_sh(tmp_path):
@@ -38,8 +39,8 @@ def host_tools(tmp_path_factory):
         (bin_dir / applet).symlink_to(busybox)
     (bin_dir / "sync").write_text("#!/bin/sh\nexit 0\n")
     (bin_dir / "sync").chmod(0o755)
-    subprocess.run([cc, "-O2", "-Wall", "-o", str(bin_dir / "pp-xattr"), str(ROOT / "images/src/pp-xattr.c")],
-                   check=True)
+    for tool in ("pp-xattr", "pp-tree"):
+        subprocess.run([cc, "-O2", "-Wall", "-o", str(bin_dir / tool), str(ROOT / f"images/src/{tool}.c")], check=True)
     return f"{bin_dir}:{os.environ['PATH']}"
 
 
@@ -82,7 +83,7 @@ def test_programs_leave_the_model_tree(host_tools, tmp_path):
 
 
 def collect_on_host(where: Path, path: str) -> str:
-    done = subprocess.run(["sh", "-c", COLLECTOR], cwd=where, env={**os.environ, "PATH": path},
+    done = subprocess.run(["pp-tree"], cwd=where, env={**os.environ, "PATH": path},
                           stdin=subprocess.DEVNULL, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -93,9 +94,11 @@ def test_the_collector_reads_the_tree_back(host_tools, tmp_path):
         if n % 4:
             continue
         run_on_host(workload, tmp_path / f"w{n}", host_tools)
-        assert collected(collect_on_host(tmp_path / f"w{n}", host_tools)) == read_tree(tmp_path / f"w{n}")
+        assert collected(collect_on_host(tmp_path / f"w{n}", host_tools)) == (read_tree(tmp_path / f"w{n}"), [])
     with pytest.raises(ValueError):
         collected("entry A/foo 81a4 1 1 1 -\n")  # a field short
+    (tmp_path / "w0" / "stray").write_text("x")
+    assert collected(collect_on_host(tmp_path / "w0", host_tools))[1] == ["stray"]
 
 
 @pytest.mark.parametrize("fs", ["ext4", "posix"])
@@ -103,29 +106,32 @@ def test_a_generated_workload_judges_the_collected_tree(fs, host_tools, tmp_path
     workload = workload_of("creat A/foo, fsync A/foo")
     run_on_host(workload, tmp_path / "w", host_tools)
     gen = GeneratedWorkload(workload.ident, fs)
-    files = {"check-script.out": collect_on_host(tmp_path / "w", host_tools).encode(), "check-script.rc": b"0"}
+    files = {TREE: collect_on_host(tmp_path / "w", host_tools).encode()}
     assert gen.examine([0, 1], files).lost == [] and gen.examine([0, 1], files).broken == []
     (tmp_path / "w" / "A" / "foo").unlink()
-    files["check-script.out"] = collect_on_host(tmp_path / "w", host_tools).encode()
+    files[TREE] = collect_on_host(tmp_path / "w", host_tools).encode()
     lost = gen.examine([0, 1], files).lost
     assert [x.ack for x in lost] == ([1] if fs == "ext4" else [])  # POSIX owes no name
-    assert gen.examine([0, 1], {"check-script.rc": b"absent"}).lost[0].reason == "the work directory is missing"
+    assert gen.examine([0, 1], {}).lost[0].reason == "the work directory is missing"
+    (tmp_path / "w" / "B").mkdir()
+    (tmp_path / "w" / "B" / "zz").write_text("x")
+    files[TREE] = collect_on_host(tmp_path / "w", host_tools).encode()
+    assert "B/zz is a name no point of the workload has" in gen.examine([0], files).broken
 
 
 def test_the_crash_pipeline_judges_a_generated_workload(host_tools, tmp_path):
     """What the checker brings back for a gen: workload, classified as every state is."""
-    from plugpull.check.checker import ScriptCollect
     from plugpull.check.verdict import Observation, Verdict, classify
     from plugpull.crash.judge import collect_for
     from plugpull.testbed.fs import filesystem
     workload = workload_of("rename.over A/bar A/foo, fsync A")
     gen = GeneratedWorkload(workload.ident, "ext4")
-    assert collect_for(gen, [0, 1]) == ScriptCollect(COLLECTOR, (0, 1))
+    assert collect_for(gen, [0, 1]) == "tree" and collect_for(gen, []) == "tree"
     run_on_host(workload, tmp_path / "w", host_tools)
 
     def verdict(required):
         out = collect_on_host(tmp_path / "w", host_tools)
-        obs = Observation(mount_rc=0, fsck_rc=0, umount_rc=0, files={"check-script.out": out, "check-script.rc": b"0"})
+        obs = Observation(mount_rc=0, fsck_rc=0, umount_rc=0, files={TREE: out.encode()})
         return classify(filesystem("ext4"), obs, gen, required).verdict
 
     assert verdict([0, 1]) == Verdict.CLEAN

@@ -39,10 +39,17 @@ def test_device_sits_at_its_lun_with_its_serial_and_cache(wc):
     assert dev["write-cache"] == ("on" if wc else "off")
 
 
-@pytest.mark.parametrize("disk", [DiskSpec(STATE, Bus.AHCI), DiskSpec(STATE, Bus.SCSI, write_log=Path("/w.log"))])
-def test_only_unrecorded_scsi_disks_are_pluggable(disk):
+def test_only_scsi_disks_are_pluggable():
     with pytest.raises(ValueError):
-        check_pluggable(disk)
+        check_pluggable(DiskSpec(STATE, Bus.AHCI))
+    check_pluggable(DiskSpec(STATE, Bus.SCSI, write_log=Path("/w.log")))
+
+
+def test_recorded_disk_logs_through_blklogwrites_over_the_raw_file():
+    opts = blockdev_options(DiskSpec(STATE, Bus.SCSI, host_flush=False, write_log=Path("/w.log")), "hotdisk2")
+    assert (opts["driver"], opts["node-name"], opts["log-sector-size"]) == ("blklogwrites", "hotdisk2", 512)
+    assert opts["file"]["driver"] == "raw" and opts["file"]["file"]["filename"] == str(STATE)
+    assert opts["log"] == {"driver": "file", "filename": "/w.log", "cache": {"no-flush": True}}
 
 
 def test_luns_wrap_past_the_last_and_skip_those_plugged_in():

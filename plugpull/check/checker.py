@@ -35,7 +35,8 @@ from plugpull.testbed.stack import Stack, top_of, without
 CHECK_TIMEOUT = 300.0
 LAUNCHES_TRIED = 2  # failed boots in a row after which a worker's remaining states are infra-errors
 SECTIONS = ("fsck", "mount", "dmesg")
-BLOBS = {"tar": "/tmp/check.tar", "sums": "/tmp/check.sums"}  # what the oracle gets back, per collect
+TREE = "pp-tree.out"  # the `tree` collect's one file: pp-tree's walk of the work directory
+BLOBS = {"tar": "/tmp/check.tar", "sums": "/tmp/check.sums", "tree": "/tmp/check.tar"}  # what the oracle gets back, per collect
 BLOB_LINE = re.compile(rb"^blob_bytes=(\d+)$", re.M)
 REPORT_TAIL = ("; echo ---fsck; tail -n 40 /tmp/check.fsck; echo ---mount; cat /tmp/check.mount; "
                "echo ---dmesg; head -n 200 /tmp/check.dmesg")
@@ -364,7 +365,8 @@ def observe(text: str, blob: bytes, collect: str, script_files=None) -> Observat
     if script_files and keys.get("collect_rc") is not None:
         files = script_files(keys["collect_rc"])
     elif keys.get("collect_rc") not in (None, "absent", "skipped"):
-        files = sums_of(blob.decode(errors="replace")) if collect == "sums" else files_of(blob)
+        files = {"sums": lambda: sums_of(blob.decode(errors="replace")), "tree": lambda: {TREE: blob}}.get(
+            collect, lambda: files_of(blob))()
     return observation_from(keys, sections, files)
 
 

@@ -23,7 +23,7 @@ from plugpull.guest.config import Bus, DiskSpec
 
 PARTS = ("keys", "fsck", "mount", "dmesg", "blob")  # files per state, in pp-check --many's order
 FSCK_LINES, DMESG_LINES = 40, 200  # as the one-state report (checker.REPORT_TAIL) cuts them
-COLLECTS = ("tar", "sums", "none")
+COLLECTS = ("tar", "sums", "tree", "none")
 DATA_MARK = b"\n---data\n"
 log = logging.getLogger(__name__)
 

@@ -9,13 +9,13 @@ from plugpull.generate.oracle import PROFILES
 from plugpull.values import COUNT_MAX, SEED_MAX
 
 
-def _seq(text: str) -> int:
+def seq_option(text: str) -> int:
     if text not in ("1", "2", "3"):
         raise argparse.ArgumentTypeError(f"expected 1, 2 or 3, not {text!r}")
     return int(text)
 
 
-def _names(text: str) -> tuple[str, ...]:
+def names_option(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     if not names:
         raise argparse.ArgumentTypeError("expected a comma-separated list")
@@ -24,8 +24,8 @@ def _names(text: str) -> tuple[str, ...]:
 
 def add_parsers(sub) -> None:
     g = sub.add_parser("generate", help="the generated workloads: count, list, sample, show one")
-    g.add_argument("--seq", type=_seq, help="core operations per workload: 1, 2 or 3 (with --show: the id's)")
-    g.add_argument("--ops", type=_names, help="only workloads whose operations and persistence points are all "
+    g.add_argument("--seq", type=seq_option, help="core operations per workload: 1, 2 or 3 (with --show: the id's)")
+    g.add_argument("--ops", type=names_option, help="only workloads whose operations and persistence points are all "
                    "of these (e.g. rename,link,fsync,sync); ids stay those of the whole space")
     g.add_argument("--sample", type=whole_option(1, COUNT_MAX), metavar="K", help="K workloads drawn at random (by --seed)")
     g.add_argument("--seed", type=whole_option(0, SEED_MAX), default=1, help="the sample's seed (default 1)")
@@ -38,21 +38,26 @@ def add_parsers(sub) -> None:
 
 
 def _space(args):
-    from plugpull.generate.ops import FAMILIES, PERSISTENCE
-    from plugpull.generate.space import Space, space_of
+    from plugpull.generate.space import space_of
     ident = args.show or args.owed
     if args.seq is None and ident is None:
         raise UsageError("generate needs --seq 1, 2 or 3")
-    space = Space(args.seq) if args.seq is not None else space_of(ident)
-    if args.ops:
-        unknown = [n for n in args.ops if n not in FAMILIES + PERSISTENCE]
-        if unknown:
-            raise UsageError(f"unknown --ops name {unknown[0]!r}: expected operations ({', '.join(FAMILIES)}) "
-                             f"or persistence points ({', '.join(PERSISTENCE)})")
-        families = [n for n in args.ops if n not in PERSISTENCE] or FAMILIES
-        persistence = [n for n in args.ops if n in PERSISTENCE] or PERSISTENCE
-        space = Space(space.seq, families, persistence)
-    return space
+    return space_of_options(args.seq if args.seq is not None else space_of(ident).seq, args.ops)
+
+
+def space_of_options(seq: int, ops):
+    """The space of `--seq`, filtered by `--ops` names (UsageError on an unknown one)."""
+    from plugpull.generate.ops import FAMILIES, PERSISTENCE
+    from plugpull.generate.space import Space
+    if not ops:
+        return Space(seq)
+    unknown = [n for n in ops if n not in FAMILIES + PERSISTENCE]
+    if unknown:
+        raise UsageError(f"unknown --ops name {unknown[0]!r}: expected operations ({', '.join(FAMILIES)}) "
+                         f"or persistence points ({', '.join(PERSISTENCE)})")
+    families = [n for n in ops if n not in PERSISTENCE] or FAMILIES
+    persistence = [n for n in ops if n in PERSISTENCE] or PERSISTENCE
+    return Space(seq, families, persistence)
 
 
 def cmd_generate(args) -> int:

@@ -98,24 +98,51 @@ def build_state(rec: Record, pieces: tuple[list[Piece], ...], path: Path) -> Cra
     return CrashState(tuple(paths))
 
 
+class Batch(NamedTuple):
+    """One record's part of `judge_many`: its jobs, judged by its workload's oracle, its states
+    built in `state_dir`."""
+
+    rec: Record
+    jobs: list
+    workload: object
+    seed: int
+    state_dir: Path
+    entries: list | None = None
+    planned: Planned | None = None
+
+
 def judge(rec: Record, jobs, checker: Checker, workload, seed: int, state_dir: Path,
           entries: list | None = None, progress=None, planned: Planned | None = None) -> list[Judged]:
     """Build every distinct state (sparse, a few MiB each), check them all with `checker`,
     classify each job against the acks it owes. `entries`: the record's log entries, if
     already read; `planned`: `plan_states` of the jobs, if already made."""
-    jobs = [StateJob(*job) for job in jobs]
-    state_dir.mkdir(parents=True, exist_ok=True)
-    planned = planned or plan_states(rec, jobs, seed, entries)
-    owed, committed = debts(rec, jobs)
+    return judge_many([Batch(rec, jobs, workload, seed, state_dir, entries, planned)], checker, progress)[0]
+
+
+def judge_many(batches: list[Batch], checker: Checker, progress=None) -> list[list[Judged]]:
+    """`judge` over several records at once: every batch's states in one `checker.check`, so
+    its guests start once for all of them. Per batch, its jobs judged."""
     states: list[CrashState] = []
+    collects, prepared = [], []
     try:
-        for i, pieces in enumerate(planned.plans):
-            states.append(build_state(rec, pieces, state_dir / f"state-{i:05d}.img"))
-        observations = checker.check(states, progress=progress, collect=shared_collects(workload, planned, owed))
+        for b in batches:
+            jobs = [StateJob(*job) for job in b.jobs]
+            b.state_dir.mkdir(parents=True, exist_ok=True)
+            planned = b.planned or plan_states(b.rec, jobs, b.seed, b.entries)
+            owed, committed = debts(b.rec, jobs)
+            own = [build_state(b.rec, pieces, b.state_dir / f"state-{i:05d}.img") for i, pieces in enumerate(planned.plans)]
+            states += own
+            collects += shared_collects(b.workload, planned, owed)
+            prepared.append((jobs, planned, owed, committed, own))
+        observations = checker.check(states, progress=progress, collect=collects)
     except BaseException:
         remove_states(states)
         raise
-    return judged_jobs(rec, jobs, planned, observations, states, owed, committed, checker, workload)
+    out, at = [], 0
+    for b, (jobs, planned, owed, committed, own) in zip(batches, prepared):
+        seen, at = observations[at:at + len(own)], at + len(own)
+        out.append(judged_jobs(b.rec, jobs, planned, seen, own, owed, committed, checker, b.workload))
+    return out
 
 
 def debts(rec: Record, jobs: list[StateJob]) -> tuple[list[list[int]], list[list[int]]]:

@@ -137,7 +137,7 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
         started = time.monotonic()
         m.run("(sh /tmp/workload.sh > /tmp/workload.out 2>&1; echo \"done $?\" > /dev/plugpull-ack) "
               "</dev/null >/dev/null 2>&1 &").check()
-        acks, finished, trouble = _until_cut(m, trigger, write_log, started, timeout, progress, console)
+        acks, finished, trouble = acks_until(m, trigger, write_log, started, timeout, progress, console)
         trouble = trouble or console.trouble()
         detail = m.run("tail -n 20 /tmp/workload.out").text if finished not in (None, 0) and not trouble else ""
         log.debug("pulling the plug after %d acks (trigger %s; the workload %s)", len(acks), trigger,
@@ -155,12 +155,12 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
     elif finished not in (None, 0):
         raise InfraError(f"the workload failed in the guest (exit {finished}):\n{detail}")
     meta["workload_finished"] = finished == 0
-    rec = Record(directory, meta, _stamped_acks(meta, acks, logs, sampler, sizes))
+    rec = Record(directory, meta, stamped_acks(meta, acks, logs, sampler, sizes))
     rec.save()
     return rec
 
 
-def _until_cut(m, trigger: Trigger, write_log: Path, started: float, timeout: float, progress, console):
+def acks_until(m, trigger: Trigger, write_log: Path, started: float, timeout: float, progress, console):
     """Read acks until the trigger fires, the workload ends or the guest kernel fails:
     ([(ack, stamp, kind)], exit code or None, KernelTrouble or None)."""
     acks: list[tuple] = []
@@ -210,7 +210,7 @@ def stop_on_host_io_error(m, write_log: Path) -> None:
     raise InfraError(f"QEMU paused the guest on a host I/O error: {error.get('reason', 'unknown')}")
 
 
-def _stamped_acks(meta: dict, acks: list, logs: list[Path], sampler, sizes) -> list[Ack]:
+def stamped_acks(meta: dict, acks: list, logs: list[Path], sampler, sizes) -> list[Ack]:
     """Acks with the log positions their stamps stand for; with more than one disk, also the
     consistent cuts the sampler saw (into `meta`)."""
     meta["log"] = asdict(summarize(logs[0]))

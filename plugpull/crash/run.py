@@ -189,27 +189,33 @@ def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_di
               f"{spec.batch} per checker boot" if spec.batch else "hot-plugged", checker.workers)
     bar = Progress("checking states", len(planned.plans))
     judged = judging(rec, jobs, checker, wl, spec.seed, state_dir, entries, progress=bar.advance, planned=planned)
+    labels = {"fs": spec.fs, "mode": spec.mode, "workload": spec.workload, "seed": spec.seed}
+    results = state_results(rec, jobs, judged, labels, out_dir, checker.lost)
+    remove_states([j.state for j in judged])
+    return results
+
+
+def state_results(rec: Record, jobs, judged, labels: dict, out_dir: Path, lost_member: int | None = None) -> list[StateResult]:
+    """Each job's result (`labels`: its fs, mode, workload and seed); an artifact in `out_dir`
+    for each whose verdict is not clean, beside the record saved once."""
     results: list[StateResult] = []
     record_dir = None
     digests: dict[int, str] = {}  # a shared state is hashed once, whichever of its cuts need it
     for job, (v, obs, state, required, distinct) in zip(jobs, judged):
-        model, cut = job.model, job.cut
         result = StateResult(
-            fs=spec.fs, mode=spec.mode, workload=spec.workload, model=model, seed=spec.seed, cut=cut,
-            verdict=str(v.verdict), reason=v.reason, acks_required=len(required), acks_lost=len(v.lost),
-            fsck_rc=obs.fsck_rc, lost=[asdict(l) for l in v.lost[:20]], cuts=job.cuts if job.others else None,
-            kernel_excerpt=obs.kernel_excerpt or None, distinct=distinct,
-            acks_allowed=v.allowed, broken=v.broken[:20],
+            **labels, model=job.model, cut=job.cut, verdict=str(v.verdict), reason=v.reason,
+            acks_required=len(required), acks_lost=len(v.lost), fsck_rc=obs.fsck_rc,
+            lost=[asdict(l) for l in v.lost[:20]], cuts=job.cuts if job.others else None,
+            kernel_excerpt=obs.kernel_excerpt or None, distinct=distinct, acks_allowed=v.allowed, broken=v.broken[:20],
         )
         if v.verdict is not Verdict.CLEAN:
             record_dir = record_dir or saved_record(out_dir, rec)
             digest = digests[distinct] = digests.get(distinct) or state.digest()
-            artifact = save_artifact(out_dir, record_dir, result, digest, obs, checker.lost)
+            artifact = save_artifact(out_dir, record_dir, result, digest, obs, lost_member)
             result = StateResult(**{**asdict(result), "artifact": str(artifact)})
-        log.debug("%s cut %s: %s, %s (%d acks owed, %d lost, fsck rc %d)", model, job.where, result.verdict, result.reason, len(required),
-                  len(v.lost), obs.fsck_rc)
+        log.debug("%s cut %s: %s, %s (%d acks owed, %d lost, fsck rc %d)", job.model, job.where, result.verdict,
+                  result.reason, len(required), len(v.lost), obs.fsck_rc)
         results.append(result)
-    remove_states([j.state for j in judged])
     return results
 
 

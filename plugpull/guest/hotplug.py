@@ -3,7 +3,8 @@
 A disk goes on the virtio-scsi controller (`bus=scsi.0`) at its own LUN, with the serial
 `plugpullN` that the guest finds it by. With `snapshot`, the guest's writes land in a
 throwaway qcow2 overlay over the file, which is opened read-only: the file stays
-byte-identical, as with `-drive snapshot=on` at boot.
+byte-identical, as with `-drive snapshot=on` at boot. With a `write_log`, the disk is recorded
+as a disk given at boot is: a blklogwrites node over the raw file logs every write and flush.
 """
 
 import subprocess
@@ -41,8 +42,6 @@ class Luns:
 def check_pluggable(disk: DiskSpec) -> None:
     if disk.bus is not Bus.SCSI:
         raise ValueError(f"disks are hot-plugged on the virtio-scsi controller, not {disk.bus}")
-    if disk.write_log:
-        raise ValueError("a hot-plugged disk records nothing: give it no write_log")
 
 
 def _file_node(disk: DiskSpec, read_only: bool) -> dict:
@@ -52,6 +51,10 @@ def _file_node(disk: DiskSpec, read_only: bool) -> dict:
 
 def blockdev_options(disk: DiskSpec, node: str, overlay: Path | None = None) -> dict:
     """`blockdev-add` arguments: the raw file, or (snapshot) an overlay over it read-only."""
+    if disk.write_log:
+        return {"driver": "blklogwrites", "node-name": node, "log-sector-size": 512,
+                "file": {"driver": "raw", "file": _file_node(disk, read_only=False)},
+                "log": {"driver": "file", "filename": str(disk.write_log), "cache": {"no-flush": not disk.host_flush}}}
     if not disk.snapshot:
         return {"driver": "raw", "node-name": node, "file": _file_node(disk, read_only=False)}
     if overlay is None:

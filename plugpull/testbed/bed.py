@@ -161,15 +161,20 @@ def _ready(m: Guest, bed: BedSpec, count: int, timeout: float) -> Testbed:
         name = delayed(m, name, bed.profile, mode)
     for cmd in mode.guest_setup(fs, name):
         m.run(cmd).check()
-    options = [*fs.mount_options, *mode.mount_options(fs)] + (["logdev=/dev/pp-disk1"] if mode.external_log else [])
-    opt = f"-o {','.join(options)} " if options else ""
-    m.run(f"mkdir -p {MOUNTPOINT} && mount -t {fs.mount_type} {opt}/dev/{name} {MOUNTPOINT} "
-          f"&& mkdir -p {MOUNTPOINT}/pp && sync").check()
+    m.run(mount_command(fs, mode, name)).check()
     queue = m.run(f"cat /sys/block/{name}/queue/write_cache").text.strip()
     setup = bed.workload.setup(MOUNTPOINT)
     if setup:
         m.run(setup, timeout=timeout).check()
     return Testbed(m, name, queue)
+
+
+def mount_command(fs: Filesystem, mode: Mode, name: str) -> str:
+    """The guest command that mounts /dev/NAME in the mode and makes the workload's directory."""
+    options = [*fs.mount_options, *mode.mount_options(fs)] + (["logdev=/dev/pp-disk1"] if mode.external_log else [])
+    opt = f"-o {','.join(options)} " if options else ""
+    return (f"mkdir -p {MOUNTPOINT} && mount -t {fs.mount_type} {opt}/dev/{name} {MOUNTPOINT} "
+            f"&& mkdir -p {MOUNTPOINT}/pp && sync")
 
 
 def format_in_guest(rig: Rig, bed: BedSpec, disks: list[Path], directory: Path) -> None:

@@ -1,0 +1,111 @@
+"""`plugpull hunt --seq 1|2|3 --fs FS`: generated workloads crashed at each persistence point,
+judged by the model oracle; resumable, within a time budget, failing workloads kept."""
+
+import argparse
+import logging
+import re
+from pathlib import Path
+
+from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_source, \
+    kernel_tag, whole_option
+from plugpull.cli.generate import names_option, seq_option, space_of_options
+from plugpull.errors import UsageError
+from plugpull.files import an_output, atomic_write
+from plugpull.log import run_log
+from plugpull.testbed.fs import FILESYSTEMS, MODES
+from plugpull.values import COUNT_MAX, SEED_MAX
+
+log = logging.getLogger(__name__)
+
+BUDGET = re.compile(r"(\d+(?:\.\d+)?)([smh])")
+UNIT = {"s": 1, "m": 60, "h": 3600}
+BUDGET_MAX_S = 7 * 86400
+CHUNK_MAX = 256
+
+
+def budget(text: str) -> float:
+    """An argparse `type`: a time such as 90s, 60m or 1.5h, in seconds."""
+    m = BUDGET.fullmatch(text.strip()) if len(text) < 20 else None
+    seconds = float(m.group(1)) * UNIT[m.group(2)] if m else 0
+    if not 0 < seconds <= BUDGET_MAX_S:
+        raise argparse.ArgumentTypeError(f"expected a time such as 90s, 60m or 2h (at most 7 days), not {text!r}")
+    return seconds
+
+
+def add_parsers(sub) -> None:
+    h = sub.add_parser("hunt", help="generated workloads, crashed at each persistence point, judged by the oracle")
+    add_guest_options(h)
+    h.add_argument("--seq", type=seq_option, required=True, help="core operations per workload: 1, 2 or 3")
+    h.add_argument("--ops", type=names_option, help="only workloads whose operations and persistence points are "
+                   "all of these (as plugpull generate --ops)")
+    h.add_argument("--sample", type=whole_option(1, COUNT_MAX), metavar="K", help="K workloads drawn at random "
+                   "(by --seed) instead of every one")
+    h.add_argument("--seed", type=whole_option(0, SEED_MAX), default=1, help="the sample's and the models' seed "
+                   "(default 1)")
+    h.add_argument("--fs", default="ext4", choices=list(FILESYSTEMS), help="filesystem under test (default ext4)")
+    h.add_argument("--mode", default="barrier", choices=list(MODES), help="barrier / write-cache mode (default barrier)")
+    h.add_argument("--budget", type=budget, help="stop starting workloads after this long (90s, 60m, 2h); "
+                   "the same command goes on later")
+    h.add_argument("--disk-mib", type=whole_option(64, 4096), help="the disk's size (default: 64 MiB, "
+                   "xfs 300, btrfs 128)")
+    h.add_argument("--chunk", type=whole_option(1, CHUNK_MAX), default=16, help="workloads recorded, then "
+                   "checked together (default 16)")
+    h.add_argument("--out", type=an_output, help="the hunt's directory; the same one goes on from where a "
+                   "stopped hunt was (default results/hunt-SEQ-FS-MODE...)")
+    h.add_argument("--fail-on-unsafe", action="store_true", help="exit 1 if any workload has a state that is "
+                   "not clean")
+    h.set_defaults(func=cmd_hunt)
+
+
+def default_out(args) -> Path:
+    parts = [f"hunt-seq{args.seq}", args.fs, args.mode]
+    if args.ops:
+        parts.append("+".join(args.ops))
+    if args.sample is not None:
+        parts.append(f"sample{args.sample}-seed{args.seed}")
+    if args.kernel:
+        parts.append(kernel_tag(args.kernel))
+    return Path("results") / "-".join(parts)
+
+
+def cmd_hunt(args) -> int:
+    from plugpull.guest.rig import prepare_rig
+    from plugpull.hunt.journal import check_out
+    from plugpull.hunt.run import HuntSpec, hunt
+
+    if args.backend != "qemu":
+        raise UsageError("hunt records on its own QEMU: --backend libvirt is not for it")
+    space = space_of_options(args.seq, args.ops)
+    if args.sample is not None and args.sample > space.total():
+        raise UsageError(f"--sample {args.sample}: seq {args.seq} has only {space.total()} workloads "
+                         f"{'of those --ops keeps ' if args.ops else ''}(leave --sample out for every one)")
+    spec = HuntSpec(args.seq, args.fs, args.mode, tuple(args.ops or ()), args.sample, args.seed, args.disk_mib,
+                    args.budget, args.chunk)
+    out = args.out or default_out(args)
+    checked_output(out, "--out", parent_must_exist=False, directory=True)
+    check_out(out)
+    kernel = kernel_source(args)
+    with run_log(out / "hunt.log"):
+        rig = prepare_rig(args.accel, kernel)
+        run = hunt(spec, space, rig, out)
+    return _print_run(run, out, args.fail_on_unsafe)
+
+
+def _print_run(run, out: Path, fail_on_unsafe: bool) -> int:
+    from plugpull.hunt.summary import summary
+
+    text = summary(run.settings, run.lines, run.total)
+    atomic_write(out / "summary.txt", text)
+    print(text, end="")
+    minutes = max(run.record_s + run.check_s, 1e-9) / 60
+    print(f"this run: {run.new} workloads, {run.states} states ({run.distinct} distinct) in "
+          f"{run.record_s + run.check_s:.0f} s: recording {run.record_s:.0f} s ({run.boots} guest boots), "
+          f"checking {run.check_s:.0f} s; {run.distinct / minutes:.0f} distinct states/min")
+    if run.stopped_by_budget:
+        print(f"the budget is spent: {run.total - len(run.lines)} workloads to go; the same command goes on")
+    for ident, why in run.infra[:5]:
+        print(f"not judged (harness): {ident}: {why}")
+    print(f"journal: {out / 'hunt.jsonl'}; summary: {out / 'summary.txt'}")
+    if run.infra:
+        return EXIT_INFRA
+    return EXIT_FOUND if fail_on_unsafe and any(line["failing"] for line in run.lines) else EXIT_OK

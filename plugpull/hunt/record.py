@@ -1,0 +1,153 @@
+"""Record many generated workloads in one guest, each on a disk of its own plugged in while it runs.
+
+The filesystem is made once per hunt (`formatted`); each workload gets a sparse copy of that
+image, plugged into a recording guest that stays up, on its virtio-scsi controller with the
+mode's write cache, under a blklogwrites node that logs every write and flush as a disk given
+at boot is logged. The workload runs to its end; its log is cut where it stood when the
+workload said it was done, so the unmount and the unplug that follow are not part of the
+record. Its base is the formatted image, linked, not copied.
+
+A kernel failure while a workload runs is that workload's finding (`Failed.kernel`); the
+guest is then replaced before the next one. A workload that exits non-zero is a failure of
+the harness or the generator (`Failed.kernel` empty), never a verdict.
+"""
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from plugpull.check.hotguest import HotGuest
+from plugpull.crash.record import TROUBLE_ON_THE_CONSOLE, Record, Trigger, acks_until, stamped_acks
+from plugpull.guest.config import Bus, DiskSpec
+from plugpull.guest.rig import Rig
+from plugpull.powerloss.crashstate import copy_sparse
+from plugpull.testbed.bed import MOUNTPOINT, format_disks, mount_command
+from plugpull.testbed.fs import Filesystem, Mode
+from plugpull.testbed.workloads.base import Workload
+
+log = logging.getLogger(__name__)
+
+BUS = Bus.SCSI
+RUN = "(sh /tmp/workload.sh > /tmp/workload.out 2>&1; echo \"done $?\" > /dev/plugpull-ack) </dev/null >/dev/null 2>&1 &"
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A workload that left no record: `kernel`, the guest kernel's failure (a finding), or
+    else `why`, the harness's or the generator's."""
+
+    why: str
+    kernel: dict | None = None
+
+
+def formatted(fs: Filesystem, mode: Mode, disk_mib: int, path: Path) -> Path:
+    """A fresh filesystem image: every workload's disk starts as a copy of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        f.truncate(disk_mib << 20)
+    format_disks(fs, mode, path, None)
+    os.chmod(path, 0o644)
+    return path
+
+
+class Recorder:
+    """One recording guest for many workloads: `record` each in turn, then `close`."""
+
+    def __init__(self, rig: Rig, fs: Filesystem, mode: Mode, base: Path, disk_mib: int, timeout: float = 300.0):
+        self.rig, self.fs, self.mode, self.base, self.disk_mib, self.timeout = rig, fs, mode, base, disk_mib, timeout
+        self.boots = 0
+        self._guest: HotGuest | None = None
+        self._running: set = set()
+
+    def record(self, workload: Workload, directory: Path) -> Record | Failed:
+        """The workload's record in `directory` (base.img, write.log, record.json), or why there is none."""
+        directory.mkdir(parents=True, exist_ok=True)
+        _link_or_copy(self.base, directory / "base.img")
+        disk, write_log = directory / "disk.img", directory / "write.log"
+        copy_sparse(self.base, disk)
+        write_log.write_bytes(b"")
+        guest = self._started()
+        try:
+            outcome = self._run(guest, workload, disk, write_log)
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            disk.unlink(missing_ok=True)
+        if isinstance(outcome, Failed):
+            if outcome.kernel:
+                self.close()  # its kernel failed: the next workload gets a fresh guest
+            return outcome
+        acks, end, meta = outcome
+        os.truncate(write_log, end)
+        meta.update(self._meta(workload, guest))
+        rec = Record(directory, meta, stamped_acks(meta, acks, [write_log], None, None))
+        rec.save()
+        return rec
+
+    def _run(self, guest: HotGuest, workload: Workload, disk: Path, write_log: Path):
+        """Plug in, mount, run the workload to its end: (acks, log bytes at its end, meta) or Failed."""
+        m = guest.machine
+        attached = m.attach_disk(DiskSpec(disk, BUS, self.mode.write_cache, host_flush=False, write_log=write_log))
+        unplug = True
+        try:
+            for command in [*self.mode.guest_setup(self.fs, attached.device),
+                            mount_command(self.fs, self.mode, attached.device)]:
+                m.run(command).check()
+            queue = m.run(f"cat /sys/block/{attached.device}/queue/write_cache").text.strip()
+            m.acks.set_stamp(lambda: os.stat(write_log).st_size)
+            m.write_file("/tmp/workload.sh", workload.script(MOUNTPOINT))
+            guest.console.set_mark()
+            started = time.monotonic()
+            m.run(RUN).check()
+            acks, finished, trouble = acks_until(m, Trigger("end"), write_log, started, self.timeout, None,
+                                                 guest.console)
+            end = os.stat(write_log).st_size
+            seconds = time.monotonic() - started
+            trouble = trouble or guest.console.trouble()
+            if trouble:
+                unplug = False
+                return Failed(f"kernel {trouble.kind}: {trouble.line}",
+                              {"kind": trouble.kind, "line": trouble.line, "excerpt": trouble.excerpt})
+            if finished != 0:
+                detail = m.run("tail -n 5 /tmp/workload.out").text.strip().splitlines()
+                return Failed(f"the workload exited {finished} in the guest: {(detail or ['no output'])[-1][:200]}")
+            m.run(f"umount {MOUNTPOINT}").check()
+            return acks, end, {"workload_seconds": seconds, "workload_finished": True, "queue_write_cache": queue}
+        finally:
+            if unplug:
+                m.detach_disk(attached)
+
+    def _meta(self, workload: Workload, guest: HotGuest) -> dict:
+        image = self.rig.image
+        return {"fs": self.fs.name, "mode": self.mode.name, "workload": workload.name, "params": workload.params(),
+                "trigger": "end", "disk_mib": self.disk_mib, "bus": str(BUS), "image": image.key,
+                "kernel": image.kernel_release, "packages": image.manifest.get("packages", {}),
+                "accel": str(guest.machine.accel)}
+
+    def _started(self) -> HotGuest:
+        if self._guest is None:
+            self._guest = HotGuest(self.rig, self._running)
+            self.boots += 1
+            self._guest.machine.run(TROUBLE_ON_THE_CONSOLE)
+        return self._guest
+
+    def close(self) -> None:
+        guest, self._guest = self._guest, None
+        if guest is not None:
+            guest.close()
+
+    def __enter__(self) -> "Recorder":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        copy_sparse(source, target)
