@@ -122,6 +122,9 @@ class CommandChannel:
             except OSError as e:
                 self._broken = str(e)
                 raise GuestError(f"guest channel broke: {e}") from None
+            except BaseException:  # Ctrl-C mid-answer: what is left of it would answer the next command
+                self._broken = "a command was interrupted before its answer was read"
+                raise
             return GuestResult(command, rc, out, err)
 
 

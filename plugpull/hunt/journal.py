@@ -58,9 +58,11 @@ class Journal:
         self.out.mkdir(parents=True, exist_ok=True)
         if not (self.out / SETTINGS).is_file():
             atomic_write_json(self.out / SETTINGS, self.settings)
-        with open(self.out / JOURNAL, "a") as f:
+        with open(self.out / JOURNAL, "a+b") as f:
+            if f.tell() and (f.seek(f.tell() - 1), f.read(1))[1] != b"\n":
+                f.write(b"\n")  # a torn line, cut by a stop while it was written, ends here
             for line in lines:
-                f.write(json.dumps(line, sort_keys=True) + "\n")
+                f.write(json.dumps(line, sort_keys=True).encode() + b"\n")
             f.flush()
             os.fsync(f.fileno())
         for line in lines:

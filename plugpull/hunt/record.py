@@ -116,6 +116,9 @@ class Recorder:
                 return Failed(f"the workload exited {finished} in the guest: {(detail or ['no output'])[-1][:200]}")
             m.run(f"umount {MOUNTPOINT}").check()
             return acks, end, {"workload_seconds": seconds, "workload_finished": True, "queue_write_cache": queue}
+        except BaseException:
+            unplug = False  # the guest goes (`record`): an unplug now could only hide why
+            raise
         finally:
             if unplug:
                 m.detach_disk(attached)

@@ -1,0 +1,155 @@
+"""The hunt's parts that boot no guest: its cuts, its journal, its rules and summary, its CLI's refusals."""
+
+import argparse
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from plugpull import cli
+from plugpull.check.verdict import Ack
+from plugpull.cli.hunt import budget, default_out
+from plugpull.errors import UsageError
+from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, check_out
+from plugpull.hunt.points import MODELS, point_cuts, point_jobs
+from plugpull.hunt.summary import rules_broken, summary, workload_line
+from plugpull.results import StateResult
+
+SETTINGS_DOC = {"seq": 1, "ops": [], "sample": None, "seed": 1, "fs": "ext4", "mode": "barrier", "disk_mib": 64,
+                "kernel": "6.1.0-x", "models": list(MODELS)}
+
+
+def entry(flush: bool = False):
+    return SimpleNamespace(is_flush=flush)
+
+
+def test_the_cuts_are_the_acks_the_flushes_and_the_end():
+    entries = [entry(), entry(), entry(True), entry(), entry(True), entry()]
+    rec = SimpleNamespace(acks=[Ack(0, 0, 3), Ack(1, 0, 5)])
+    assert point_cuts(rec, entries) == [2, 3, 4, 5, 6]
+    jobs = point_jobs(rec, entries)
+    assert len(jobs) == 5 * len(MODELS) and {j.model for j in jobs} == set(MODELS)
+
+
+def test_with_no_flushes_the_cuts_are_the_acks_and_the_end():
+    rec = SimpleNamespace(acks=[Ack(0, 0, 1), Ack(1, 0, 3)])
+    assert point_cuts(rec, [entry()] * 4) == [1, 3, 4]
+
+
+def test_a_new_name_an_empty_dir_and_a_hunt_of_the_same_settings_are_taken(tmp_path):
+    check_out(tmp_path / "new", SETTINGS_DOC)
+    (tmp_path / "empty").mkdir()
+    check_out(tmp_path / "empty", SETTINGS_DOC)
+    Journal(tmp_path / "h", SETTINGS_DOC).append([{"id": "seq1-000001", "failing": False}])
+    check_out(tmp_path / "h", SETTINGS_DOC)
+    check_out(tmp_path / "h")
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda p: p.write_text("x"), "not a directory"),
+    (lambda p: (p.mkdir(), (p / "results.jsonl").write_text("")), "not a hunt's directory"),
+    (lambda p: (p.mkdir(), (p / SETTINGS).write_text(json.dumps({**SETTINGS_DOC, "fs": "xfs"}))), "fs 'xfs' there"),
+    (lambda p: (p.mkdir(), (p / SETTINGS).write_text("{")), "unreadable"),
+])
+def test_a_file_a_foreign_dir_and_a_hunt_of_other_settings_are_refused(tmp_path, make, words):
+    out = tmp_path / "out"
+    make(out)
+    with pytest.raises(UsageError, match=words):
+        check_out(out, SETTINGS_DOC)
+
+
+def test_the_journal_goes_on_past_a_torn_line_and_retries_the_harness_failures(tmp_path):
+    j = Journal(tmp_path / "h", SETTINGS_DOC)
+    j.append([{"id": "a", "failing": False}, {"id": "b", "infra": "QEMU died"}])
+    with open(tmp_path / "h" / JOURNAL, "a") as f:
+        f.write('{"id": "c", "fail')  # Ctrl-C while writing
+    again = Journal(tmp_path / "h", SETTINGS_DOC)
+    assert set(again.done) == {"a"}
+    again.append([{"id": "b", "failing": True}])
+    assert set(Journal(tmp_path / "h", SETTINGS_DOC).done) == {"a", "b"}
+    assert json.loads((tmp_path / "h" / SETTINGS).read_text()) == SETTINGS_DOC
+
+
+def test_a_lost_fact_names_its_rule_and_the_other_checks_name_theirs():
+    lost = [{"ack": 1, "reason": "A/foo: size is 0, owed 4096 (fsync-data, point 1)"},
+            {"ack": 1, "reason": "the file owed at A/bar is under none of A/bar (fsync-names, point 1)"}]
+    assert rules_broken("data-loss", lost) == ["fsync-data", "fsync-names"]
+    assert rules_broken("data-loss", [{"ack": 0, "reason": "the work directory is missing"}]) == ["data-loss"]
+    assert [rules_broken(v, []) for v in ("inconsistent", "fs-corrupt", "unmountable", "kernel-crash")] == [
+        ["inconsistent"], ["fsck"], ["mount"], ["kernel"]]
+    assert rules_broken("clean", lost) == [] and rules_broken("infra-error", []) == []
+
+
+def state(verdict: str, distinct: int, lost=()) -> StateResult:
+    return StateResult(fs="ext4", mode="nobarrier", workload="gen:x", model="reorder", seed=1, cut=3,
+                       verdict=verdict, reason=f"{verdict} here", acks_required=1, acks_lost=len(lost),
+                       fsck_rc=0, lost=list(lost), distinct=distinct)
+
+
+def test_a_workload_line_counts_verdicts_and_rules_and_fails_only_on_a_bad_state():
+    loss = [{"ack": 1, "reason": "A/foo: digest is absent, owed 1234 (sync-all, point 1)"}]
+    line = workload_line("seq1-000001", "creat A/foo, sync", [state("clean", 0), state("data-loss", 1, loss),
+                                                             state("data-loss", 1, loss)], "failing/seq1-000001", 2.0)
+    assert line["verdicts"] == {"clean": 1, "data-loss": 2} and line["rules"] == {"sync-all": 2}
+    assert line["failing"] and line["distinct"] == 2 and line["reason"] == "data-loss here"
+    clean = workload_line("seq1-000002", "mkdir A, sync", [state("clean", 0), state("infra-error", 1)], None, 1.0)
+    assert not clean["failing"] and clean["rules"] == {}
+
+
+def test_the_summary_lists_the_failing_workloads_by_rule():
+    loss = [{"ack": 1, "reason": "x (sync-all, point 1)"}]
+    lines = [workload_line("seq1-000003", "creat A/foo, sync", [state("data-loss", 0, loss)], "failing/seq1-000003", 1),
+             workload_line("seq1-000001", "mkdir A, sync", [state("data-loss", 0, loss), state("fs-corrupt", 1)],
+                           "failing/seq1-000001", 1),
+             workload_line("seq1-000002", "mkdir B, sync", [state("clean", 0)], None, 1)]
+    text = summary(SETTINGS_DOC, lines, 356)
+    assert "3 of 356 workloads, 4 states (4 distinct), 2 failing" in text
+    assert "verdicts: clean 1, data-loss 2, fs-corrupt 1" in text
+    body = text.split("failing workloads by rule:\n")[1].splitlines()
+    assert body[0] == "  sync-all: 2 workloads" and body[1].startswith("    seq1-000001  mkdir A, sync  (1 states)")
+    assert body[3] == "  fsck: 1 workload" and "seq1-000002" not in text
+
+
+@pytest.mark.parametrize("text, seconds", [("90s", 90), ("60m", 3600), ("1.5h", 5400)])
+def test_a_budget_is_a_time_with_its_unit(text, seconds):
+    assert budget(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["60", "0m", "-5m", "1d", "m", "8000h", "9" * 50 + "s"])
+def test_a_budget_without_a_unit_or_out_of_range_is_refused(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        budget(text)
+
+
+def test_the_default_out_names_the_hunt_so_the_same_command_goes_on():
+    args = SimpleNamespace(seq=2, fs="btrfs", mode="barrier", ops=("rename", "fsync"), sample=2000, seed=3, kernel=None)
+    assert default_out(args) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["hunt", "--seq", "4"], "expected 1, 2 or 3"),
+    (["hunt"], "--seq"),
+    (["hunt", "--seq", "1", "--sample", "357"], "only 356 workloads"),
+    (["hunt", "--seq", "1", "--ops", "frobnicate"], "unknown --ops name 'frobnicate'"),
+    (["hunt", "--seq", "1", "--budget", "60"], "expected a time"),
+    (["hunt", "--seq", "1", "--backend", "libvirt"], "its own QEMU"),
+    (["hunt", "--seq", "1", "--fs", "zfs"], "invalid choice"),
+])
+def test_bad_hunts_are_refused_in_one_line_before_anything_is_made(argv, words, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = cli.main(argv)
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and err.count("\n") == 1, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_foreign_out_dir_is_refused_and_left_as_it_was(tmp_path, capsys):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    assert cli.main(["hunt", "--seq", "1", "--out", str(tmp_path / "mine")]) == 2
+    assert "not a hunt's directory" in capsys.readouterr().err
+    assert [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]

@@ -1,0 +1,73 @@
+"""`plugpull hunt` in guests: a sampled hunt with barriers is clean; without them the oracle
+names the rule each loss broke and the failing workload replays; a hunt stopped with Ctrl-C
+goes on where it stopped, judging no workload twice and leaving no guest behind."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from plugpull import cli
+from plugpull.hunt.journal import JOURNAL
+from plugpull.paths import ROOT
+from test_cleanup import children_qemu
+
+pytestmark = pytest.mark.vm
+
+
+def journal(out: Path) -> list[dict]:
+    path = out / JOURNAL
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+def test_a_sampled_hunt_with_barriers_is_clean(tmp_path, capsys):
+    out = tmp_path / "h"
+    assert cli.main(["hunt", "--seq", "1", "--sample", "6", "--seed", "5", "--chunk", "3", "--out", str(out),
+                     "--fail-on-unsafe"]) == 0
+    lines = journal(out)
+    assert len(lines) == 6 and not any(line["failing"] for line in lines)
+    assert all(line["states"] >= 3 and set(line["verdicts"]) == {"clean"} for line in lines)
+    assert "6 of 6 workloads" in capsys.readouterr().out and (out / "summary.txt").is_file()
+    assert not any(out.glob(".work-*")) and not (out / "failing").exists()
+
+
+def test_without_barriers_the_oracle_names_the_broken_rule_and_the_failure_replays(tmp_path, capsys):
+    out = tmp_path / "h"
+    code = cli.main(["hunt", "--seq", "1", "--ops", "creat,fsync", "--mode", "nobarrier", "--out", str(out),
+                     "--fail-on-unsafe"])
+    text = capsys.readouterr().out
+    assert code == 1, text
+    failing = [line for line in journal(out) if line["failing"]]
+    assert failing and all(line["rules"] for line in failing)
+    assert "fsync-names" in {rule for line in failing for rule in line["rules"]} or \
+        "sync-all" in {rule for line in failing for rule in line["rules"]}
+    assert "failing workloads by rule:" in text
+    state = sorted((out / failing[0]["artifact"] / "states").iterdir())[0]
+    assert (out / failing[0]["artifact"] / "program.sh").is_file()
+    assert cli.main(["replay", str(state)]) == 0  # the same digest and the same verdict
+
+
+def test_a_hunt_stopped_with_ctrl_c_goes_on_where_it_stopped(tmp_path):
+    out = tmp_path / "h"
+    argv = [sys.executable, "-m", "plugpull", "hunt", "--seq", "1", "--sample", "6", "--seed", "9", "--chunk", "2",
+            "--out", str(out)]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while len(journal(out)) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None, "the hunt ended before it could be stopped"
+    qemus = children_qemu(proc.pid)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(60) == 130
+    assert not any(Path(f"/proc/{q}").exists() for q in qemus), "a guest outlived the stopped hunt"
+    before = {line["id"] for line in journal(out)}
+    assert 2 <= len(before) < 6 and not any(out.glob(".work-*"))
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert f"{6 - len(before)} of 6 workloads to go ({len(before)} done before)" in done.stderr
+    ids = [line["id"] for line in journal(out)]
+    assert len(ids) == len(set(ids)) == 6 and before <= set(ids)
