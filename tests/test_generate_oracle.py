@@ -116,6 +116,20 @@ def test_fdatasync_owes_no_name_a_rename_gave():
     assert verdict(text, "ext4", 1, {"A": setup_view(text)["A"]}) == Verdict.DATA_LOSS  # the file is gone
 
 
+def test_fdatasync_after_a_rename_over_owes_the_data_and_not_the_name():
+    """fdatasync(A/bar) after `mv A/foo A/bar` owes A/foo's data, not the rename: A/bar may
+    still be the file it was, with its own data (the name and its data go together)."""
+    text = "rename.over A/foo A/bar, fdatasync A/bar"
+    moved, kept = digest(b"A" * INITIAL_SIZE), digest(b"B" * INITIAL_SIZE)
+    assert owes(text, "ext4", 1)[("A/bar", "digest")] == ({moved, kept}, "fdatasync-data")
+    assert verdict(text, "ext4", 1, final(text)) == Verdict.CLEAN
+    assert verdict(text, "ext4", 1, setup_view(text)) == Verdict.CLEAN  # the rename not yet durable
+    garbage = {**final(text), "A/bar": replace(final(text)["A/bar"], digest=digest(b"x" * INITIAL_SIZE))}
+    assert verdict(text, "ext4", 1, garbage) == Verdict.DATA_LOSS
+    assert owes("write.overwrite A/foo, fdatasync A/foo", "ext4", 1)[("A/foo", "digest")][0] == {
+        digest(b"a" * 4096 + b"A" * (INITIAL_SIZE - 4096))}  # a name that held no other file: its data alone
+
+
 def test_a_directory_fsync_owes_its_entries():
     text = "creat A/foo, fsync A"
     assert owes(text, "xfs", 1)[("A/foo", "kind")] == ({FILE}, "fsync-dir-entries")

@@ -12,22 +12,22 @@ from plugpull.check.verdict import Ack
 from plugpull.cli.hunt import budget, default_out
 from plugpull.errors import UsageError
 from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, check_out
-from plugpull.hunt.points import MODELS, point_cuts, point_jobs
+from plugpull.hunt.points import CUTS, MODELS, point_cuts, point_jobs
 from plugpull.hunt.summary import rules_broken, summary, workload_line
 from plugpull.results import StateResult
 
 SETTINGS_DOC = {"seq": 1, "ops": [], "sample": None, "seed": 1, "fs": "ext4", "mode": "barrier", "disk_mib": 64,
-                "kernel": "6.1.0-x", "models": list(MODELS)}
+                "kernel": "6.1.0-x", "models": list(MODELS), "cuts": CUTS}
 
 
 def entry(flush: bool = False):
     return SimpleNamespace(is_flush=flush)
 
 
-def test_the_cuts_are_the_acks_the_flushes_and_the_end():
-    entries = [entry(), entry(), entry(True), entry(), entry(True), entry()]
-    rec = SimpleNamespace(acks=[Ack(0, 0, 3), Ack(1, 0, 5)])
-    assert point_cuts(rec, entries) == [2, 3, 4, 5, 6]
+def test_the_cuts_are_the_acks_the_flushes_and_the_end_from_ack_0_on():
+    entries = [entry(True), entry(), entry(True), entry(), entry(True), entry(), entry(True), entry()]
+    rec = SimpleNamespace(acks=[Ack(0, 0, 3), Ack(1, 0, 7)])
+    assert point_cuts(rec, entries) == [3, 4, 6, 7, 8]  # the setup's flushes (0, 2) are before ack 0
     jobs = point_jobs(rec, entries)
     assert len(jobs) == 5 * len(MODELS) and {j.model for j in jobs} == set(MODELS)
 

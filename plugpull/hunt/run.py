@@ -26,7 +26,7 @@ from plugpull.generate.space import Space
 from plugpull.generate.workload import GeneratedWorkload
 from plugpull.guest.rig import Rig
 from plugpull.hunt.journal import Journal, check_out
-from plugpull.hunt.points import MODELS, point_jobs
+from plugpull.hunt.points import CUTS, MODELS, point_jobs
 from plugpull.hunt.record import Failed, Recorder, formatted
 from plugpull.hunt.summary import workload_line
 from plugpull.paths import make_workdir
@@ -59,7 +59,7 @@ class HuntSpec:
     def settings(self, kernel: str) -> dict:
         """What a resumed hunt must share with the one it goes on from."""
         return {"seq": self.seq, "ops": list(self.ops), "sample": self.sample, "seed": self.seed, "fs": self.fs,
-                "mode": self.mode, "disk_mib": self.mib, "kernel": kernel, "models": list(MODELS)}
+                "mode": self.mode, "disk_mib": self.mib, "kernel": kernel, "models": list(MODELS), "cuts": CUTS}
 
 
 @dataclass
