@@ -9,7 +9,7 @@ DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs 
 	gcc libc6-dev python3-dev libvirt-daemon-system libvirt-dev pkg-config lvm2 cryptsetup-bin mdadm
 STAMP := $(VENV)/.installed
 
-.PHONY: debs test-report chromium test-fresh faults-sweep test-stacks test-hosts deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity bench-upload doctor shell clean
+.PHONY: debs test-report chromium test-fresh faults-sweep test-stacks test-hosts deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity bench-upload bench-hunt doctor shell clean
 
 # Debian's packages come first: pip builds libvirt-python from source against libvirt-dev.
 deps: debs $(STAMP)
@@ -103,6 +103,10 @@ bench-crash: deps
 # Writes in flight across a flush on the default workloads; exits 1 if any crossed one.
 bench-fidelity: deps
 	$(PY) bench/flush_fidelity.py
+
+# What a hunt's steps cost: chunks of workloads in one guest against a guest per workload.
+bench-hunt: deps
+	$(PY) bench/hunt.py
 
 # A 512 MiB sparse crash state handed to a checker: hard link + overlay here, or a sparse volume upload.
 bench-upload: deps
