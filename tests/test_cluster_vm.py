@@ -16,7 +16,7 @@ import pytest
 
 from plugpull.check.checker import Checker, Plug
 from plugpull.cluster.coordinator import ClusterJudge
-from plugpull.cluster.spawn import spawned
+from plugpull.cluster.spawn import spawned, stop
 from plugpull.crash.judge import judge, remove_states
 from plugpull.crash.record import Record, record
 from plugpull.crash.run import crash_jobs
@@ -54,9 +54,16 @@ def guest_of(workdir: Path) -> bool:
     return False
 
 
+def in_task(workdir: Path) -> bool:
+    """Whether the worker is inside a task: its states are built in a scratch dir of the task's."""
+    return any(workdir.glob("states/*/state-*.img"))
+
+
 def kill_when_busy(cluster, i: int, done: threading.Event, killed: threading.Event) -> None:
+    """SIGKILL worker `i` while a task of its has its states and its guest is up (a guest it
+    keeps between tasks is up before)."""
     while not done.is_set():
-        if guest_of(cluster.workdirs[i]):
+        if in_task(cluster.workdirs[i]) and guest_of(cluster.workdirs[i]):
             cluster.kill_worker(i)
             killed.set()
             return
@@ -140,6 +147,11 @@ def test_matrix_with_cluster_gives_the_cells_verdicts_and_digests_this_machine_g
         assert main([*argv, "--results", str(tmp_path / "remote" / "r.jsonl"), "--cluster", cluster.address]) == 0
         workdirs = cluster.workdirs
         assert all(len(list((w / "records").iterdir())) == 1 for w in workdirs)  # the workers checked them
+        assert any(guest_of(w) for w in workdirs)  # a worker keeps its checker guest between tasks
+        for proc in cluster.workers:
+            stop(proc)  # SIGTERM: the worker closes, and its plugin its guest
+        assert [proc.returncode for proc in cluster.workers] == [0, 0]
+        assert not any(guest_of(w) for w in workdirs)
+        assert [p.name for w in workdirs for p in (w / "tmp").iterdir()] == []  # no guest's temp dir left
     assert matrix_states(tmp_path / "remote" / "r.jsonl") == local
     assert not root.exists() and processes_under(root) == []
-    assert not any(guest_of(w) for w in workdirs)

@@ -8,6 +8,7 @@ listens (`UsageError`). A worker connects to a `tcp://` scheduler, or with TLS t
 import asyncio
 import ipaddress
 import logging
+import signal
 import socket
 from pathlib import Path
 
@@ -91,6 +92,10 @@ def run_worker(scheduler: str, workdir: Path, rig, sec=None, nthreads: int = 1, 
         async with Worker(scheduler, nthreads=nthreads, local_directory=str(workdir / "dask"), host=listen,
                           security=sec, dashboard=False, dashboard_address=f"{LOOPBACK}:0",
                           plugins={PlugpullPlugin(workdir, rig)}) as w:
+            closing = []  # SIGTERM or SIGINT close the worker: its plugin's teardown stops its guests
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                asyncio.get_running_loop().add_signal_handler(sig, lambda: closing.append(asyncio.ensure_future(
+                    w.close(reason="signal"))))
             announce(w.address)
             await w.finished()
 
