@@ -9,7 +9,7 @@ from plugpull.files import a_path
 
 
 def add_parsers(sub) -> None:
-    s = sub.add_parser("scheduler", help="run a Dask scheduler for `crash --cluster` (loopback unless TLS)")
+    s = sub.add_parser("scheduler", help="run a Dask scheduler for --cluster (loopback unless TLS)")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; "
                    "any other needs TLS)")
     s.add_argument("--port", type=whole_option(0, 65535), default=8786, help="port (default 8786; 0: any free one)")
