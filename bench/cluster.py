@@ -3,10 +3,12 @@ cluster of 1 and of 2 `plugpull worker`s on loopback (spawned here, stopped at t
 with --remote, on a libvirt host reached through its connection alone (a second libvirtd on
 loopback TCP, states uploaded as volumes), in one run. Verdicts and digests must match.
 
-    .venv/bin/python bench/cluster.py [--states 24] [--remote]
+    .venv/bin/python bench/cluster.py [--states 24] [--rounds 1] [--remote]
 
 Prints, per path, the distinct states per minute of checking and the bytes sent per distinct
-state, and each one's ratio to this machine's; run by hand, never asserted in tests. Bytes:
+state, and each one's ratio to this machine's; with `--rounds N`, this machine and each
+cluster judge the recording N times in a row (as a matrix's cells follow each other on the same workers) and
+the rate is over all N; run by hand, never asserted in tests. Bytes:
 the cluster's payload (the record bundle once per worker, the tasks, the observations back,
 pickled; Dask's framing left out); the remote path's, the data of each uploaded state (its
 allocated bytes: holes go as holes).
@@ -31,13 +33,20 @@ from plugpull.powerloss.writelog import iter_entries
 from plugpull.space import allocated_bytes
 
 
-def timed(judging, rec, jobs, checker, plan, spec, entries, state_dir):
-    started = time.monotonic()
-    judged = judging(rec, jobs, checker, plan.workload, spec.seed, state_dir, entries)
-    seconds = time.monotonic() - started
-    results = [(str(j.verdict.verdict), j.state.digest()) for j in judged]
-    remove_states([j.state for j in judged])
-    return seconds, results
+def timed(judging, rec, jobs, checker, plan, spec, entries, state_dir, rounds: int = 1):
+    """Seconds for `rounds` judgings of the recording, and the results (the same each round, or
+    the first of a round that differs)."""
+    seconds, first = 0.0, None
+    for _ in range(rounds):
+        started = time.monotonic()
+        judged = judging(rec, jobs, checker, plan.workload, spec.seed, state_dir, entries)
+        seconds += time.monotonic() - started
+        results = [(str(j.verdict.verdict), j.state.digest()) for j in judged]
+        remove_states([j.state for j in judged])
+        if first not in (None, results):
+            return seconds, results
+        first = results
+    return seconds, first
 
 
 def state_data(rec, jobs, spec, entries, where: Path) -> int:
@@ -70,6 +79,7 @@ def row(name, seconds, distinct, sent, base_rate):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--states", type=int, default=24)
+    ap.add_argument("--rounds", type=int, default=1, help="judgings of the recording per cluster, in a row")
     ap.add_argument("--remote", action="store_true", help="also the libvirt remote path (a second libvirtd)")
     args = ap.parse_args()
     spec = CrashSpec(fs="ext4", mode="nobarrier", workload="fsync-files", params=(("count", 20),),
@@ -83,11 +93,12 @@ def main() -> int:
         jobs = crash_jobs(rec, entries, spec, plan.models)
         distinct = len(plan_states(rec, jobs, spec.seed, entries).plans)
         checker = Checker(rig, plan.fs, plug=Plug.HOT, workers=2)
-        runs = {"this machine, 2 guests": (*timed(judge, rec, jobs, checker, plan, spec, entries, tmp / "s"), 0)}
+        runs = {"this machine, 2 guests": (*timed(judge, rec, jobs, checker, plan, spec, entries, tmp / "s",
+                                                                args.rounds), 0)}
         for n in (1, 2):
             with spawned(n, tmp / f"cluster{n}", accel=str(rig.accel)) as cluster:
                 judging = ClusterJudge(cluster.address)
-                seconds, results = timed(judging, rec, jobs, checker, plan, spec, entries, tmp / "s")
+                seconds, results = timed(judging, rec, jobs, checker, plan, spec, entries, tmp / "s", args.rounds)
                 runs[f"--cluster, {n} worker{'s' * (n > 1)}"] = (seconds, results, sum(
                     v for k, v in judging.wire.items() if k != "workers"))
         if args.remote:
@@ -96,7 +107,8 @@ def main() -> int:
         bundle = len(pack(rec).data)
     reference = runs["this machine, 2 guests"][1]
     base_rate = distinct / runs["this machine, 2 guests"][0] * 60
-    print(f"{distinct} distinct states of {len(jobs)} cuts; record bundle {bundle / 1024:.0f} KiB")
+    print(f"{distinct} distinct states of {len(jobs)} cuts, {args.rounds} round(s) per cluster, {rig.accel}; "
+          f"record bundle {bundle / 1024:.0f} KiB")
     print("| path | distinct states/min | vs this machine | bytes sent per state |\n|---|---|---|---|")
     for name, (seconds, results, sent) in runs.items():
         print(row(name, seconds, distinct, sent, base_rate) + ("" if results == reference else " RESULTS DIFFER"))

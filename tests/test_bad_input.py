@@ -638,6 +638,7 @@ def test_the_walk_finds_every_kind_of_path_option():
             ("reproduce", "--report"), ("report", "--out"), ("faults", "--results"), ("minimise", "--out"),
             ("doctor", "--log-file"), ("faults", "--log-file")} <= outputs
     assert {("replay", "dir"), ("reproduce", "case"), ("crash", "--modules")} <= paths - outputs
+    assert {(command, "--tls-key") for command in ("crash", "matrix", "reproduce", "scheduler", "worker")} <= paths
 
 
 @pytest.mark.parametrize("argv", [["crash", "--kernel", ""], ["crash", "--kernel", " "],

@@ -73,6 +73,19 @@ def test_a_damaged_or_misnamed_bundle_is_refused_and_nothing_installed(tmp_path,
     verify(bundle.digest, bundle.data)  # the intact one passes
 
 
+def test_workers_sharing_a_cache_install_a_record_at_once_and_all_find_it(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+    rec = make_record(tmp_path / "rec")
+    bundle = pack(rec)
+    for attempt in range(5):
+        cache = tmp_path / f"cache{attempt}"
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda _: install(cache, bundle.digest, bundle.data), range(8)))
+        assert set(got) == {cache / "records" / bundle.digest}
+        assert (got[0] / "write.log").read_bytes() == rec.log.read_bytes()
+        assert [p.name for p in (cache / "records").iterdir()] == [bundle.digest]  # no half-unpacked copy left
+
+
 def planned_of(rec: Record, seed: int = 3):
     jobs = [StateJob("prefix", c) for c in (0, 4, 4, 9, 15)] + [StateJob("reorder", c) for c in (7, 15, 16)]
     return jobs, plan_states(rec, jobs, seed)

@@ -184,7 +184,7 @@ def fake_runs(monkeypatch):
 
     ran = []
 
-    def run_matrix(todo, results, rig, work):
+    def run_matrix(todo, results, rig, work, judging=None):
         out = [fake_runs.outcome(c) for c in todo]
         for r in out:
             append_line(results, r.to_json())

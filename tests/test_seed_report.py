@@ -172,7 +172,7 @@ def test_reproduce_no_crash_runs_the_throughput_side_alone(tmp_path, monkeypatch
     ran = []
     monkeypatch.setattr(matrix_cli, "prepare_rig", lambda *a: None)
     monkeypatch.setattr(matrix_cli, "finish_matrix", lambda *a: None)
-    monkeypatch.setattr(runs_matrix, "run_matrix", lambda todo, *a: ran.extend(todo) or [])
+    monkeypatch.setattr(runs_matrix, "run_matrix", lambda todo, *a, **kw: ran.extend(todo) or [])
     path = tmp_path / "case.toml"
     path.write_text(CASE + "[expect]\nunsafe = [\"barrier\"]\n")
     results = str(tmp_path / "r.jsonl")

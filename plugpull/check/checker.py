@@ -21,7 +21,7 @@ from enum import StrEnum
 from plugpull.check import hotbatch
 from plugpull.check.console import EXCERPT_CHARS, ConsoleWatch, scan
 from plugpull.check.hotbatch import state_disk
-from plugpull.check.hotguest import HotGuest
+from plugpull.check.hotguest import HotGuest, KeptGuests
 from plugpull.check.verdict import Observation, files_of, sums_of
 from plugpull.errors import GuestError, GuestTimeout, InfraError, LaunchError
 from plugpull.guest.backend import Guest, await_disk_command
@@ -119,6 +119,7 @@ class Checker(hotbatch.ManyStates):
     per_command: int = 8  # hot: states plugged in and checked by one guest command (`hotbatch`); 1: one each
     host_fsck: bool = True  # hot, several per command: fsck on the host, through QEMU (`hostfsck`)
     hooks: dict[int, str] = field(default_factory=dict)  # tests only: state index -> guest command run before its check
+    kept: KeptGuests | None = None  # hot: guests taken from here and left here clean, not started and closed
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
     _running: set = field(default_factory=set, init=False, repr=False)
 
@@ -215,9 +216,10 @@ class Checker(hotbatch.ManyStates):
         leaves this worker's remaining states infra-errors. The states of a command that
         failed are checked again one at a time, on a fresh guest, so a state's verdict is the
         one-state command's. A state the rig failed on (an infra-error) is judged again on
-        the fresh guest, once."""
-        guest, failed_launches, launch_error = None, 0, None
-        alone, retried = deque(), set()
+        the fresh guest, once. With `kept`, the first guest is a kept one if one is up, and
+        a guest still trusted at the end is left there."""
+        guest, failed_launches, launch_error = self.kept and self.kept.take(self._running), 0, None
+        alone, retried, finished = deque(), set(), False
         try:
             while True:
                 jobs, many = self._next_jobs(take, alone)
@@ -251,8 +253,11 @@ class Checker(hotbatch.ManyStates):
                 if not trusted:
                     guest.close()
                     guest = None
+            finished = True
         finally:
-            if guest is not None:
+            if guest is not None and finished and self.kept is not None:
+                self.kept.give(guest)
+            elif guest is not None:
                 guest.close()
 
     def _hook(self, index: int, retried) -> str:

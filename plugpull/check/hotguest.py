@@ -1,7 +1,9 @@
 """A checker guest that stays up while crash states are plugged in and out (the hot path of
-`checker`), started from a saved checker guest where the backend keeps them (`snapshot`)."""
+`checker`), started from a saved checker guest where the backend keeps them (`snapshot`);
+`KeptGuests` keeps such guests up between checks (a cluster worker's, across its tasks)."""
 
 import shutil
+import threading
 
 from plugpull.check.console import ConsoleWatch
 from plugpull.guest.backend import Guest
@@ -46,6 +48,15 @@ class HotGuest:
 
         return restored_or_booted(make, saved(self.SPEC, rig.image, rig.accel), for_saving)
 
+    def alive(self) -> bool:
+        return self.machine is not None and self.machine.alive()
+
+    def move_to(self, running: set) -> None:
+        """Counted among `running` (the guests a checker stops on Ctrl-C) instead of its own."""
+        self._running.discard(self.machine)
+        self._running = running
+        running.add(self.machine)
+
     def close(self) -> None:
         try:
             if self.machine is not None:
@@ -53,3 +64,39 @@ class HotGuest:
         finally:
             self._running.discard(self.machine)
             shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class KeptGuests:
+    """Hot checker guests kept up between checks: `take` gives an idle one that still runs (one
+    that died is closed and left out) or None; `give` keeps a guest its checker left clean, or
+    closes it once `close` has ended the idle ones, as a worker that stops does."""
+
+    def __init__(self):
+        self._idle: list[HotGuest] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def take(self, running: set) -> HotGuest | None:
+        while True:
+            with self._lock:
+                if not self._idle:
+                    return None
+                guest = self._idle.pop()
+            if guest.alive():
+                guest.move_to(running)
+                return guest
+            guest.close()
+
+    def give(self, guest: HotGuest) -> None:
+        with self._lock:
+            if not self._closed:
+                guest.move_to(set())
+                self._idle.append(guest)
+                return
+        guest.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed, idle, self._idle = True, self._idle, []
+        for guest in idle:
+            guest.close()

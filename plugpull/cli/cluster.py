@@ -1,5 +1,5 @@
 """`plugpull scheduler` and `plugpull worker`: a Dask cluster that checks crash states
-(`crash --cluster`), and the options they and `--cluster` share."""
+(`crash`, `matrix` and `reproduce` with `--cluster`), and the options they and `--cluster` share."""
 
 import sys
 
@@ -9,7 +9,7 @@ from plugpull.files import a_path
 
 
 def add_parsers(sub) -> None:
-    s = sub.add_parser("scheduler", help="run a Dask scheduler for `crash --cluster` (loopback unless TLS)")
+    s = sub.add_parser("scheduler", help="run a Dask scheduler for --cluster (loopback unless TLS)")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; "
                    "any other needs TLS)")
     s.add_argument("--port", type=whole_option(0, 65535), default=8786, help="port (default 8786; 0: any free one)")
@@ -31,8 +31,8 @@ def add_tls_options(p) -> None:
 
 
 def add_cluster_option(p) -> None:
-    p.add_argument("--cluster", metavar="tcp://HOST:PORT", help="check the states on this Dask scheduler's "
-                   "workers (`plugpull worker`); each gets the record once")
+    p.add_argument("--cluster", metavar="tcp://HOST:PORT", help="check the crash states on this Dask "
+                   "scheduler's workers (`plugpull worker`); each gets a record once")
     add_tls_options(p)
 
 
@@ -41,22 +41,28 @@ def tls_of(args):
     return security(args.tls_ca_file, args.tls_cert, args.tls_key)
 
 
-def cluster_judging(args):
-    """`--cluster`'s stand-in for the local judge, or None without it."""
+def cluster_judging(args, reach: bool = True):
+    """`--cluster`'s stand-in for the local judge, or None without it: crash, matrix and
+    reproduce refuse the same options with it, then reach the scheduler once (`reach`; a
+    command that has more to check first reaches it later, `judging.reach()`)."""
     if not args.cluster:
         if any((args.tls_ca_file, args.tls_cert, args.tls_key)):
             raise UsageError("the --tls-* options go with --cluster")
         return None
     if args.hosts:
         raise UsageError("--cluster and --hosts: choose one")
-    if args.workers:
+    if getattr(args, "workers", 0):
         raise UsageError("--workers counts this machine's checker guests; with --cluster, each worker runs one")
+    if args.backend != "qemu":
+        raise UsageError("--cluster checks the states on the workers' own QEMU: not with --backend "
+                         f"{args.backend}")
     from plugpull.cluster.coordinator import ClusterJudge
     from plugpull.cluster.serve import check_reach
     sec = tls_of(args)
     check_reach(args.cluster, sec, "--cluster")
     judging = ClusterJudge(args.cluster, security=sec)
-    judging.reach()
+    if reach:
+        judging.reach()
     return judging
 
 

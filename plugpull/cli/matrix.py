@@ -5,6 +5,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from plugpull.cli.cluster import add_cluster_option, cluster_judging
 from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, describe,
                                  fraction, guest_backend, kernel_list, kernel_tag, parse_params)
 from plugpull.cli.crash import add_hosts_option, checker_hosts
@@ -30,6 +31,7 @@ def add_parsers(sub) -> None:
                     help="JSON lines, appended; cells already there are skipped")
     mx.add_argument("--report", type=an_output, help="report directory (default: beside the results)")
     add_hosts_option(mx)
+    add_cluster_option(mx)
     mx.set_defaults(func=cmd_matrix)
 
     rp = sub.add_parser("reproduce", help="run a case file (suites/cases/*.toml)")
@@ -41,6 +43,7 @@ def add_parsers(sub) -> None:
     rp.add_argument("--junit", type=an_output, metavar="FILE",
                     help="JUnit XML, one testcase per case x kernel x mode, written at the end")
     add_hosts_option(rp)
+    add_cluster_option(rp)
     rp.add_argument("--no-crash", action="store_true", help="the throughput side alone (the seeds' figures)")
     rp.set_defaults(func=cmd_reproduce)
 
@@ -117,6 +120,9 @@ def cmd_matrix(args) -> int:
         raise UsageError("--erase-real-disk consents to erasing --real-disk, and no --real-disk is given")
     if args.real_disk and args.no_throughput:
         raise UsageError("--real-disk runs the throughput side, and --no-throughput drops it")
+    judging = cluster_judging(args, reach=False)
+    if judging and args.no_crash:
+        raise UsageError("--cluster checks the crash states, and --no-crash drops them")
     params = matrix_params(args.param, args.workload)
     checked_output(args.results, "--results", parent_must_exist=False)
     if args.report:
@@ -129,11 +135,13 @@ def cmd_matrix(args) -> int:
     todo = with_user_scripts(todo, Path("."))
     for cell in todo:
         cell.validate()
-    kernels, backend = kernel_list(args), guest_backend(args)
-    hosts = checker_hosts(args.hosts)
+    kernels = kernel_list(args)
+    if judging:
+        judging.reach()
+    backend, hosts = guest_backend(args), checker_hosts(args.hosts)
     with run_log(args.results.with_suffix(".log")):
         ran = run_on_kernels(args, kernels, backend, hosts, lambda rig, name, tag, work: run_matrix(
-            for_kernel(todo, tag), args.results, rig, work))
+            for_kernel(todo, tag), args.results, rig, work, judging=judging))
     finish_matrix(ran, args.results, args.report)
     return EXIT_INFRA if any(r.error for r in ran) else EXIT_OK
 
@@ -163,13 +171,18 @@ def cmd_reproduce(args) -> int:
     from plugpull.report.junit import write_junit
     from plugpull.report.junitcases import case_suite
 
+    judging = cluster_judging(args, reach=False)
+    if judging and args.no_crash:
+        raise UsageError("--cluster checks the crash states, and --no-crash drops them")
     planned = checked_cases(args)
+    if judging:
+        judging.reach()
     backend = guest_backend(args)
     codes, suites = [], []
     for case, kernels in planned:
         finished, harness = {}, None
         try:
-            codes.append(reproduce_case(args, case, kernels, backend, finished))
+            codes.append(reproduce_case(args, case, kernels, backend, finished, judging))
         except (UsageError, ToolMissing):
             raise
         except Exception as e:
@@ -226,9 +239,11 @@ def checked_cases(args) -> list:
     return planned
 
 
-def reproduce_case(args, case, kernels: list, backend, finished: dict) -> int:
+def reproduce_case(args, case, kernels: list, backend, finished: dict, judging=None) -> int:
     """One case checked by `checked_cases`, on its kernels; `finished` gets, per kernel whose
-    run ended, its fault runs (a [replay] case: its recheck)."""
+    run ended, its fault runs (a [replay] case: its recheck). `judging`: --cluster's, which
+    checks the cells' crash states instead of the case's [hosts] (fault runs and a [replay]
+    recheck stay on this machine)."""
     from plugpull.cli.faults import run_faults
     from plugpull.runs.matrix import for_kernel, run_matrix
     from plugpull.runs.seeds import reference_results
@@ -238,12 +253,12 @@ def reproduce_case(args, case, kernels: list, backend, finished: dict) -> int:
     results = case_results(args, case)
     plan = case.faults
     faults = f", {len(plan.cases) * plan.runs} fault runs" if plan else ""
-    hosts = checker_hosts(args.hosts) if args.hosts else checker_hosts(list(case.hosts), f"{case.path}: [hosts]")
+    hosts = case_hosts(args, case, judging)
     print(f"{case.title}\n  {case.source}\n  {len(case.cells)} cells{faults}, scale {args.scale:g}"
           + (f", on {len(kernels)} kernels" if len(kernels) > 1 else ""), file=sys.stderr)
 
     def run(rig, name, tag, work):
-        ran = run_matrix(for_kernel(list(case.cells), tag), results, rig, work)
+        ran = run_matrix(for_kernel(list(case.cells), tag), results, rig, work, judging=judging)
         finished[name] = run_faults(list(plan.cases), plan.runs, rig, work / "faults", results) if plan else []
         return [(name, tag, ran, finished[name])]
 
@@ -258,6 +273,16 @@ def reproduce_case(args, case, kernels: list, backend, finished: dict) -> int:
     if any(r.error for r in ran) or any(r.verdict == "infra-error" for r in faulted):
         return EXIT_INFRA
     return EXIT_FOUND if failures else EXIT_OK
+
+
+def case_hosts(args, case, judging) -> tuple:
+    """The hosts a case's states are checked on: --hosts, else its [hosts] table; none with
+    --cluster, which stands in for both."""
+    if judging:
+        return ()
+    if args.hosts:
+        return checker_hosts(args.hosts)
+    return checker_hosts(list(case.hosts), f"{case.path}: [hosts]")
 
 
 def case_failures(case, results: Path, per_kernel: list, no_crash: bool) -> list[str]:

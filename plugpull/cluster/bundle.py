@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import zlib
 from pathlib import Path
 from typing import NamedTuple
@@ -96,17 +97,24 @@ def unpack(data: bytes, dest: Path) -> None:
 
 def install(cache: Path, digest: str, data: bytes) -> Path:
     """The record's directory in `cache` (`records/DIGEST`), unpacked once after its digest
-    is checked; a later call with the same digest finds it there."""
+    is checked; a later call with the same digest finds it there. Workers that share the
+    cache (threads, processes) unpack into a directory each; the first to finish puts its
+    own in place, and the others find it there."""
     where = cache / "records" / digest
     if (where / "record.json").is_file():
         return where
     verify(digest, data)
-    tmp = where.with_name(f".{digest}.{os.getpid()}")
+    tmp = where.with_name(f".{digest}.{os.getpid()}.{threading.get_ident()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
         unpack(data, tmp)
         os.replace(tmp, where)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if (where / "record.json").is_file():  # another worker's copy went in first
+            return where
+        raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

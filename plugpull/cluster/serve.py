@@ -8,6 +8,7 @@ listens (`UsageError`). A worker connects to a `tcp://` scheduler, or with TLS t
 import asyncio
 import ipaddress
 import logging
+import signal
 import socket
 from pathlib import Path
 
@@ -78,9 +79,10 @@ def run_scheduler(host: str = LOOPBACK, port: int = 8786, sec=None, announce=pri
 
 
 def run_worker(scheduler: str, workdir: Path, rig, sec=None, nthreads: int = 1, announce=print) -> None:
-    """A worker with plugpull's plugin until the process is stopped, listening on loopback
-    for a loopback scheduler; a remote one needs TLS, and its worker listens where it
-    reaches the scheduler."""
+    """A worker with plugpull's plugin until the process is stopped (SIGTERM or SIGINT close
+    it, and the plugin's teardown the checker guest it keeps), listening on loopback for a
+    loopback scheduler; a remote one needs TLS, and its worker listens where it reaches the
+    scheduler."""
     from distributed import Worker
     from plugpull.cluster.worker import PlugpullPlugin
     check_reach(scheduler, sec, "--scheduler")
@@ -91,6 +93,10 @@ def run_worker(scheduler: str, workdir: Path, rig, sec=None, nthreads: int = 1, 
         async with Worker(scheduler, nthreads=nthreads, local_directory=str(workdir / "dask"), host=listen,
                           security=sec, dashboard=False, dashboard_address=f"{LOOPBACK}:0",
                           plugins={PlugpullPlugin(workdir, rig)}) as w:
+            closing = []  # the close's task, held while it runs
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                asyncio.get_running_loop().add_signal_handler(sig, lambda: closing.append(asyncio.ensure_future(
+                    w.close(reason="signal"))))
             announce(w.address)
             await w.finished()
 

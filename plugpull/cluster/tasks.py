@@ -39,7 +39,8 @@ def state_names(record: str, jobs: list[StateJob], planned: Planned, seed: int, 
             for d, pieces in enumerate(planned.plans)]
 
 
-TASKS_PER_THREAD = 2  # each task starts a checker guest: few tasks, yet some left for a worker that frees up
+TASKS_PER_THREAD = 2  # each task costs a round trip (and a guest, if none is kept): few, yet some left
+# for a worker that frees up
 
 
 def task_batches(names: list[StateName], per_task: int, threads: int) -> list[list[StateName]]:

@@ -6,8 +6,10 @@ task that checks a few named states on the worker's own checker guests.
 
 The states are built here, from the record the bundle unpacked into `workdir/records/DIGEST`
 (once per worker, its digest checked first), checked by the same `Checker` as a local run
-(one guest per task: its retries and its verdicts on a guest that dies are the local ones),
-hashed for the artifacts and removed. Only observations and digests go back.
+(its retries and its verdicts on a guest that dies are the local ones), hashed for the
+artifacts and removed. Only observations and digests go back. The worker's hot checker guest
+stays up from one task to the next (`KeptGuests`): a task takes it if it still runs, starts
+one otherwise, and leaves it if it left it clean; the plugin closes it when the worker stops.
 """
 
 import os
@@ -19,6 +21,7 @@ from pathlib import Path
 from distributed import WorkerPlugin, get_worker
 
 from plugpull.check.checker import Checker
+from plugpull.check.hotguest import KeptGuests
 from plugpull.cluster.bundle import install
 from plugpull.cluster.tasks import StateName
 from plugpull.crash.judge import build_state, disk_plans, plan_key
@@ -27,7 +30,7 @@ from plugpull.errors import InfraError
 from plugpull.powerloss.writelog import iter_entries
 
 PLUGIN = "plugpull"
-NOT_SHIPPED = {"rig", "workers", "hooks"}  # the worker's own rig, one guest per task, tests' hooks stay home
+NOT_SHIPPED = {"rig", "workers", "hooks", "kept"}  # the worker's own rig and guests; tests' hooks stay home
 
 
 def checker_settings(checker: Checker) -> dict:
@@ -36,7 +39,8 @@ def checker_settings(checker: Checker) -> dict:
 
 
 class PlugpullPlugin(WorkerPlugin):
-    """The worker's work dir (records, states), its rig, and each record's log entries."""
+    """The worker's work dir (records, states), its rig, each record's log entries, and its
+    checker guests kept between tasks (closed in `teardown`, when the worker stops)."""
 
     name = PLUGIN
 
@@ -45,12 +49,16 @@ class PlugpullPlugin(WorkerPlugin):
         self.rig = rig
         self._lock = threading.Lock()
         self._entries: dict[str, list] = {}
+        self.guests = KeptGuests()
 
     def __getstate__(self) -> dict:  # sent to a worker (`Client.register_plugin`): no lock, no entries
         return {"workdir": self.workdir, "rig": self.rig}
 
     def __setstate__(self, state: dict) -> None:
         self.__init__(state["workdir"], state["rig"])
+
+    def teardown(self, worker=None) -> None:
+        self.guests.close()
 
     def record(self, digest: str, data: bytes) -> tuple[Record, list[list]]:
         """The cached record of `digest` (installed from `data` the first time) and each of
@@ -82,7 +90,7 @@ def check_named(bundle: bytes, names: list[StateName], settings: dict, image_key
     try:
         states = [build_state(rec, _pieces(entries, name), scratch / f"state-{name.index:05d}.img")
                   for name in names]
-        checker = Checker(plugin.rig, workers=1, **settings)
+        checker = Checker(plugin.rig, workers=1, kept=plugin.guests, **settings)
         observations = checker.check(states, collect=[name.collect for name in names])
         return [(name.index, (obs, state.digest())) for name, obs, state in zip(names, observations, states)]
     finally:

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from plugpull.crash.judge import judge
 from plugpull.crash.run import run_crash
 from plugpull.crash.spec import CrashPlan, CrashSpec, load_user_scripts
 from plugpull.errors import InfraError, NothingChecked, UsageError
@@ -123,9 +124,10 @@ def environment(rig: Rig, bus: Bus, profile_name: str, real_disk: str | None = N
     )
 
 
-def run_cell(cell: Cell, rig: Rig, work: Path, artifacts: Path) -> CellResult:
+def run_cell(cell: Cell, rig: Rig, work: Path, artifacts: Path, judging=judge) -> CellResult:
     """Both measurements of one cell; the states that are not clean are saved in `artifacts`.
-    A harness failure ends the cell with what was measured before it."""
+    A harness failure ends the cell with what was measured before it. `judging`: what
+    judges the crash states (`run_crash`'s: this machine's checker guests, or a cluster's)."""
     plan = cell.spec.resolve()
     env = environment(rig, cell.bus, cell.profile, cell.real_disk)
     started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -135,7 +137,7 @@ def run_cell(cell: Cell, rig: Rig, work: Path, artifacts: Path) -> CellResult:
         if cell.throughput:
             throughput = measure_throughput(cell, plan, rig, work)
         if cell.crash:
-            crash = measure_crash(cell, rig, artifacts)
+            crash = measure_crash(cell, rig, artifacts, judging)
     except InfraError as e:
         error = f"harness failure (not a verdict): {e}"
     except NothingChecked as e:
@@ -165,8 +167,8 @@ def measure_throughput(cell: Cell, plan: CrashPlan, rig: Rig, work: Path) -> Thr
     return replace(result, recorder_overhead=overhead)
 
 
-def measure_crash(cell: Cell, rig: Rig, artifacts: Path) -> CrashSummary:
-    run = run_crash(cell.spec, rig, artifacts)
+def measure_crash(cell: Cell, rig: Rig, artifacts: Path, judging=judge) -> CrashSummary:
+    run = run_crash(cell.spec, rig, artifacts, judging=judging)
     if artifacts.is_dir() and any(artifacts.iterdir()):
         return run.crash_summary(artifacts=str(artifacts))
     if artifacts.is_dir():
@@ -174,7 +176,9 @@ def measure_crash(cell: Cell, rig: Rig, artifacts: Path) -> CrashSummary:
     return run.crash_summary()
 
 
-def run_matrix(todo: list[Cell], results: Path, rig: Rig, workdir: Path) -> list[CellResult]:
+def run_matrix(todo: list[Cell], results: Path, rig: Rig, workdir: Path, judging=None) -> list[CellResult]:
+    """The cells not yet in `results`, each appended as it ends; `judging` (None: `judge`)
+    judges their crash states."""
     for cell in todo:
         cell.validate()
     done = done_keys(results)
@@ -190,7 +194,7 @@ def run_matrix(todo: list[Cell], results: Path, rig: Rig, workdir: Path) -> list
         work = workdir / f"cell-{i}"
         artifacts = results.parent / f"{results.stem}-artifacts" / cell.key().replace("/", "-")
         try:
-            result = run_cell(cell, rig, work, artifacts)
+            result = run_cell(cell, rig, work, artifacts, judging or judge)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         append_line(results, result.to_json())
