@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plugpull.check.checker import Checker, Plug, default_workers
+from plugpull.check.hotguest import KeptGuests
 from plugpull.crash.judge import Batch, judge_many, remove_states
 from plugpull.crash.record import Record
 from plugpull.crash.run import state_results
@@ -97,9 +98,10 @@ def hunt(spec: HuntSpec, space: Space, rig: Rig, out: Path) -> HuntRun:
     started = time.monotonic()
     work = make_workdir(out)
     bar = Progress("workloads", len(todo))
+    kept = KeptGuests()  # the checker guests stay up from one chunk to the next
     try:
         base = formatted(fs, mode_named(spec.mode), spec.mib, work / "mkfs.img")
-        checker = Checker(rig, fs, batch=1, plug=Plug.HOT, workers=default_workers())
+        checker = Checker(rig, fs, batch=1, plug=Plug.HOT, workers=default_workers(), kept=kept)
         with Recorder(rig, fs, mode_named(spec.mode), base, spec.mib) as recorder:
             for at in range(0, len(todo), spec.chunk):
                 if spec.budget_s is not None and time.monotonic() - started >= spec.budget_s:
@@ -110,6 +112,7 @@ def hunt(spec: HuntSpec, space: Space, rig: Rig, out: Path) -> HuntRun:
                 bar.advance(len(lines))
             run.boots = recorder.boots
     finally:
+        kept.close()
         shutil.rmtree(work, ignore_errors=True)
     run.lines = [journal.done[i] for i in ids if i in journal.done]
     return run
