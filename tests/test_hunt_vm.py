@@ -49,6 +49,9 @@ def test_without_barriers_the_oracle_names_the_broken_rule_and_the_failure_repla
     state = sorted((out / failing[0]["artifact"] / "states").iterdir())[0]
     assert (out / failing[0]["artifact"] / "program.sh").is_file()
     assert cli.main(["replay", str(state)]) == 0  # the same digest and the same verdict
+    capsys.readouterr()
+    code, said = cli.main(["minimise", str(state)]), capsys.readouterr()
+    assert (code == 0 and (state / "minimised").is_dir()) or (code == 1 and "explain" in said.out + said.err), said
 
 
 def test_a_hunt_stopped_with_ctrl_c_goes_on_where_it_stopped(tmp_path):
