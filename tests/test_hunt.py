@@ -153,3 +153,66 @@ def test_a_foreign_out_dir_is_refused_and_left_as_it_was(tmp_path, capsys):
     assert cli.main(["hunt", "--seq", "1", "--out", str(tmp_path / "mine")]) == 2
     assert "not a hunt's directory" in capsys.readouterr().err
     assert [p.name for p in (tmp_path / "mine").iterdir()] == ["notes.txt"]
+
+
+class FakeRecorder:
+    """Records nothing: each workload's outcome comes from `outcomes` (a Failed, or an error to raise)."""
+
+    def __init__(self, outcomes):
+        self.outcomes, self.boots = outcomes, 1
+
+    def __call__(self, *args, **kwargs):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def record(self, workload, directory):
+        outcome = self.outcomes.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+
+def fake_hunt(tmp_path, monkeypatch, outcomes, **spec):
+    from plugpull.generate.space import Space
+    from plugpull.hunt import run as run_mod
+    monkeypatch.setattr(run_mod, "formatted", lambda *a: tmp_path / "mkfs.img")
+    monkeypatch.setattr(run_mod, "Recorder", FakeRecorder(list(outcomes)))
+    rig = SimpleNamespace(image=SimpleNamespace(kernel_release="6.1.0-x"))
+    hunt_spec = run_mod.HuntSpec(1, **{"sample": 4, "chunk": 2, **spec})
+    return run_mod.hunt(hunt_spec, Space(1), rig, tmp_path / "h")
+
+
+def test_a_harness_failure_is_journaled_unjudged_and_a_kernel_failure_is_a_finding(tmp_path, monkeypatch):
+    from plugpull.errors import GuestError
+    from plugpull.hunt.record import Failed
+    kernel = Failed("kernel panic: Oops", {"kind": "panic", "line": "Oops", "excerpt": "Oops\ntrace"})
+    run = fake_hunt(tmp_path, monkeypatch, [GuestError("QEMU died"), kernel, Failed("the workload exited 1"), kernel])
+    lines = [json.loads(t) for t in (tmp_path / "h" / JOURNAL).read_text().splitlines()]
+    assert [bool(line.get("infra")) for line in lines] == [True, False, True, False]
+    assert [i for i, _ in run.infra] == [lines[0]["id"], lines[2]["id"]] and "QEMU died" in lines[0]["infra"]
+    found = lines[1]
+    assert found["failing"] and found["rules"] == {"kernel": 1} and found["verdicts"] == {"kernel-crash": 1}
+    assert (tmp_path / "h" / found["artifact"] / "kernel.txt").read_text() == "Oops\ntrace"
+    assert (tmp_path / "h" / found["artifact"] / "program.sh").is_file()
+    assert [line["id"] for line in run.lines] == [lines[1]["id"], lines[3]["id"]]  # the judged ones
+    assert not any((tmp_path / "h").glob(".work-*"))
+
+
+def test_three_harness_failures_in_a_row_stop_the_hunt_and_keep_the_journal(tmp_path, monkeypatch):
+    from plugpull.errors import GuestError, InfraError
+    from plugpull.hunt.record import Failed
+    kernel = Failed("kernel panic", {"kind": "panic", "line": "x", "excerpt": ""})
+    outcomes = [kernel, kernel, GuestError("a"), GuestError("b"), GuestError("c")]
+    with pytest.raises(InfraError, match="3 workloads in a row; the last: c"):
+        fake_hunt(tmp_path, monkeypatch, outcomes, sample=6)
+    assert len(Journal(tmp_path / "h", {}).done) == 2  # the first chunk's, kept
+
+
+def test_a_spent_budget_starts_no_chunk_and_says_so(tmp_path, monkeypatch):
+    run = fake_hunt(tmp_path, monkeypatch, [], budget_s=1e-12)
+    assert run.stopped_by_budget and run.new == 0 and run.lines == []

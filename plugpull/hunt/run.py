@@ -24,7 +24,7 @@ from plugpull.crash.run import state_results
 from plugpull.errors import GuestError, InfraError, LaunchError
 from plugpull.generate.program import program
 from plugpull.generate.space import Space
-from plugpull.generate.workload import GeneratedWorkload
+from plugpull.generate.workload import GeneratedWorkload, generated_workload
 from plugpull.guest.rig import Rig
 from plugpull.hunt.journal import Journal, check_out
 from plugpull.hunt.points import CUTS, MODELS, point_jobs
@@ -124,7 +124,7 @@ def hunt_chunk(ids: list[str], spec: HuntSpec, recorder: Recorder, checker: Chec
     t0 = time.monotonic()
     recorded, lines = [], []
     for ident in ids:
-        workload = GeneratedWorkload(ident, spec.fs if spec.fs in ("ext4", "xfs", "btrfs") else "posix")
+        workload = generated_workload(f"gen:{ident}", spec.fs)
         outcome = _recorded(recorder, workload, work / ident, run)
         if isinstance(outcome, Record):
             recorded.append((workload, outcome))
