@@ -122,6 +122,13 @@ def test_a_budget_without_a_unit_or_out_of_range_is_refused(text):
         budget(text)
 
 
+def test_a_lying_disk_is_a_barrier_recording_judged_by_lying_models():
+    from plugpull.hunt.run import HuntSpec
+    lying, barrier = HuntSpec(1, mode="lying"), HuntSpec(1)
+    assert lying.recording_mode.name == "barrier" and lying.models == tuple(f"{m}+lying" for m in MODELS)
+    assert barrier.models == MODELS and lying.settings("k")["models"] != barrier.settings("k")["models"]
+
+
 def test_the_default_out_names_the_hunt_so_the_same_command_goes_on():
     args = SimpleNamespace(seq=2, fs="btrfs", mode="barrier", ops=("rename", "fsync"), sample=2000, seed=3, kernel=None)
     assert default_out(args) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3")
@@ -135,6 +142,7 @@ def test_the_default_out_names_the_hunt_so_the_same_command_goes_on():
     (["hunt", "--seq", "1", "--budget", "60"], "expected a time"),
     (["hunt", "--seq", "1", "--backend", "libvirt"], "its own QEMU"),
     (["hunt", "--seq", "1", "--fs", "zfs"], "invalid choice"),
+    (["hunt", "--seq", "1", "--mode", "extlog"], "records one disk"),
 ])
 def test_bad_hunts_are_refused_in_one_line_before_anything_is_made(argv, words, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

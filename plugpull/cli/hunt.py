@@ -75,6 +75,8 @@ def cmd_hunt(args) -> int:
 
     if args.backend != "qemu":
         raise UsageError("hunt records on its own QEMU: --backend libvirt is not for it")
+    if MODES[args.mode].external_log:
+        raise UsageError(f"hunt records one disk: not --mode {args.mode}, whose log is on a second one")
     space = space_of_options(args.seq, args.ops)
     if args.sample is not None and args.sample > space.total():
         raise UsageError(f"--sample {args.sample}: seq {args.seq} has only {space.total()} workloads "

@@ -54,13 +54,22 @@ class HuntSpec:
     chunk: int = 16
 
     @property
+    def models(self) -> tuple[str, ...]:
+        """A lying disk is a barrier recording whose states ignore its flushes."""
+        return tuple(f"{m}+lying" for m in MODELS) if mode_named(self.mode).lying else MODELS
+
+    @property
+    def recording_mode(self):
+        return mode_named("barrier") if mode_named(self.mode).lying else mode_named(self.mode)
+
+    @property
     def mib(self) -> int:
         return self.disk_mib or DISK_MIB.get(filesystem(self.fs).mount_type, 64)
 
     def settings(self, kernel: str) -> dict:
         """What a resumed hunt must share with the one it goes on from."""
         return {"seq": self.seq, "ops": list(self.ops), "sample": self.sample, "seed": self.seed, "fs": self.fs,
-                "mode": self.mode, "disk_mib": self.mib, "kernel": kernel, "models": list(MODELS), "cuts": CUTS}
+                "mode": self.mode, "disk_mib": self.mib, "kernel": kernel, "models": list(self.models), "cuts": CUTS}
 
 
 @dataclass
@@ -100,9 +109,9 @@ def hunt(spec: HuntSpec, space: Space, rig: Rig, out: Path) -> HuntRun:
     bar = Progress("workloads", len(todo))
     kept = KeptGuests()  # the checker guests stay up from one chunk to the next
     try:
-        base = formatted(fs, mode_named(spec.mode), spec.mib, work / "mkfs.img")
+        base = formatted(fs, spec.recording_mode, spec.mib, work / "mkfs.img")
         checker = Checker(rig, fs, batch=1, plug=Plug.HOT, workers=default_workers(), kept=kept)
-        with Recorder(rig, fs, mode_named(spec.mode), base, spec.mib) as recorder:
+        with Recorder(rig, fs, spec.recording_mode, base, spec.mib) as recorder:
             for at in range(0, len(todo), spec.chunk):
                 if spec.budget_s is not None and time.monotonic() - started >= spec.budget_s:
                     run.stopped_by_budget = True
@@ -134,7 +143,7 @@ def hunt_chunk(ids: list[str], spec: HuntSpec, recorder: Recorder, checker: Chec
     batches = []
     for workload, rec in recorded:
         entries = list(iter_entries(rec.log))
-        batches.append(Batch(rec, point_jobs(rec, entries), workload, spec.seed, rec.dir / "states", entries))
+        batches.append(Batch(rec, point_jobs(rec, entries, spec.models), workload, spec.seed, rec.dir / "states", entries))
     judged_all = judge_many(batches, checker) if batches else []
     t2 = time.monotonic()
     run.record_s, run.check_s = run.record_s + t1 - t0, run.check_s + t2 - t1
