@@ -12,6 +12,7 @@ guest is then replaced before the next one. A workload that exits non-zero is a 
 the harness or the generator (`Failed.kernel` empty), never a verdict.
 """
 
+import base64
 import logging
 import os
 import time
@@ -20,6 +21,8 @@ from pathlib import Path
 
 from plugpull.check.hotguest import HotGuest
 from plugpull.crash.record import TROUBLE_ON_THE_CONSOLE, Record, Trigger, acks_until, stamped_acks
+from plugpull.errors import GuestError
+from plugpull.guest.backend import await_disk_command
 from plugpull.guest.config import Bus, DiskSpec
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.crashstate import copy_sparse
@@ -90,18 +93,16 @@ class Recorder:
     def _run(self, guest: HotGuest, workload: Workload, disk: Path, write_log: Path):
         """Plug in, mount, run the workload to its end: (acks, log bytes at its end, meta) or Failed."""
         m = guest.machine
-        attached = m.attach_disk(DiskSpec(disk, BUS, self.mode.write_cache, host_flush=False, write_log=write_log))
+        attached = m.attach_disk(DiskSpec(disk, BUS, self.mode.write_cache, host_flush=False, write_log=write_log),
+                                 wait=False)
         unplug = True
         try:
-            for command in [*self.mode.guest_setup(self.fs, attached.device),
-                            mount_command(self.fs, self.mode, attached.device)]:
-                m.run(command).check()
-            queue = m.run(f"cat /sys/block/{attached.device}/queue/write_cache").text.strip()
             m.acks.set_stamp(lambda: os.stat(write_log).st_size)
-            m.write_file("/tmp/workload.sh", workload.script(MOUNTPOINT))
             guest.console.set_mark()
             started = time.monotonic()
-            m.run(RUN).check()
+            said = m.run(self._start_command(attached.serial, workload)).check().text
+            if "disk_missing=" in said:
+                raise GuestError(f"the workload's disk did not show up in the recording guest ({said.strip()})")
             acks, finished, trouble = acks_until(m, Trigger("end"), write_log, started, self.timeout, None,
                                                  guest.console)
             end = os.stat(write_log).st_size
@@ -115,13 +116,23 @@ class Recorder:
                 detail = m.run("tail -n 5 /tmp/workload.out").text.strip().splitlines()
                 return Failed(f"the workload exited {finished} in the guest: {(detail or ['no output'])[-1][:200]}")
             m.run(f"umount {MOUNTPOINT}").check()
+            queue = said.partition("queue=")[2].strip()
             return acks, end, {"workload_seconds": seconds, "workload_finished": True, "queue_write_cache": queue}
         except BaseException:
             unplug = False  # the guest goes (`record`): an unplug now could only hide why
             raise
         finally:
             if unplug:
-                m.detach_disk(attached)
+                m.detach_disk(attached, wait=False)  # the next workload's command waits for its own disk
+
+    def _start_command(self, serial: str, workload: Workload) -> str:
+        """One guest command (each costs a round trip): wait for the disk, set it up in the
+        mode, mount it, write the workload's script, say the queue's cache, start the script."""
+        script = base64.b64encode(workload.script(MOUNTPOINT).encode()).decode()
+        steps = [*self.mode.guest_setup(self.fs, "$dev"), mount_command(self.fs, self.mode, "$dev"),
+                 f"echo {script} | base64 -d > /tmp/workload.sh", "echo queue=$(cat /sys/block/$dev/queue/write_cache)",
+                 "{ " + RUN + " }"]
+        return await_disk_command(serial, "dev") + " && ".join(steps)
 
     def _meta(self, workload: Workload, guest: HotGuest) -> dict:
         image = self.rig.image
