@@ -78,10 +78,9 @@ class GeneratedWorkload(Workload):
         return shell_script(mnt, ack, [program(self.generated)])
 
     def examine(self, required: list[int], files: dict, committed: list[int] = ()) -> Findings:
-        """The collected tree judged with acks 0..k owed, k the highest of `required`."""
-        if TREE not in files:
-            return Findings([Lost(i, "the work directory is missing") for i in required])
-        tree, strays = collected(_text(files, TREE))
+        """The collected tree judged with acks 0..k owed, k the highest of `required`. A work
+        directory that is gone is an empty tree: each fact it owed is lost under its own rule."""
+        tree, strays = collected(_text(files, TREE)) if TREE in files else ({}, [])  # no work directory: empty
         found = judge(self.generated, self.profile, max(required) if required else None, tree)
         broken = [*found.broken, *(f"{p} is a name no point of the workload has" for p in strays)]
         return Findings([Lost(point, reason) for point, reason in found.lost], broken)
