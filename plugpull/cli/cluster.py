@@ -3,7 +3,7 @@
 
 import sys
 
-from plugpull.cli.common import EXIT_OK, add_guest_options, kernel_source, whole_option
+from plugpull.cli.common import EXIT_OK, add_guest_options, guest_backend, kernel_source, whole_option
 from plugpull.errors import UsageError
 from plugpull.files import a_path
 
@@ -16,7 +16,8 @@ def add_parsers(sub) -> None:
     add_tls_options(s)
     s.set_defaults(func=cmd_scheduler)
 
-    w = sub.add_parser("worker", help="run a Dask worker that checks crash states on its own checker guests")
+    w = sub.add_parser("worker", help="run a Dask worker that checks crash states on its own checker guests "
+                       "(QEMU, or this host's libvirt with --backend libvirt)")
     w.add_argument("--scheduler", required=True, metavar="tcp://HOST:PORT", help="the scheduler's address")
     w.add_argument("--workdir", type=a_path, help="its record cache and states (default: `cluster` in plugpull's cache)")
     add_guest_options(w)
@@ -54,8 +55,8 @@ def cluster_judging(args, reach: bool = True):
     if getattr(args, "workers", 0):
         raise UsageError("--workers counts this machine's checker guests; with --cluster, each worker runs one")
     if args.backend != "qemu":
-        raise UsageError("--cluster checks the states on the workers' own QEMU: not with --backend "
-                         f"{args.backend}")
+        raise UsageError("--cluster: each worker checks on the backend it was started with (plugpull worker "
+                         f"--backend libvirt) and this machine records on QEMU: not with --backend {args.backend}")
     from plugpull.cluster.coordinator import ClusterJudge
     from plugpull.cluster.serve import check_reach
     sec = tls_of(args)
@@ -78,12 +79,21 @@ def cmd_worker(args) -> int:
     from plugpull.paths import cache_dir
     sec = tls_of(args)
     check_reach(args.scheduler, sec, "--scheduler")
-    if args.backend != "qemu":
-        raise UsageError("plugpull worker runs its checker guests on QEMU (--backend qemu)")
+    _check_local_libvirt(args)
     workdir = args.workdir or cache_dir() / "cluster"
-    rig = prepare_rig(args.accel, kernel_source(args))
+    kernel, backend = kernel_source(args), guest_backend(args)
+    rig = prepare_rig(args.accel, kernel, backend)
     run_worker(args.scheduler, workdir, rig, sec, announce=_announce("worker"))
     return EXIT_OK
+
+
+def _check_local_libvirt(args) -> None:
+    """A worker's checker guests run on its own host: its QEMU, or the libvirt of this machine."""
+    from plugpull.guest.backends import DEFAULT_URI, on_this_machine
+    uri = args.connect or DEFAULT_URI
+    if args.backend == "libvirt" and not on_this_machine(uri):
+        raise UsageError(f"--connect {uri}: a worker runs its checker guests on this machine's libvirt; "
+                         "start a worker on that host instead")
 
 
 def _announce(what: str):

@@ -1,0 +1,113 @@
+"""`plugpull worker` without a VM: `--backend libvirt` gives its rig the libvirt backend (and
+the image a QEMU coordinator names, so its tasks pass the image check); a `--connect` that is
+malformed, names another host or does not answer is refused in one line, exit 2, with
+nothing made and no guest prepared."""
+
+import socket
+from pathlib import Path
+
+import pytest
+
+import plugpull.cluster.serve as serve
+import plugpull.guest.backends as backends
+import plugpull.guest.rig as guest_rig
+from plugpull.cli import main
+from plugpull.cluster.worker import PlugpullPlugin
+from plugpull.guest.config import Accel
+from plugpull.guest.image import GuestImage
+
+LOOPBACK = "tcp://127.0.0.1:8786"
+IMAGE = GuestImage("key-of-the-kernel", Path("/k"), Path("/i"), "6.12")
+
+
+class FakeLibvirt:
+    name = "libvirt"
+
+    def __init__(self, uri: str):
+        self.uri = uri
+
+
+@pytest.fixture
+def worker_started(monkeypatch):
+    """What `plugpull worker` would run: [(backend name, uri)] prepared, and the rig and work
+    dir each worker was given; no image is built and no guest boots."""
+    seen = {"prepared": [], "workers": []}
+
+    def prepare_backend(name, uri=None):
+        seen["prepared"].append((name, uri))
+        return backends.Prepared(FakeLibvirt(uri) if name == "libvirt" else guest_rig.QEMU)
+
+    monkeypatch.setattr(backends, "prepare_backend", prepare_backend)
+    monkeypatch.setattr(guest_rig, "build_image", lambda kernel: IMAGE)
+    monkeypatch.setattr(guest_rig, "resolve_accel", lambda accel, image: type("R", (), {"accel": Accel.TCG}))
+    monkeypatch.setattr(serve, "run_worker", lambda address, workdir, rig, sec, announce: seen["workers"].append(
+        (rig, workdir)))
+    return seen
+
+
+def _exit_code(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
+
+
+def test_a_worker_with_backend_libvirt_checks_on_this_hosts_libvirt(worker_started, tmp_path):
+    argv = ["worker", "--scheduler", LOOPBACK, "--workdir", str(tmp_path / "w")]
+    assert main([*argv, "--backend", "libvirt", "--connect", "qemu:///system"]) == 0
+    assert main(argv) == 0  # a QEMU worker, as the coordinator's rig is
+    assert worker_started["prepared"] == [("libvirt", "qemu:///system"), ("qemu", None)]
+    (on_libvirt, workdir), (on_qemu, _) = worker_started["workers"]
+    assert isinstance(on_libvirt.backend, FakeLibvirt) and on_libvirt.backend.uri == "qemu:///system"
+    assert workdir == tmp_path / "w" and on_libvirt.accel is Accel.TCG
+    assert on_libvirt.image.key == on_qemu.image.key  # the key a task names: the image, not its backend
+    assert PlugpullPlugin(workdir, on_libvirt).rig.image.key == IMAGE.key
+
+
+def _unanswered_port() -> int:
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+BAD_CONNECT = [
+    ("http://rack2/", "expected a libvirt QEMU URI"),
+    ("qemu+ssh://root@rack2/system", "start a worker on that host"),
+]
+
+
+@pytest.mark.parametrize("uri, said", BAD_CONNECT, ids=["malformed", "another host"])
+def test_a_bad_connect_is_refused_in_one_line_before_anything_is_made(uri, said, worker_started, tmp_path, capsys):
+    workdir = tmp_path / "w"
+    assert _exit_code(["worker", "--scheduler", LOOPBACK, "--workdir", str(workdir), "--backend", "libvirt",
+                       "--connect", uri]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert worker_started["prepared"] == [] and worker_started["workers"] == []
+    assert not workdir.exists()
+
+
+@pytest.fixture
+def no_rig(monkeypatch):
+    def prepare_rig(*args):
+        raise AssertionError("a guest was to be prepared")
+
+    monkeypatch.setattr(guest_rig, "prepare_rig", prepare_rig)
+
+
+def test_a_connect_nobody_answers_is_refused_in_one_line(no_rig, tmp_path, capsys):
+    pytest.importorskip("libvirt")
+    workdir = tmp_path / "w"
+    uri = f"qemu+tcp://127.0.0.1:{_unanswered_port()}/system"
+    assert main(["worker", "--scheduler", LOOPBACK, "--workdir", str(workdir), "--backend", "libvirt",
+                 "--connect", uri]) == 2
+    err = capsys.readouterr().err
+    assert f"bad --connect {uri}" in err and len(err.strip().splitlines()) == 1, err
+    assert not workdir.exists()
+
+
+def test_connect_without_backend_libvirt_is_refused(no_rig, tmp_path, capsys):
+    assert main(["worker", "--scheduler", LOOPBACK, "--workdir", str(tmp_path / "w"), "--connect",
+                 "qemu:///system"]) == 2
+    assert "--connect needs --backend libvirt" in capsys.readouterr().err
+    assert not (tmp_path / "w").exists()
