@@ -28,6 +28,7 @@ KNOWN = {
     "known-btrfs-rename-file-new-file": ("seq3-24232848", "rename.file A/foo A/bar; creat A/foo; "
                                                           "write.append A/foo, fsync A/foo"),
     "known-btrfs-empty-symlink": ("seq1-000219", "symlink A/foo, fsync A"),
+    "known-btrfs-link-fsync-names": ("seq2-006979", "mkdir B; link A/foo B/bar, fsync A/foo"),
     "known-btrfs-link-unlink": ("seq3-15972617", "link A/foo A/bar, sync; unlink A/bar; creat A/bar, fsync A/bar"),
 }
 
@@ -79,6 +80,11 @@ def _empty_symlink(view, w):  # 348
     view["A/foo"] = replace(view["A/foo"], target="")
 
 
+def _new_link_lost(view, w):  # bug 7: B/bar missing, the link count 1
+    del view["B/bar"]
+    view["A/foo"] = replace(view["A/foo"], nlink=1)
+
+
 def _renamed_file_lost(view, w):  # 342: the old file under neither name
     del view["A/bar"]
 
@@ -89,6 +95,7 @@ def _renamed_file_lost(view, w):  # 342: the old file under neither name
     ("known-btrfs-append-after-link", _append_lost),
     ("known-btrfs-rename-dir-new-dir", _renamed_dir_lost),
     ("known-btrfs-empty-symlink", _empty_symlink),
+    ("known-btrfs-link-fsync-names", _new_link_lost),
 ])
 def test_the_oracle_finds_the_state_the_bug_left(name, change):
     workload, k, view = bug_state(KNOWN[name][0], change)
