@@ -4,7 +4,6 @@ that renumbers ids fails here. The state each bug left, as its report describes 
 by the oracle: the cases whose bug the oracle sees must find it not clean."""
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
