@@ -9,7 +9,7 @@ import pytest
 
 from plugpull.check.verdict import Verdict
 from plugpull.generate.judge import judge, prefix_trees
-from plugpull.generate.oracle import PROFILES, RULES, end_step, owed
+from plugpull.generate.oracle import PROFILES, RULES, end_step, held, owed
 from plugpull.generate.ops import INITIAL_SIZE
 from plugpull.generate.space import Space, workload_of
 from plugpull.generate.tree import FILE, digest
@@ -172,6 +172,29 @@ def test_a_rename_that_loses_both_names_is_data_loss():
     assert verdict(text, "ext4", 0, final(text)) == Verdict.CLEAN  # renamed
     found = judge(workload_of(text), "ext4", 0, neither)
     assert found.verdict == Verdict.DATA_LOSS and "under none of A/foo, B/bar" in found.reason
+
+
+def test_a_renamed_file_is_held_by_its_contents_not_only_its_kind():
+    """generic_342's shape: the durable A/foo moves to A/bar and a new A/foo is fsynced. A new
+    file under A/foo does not stand in for the old one: its contents tell them apart."""
+    text = "rename.file A/foo A/bar; creat A/foo; write.append A/foo, fsync A/foo"
+    w = workload_of(text)
+    assert verdict(text, "ext4", 1, final(text)) == Verdict.CLEAN
+    new_only = {p: e for p, e in final(text).items() if p != "A/bar"}
+    found = judge(w, "ext4", 1, new_only)
+    assert found.verdict == Verdict.DATA_LOSS and "A/foo (contents" in found.reason
+    assert verdict(text, "posix", 1, new_only) == Verdict.CLEAN  # POSIX owes no name, not even after sync
+    moved_back = {**new_only, "A/foo": replace(setup_view(text)["A/foo"], ino=new_only["A/foo"].ino)}
+    assert verdict(text, "ext4", 0, moved_back) == Verdict.CLEAN  # the rename not yet durable
+
+
+def test_a_moved_file_whose_contents_change_later_is_held_by_kind():
+    """Contents a later write changes cannot tell the file apart (the write may be torn)."""
+    text = "rename.file A/foo A/bar; creat A/foo; write.append A/bar, fsync A/bar"
+    w = workload_of(text)
+    torn = {**final(text), "A/bar": replace(final(text)["A/bar"], digest="0" * 64)}
+    assert verdict(text, "ext4", 0, torn) == Verdict.CLEAN
+    assert all(h.digest is None for h in held(w, "ext4", 0) if h.kind == FILE)
 
 
 def test_a_name_no_point_has_is_inconsistent():

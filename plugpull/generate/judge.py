@@ -56,10 +56,18 @@ def lost_facts(facts: list[Owed], kept: list[Held], recovered: dict[str, Entry])
             lost.append((o.point, f"{o.path}: {o.name} is {_show(value)}, owed "
                                   f"{' or '.join(sorted(map(_show, o.values)))} ({o.rule}, point {o.point})"))
     for h in kept:
-        if not any(recovered.get(p) is not None and recovered[p].kind == h.kind for p in h.names):
-            lost.append((h.point, f"the {h.kind} owed at {h.names[0]} is under none of {', '.join(h.names)} "
-                                  f"({h.rule}, point {h.point})"))
+        if not any(_is_held(recovered.get(p), h) for p in h.names):
+            which = f"the {h.kind} owed at {h.names[0]}" + (f" (contents {h.digest[:12]})" if h.digest else "")
+            lost.append((h.point, f"{which} is under none of {', '.join(h.names)} ({h.rule}, point {h.point})"))
     return lost
+
+
+def _is_held(entry: Entry | None, h: Held) -> bool:
+    """`entry` may be the held file or directory: its kind, and its contents where they are
+    pinned (a file with other contents is another file, or the held one with its data lost)."""
+    if entry is None or entry.kind != h.kind:
+        return False
+    return h.digest is None or entry.digest is None or entry.digest == h.digest
 
 
 def _show(value) -> str:
@@ -86,7 +94,7 @@ def judge(workload: Workload, fs: str, k: int | None, recovered: dict[str, Entry
     """The verdict on `recovered`, a state in which the acks 0..k completed (k None: none)."""
     broken = broken_by(workload, recovered)
     facts = owed(workload, fs, k)
-    lost = lost_facts(facts, held(workload, facts), recovered)
+    lost = lost_facts(facts, held(workload, fs, k), recovered)
     if broken:
         return Judgement(Verdict.INCONSISTENT, tuple(lost), tuple(broken))
     if lost:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from plugpull.errors import UsageError
 from plugpull.generate.space import Workload
-from plugpull.generate.tree import DIR, FILE, NAMES, SYMLINK, Tree, parent, under
+from plugpull.generate.tree import DIR, FILE, NAMES, SYMLINK, Tree, digest, parent, under
 
 PROFILES = ("posix", "ext4", "xfs", "btrfs")
 LINUX = ("ext4", "xfs", "btrfs")
@@ -203,12 +203,15 @@ class Owed:
 @dataclass(frozen=True)
 class Held:
     """An owed file or directory that later operations only move: after point `point` it is
-    under one of `names` (a rename never leaves it under none)."""
+    under one of `names` (a rename never leaves it under none). `digest`: a file's contents,
+    where they were owed by then and nothing changes them after (else None): what tells it from
+    another file that takes one of its names."""
 
     names: tuple[str, ...]
     kind: str
     rule: str
     point: int
+    digest: str | None = None
 
 
 def end_step(workload: Workload, k: int) -> int:
@@ -216,19 +219,24 @@ def end_step(workload: Workload, k: int) -> int:
     return workload.points()[k - 1] if k else 0
 
 
+def owed_at(workload: Workload, fs: str, point: int) -> dict:
+    """(path, fact) -> (value, rule) that point `point` itself owes (0: the setup's sync)."""
+    rules = rules_for(fs)
+    if point == 0:
+        if "sync-all" not in {r.name for r in rules}:
+            return {}
+        return {(p, n): (v, "sync-all") for p, n, v in sync_all(Context(workload, 0, workload.trees[0], None))}
+    step = end_step(workload, point)
+    trigger, path = trigger_of(workload, step)
+    ctx = Context(workload, step, workload.trees[step], path)
+    return {(p, n): (v, rule.name) for rule in rules if rule.trigger == trigger for p, n, v in rule.owes(ctx)}
+
+
 def applied(workload: Workload, fs: str, k: int) -> dict:
     """(path, fact) -> (value, rule, point) as points 0..k leave them."""
-    rules = rules_for(fs)
     facts = {}
-    if "sync-all" in {r.name for r in rules}:  # the setup ends with sync
-        facts.update({(p, n): (v, "sync-all", 0) for p, n, v in sync_all(Context(workload, 0, workload.trees[0], None))})
-    for point in range(1, k + 1):
-        step = end_step(workload, point)
-        trigger, path = trigger_of(workload, step)
-        ctx = Context(workload, step, workload.trees[step], path)
-        for rule in rules:
-            if rule.trigger == trigger:
-                facts.update({(p, n): (v, rule.name, point) for p, n, v in rule.owes(ctx)})
+    for point in range(k + 1):
+        facts.update({key: (value, rule, point) for key, (value, rule) in owed_at(workload, fs, point).items()})
     return facts
 
 
@@ -250,16 +258,29 @@ def owed(workload: Workload, fs: str, k: int | None) -> list[Owed]:
     return sorted(out, key=lambda o: (NAMES.index(o.path), FIELDS.index(o.name)))
 
 
-def held(workload: Workload, owed_facts: list[Owed]) -> list[Held]:
-    """The owed names whose inode the operations after their point move but never remove."""
-    out = []
-    for o in owed_facts:
-        trees = workload.trees[end_step(workload, o.point):]
-        value = next(iter(o.base)) if len(o.base) == 1 else None
-        if o.name != "kind" or value is None or None not in o.values or trees[0].kind(o.path) != value:
-            continue
-        ino = trees[0].paths[o.path]
-        if all(t.names_of(ino) for t in trees):
+def held(workload: Workload, fs: str, k: int | None) -> list[Held]:
+    """The files and directories a point up to k owed by name that the operations after it move
+    (or put another file under that name) but never remove."""
+    out = {}
+    for point in range(k + 1 if k is not None else 0):
+        trees = workload.trees[end_step(workload, point):]
+        for (path, name), (value, rule) in owed_at(workload, fs, point).items():
+            if name != "kind" or value is None or isinstance(value, AnyOf) or trees[0].kind(path) != value:
+                continue
+            ino = trees[0].paths[path]
+            if all(t.paths.get(path) == ino for t in trees) or not all(t.names_of(ino) for t in trees):
+                continue
             names = tuple(p for p in NAMES if any(t.paths.get(p) == ino for t in trees))
-            out.append(Held(names, value, o.rule, o.point))
-    return out
+            found = Held(names, value, rule, point, _pinned_digest(workload, fs, point, path, trees, ino))
+            out[(found.names, found.kind, found.digest)] = found
+    return list(out.values())
+
+
+def _pinned_digest(workload: Workload, fs: str, point: int, path: str, trees: list[Tree], ino: int) -> str | None:
+    """The file's digest if points up to `point` owed it at `path` and no later operation
+    changes the file's contents."""
+    if trees[0].inodes[ino].kind != FILE:
+        return None
+    digests = {digest(t.inodes[ino].data) for t in trees}
+    owed_then = applied(workload, fs, point).get((path, "digest"), (None,))[0]
+    return owed_then if len(digests) == 1 and owed_then in digests else None
