@@ -68,6 +68,24 @@ def test_a_bad_value_is_refused_before_anything_runs(argv, capsys):
     assert "--" + argv[1].lstrip("-") in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("argv", [
+    ["--budget", "5", "--states", "3"], ["--states", "3", "--exhaustive"], ["--cuts", "flushes", "--states", "9"],
+])
+def test_states_beside_an_option_that_chooses_the_cuts_is_refused(argv, capsys, tmp_path):
+    out = tmp_path / "out"
+    assert main(["crash", *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--states is not used with" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_states_alone_or_a_budget_alone_is_taken():
+    from plugpull.runs.settings import refuse_unused_states
+    refuse_unused_states(parsed("crash", "--states", "3"))
+    refuse_unused_states(parsed("crash", "--budget", "5"))
+    assert parsed("crash", "--budget", "5").states == 30  # the default, not typed: nothing to refuse
+
+
 @pytest.mark.parametrize("change, where", [
     ("[crash]\nstates = \"10\"", "[crash] states"), ("[crash]\nmodels = [3]", "[crash] models[0]"),
     ("[crash]\ntrigger = 30", "[crash] trigger"), ("crash = 5", "crash"),

@@ -37,8 +37,9 @@ def add_parsers(sub) -> None:
 def cmd_crash(args) -> int:
     from plugpull.crash.run import run_crash
     from plugpull.crash.spec import CrashSpec, load_user_scripts
-    from plugpull.runs.settings import settings_of
+    from plugpull.runs.settings import refuse_unused_states, settings_of
 
+    refuse_unused_states(args)
     judging = cluster_judging(args)
     spec = load_user_scripts(CrashSpec(params=tuple(parse_params(args.param)),
                                        **{s.key: getattr(args, s.key) for s in settings_of("crash")}), Path("."))

@@ -282,6 +282,14 @@ def option_type(key: str, command: str):
     return typed
 
 
+class _Given(argparse.Action):
+    """Stores the value, and the setting's key in `namespace.given`: what the user typed."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        namespace.given = {*getattr(namespace, "given", ()), self.dest}
+
+
 def add_options(parser, command: str) -> None:
     """Add the command's options; each value is checked by its row's kind as it is parsed."""
     for s in settings_of(command):
@@ -291,6 +299,17 @@ def add_options(parser, command: str) -> None:
         typed = option_type(s.key, command)
         default = s.defaults[command]
         parser.add_argument(s.flag, dest=s.key, type=typed, default=typed(default) if default else "",
-                            metavar=s.key.upper(), help=f"{s.help} (default: {default or 'none'})")
+                            action=_Given, metavar=s.key.upper(), help=f"{s.help} (default: {default or 'none'})")
     metavar, text = PARAM_OPTION[command]
     parser.add_argument("--param", action="append", default=[], metavar=metavar, help=text)
+
+
+def refuse_unused_states(args) -> None:
+    """`--states` draws random cuts; `--budget`, `--exhaustive` and `--cuts` choose the cuts
+    instead, so a `--states` beside them would be ignored: refused."""
+    if "states" not in getattr(args, "given", ()):
+        return
+    instead = [flag for flag, on in (("--budget", args.budget), ("--exhaustive", args.exhaustive),
+                                     ("--cuts", args.cuts)) if on]
+    if instead:
+        raise UsageError(f"--states is not used with {instead[0]}, which chooses the cuts itself: give one of them")
