@@ -38,7 +38,7 @@ image: deps
 	$(PY) -c 'from plugpull.guest.image import build_image; i = build_image(); print(i.key, i.initramfs)'
 
 test: deps
-	$(PY) -m pytest --junitxml=results/junit.xml
+	$(PY) -m pytest --junitxml=results/junit.xml --durations=15
 
 # The HTML report in headless Chromium at 1280 px: no overflow, every link followed, each count
 # against the states it lists; the fixture reports, then a small real run's (a minute or two;
