@@ -1,7 +1,8 @@
-"""What a hunt's steps cost, in one run: the same sampled workloads hunted as built (a chunk of
-16 recorded in one guest, then checked together), one workload a chunk (the checker guests
-started per workload), and, for a few of them, one `plugpull crash --workload gen:ID` each (a
-recording guest booted per workload: the path before hunts).
+"""What a hunt's steps cost, in one run: the same sampled workloads hunted as built (chunks of
+16 recorded in one guest and checked together, the next chunk recorded while one is checked),
+with recording and checking one after the other, one workload a chunk, and, for a few of
+them, one `plugpull crash --workload gen:ID` each (a recording guest booted per workload: the
+path before hunts).
 
     .venv/bin/python bench/hunt.py [--fs ext4] [--mode barrier] [--sample 48] [--crash 6]
 
@@ -22,9 +23,10 @@ from plugpull.guest.rig import prepare_rig
 from plugpull.hunt.run import HuntSpec, hunt, workload_ids
 
 
-def hunted(rig, space, fs, mode, sample, chunk, scratch: Path) -> dict:
-    run = hunt(HuntSpec(1, fs, mode, sample=sample, chunk=chunk), space, rig, scratch / f"hunt-{chunk}")
-    seconds = run.record_s + run.check_s
+def hunted(rig, space, fs, mode, sample, chunk, overlap, scratch: Path) -> dict:
+    spec = HuntSpec(1, fs, mode, sample=sample, chunk=chunk, overlap=overlap)
+    run = hunt(spec, space, rig, scratch / f"hunt-{chunk}-{overlap}")
+    seconds = run.wall_s
     return {"workloads": run.new, "distinct": run.distinct, "seconds": seconds,
             "record_per_workload": run.record_s / max(run.new, 1), "check_per_state": run.check_s / max(run.distinct, 1)}
 
@@ -54,8 +56,9 @@ def main() -> None:
     ids = workload_ids(space, args.sample, 1)
     with tempfile.TemporaryDirectory(prefix="plugpull-bench-hunt-") as tmp:
         scratch = Path(tmp)
-        rows = {"hunt, chunks of 16": hunted(rig, space, args.fs, args.mode, args.sample, 16, scratch),
-                "hunt, one workload a chunk": hunted(rig, space, args.fs, args.mode, args.sample, 1, scratch),
+        rows = {"hunt, chunks of 16": hunted(rig, space, args.fs, args.mode, args.sample, 16, True, scratch),
+                "hunt, no overlap": hunted(rig, space, args.fs, args.mode, args.sample, 16, False, scratch),
+                "hunt, one workload a chunk": hunted(rig, space, args.fs, args.mode, args.sample, 1, False, scratch),
                 f"crash per workload ({args.crash})": crashed(rig, args.fs, args.mode, ids[:args.crash], scratch)}
     base = rows["hunt, chunks of 16"]
     base_rate = base["distinct"] / base["seconds"]

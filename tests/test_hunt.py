@@ -2,6 +2,8 @@
 
 import argparse
 import json
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -224,3 +226,58 @@ def test_three_harness_failures_in_a_row_stop_the_hunt_and_keep_the_journal(tmp_
 def test_a_spent_budget_starts_no_chunk_and_says_so(tmp_path, monkeypatch):
     run = fake_hunt(tmp_path, monkeypatch, [], budget_s=1e-12)
     assert run.stopped_by_budget and run.new == 0 and run.lines == []
+
+
+
+def pipeline(tmp_path, monkeypatch, judge, log, chunks=3):
+    """Run the chunk pipeline with a fake recording (a line per workload; each step noted in
+    `log`) and `judge` as the judging: the ids in the journal."""
+    from plugpull.hunt import run as run_mod
+
+    def record(ids, spec, recorder, work, out, run, stop):
+        log.append(("record", ids[0]))
+        for _ in range(50):  # a chunk takes a while; it stops early when told to
+            if stop.is_set():
+                log.append(("stopped", ids[0]))
+                return [], [], 0.0
+            time.sleep(0.002)
+        return [], [{"id": i, "states": 1} for i in ids], 0.0
+
+    monkeypatch.setattr(run_mod, "record_chunk", record)
+    monkeypatch.setattr(run_mod, "judge_chunk", lambda *a: judge() or [])
+    ids = [f"w{i}" for i in range(2 * chunks)]
+    try:
+        run_mod._pipeline([ids[a:a + 2] for a in range(0, len(ids), 2)], run_mod.HuntSpec(1, chunk=2), None, None,
+                          tmp_path, tmp_path, run_mod.HuntRun({}, len(ids), []), Journal(tmp_path, {}))
+    finally:
+        assert not [t for t in threading.enumerate() if t.name.startswith("plugpull-recorder")]
+    return [json.loads(t)["id"] for t in (tmp_path / JOURNAL).read_text().splitlines()]
+
+
+def test_the_next_chunk_is_recorded_while_one_is_judged(tmp_path, monkeypatch):
+    log = []
+
+    def judge():
+        judged = sum(e[0] == "judged" for e in log)
+        deadline = time.monotonic() + 5
+        while judged + 1 < 3 and sum(e[0] == "record" for e in log) < judged + 2 and time.monotonic() < deadline:
+            time.sleep(0.001)  # the next chunk's recording has started, or it never will
+        log.append(("judged", judged))
+
+    assert pipeline(tmp_path, monkeypatch, judge, log) == [f"w{i}" for i in range(6)]  # in order, each once
+    assert log.index(("record", "w2")) < log.index(("judged", 0)) < log.index(("judged", 1))
+    assert log.index(("record", "w4")) < log.index(("judged", 1))
+
+
+def test_an_interrupted_judging_stops_the_recording_ahead_and_journals_only_what_was_judged(tmp_path, monkeypatch):
+    log = []
+
+    def judge():
+        if ("judged", 0) in log:
+            raise KeyboardInterrupt
+        log.append(("judged", 0))
+
+    with pytest.raises(KeyboardInterrupt):
+        pipeline(tmp_path, monkeypatch, judge, log)
+    assert ("stopped", "w4") in log  # the chunk recorded ahead stopped early, and was waited for
+    assert [json.loads(t)["id"] for t in (tmp_path / JOURNAL).read_text().splitlines()] == ["w0", "w1"]

@@ -99,10 +99,10 @@ def _print_run(run, out: Path, fail_on_unsafe: bool) -> int:
     text = summary(run.settings, run.lines, run.total)
     atomic_write(out / "summary.txt", text)
     print(text, end="")
-    minutes = max(run.record_s + run.check_s, 1e-9) / 60
+    minutes = max(run.wall_s, 1e-9) / 60
     print(f"this run: {run.new} workloads, {run.states} states ({run.distinct} distinct) in "
-          f"{run.record_s + run.check_s:.0f} s: recording {run.record_s:.0f} s ({run.boots} guest boots), "
-          f"checking {run.check_s:.0f} s; {run.distinct / minutes:.0f} distinct states/min")
+          f"{run.wall_s:.0f} s: recording {run.record_s:.0f} s ({run.boots} guest boots) and checking "
+          f"{run.check_s:.0f} s, side by side; {run.distinct / minutes:.0f} distinct states/min")
     if run.stopped_by_budget:
         print(f"the budget is spent: {run.total - len(run.lines)} workloads to go; the same command goes on")
     for ident, why in run.infra[:5]:

@@ -12,7 +12,9 @@ budget, no chunk starts once it is spent.
 
 import logging
 import shutil
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +54,7 @@ class HuntSpec:
     disk_mib: int | None = None
     budget_s: float | None = None
     chunk: int = 16
+    overlap: bool = True  # record the next chunk while one is judged (False: one after the other)
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -81,7 +84,8 @@ class HuntRun:
     states: int = 0  # this run's
     distinct: int = 0
     record_s: float = 0.0
-    check_s: float = 0.0
+    check_s: float = 0.0  # recording and checking overlap: their sum may pass wall_s
+    wall_s: float = 0.0
     boots: int = 0  # recording guests started
     infra: list = field(default_factory=list)  # (id, why): workloads the harness failed on
     streak: int = 0  # guests failed in a row
@@ -104,22 +108,16 @@ def hunt(spec: HuntSpec, space: Space, rig: Rig, out: Path) -> HuntRun:
     run = HuntRun(settings, len(ids), [])
     if todo:
         log.info(f"hunting: {len(todo)} of {len(ids)} workloads to go ({len(ids) - len(todo)} done before)")
-    started = time.monotonic()
     work = make_workdir(out)
-    bar = Progress("workloads", len(todo))
     kept = KeptGuests()  # the checker guests stay up from one chunk to the next
     try:
         base = formatted(fs, spec.recording_mode, spec.mib, work / "mkfs.img")
         checker = Checker(rig, fs, batch=1, plug=Plug.HOT, workers=default_workers(), kept=kept)
         with Recorder(rig, fs, spec.recording_mode, base, spec.mib) as recorder:
-            for at in range(0, len(todo), spec.chunk):
-                if spec.budget_s is not None and time.monotonic() - started >= spec.budget_s:
-                    run.stopped_by_budget = True
-                    break
-                lines = hunt_chunk(todo[at:at + spec.chunk], spec, recorder, checker, work, out, run)
-                journal.append(lines)
-                bar.advance(len(lines))
-            run.boots = recorder.boots
+            chunks = [todo[at:at + spec.chunk] for at in range(0, len(todo), spec.chunk)]
+            started = time.monotonic()
+            _pipeline(chunks, spec, recorder, checker, work, out, run, journal)
+            run.wall_s, run.boots = time.monotonic() - started, recorder.boots
     finally:
         kept.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -127,34 +125,84 @@ def hunt(spec: HuntSpec, space: Space, rig: Rig, out: Path) -> HuntRun:
     return run
 
 
-def hunt_chunk(ids: list[str], spec: HuntSpec, recorder: Recorder, checker: Checker, work: Path, out: Path,
-               run: HuntRun) -> list[dict]:
-    """Record the chunk's workloads, judge all their states at once: their journal lines."""
+def _pipeline(chunks: list[list[str]], spec: HuntSpec, recorder: Recorder, checker: Checker, work: Path,
+              out: Path, run: HuntRun, journal: Journal) -> None:
+    """Judge each chunk while the next one is recorded (`spec.overlap`): the recording guest
+    and the checker guests work at once. With a budget, no chunk starts recording once it is
+    spent. On any exception the chunk being recorded stops after its workload in hand and is
+    dropped: the journal holds judged chunks only."""
+    started, stop = time.monotonic(), threading.Event()
+    bar = Progress("workloads", sum(map(len, chunks)))
+
+    def spent() -> bool:
+        return spec.budget_s is not None and time.monotonic() - started >= spec.budget_s
+
+    with ThreadPoolExecutor(1, thread_name_prefix="plugpull-recorder") as pool:
+        def ahead(index: int):
+            if index >= len(chunks):
+                return None
+            if spent():
+                run.stopped_by_budget = True
+                return None
+            return pool.submit(record_chunk, chunks[index], spec, recorder, work, out, run, stop)
+
+        recording = ahead(0)
+        try:
+            for index in range(len(chunks)):
+                if recording is None:
+                    break
+                recorded, lines, record_share = recording.result()
+                recording = ahead(index + 1) if spec.overlap else None
+                lines += judge_chunk(recorded, record_share, spec, checker, out, run)
+                recording = recording if spec.overlap else ahead(index + 1)
+                run.new += sum(not line.get("infra") for line in lines)
+                journal.append(lines)
+                bar.advance(len(lines))
+        finally:
+            stop.set()
+            if recording is not None:
+                wait([recording])
+
+
+def record_chunk(ids: list[str], spec: HuntSpec, recorder: Recorder, work: Path, out: Path, run: HuntRun,
+                 stop: threading.Event) -> tuple[list, list[dict], float]:
+    """The chunk's records as (workload, Record), the journal lines of those with none, and
+    the recording's seconds per workload."""
     t0 = time.monotonic()
     recorded, lines = [], []
     for ident in ids:
+        if stop.is_set():
+            break
         workload = generated_workload(f"gen:{ident}", spec.fs)
         outcome = _recorded(recorder, workload, work / ident, run)
         if isinstance(outcome, Record):
             recorded.append((workload, outcome))
         else:
             lines.append(_unrecorded_line(workload, outcome, out))
-    t1 = time.monotonic()
+    seconds = time.monotonic() - t0
+    run.record_s += seconds
+    return recorded, lines, seconds / max(1, len(ids))
+
+
+def judge_chunk(recorded: list, record_share: float, spec: HuntSpec, checker: Checker, out: Path,
+                run: HuntRun) -> list[dict]:
+    """Judge all the states of the recorded workloads at once: their journal lines, each with
+    its seconds (its share of the chunk's recording and checking)."""
+    t0 = time.monotonic()
     batches = []
     for workload, rec in recorded:
         entries = list(iter_entries(rec.log))
         batches.append(Batch(rec, point_jobs(rec, entries, spec.models), workload, spec.seed, rec.dir / "states", entries))
     judged_all = judge_many(batches, checker) if batches else []
-    t2 = time.monotonic()
-    run.record_s, run.check_s = run.record_s + t1 - t0, run.check_s + t2 - t1
-    share = (t2 - t0) / max(1, len(ids))
+    seconds = time.monotonic() - t0
+    run.check_s += seconds
+    lines = []
     for (workload, rec), batch, judged in zip(recorded, batches, judged_all):
-        lines.append(_judged_line(workload, rec, batch, judged, spec, out, share))
+        lines.append(_judged_line(workload, rec, batch, judged, spec, out, record_share + seconds / len(recorded)))
         run.states += len(judged)
         run.distinct += len({j.distinct for j in judged})
         remove_states([j.state for j in judged])
         shutil.rmtree(rec.dir, ignore_errors=True)
-    run.new += sum(not line.get("infra") for line in lines)
     return lines
 
 
