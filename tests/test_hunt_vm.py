@@ -33,6 +33,9 @@ def test_a_sampled_hunt_with_barriers_is_clean(tmp_path, capsys):
     assert all(line["states"] >= 3 and set(line["verdicts"]) == {"clean"} for line in lines)
     assert "6 of 6 workloads" in capsys.readouterr().out and (out / "summary.txt").is_file()
     assert not any(out.glob(".work-*")) and not (out / "failing").exists()
+    started = [line for line in (out / "hunt.log").read_text().splitlines()
+               if "plugpull-checker" in line and (" restored in " in line or " booted in " in line)]
+    assert len(started) <= 2, "the checker guests are kept from one chunk to the next"
 
 
 def test_without_barriers_the_oracle_names_the_broken_rule_and_the_failure_replays(tmp_path, capsys):

@@ -7,13 +7,11 @@ block guarantees all are gone.
         m.power_cut()          # an expected SIGKILL, not an anomaly
 """
 
-import ctypes
 import json
 import logging
 import os
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -32,19 +30,13 @@ from plugpull.errors import GuestError, LaunchError, ToolMissing
 from plugpull.guest.image import GuestImage
 from plugpull.files import atomic_write_json
 from plugpull.paths import cache_dir, make_tempdir
+from plugpull.guest.process import spawn
 from plugpull.guest.qemu import QEMU_BINARY, qemu_argv, qemu_version
 
 log = logging.getLogger(__name__)
 
-PR_SET_PDEATHSIG = 1
 KVM_PROBE_TIMEOUT = 20.0
 UNPLUG_TIMEOUT = 30.0
-
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: QEMU gets SIGKILL if plugpull dies without cleanup."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _first_line(command: str, width: int = 160) -> str:
@@ -123,13 +115,12 @@ class Machine(Launched):
         started = time.monotonic()
         with open(stderr_path, "wb") as err:
             interactive = self.spec.interactive
-            self._proc = subprocess.Popen(
+            self._proc = spawn(
                 self.argv,
                 pass_fds=[s.fileno() for s in theirs],
                 stdin=None if interactive else subprocess.DEVNULL,
                 stdout=None if interactive else err,
                 stderr=err,
-                preexec_fn=_die_with_parent,
                 start_new_session=not interactive,
                 env={**os.environ, "TMPDIR": str(self._tmp)},  # where snapshot=on overlays go
             )
