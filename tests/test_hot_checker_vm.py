@@ -140,3 +140,23 @@ def test_a_hot_checker_killed_mid_run_leaves_no_state_without_a_result(states, r
     assert got == [Verdict.CLEAN, Verdict.DATA_LOSS, Verdict.UNMOUNTABLE, Verdict.FS_CORRUPT]
     assert backend.guests.qsize() == 1, "one fresh guest took over the rest of the run"
     assert (backend.guests.get().restore is not None) is restore
+
+
+def test_luns_wrap_at_255_and_a_reused_lun_shows_its_new_disk(states, rig):
+    """A kept checker guest plugs thousands of states: LUNs wrap at 255 (one of 256 and above
+    never shows up in the guest) and a LUN used before finds the disk plugged in now."""
+    from plugpull.guest import hotplug
+    from plugpull.guest.config import Bus
+    good = states["good"][0]
+    guest = HotGuest(rig, set())
+    try:
+        guest.machine._luns = hotplug.Luns(first=hotplug.MAX_LUN - 2)
+        seen = []
+        for _ in range(5):
+            plugged = guest.machine.attach_disk(DiskSpec(good, Bus.SCSI, True, host_flush=False, snapshot=True))
+            seen.append(int(plugged.serial.removeprefix("plugpull")))
+            assert guest.machine.run("test -b /dev/%s", plugged.device).rc == 0
+            guest.machine.detach_disk(plugged)
+        assert seen == [253, 254, 255, 253, 254]
+    finally:
+        guest.close()

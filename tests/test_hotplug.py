@@ -65,6 +65,13 @@ def test_luns_wrap_past_the_last_and_skip_those_plugged_in():
     assert luns.take() == 3
 
 
+def test_hot_plugged_luns_stay_below_256_which_the_guest_does_not_find():
+    luns = hotplug.Luns(first=1)
+    assert max(luns.take() for _ in range(hotplug.MAX_LUN)) == 255
+    with pytest.raises(ValueError):
+        luns.take()
+
+
 def test_a_long_run_of_plug_and_unplug_never_runs_out_of_luns():
     luns = hotplug.Luns(first=1)
     for _ in range(3 * hotplug.MAX_LUN):
