@@ -3,13 +3,15 @@ missing tool (nothing was changed), 3 the harness failed (QEMU died, a tool fail
 of the guest kernel under test is a verdict, never exit code 3."""
 
 import argparse
+import os
+import select
 import signal
 import sys
 import traceback
 
 from plugpull import __version__
 from plugpull.cli import cluster, crash, faults, generate, guests, hunt, kernels, matrix, minimise
-from plugpull.cli.common import EXIT_INFRA, EXIT_USAGE, describe
+from plugpull.cli.common import EXIT_INFRA, EXIT_OK, EXIT_USAGE, describe
 from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError
 from plugpull.log import discard_log_files, setup_logging
 
@@ -38,7 +40,6 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     for signum in (signal.SIGTERM, signal.SIGHUP):  # a lost terminal cleans up as a kill does
         signal.signal(signum, _terminate)
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `plugpull report ... | head` ends quietly
     try:
         setup_logging(args)
         return args.func(args)
@@ -55,8 +56,22 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("plugpull: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError as e:
+        return EXIT_OK if _stdout_gone() else _unexpected(e, args)
     except Exception as e:
         return _unexpected(e, args)
+
+
+def _stdout_gone() -> bool:
+    """Whether the reader of stdout went away (`plugpull generate --list | head`): then plugpull
+    ends quietly. SIGPIPE stays ignored: with its default action, a write to the socket of a
+    QEMU that had just been stopped (Ctrl-C) killed plugpull before it could clean up."""
+    poller = select.poll()
+    poller.register(sys.stdout.fileno(), select.POLLOUT)
+    if not any(events & select.POLLERR for _, events in poller.poll(0)):
+        return False
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+    return True
 
 
 def _unexpected(error: Exception, args) -> int:

@@ -152,9 +152,11 @@ def _pipeline(chunks: list[list[str]], spec: HuntSpec, recorder: Recorder, check
                 if recording is None:
                     break
                 recorded, lines, record_share = recording.result()
-                recording = ahead(index + 1) if spec.overlap else None
+                if spec.overlap:
+                    recording = ahead(index + 1)
                 lines += judge_chunk(recorded, record_share, spec, checker, out, run)
-                recording = recording if spec.overlap else ahead(index + 1)
+                if not spec.overlap:
+                    recording = ahead(index + 1)
                 run.new += sum(not line.get("infra") for line in lines)
                 journal.append(lines)
                 bar.advance(len(lines))
