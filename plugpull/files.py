@@ -83,17 +83,48 @@ def atomic_write_json(dest: Path, doc, indent: int | None = 1) -> None:
     atomic_write(dest, json.dumps(doc, indent=indent) + "\n")
 
 
-def a_path(text: str) -> Path:
+class InputPath(type(Path())):
+    """A path given on the command line for plugpull to read."""
+
+
+class OutputPath(type(Path())):
+    """A path given on the command line for plugpull to write."""
+
+
+def a_path(text: str) -> InputPath:
     """An argparse `type` for a path plugpull reads: any text but none (`""` is no path)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a path, got ''")
-    return Path(text)
+    return InputPath(text)
 
 
-def an_output(text: str) -> Path:
+def an_output(text: str) -> OutputPath:
     """An argparse `type` for a path plugpull writes (a file or a directory): `a_path`, and
     tried by `check_output` before the run."""
-    return a_path(text)
+    return OutputPath(a_path(text))
+
+
+def same_path(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: the same place once links are followed, or (both
+    there) the same inode under two names."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def refuse_overlaps(named: list[tuple[str, Path]]) -> None:
+    """A UsageError if an output names the same file as an input or as another output, so
+    that no run writes over what it reads (`reproduce c.toml --junit c.toml`) or writes two
+    results into one file. `named`: (how the path was given, the path), in order."""
+    for i, (flag, path) in enumerate(named):
+        for other_flag, other in named[:i]:
+            if (isinstance(path, OutputPath) or isinstance(other, OutputPath)) and same_path(path, other):
+                role = "output" if isinstance(other, OutputPath) else "input"
+                raise UsageError(f"{flag} {path}: the same file as {other_flag} {other}, an {role} of this "
+                                 "command: give another path")
 
 
 def check_input(path: Path, what: str, directory_ok: bool = False) -> Path:

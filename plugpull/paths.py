@@ -13,7 +13,6 @@ VMCONFIG_DIR = ROOT / "vmconfig"
 TEMP_PREFIX = "plugpull-"
 _TEMP_RE = re.compile(rf"^{TEMP_PREFIX}(\d+)-")
 WORK_PREFIX = ".work-"
-_WORK_RE = re.compile(rf"^{re.escape(WORK_PREFIX)}(\d+)$")
 
 
 def cache_dir() -> Path:
@@ -61,29 +60,4 @@ def sweep_stale_tempdirs() -> list[Path]:
         if _owner_dead(path, _TEMP_RE):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
-    return removed
-
-
-def make_workdir(out_dir: Path) -> Path:
-    """`out_dir/.work-PID`: a run's scratch (its recording and crash states, gigabytes at
-    full scale), kept beside its results rather than in a temp dir that may be in memory.
-    Named after this process, like the temp dirs, so that a later run removes it if this
-    one dies without cleaning up."""
-    sweep_stale_workdirs(out_dir.parent)
-    work = Path(out_dir) / f"{WORK_PREFIX}{os.getpid()}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    return work
-
-
-def sweep_stale_workdirs(results: Path) -> list[Path]:
-    """Remove the work dirs in `results/*/` whose run died (a SIGKILL, a lost terminal), and
-    the out dirs that they leave empty."""
-    removed = []
-    for path in sorted(Path(results).glob(f"*/{WORK_PREFIX}*")):
-        if _WORK_RE.match(path.name) and path.is_dir() and _owner_dead(path, _WORK_RE):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
-            if not any(path.parent.iterdir()):
-                path.parent.rmdir()
     return removed

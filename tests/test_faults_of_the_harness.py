@@ -29,7 +29,8 @@ from plugpull.errors import DiskFull, UsageError
 from plugpull.guest.config import Accel
 from plugpull.guest.image import GuestImage, build_image
 from plugpull.guest.rig import Rig
-from plugpull.paths import make_workdir, sweep_stale_tempdirs, sweep_stale_workdirs
+from plugpull.paths import sweep_stale_tempdirs
+from plugpull.workdirs import make_workdir
 from plugpull.powerloss.crashstate import materialize
 from plugpull.space import space_is_fatal
 from plugpull.testbed.bed import BedSpec
@@ -142,24 +143,6 @@ def dead_pid() -> int:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     return child.pid
-
-
-def test_a_later_run_sweeps_the_scratch_of_dead_runs_only(tmp_path):
-    results = tmp_path / "results"
-    dead = results / "crash-old" / f".work-{dead_pid()}"
-    (dead / "states").mkdir(parents=True)
-    alive = results / "crash-busy" / f".work-{os.getppid()}"
-    alive.mkdir(parents=True)
-    kept_log = results / "crash-logged" / f".work-{dead_pid()}"
-    kept_log.mkdir(parents=True)
-    (kept_log.parent / "crash.log").write_text("the killed run's log\n")
-
-    work = make_workdir(results / "crash-new")
-    assert work == results / "crash-new" / f".work-{os.getpid()}" and work.is_dir()
-    assert not (results / "crash-old").exists(), "an out dir left empty goes with its scratch"
-    assert alive.is_dir(), "a live run's scratch stays"
-    assert not kept_log.exists() and (kept_log.parent / "crash.log").is_file()
-    assert sweep_stale_workdirs(results) == []
 
 
 def test_a_run_that_fails_leaves_no_out_dir(tmp_path):

@@ -13,7 +13,7 @@ from plugpull import cli
 from plugpull.check.verdict import Ack
 from plugpull.cli.hunt import budget, default_out
 from plugpull.errors import UsageError
-from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, check_out
+from plugpull.hunt.journal import JOURNAL, REJECTED, SETTINGS, Journal, check_out, read_lines
 from plugpull.hunt.points import CUTS, MODELS, point_cuts, point_jobs
 from plugpull.hunt.summary import rules_broken, summary, workload_line
 from plugpull.results import StateResult
@@ -61,16 +61,53 @@ def test_a_file_a_foreign_dir_and_a_hunt_of_other_settings_are_refused(tmp_path,
         check_out(out, SETTINGS_DOC)
 
 
+def judged(ident: str, failing: bool = False) -> dict:
+    return {"id": ident, "ops": "creat A/foo", "states": 2, "distinct": 1, "verdicts": {"clean": 2}, "rules": {},
+            "failing": failing, "reason": "", "artifact": None, "seconds": 0.1}
+
+
 def test_the_journal_goes_on_past_a_torn_line_and_retries_the_harness_failures(tmp_path):
     j = Journal(tmp_path / "h", SETTINGS_DOC)
-    j.append([{"id": "a", "failing": False}, {"id": "b", "infra": "QEMU died"}])
+    j.append([judged("a"), {"id": "b", "ops": "x", "infra": "QEMU died"}])
     with open(tmp_path / "h" / JOURNAL, "a") as f:
         f.write('{"id": "c", "fail')  # Ctrl-C while writing
     again = Journal(tmp_path / "h", SETTINGS_DOC)
     assert set(again.done) == {"a"}
-    again.append([{"id": "b", "failing": True}])
+    again.append([judged("b", failing=True)])
     assert set(Journal(tmp_path / "h", SETTINGS_DOC).done) == {"a", "b"}
     assert json.loads((tmp_path / "h" / SETTINGS).read_text()) == SETTINGS_DOC
+    assert (tmp_path / "h" / REJECTED).read_text() == '{"id": "c", "fail\n'
+
+
+@pytest.mark.parametrize("garbled", ['{"id":"seq1-000333"}', '[1, 2]', 'null', '{"id": 7, "verdicts": {}}',
+                                     '{"id": "c", "states": true, "distinct": 1, "verdicts": {}, "rules": {}, '
+                                     '"failing": false}'])
+def test_a_garbled_line_is_set_aside_and_its_workload_judged_again(tmp_path, garbled):
+    Journal(tmp_path / "h", SETTINGS_DOC).append([judged("a"), judged("c")])
+    with open(tmp_path / "h" / JOURNAL, "a") as f:
+        f.write(garbled + "\n")
+    again = Journal(tmp_path / "h", SETTINGS_DOC)
+    assert set(again.done) == {"a", "c"}
+    assert (tmp_path / "h" / REJECTED).read_text() == garbled + "\n"
+    assert [json.loads(t)["id"] for t in (tmp_path / "h" / JOURNAL).read_text().splitlines()] == ["a", "c"]
+    assert read_lines(tmp_path / "h" / JOURNAL) == [judged("a"), judged("c")]
+
+
+@pytest.mark.parametrize("name", [JOURNAL, SETTINGS, "hunt.log", "summary.txt", "failing"])
+def test_a_link_where_the_hunt_keeps_its_files_is_refused(tmp_path, name):
+    out = tmp_path / "out"
+    Journal(out, SETTINGS_DOC).append([judged("a")])
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not the hunt's\n")
+    target = out / name
+    if target.exists():
+        target.rename(tmp_path / "moved")
+    target.symlink_to(victim if name != "failing" else tmp_path)
+    if name == SETTINGS:
+        victim.write_text(json.dumps(SETTINGS_DOC))
+    with pytest.raises(UsageError, match=f"{target}: a symbolic link"):
+        check_out(out, SETTINGS_DOC)
+    assert victim.read_text() in ("not the hunt's\n", json.dumps(SETTINGS_DOC))
 
 
 def test_a_lost_fact_names_its_rule_and_the_other_checks_name_theirs():
@@ -133,7 +170,25 @@ def test_a_lying_disk_is_a_barrier_recording_judged_by_lying_models():
 
 def test_the_default_out_names_the_hunt_so_the_same_command_goes_on():
     args = SimpleNamespace(seq=2, fs="btrfs", mode="barrier", ops=("rename", "fsync"), sample=2000, seed=3, kernel=None)
-    assert default_out(args) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3")
+    assert default_out(args, None) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3")
+    other = SimpleNamespace(release="6.12.117-amd64")
+    assert default_out(args, other) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3-6.12.117-amd64")
+
+
+def test_hunt_kernel_host_without_out_gets_as_far_as_the_guest(tmp_path, monkeypatch):
+    """--kernel without --out named the default out dir from the option's text and failed
+    (AttributeError, exit 3): it must reach the guest's start, here a stand-in that stops."""
+    import plugpull.guest.rig as rig
+
+    class Booted(BaseException):
+        pass
+
+    def stop(*a, **k):
+        raise Booted
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(rig, "prepare_rig", stop)
+    with pytest.raises(Booted):
+        cli.main(["hunt", "--seq", "1", "--sample", "1", "--kernel", "host"])
 
 
 @pytest.mark.parametrize("argv, words", [

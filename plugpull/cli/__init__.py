@@ -8,11 +8,13 @@ import select
 import signal
 import sys
 import traceback
+from pathlib import Path
 
 from plugpull import __version__
 from plugpull.cli import cluster, crash, faults, generate, guests, hunt, kernels, matrix, minimise
 from plugpull.cli.common import EXIT_INFRA, EXIT_OK, EXIT_USAGE, describe
 from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError
+from plugpull.files import InputPath, OutputPath, refuse_overlaps
 from plugpull.log import discard_log_files, setup_logging
 
 
@@ -32,15 +34,30 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def given_paths(p: argparse.ArgumentParser, args) -> list[tuple[str, Path]]:
+    """Every path the command line gave (files.InputPath or OutputPath), with the option or
+    the argument's name that gave it, in the command's order."""
+    command = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+    named = []
+    for action in command._actions:
+        values = getattr(args, action.dest, None)
+        for value in values if isinstance(values, list) else [values]:
+            if isinstance(value, (InputPath, OutputPath)):
+                named.append(((action.option_strings or [action.metavar or action.dest.upper()])[-1], value))
+    return named
+
+
 def _terminate(signum, frame):
     raise SystemExit(128 + signum)
 
 
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
     for signum in (signal.SIGTERM, signal.SIGHUP):  # a lost terminal cleans up as a kill does
         signal.signal(signum, _terminate)
     try:
+        refuse_overlaps(given_paths(p, args))
         setup_logging(args)
         return args.func(args)
     except (UsageError, ToolMissing) as e:

@@ -57,20 +57,20 @@ def add_parsers(sub) -> None:
     h.set_defaults(func=cmd_hunt)
 
 
-def default_out(args) -> Path:
+def default_out(args, kernel) -> Path:
+    """results/hunt-SEQ-FS-MODE[-OPS][-SAMPLE][-RELEASE]: the release of a --kernel other than the host's."""
     parts = [f"hunt-seq{args.seq}", args.fs, args.mode]
     if args.ops:
         parts.append("+".join(args.ops))
     if args.sample is not None:
         parts.append(f"sample{args.sample}-seed{args.seed}")
-    if args.kernel:
-        parts.append(kernel_tag(args.kernel))
+    if kernel is not None:
+        parts.append(kernel_tag(kernel))
     return Path("results") / "-".join(parts)
 
 
 def cmd_hunt(args) -> int:
     from plugpull.guest.rig import prepare_rig
-    from plugpull.hunt.journal import check_out
     from plugpull.hunt.run import HuntSpec, hunt
 
     if args.backend != "qemu":
@@ -83,14 +83,22 @@ def cmd_hunt(args) -> int:
                          f"{'of those --ops keeps ' if args.ops else ''}(leave --sample out for every one)")
     spec = HuntSpec(args.seq, args.fs, args.mode, tuple(args.ops or ()), args.sample, args.seed, args.disk_mib,
                     args.budget, args.chunk)
-    out = args.out or default_out(args)
-    checked_output(out, "--out", parent_must_exist=False, directory=True)
-    check_out(out)
+    if args.out is not None:
+        _check_out(args.out)
     kernel = kernel_source(args)
+    out = args.out or default_out(args, kernel)
+    _check_out(out)
     with run_log(out / "hunt.log"):
         rig = prepare_rig(args.accel, kernel)
         run = hunt(spec, space, rig, out)
     return _print_run(run, out, args.fail_on_unsafe)
+
+
+def _check_out(out: Path) -> None:
+    from plugpull.hunt.journal import check_out
+
+    checked_output(out, "--out", parent_must_exist=False, directory=True)
+    check_out(out)
 
 
 def _print_run(run, out: Path, fail_on_unsafe: bool) -> int:

@@ -27,7 +27,7 @@ def add_parsers(sub) -> None:
     mx.add_argument("--no-throughput", action="store_true")
     mx.add_argument("--no-crash", action="store_true")
     mx.add_argument("--overhead", action="store_true", help="also time the workload under the recorder")
-    mx.add_argument("--results", type=an_output, default=Path("results/matrix.jsonl"),
+    mx.add_argument("--results", type=an_output, default="results/matrix.jsonl",
                     help="JSON lines, appended; cells already there are skipped")
     mx.add_argument("--report", type=an_output, help="report directory (default: beside the results)")
     add_hosts_option(mx)

@@ -1,5 +1,6 @@
 """`plugpull minimise ARTIFACT` (or `minimize`): a failing crash state to its culprit writes."""
 
+import json
 import shutil
 
 from plugpull.cli.common import (EXIT_FOUND, EXIT_OK, add_guest_options, checked_output, guest_backend,
@@ -22,6 +23,14 @@ def add_parsers(sub) -> None:
     m.set_defaults(func=cmd_minimise)
 
 
+def _minimised(path) -> bool:
+    """Whether `path` holds an earlier minimised artifact, which a new one may replace."""
+    try:
+        return "minimised" in json.loads((path / "state.json").read_text())
+    except (OSError, ValueError, TypeError):
+        return False
+
+
 def cmd_minimise(args) -> int:
     from plugpull.guest.rig import prepare_rig
     from plugpull.minimise.artifact import write_artifact
@@ -32,8 +41,8 @@ def cmd_minimise(args) -> int:
     if not (args.dir / "state.json").is_file():
         raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
     checked_output(args.out or args.dir / "minimised", "--out", parent_must_exist=False, directory=True)
-    if args.out is not None and args.out.exists() and not (args.out / "state.json").is_file():
-        raise UsageError(f"--out {args.out} exists and is not a minimised state")
+    if args.out is not None and args.out.exists() and not _minimised(args.out):
+        raise UsageError(f"--out {args.out} exists and is not a minimised state: give a new name")
     kernel, backend = kernel_source(args), guest_backend(args)
     scratch = make_tempdir("minimise")
     try:

@@ -27,7 +27,7 @@ from plugpull.crash.spec import CrashSpec, recorded_workload
 from plugpull.errors import InfraError, NothingChecked, ToolMissing, UsageError
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.guest.rig import Rig
-from plugpull.paths import make_workdir
+from plugpull.workdirs import make_workdir
 from plugpull.powerloss.models import cut_points, stable_rng
 from plugpull.powerloss.writelog import LogFormatError, iter_entries, read_superblock
 from plugpull.progress import Progress

@@ -2,20 +2,26 @@
 
 A line is appended, and synced, once a workload's states are all judged, so a hunt stopped at
 any moment (Ctrl-C, a lost machine) has lost at most the workloads in hand, and the same
-command goes on from there. A torn last line is ignored. A workload whose line says the
-harness failed on it (`infra`) is tried again. A directory that holds a hunt of other
-settings, or anything but a hunt, is refused before anything runs.
+command goes on from there. A workload whose line says the harness failed on it (`infra`) is
+tried again. A line that is not a whole one (torn by a stop, or garbled) is set aside in
+hunt.rejected when the hunt goes on, its workload judged again, so that the journal stays
+valid JSON lines. A directory that holds a hunt of other settings, anything but a hunt, or a
+symbolic link where the hunt keeps one of its own files, is refused before anything runs.
 """
 
 import json
 import os
+import stat
 from pathlib import Path
 
 from plugpull.errors import UsageError
-from plugpull.files import atomic_write_json
+from plugpull.files import atomic_write, atomic_write_json
 from plugpull.paths import WORK_PREFIX
 
-SETTINGS, JOURNAL, LOG = "hunt.json", "hunt.jsonl", "hunt.log"
+SETTINGS, JOURNAL, LOG, REJECTED = "hunt.json", "hunt.jsonl", "hunt.log", "hunt.rejected"
+OWN_FILES = (SETTINGS, JOURNAL, LOG, REJECTED, "summary.txt")
+OWN_DIRS = ("failing",)
+JUDGED_FIELDS = {"states": int, "distinct": int, "verdicts": dict, "rules": dict, "failing": bool}
 
 
 def check_out(out: Path, settings: dict | None = None) -> None:
@@ -23,6 +29,7 @@ def check_out(out: Path, settings: dict | None = None) -> None:
     if given: before they are known, only what `out` is is checked)."""
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise UsageError(f"{out}: not a directory: --out takes a new name or a hunt's directory")
+    _refuse_foreign_kinds(out)
     if not out.exists() or all(p.name == LOG or p.name.startswith(WORK_PREFIX) for p in out.iterdir()):
         return
     if not (out / SETTINGS).is_file():
@@ -31,12 +38,38 @@ def check_out(out: Path, settings: dict | None = None) -> None:
         held = json.loads((out / SETTINGS).read_text())
     except (OSError, ValueError) as e:
         raise UsageError(f"{out / SETTINGS}: unreadable ({e})") from None
+    if not isinstance(held, dict):
+        raise UsageError(f"{out / SETTINGS}: not a hunt's settings (a JSON object): give a new --out")
     if settings is None:
         return
     differ = sorted(k for k in {*held, *settings} if held.get(k) != settings.get(k))
     if differ:
         shown = ", ".join(f"{k} {held.get(k)!r} there, {settings.get(k)!r} here" for k in differ[:3])
         raise UsageError(f"{out} holds a hunt of other settings ({shown}): give a new --out")
+
+
+def _refuse_foreign_kinds(out: Path) -> None:
+    """A link, or a file of another kind, where the hunt keeps its own files would make it
+    write outside `out` (or into a FIFO): refused."""
+    for name in (*OWN_FILES, *OWN_DIRS):
+        try:
+            mode = os.lstat(out / name).st_mode
+        except OSError:
+            continue
+        wanted = stat.S_ISDIR if name in OWN_DIRS else stat.S_ISREG
+        if not wanted(mode):
+            kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular " + ("directory" if name in OWN_DIRS else "file")
+            raise UsageError(f"{out / name}: {kind}, where the hunt keeps its own {name}: give a new --out")
+
+
+def whole_line(line) -> bool:
+    """Whether a parsed journal line is one the hunt wrote: judged, or not judged (infra)."""
+    if not isinstance(line, dict) or not isinstance(line.get("id"), str):
+        return False
+    if "infra" in line:
+        return isinstance(line["infra"], str)
+    return all(isinstance(line.get(k), t) and not (t is int and isinstance(line.get(k), bool))
+               for k, t in JUDGED_FIELDS.items())
 
 
 class Journal:
@@ -46,6 +79,7 @@ class Journal:
         self.out = out
         self.settings = settings
         self.done: dict[str, dict] = {}
+        set_aside(out)
         for line in read_lines(out / JOURNAL):
             if line.get("infra"):
                 self.done.pop(line["id"], None)
@@ -58,7 +92,8 @@ class Journal:
         self.out.mkdir(parents=True, exist_ok=True)
         if not (self.out / SETTINGS).is_file():
             atomic_write_json(self.out / SETTINGS, self.settings)
-        with open(self.out / JOURNAL, "a+b") as f:
+        fd = os.open(self.out / JOURNAL, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        with open(fd, "a+b") as f:
             if f.tell() and (f.seek(f.tell() - 1), f.read(1))[1] != b"\n":
                 f.write(b"\n")  # a torn line, cut by a stop while it was written, ends here
             for line in lines:
@@ -71,15 +106,38 @@ class Journal:
 
 
 def read_lines(path: Path) -> list[dict]:
-    """The journal's lines, without a torn or foreign last one."""
+    """The journal's whole lines: a torn or garbled one is left out."""
+    return [line for line in _parsed(path) if line is not None]
+
+
+def _parsed(path: Path) -> list[dict | None]:
     if not path.is_file():
         return []
     lines = []
-    for text in path.read_text().splitlines():
+    for text in path.read_text(errors="replace").splitlines():
         try:
             line = json.loads(text)
         except ValueError:
-            continue
-        if isinstance(line, dict) and isinstance(line.get("id"), str):
-            lines.append(line)
+            line = None
+        lines.append(line if whole_line(line) else None)
     return lines
+
+
+def set_aside(out: Path) -> int:
+    """Move the journal's lines that are not whole to hunt.rejected, keeping the rest as they
+    were; the number moved."""
+    path = out / JOURNAL
+    if not path.is_file():
+        return 0
+    texts = path.read_text(errors="replace").splitlines()
+    parsed = _parsed(path)
+    bad = [t for t, line in zip(texts, parsed) if line is None and t.strip()]
+    if not bad and all(t.strip() for t in texts):
+        return 0
+    fd = os.open(out / REJECTED, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    with open(fd, "a") as f:
+        f.write("".join(t + "\n" for t in bad))
+        f.flush()
+        os.fsync(f.fileno())
+    atomic_write(path, "".join(t + "\n" for t, line in zip(texts, parsed) if line is not None))
+    return len(bad)

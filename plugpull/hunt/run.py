@@ -32,7 +32,7 @@ from plugpull.hunt.journal import Journal, check_out
 from plugpull.hunt.points import CUTS, MODELS, point_jobs
 from plugpull.hunt.record import Failed, Recorder, formatted
 from plugpull.hunt.summary import workload_line
-from plugpull.paths import make_workdir
+from plugpull.workdirs import make_workdir
 from plugpull.powerloss.writelog import iter_entries
 from plugpull.progress import Progress
 from plugpull.testbed.fs import filesystem, mode as mode_named

@@ -1,0 +1,76 @@
+"""No command writes over what it reads, or writes two of its outputs into one file: every
+path on the command line is checked against the others before any work (exit 2, nothing
+changed or created)."""
+
+import json
+import os
+
+import pytest
+
+from plugpull import cli
+from plugpull.files import InputPath, OutputPath, a_path, an_output, refuse_overlaps
+from plugpull.errors import UsageError
+
+
+@pytest.fixture
+def case(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "my-case.toml"
+    path.write_text("# the user's case\n")
+    return path
+
+
+def refused(argv, capsys, *words) -> None:
+    __tracebackhide__ = True
+    assert cli.main([str(a) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and all(w in err for w in words), err
+
+
+def test_junit_over_the_case_file_is_refused_and_the_case_kept(case, capsys):
+    refused(["reproduce", case, "--junit", case], capsys, f"--junit {case}", f"CASE {case}")
+    assert case.read_text() == "# the user's case\n"
+
+
+def test_junit_over_the_results_is_refused(case, tmp_path, capsys):
+    results = tmp_path / "rr.jsonl"
+    results.write_text('{"kept": 1}\n')
+    (tmp_path / "sub").mkdir()
+    refused(["reproduce", case, "--junit", results, "--results", tmp_path / "sub" / ".." / "rr.jsonl"], capsys,
+            f"--junit {results}", f"--results {tmp_path}/sub/../rr.jsonl")
+    assert results.read_text() == '{"kept": 1}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my-case.toml", "rr.jsonl", "sub"]
+
+
+def test_two_outputs_into_one_file_are_refused_before_any_guest(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    refused(["matrix", "--results", "m.jsonl", "--report", "m.jsonl"], capsys, "--report m.jsonl", "--results m.jsonl")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_link_or_a_second_name_of_an_input_is_the_same_file(case, tmp_path, capsys):
+    (tmp_path / "link.toml").symlink_to(case)
+    os.link(case, tmp_path / "hard.toml")
+    for other in ("link.toml", "hard.toml"):
+        refused(["reproduce", case, "--junit", tmp_path / other], capsys, f"--junit {tmp_path / other}")
+    assert case.read_text() == "# the user's case\n"
+
+
+def test_inputs_may_repeat_and_distinct_outputs_pass():
+    a, b = tmp = (a_path("x.toml"), a_path("./x.toml"))
+    refuse_overlaps([("CASE", a), ("CASE", b), ("--junit", an_output("j.xml")), ("--results", an_output("r.jsonl"))])
+    assert isinstance(tmp[0], InputPath) and isinstance(an_output("o"), OutputPath)
+    with pytest.raises(UsageError, match="--results r.jsonl: the same file as --junit r.jsonl"):
+        refuse_overlaps([("--junit", an_output("r.jsonl")), ("--results", an_output("r.jsonl"))])
+
+
+def test_minimise_never_replaces_a_directory_that_is_not_a_minimised_state(tmp_path, capsys):
+    state = tmp_path / "states" / "s1"
+    state.mkdir(parents=True)
+    (state / "state.json").write_text(json.dumps({"verdict": "data-loss"}))
+    other = tmp_path / "states" / "s2"
+    other.mkdir()
+    (other / "state.json").write_text(json.dumps({"verdict": "clean"}))
+    refused(["minimise", state, "--out", other], capsys, f"--out {other}", "not a minimised state")
+    refused(["minimise", state, "--out", state], capsys, f"--out {state}", f"DIR {state}")
+    assert json.loads((other / "state.json").read_text()) == {"verdict": "clean"}
