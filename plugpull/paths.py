@@ -6,6 +6,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from plugpull.errors import UsageError
+
 ROOT = Path(__file__).resolve().parent.parent
 IMAGES_DIR = ROOT / "images"
 VMCONFIG_DIR = ROOT / "vmconfig"
@@ -20,6 +22,16 @@ def cache_dir() -> Path:
         return Path(os.environ["PLUGPULL_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
     return Path(base) / "plugpull"
+
+
+def check_cache_dir() -> None:
+    """A UsageError if the cache is set to something that is not a directory (checked before
+    any work: each stage reaches the cache at its own time)."""
+    path = cache_dir()
+    if path.is_symlink() and not path.exists():
+        raise UsageError(f"PLUGPULL_CACHE {path}: a dangling link, not a directory")
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"the cache {path} is not a directory: set PLUGPULL_CACHE to a directory")
 
 
 def temp_root() -> Path:

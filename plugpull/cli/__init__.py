@@ -16,6 +16,7 @@ from plugpull.cli.common import EXIT_INFRA, EXIT_OK, EXIT_USAGE, describe
 from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError
 from plugpull.files import InputPath, OutputPath, refuse_overlaps
 from plugpull.log import discard_log_files, setup_logging
+from plugpull.paths import check_cache_dir
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,10 +35,32 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+SINGLE = (argparse._StoreAction, argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._StoreConstAction)
+
+
+def refuse_repeats(p: argparse.ArgumentParser, args, argv: list[str]) -> None:
+    """An option that takes one value, given twice, is refused: argparse would keep the last
+    one silently (`scheduler --port 0 --port 1`)."""
+    command = _command_parser(p, args)
+    words = argv[argv.index(args.command) + 1:] if args.command in argv else argv
+    words = words[:words.index("--")] if "--" in words else words
+    for action in command._actions:
+        if not isinstance(action, SINGLE) or not action.option_strings:
+            continue
+        given = [w for w in words if w.split("=", 1)[0] in action.option_strings]
+        if len(given) > 1:
+            raise UsageError(f"{action.option_strings[-1]} is given twice: give it once")
+
+
+def _command_parser(p: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    subparsers = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+    return subparsers.choices[args.command]
+
+
 def given_paths(p: argparse.ArgumentParser, args) -> list[tuple[str, Path]]:
     """Every path the command line gave (files.InputPath or OutputPath), with the option or
     the argument's name that gave it, in the command's order."""
-    command = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[args.command]
+    command = _command_parser(p, args)
     named = []
     for action in command._actions:
         values = getattr(args, action.dest, None)
@@ -57,7 +80,9 @@ def main(argv=None) -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP):  # a lost terminal cleans up as a kill does
         signal.signal(signum, _terminate)
     try:
+        refuse_repeats(p, args, list(sys.argv[1:] if argv is None else argv))
         refuse_overlaps(given_paths(p, args))
+        check_cache_dir()
         setup_logging(args)
         return args.func(args)
     except (UsageError, ToolMissing) as e:

@@ -1,6 +1,7 @@
 """What every command shares: exit codes, guest options, workload parameters, tables."""
 
 import argparse
+import re
 from pathlib import Path
 
 from plugpull.errors import UsageError
@@ -75,12 +76,12 @@ def whole_option(low: int, high: int):
     return parse
 
 
+DECIMAL = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+")  # ASCII digits only, as every number
+
+
 def fraction(text: str) -> float:
     """An argparse `type`: a number above 0 and at most 1 (`--scale`)."""
-    try:
-        value = float(text) if len(text) < 40 else -1.0
-    except ValueError:
-        value = -1.0
+    value = float(text) if len(text) < 40 and DECIMAL.fullmatch(text.strip()) else -1.0
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 1, got {shown(text)}")
     return value

@@ -6,7 +6,7 @@ import argparse
 from plugpull.cli.common import EXIT_OK, print_table, whole_option
 from plugpull.errors import UsageError
 from plugpull.generate.oracle import PROFILES
-from plugpull.values import COUNT_MAX, SEED_MAX
+from plugpull.values import COUNT_MAX, SEED_MAX, once_each
 
 
 def seq_option(text: str) -> int:
@@ -19,7 +19,10 @@ def names_option(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     if not names:
         raise argparse.ArgumentTypeError("expected a comma-separated list")
-    return names
+    try:
+        return once_each(names)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_parsers(sub) -> None:
@@ -60,6 +63,13 @@ def space_of_options(seq: int, ops):
     return Space(seq, families, persistence)
 
 
+def check_sample(space, sample: int | None) -> None:
+    """A sample larger than the space is refused, never cut down to it."""
+    if sample is not None and sample > space.total():
+        raise UsageError(f"--sample {sample}: seq {space.seq} has only {space.total()} workloads "
+                         f"{'of those --ops keeps ' if space.filtered else ''}(leave --sample out for every one)")
+
+
 def cmd_generate(args) -> int:
     space = _space(args)
     if args.show:
@@ -68,6 +78,7 @@ def cmd_generate(args) -> int:
     elif args.owed:
         _print_owed(space.parse(args.owed), args.fs)
     elif args.list or args.sample is not None:
+        check_sample(space, args.sample)
         indexes = space.sample(args.sample, args.seed) if args.sample is not None else None
         workloads = (space.workload(i) for i in indexes) if indexes is not None else space.workloads()
         for workload in workloads:

@@ -8,16 +8,17 @@ from pathlib import Path
 
 from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_source, \
     kernel_tag, whole_option
-from plugpull.cli.generate import names_option, seq_option, space_of_options
+from plugpull.cli.generate import check_sample, names_option, seq_option, space_of_options
 from plugpull.errors import UsageError
 from plugpull.files import an_output, atomic_write
 from plugpull.log import run_log
+from plugpull.space import space_is_fatal
 from plugpull.testbed.fs import FILESYSTEMS, MODES
 from plugpull.values import COUNT_MAX, SEED_MAX
 
 log = logging.getLogger(__name__)
 
-BUDGET = re.compile(r"(\d+(?:\.\d+)?)([smh])")
+BUDGET = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smh])")  # ASCII digits only, as everywhere
 UNIT = {"s": 1, "m": 60, "h": 3600}
 BUDGET_MAX_S = 7 * 86400
 CHUNK_MAX = 256
@@ -71,6 +72,7 @@ def default_out(args, kernel) -> Path:
 
 def cmd_hunt(args) -> int:
     from plugpull.guest.rig import prepare_rig
+    from plugpull.hunt.journal import check_out
     from plugpull.hunt.run import HuntSpec, hunt
 
     if args.backend != "qemu":
@@ -78,9 +80,9 @@ def cmd_hunt(args) -> int:
     if MODES[args.mode].external_log:
         raise UsageError(f"hunt records one disk: not --mode {args.mode}, whose log is on a second one")
     space = space_of_options(args.seq, args.ops)
-    if args.sample is not None and args.sample > space.total():
-        raise UsageError(f"--sample {args.sample}: seq {args.seq} has only {space.total()} workloads "
-                         f"{'of those --ops keeps ' if args.ops else ''}(leave --sample out for every one)")
+    check_sample(space, args.sample)
+    if args.disk_mib is not None:
+        FILESYSTEMS[args.fs].check_size(args.disk_mib)
     spec = HuntSpec(args.seq, args.fs, args.mode, tuple(args.ops or ()), args.sample, args.seed, args.disk_mib,
                     args.budget, args.chunk)
     if args.out is not None:
@@ -88,7 +90,8 @@ def cmd_hunt(args) -> int:
     kernel = kernel_source(args)
     out = args.out or default_out(args, kernel)
     _check_out(out)
-    with run_log(out / "hunt.log"):
+    check_out(out, spec.settings(""), unknown=("kernel",))  # the rest before any image or guest
+    with run_log(out / "hunt.log"), space_is_fatal(out):
         rig = prepare_rig(args.accel, kernel)
         run = hunt(spec, space, rig, out)
     return _print_run(run, out, args.fail_on_unsafe)

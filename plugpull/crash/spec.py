@@ -72,6 +72,7 @@ class CrashSpec:
             raise UsageError("--states must be at least 1")
         if self.disk_mib < 64:
             raise UsageError("--disk-mib must be at least 64")
+        filesystem(self.fs).check_size(self.disk_mib)
         if self.batch < 0 or self.workers < 0:
             raise UsageError("--batch and --workers must be at least 0")
         if self.budget < 0:

@@ -16,9 +16,10 @@ from plugpull.errors import UsageError
 from plugpull.generate.ops import CORE_OPS, FAMILIES, INITIAL_SIZE, PERSISTENCE, SETUP_BYTE, Op, Persist, Sim, \
     apply, persistence_choices
 from plugpull.generate.tree import DIR, FILE, Inode, Tree
+from plugpull.values import shown
 
 SEQS = (1, 2, 3)
-_ID = re.compile(r"seq([0-9]+)-([0-9]+)")
+_ID = re.compile(r"seq([0-9]{1,2})-([0-9]{1,12})")  # no id of thousands of digits reaches int()
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,7 @@ class Space:
         """The workload an id names; UsageError if it names none of this space."""
         m = _ID.fullmatch(ident)
         if not m:
-            raise UsageError(f"bad workload id {ident!r}: expected seqN-NNNNNN")
+            raise UsageError(f"bad workload id {shown(ident)}: expected seqN-NNNNNN")
         if int(m.group(1)) != self.seq:
             raise UsageError(f"workload {ident} is not of --seq {self.seq}")
         return self.workload(int(m.group(2)))
@@ -232,5 +233,5 @@ def space_of(ident: str) -> Space:
     """The whole space an id belongs to."""
     m = _ID.fullmatch(ident)
     if not m:
-        raise UsageError(f"bad workload id {ident!r}: expected seqN-NNNNNN")
+        raise UsageError(f"bad workload id {shown(ident)}: expected seqN-NNNNNN")
     return whole_space(int(m.group(1))) if int(m.group(1)) in SEQS else Space(int(m.group(1)))

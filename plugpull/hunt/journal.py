@@ -24,9 +24,10 @@ OWN_DIRS = ("failing",)
 JUDGED_FIELDS = {"states": int, "distinct": int, "verdicts": dict, "rules": dict, "failing": bool}
 
 
-def check_out(out: Path, settings: dict | None = None) -> None:
+def check_out(out: Path, settings: dict | None = None, unknown: tuple[str, ...] = ()) -> None:
     """UsageError unless `out` is a new name, an empty directory, or a hunt (of these settings,
-    if given: before they are known, only what `out` is is checked)."""
+    if given: before they are known, only what `out` is is checked; the `unknown` ones, such as
+    the kernel's release before the guest image is made, are left out)."""
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise UsageError(f"{out}: not a directory: --out takes a new name or a hunt's directory")
     _refuse_foreign_kinds(out)
@@ -42,7 +43,7 @@ def check_out(out: Path, settings: dict | None = None) -> None:
         raise UsageError(f"{out / SETTINGS}: not a hunt's settings (a JSON object): give a new --out")
     if settings is None:
         return
-    differ = sorted(k for k in {*held, *settings} if held.get(k) != settings.get(k))
+    differ = sorted(k for k in {*held, *settings} if held.get(k) != settings.get(k) and k not in unknown)
     if differ:
         shown = ", ".join(f"{k} {held.get(k)!r} there, {settings.get(k)!r} here" for k in differ[:3])
         raise UsageError(f"{out} holds a hunt of other settings ({shown}): give a new --out")

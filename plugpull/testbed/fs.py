@@ -25,6 +25,12 @@ class Filesystem:
     internal_log: tuple[str, ...] = ()  # mkfs options for a log inside the filesystem
     mkfs_env: tuple[tuple[str, str], ...] = ()
     summary: str = ""
+    min_mib: int = 64  # the smallest disk its mkfs formats
+
+    def check_size(self, mib: int, flag: str = "--disk-mib") -> None:
+        """A UsageError, before any work, for a disk too small for this filesystem's mkfs."""
+        if mib < self.min_mib:
+            raise UsageError(f"{flag} {mib}: {self.mkfs[0]} needs a disk of at least {self.min_mib} MiB for {self.name}")
 
     @property
     def mount_type(self) -> str:
@@ -49,8 +55,9 @@ FILESYSTEMS = {
     fs.name: fs
     for fs in (
         # xfs_repair -n: 1 = corruption found; 2 = a dirty log it will not read.
+        # xfsprogs formats nothing under 300 MB; btrfs-progs 6.2 nothing under 109 MiB.
         Filesystem("xfs", ("mkfs.xfs", "-q", "-f"), "xfs_repair -n",
-                   frozenset({0}), frozenset({1, 2})),
+                   frozenset({0}), frozenset({1, 2}), min_mib=300),
         # e2fsck's exit code is a bit mask: 4 = errors left uncorrected, 8 = operational error.
         # With -n a damaged fs can give 12 (it found damage, then could not go on): damage.
         Filesystem("ext4", ("mkfs.ext4", "-q", "-F"), "e2fsck -fn",
@@ -61,7 +68,7 @@ FILESYSTEMS = {
                                 "-i", "projid32bit=0"), "xfs_repair -n",
                    frozenset({0}), frozenset({1, 2}), kernel_type="xfs",
                    mount_options=("logbsize=32k", "logbufs=2"),
-                   internal_log=("-l", "size=2625b,lazy-count=1"), mkfs_env=FSTESTS_ENV,
+                   internal_log=("-l", "size=2625b,lazy-count=1"), mkfs_env=FSTESTS_ENV, min_mib=300,
                    summary="XFS as seed 000 made it: v4, a 10 MiB log, 2 log buffers of 32 KiB"),
         # ext3's on-disk format (no extents, no flex_bg, no 64bit) run by the ext4 driver, as
         # the guest has no ext3 driver; nodelalloc, since ext3 allocated at write time.
@@ -70,7 +77,7 @@ FILESYSTEMS = {
                    kernel_type="ext4", mount_options=("nodelalloc",),
                    summary="ext3's format (mkfs.ext3) mounted by ext4, without delayed allocation"),
         Filesystem("btrfs", ("mkfs.btrfs", "-q", "-f"), "btrfs check --readonly",
-                   frozenset({0}), frozenset({1}), nobarrier_option="nobarrier"),
+                   frozenset({0}), frozenset({1}), nobarrier_option="nobarrier", min_mib=110),
     )
 }
 

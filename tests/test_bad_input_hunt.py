@@ -1,0 +1,94 @@
+"""Bad input to hunt, generate and every command's options: one line, exit 2, nothing made,
+before any image is built or guest booted (hardening round three's probes)."""
+
+import json
+
+import pytest
+
+from plugpull import cli
+
+from plugpull.hunt.run import HuntSpec
+
+HUNT_SETTINGS = HuntSpec(1, sample=1).settings("0.0-another-kernel")
+
+
+class Started(BaseException):
+    """A stand-in for the first step of real work: reaching it means the input was taken."""
+
+
+@pytest.fixture(autouse=True)
+def no_real_work(tmp_path, monkeypatch):
+    import plugpull.guest.image as image
+    import plugpull.guest.rig as rig
+
+    def start(*a, **k):
+        raise Started
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(rig, "prepare_rig", start)
+    monkeypatch.setattr(image, "build_image", start)
+
+
+def refused(tmp_path, capsys, argv, *words) -> None:
+    __tracebackhide__ = True
+    before = sorted(p.name for p in tmp_path.iterdir())
+    try:
+        code = cli.main(argv)
+    except SystemExit as e:  # argparse's own refusals
+        code = e.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 300, err
+    assert all(w in err for w in words), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before, "a refusal made something"
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["generate", "--show", "seq1-" + "1" * 5000], ["bad workload id", "5007 characters"]),
+    (["generate", "--seq", "1", "--sample", "400"], ["--sample 400", "only 356"]),
+    (["generate", "--seq", "1", "--ops", "fsync,creat,fsync"], ["--ops", "fsync is given twice"]),
+    (["hunt", "--seq", "1", "--ops", "sync,sync"], ["--ops", "sync is given twice"]),
+    (["hunt", "--seq", "1", "--budget", "\u0669\u0660s"], ["--budget"]),
+    (["hunt", "--seq", "1", "--budget", "\uff19\uff10m"], ["--budget"]),
+    (["reproduce", "case.toml", "--scale", "\uff10.\uff15"], ["--scale"]),
+    (["hunt", "--seq", "1", "--fs", "xfs", "--disk-mib", "64", "--out", "h"], ["--disk-mib 64", "300 MiB"]),
+    (["hunt", "--seq", "1", "--fs", "btrfs", "--disk-mib", "100"], ["--disk-mib 100", "110 MiB"]),
+    (["crash", "--fs", "xfs", "--disk-mib", "64"], ["--disk-mib 64", "mkfs.xfs"]),
+    (["generate", "--seq", "1", "--seed", "1", "--seed=2"], ["--seed is given twice"]),
+    (["scheduler", "--port", "0", "--port", "1"], ["--port is given twice"]),
+    (["hunt", "--seq", "1", "--fs", "ext4", "--fs", "xfs"], ["--fs is given twice"]),
+])
+def test_bad_options_are_refused_in_one_line(tmp_path, capsys, argv, words):
+    refused(tmp_path, capsys, argv, *words)
+
+
+@pytest.mark.parametrize("held", ["[1, 2]", "null", '"text"'])
+def test_settings_that_are_not_an_object_are_refused(tmp_path, capsys, held):
+    (tmp_path / "h").mkdir()
+    (tmp_path / "h" / "hunt.json").write_text(held)
+    refused(tmp_path, capsys, ["hunt", "--seq", "1", "--out", "h"], "hunt.json", "not a hunt's settings")
+
+
+def test_another_hunts_out_is_refused_before_the_image_and_its_log_is_left_alone(tmp_path, capsys):
+    out = tmp_path / "h"
+    out.mkdir()
+    (out / "hunt.json").write_text(json.dumps(HUNT_SETTINGS))
+    (out / "hunt.log").write_text("the other hunt's log\n")
+    refused(tmp_path, capsys, ["hunt", "--seq", "1", "--sample", "2", "--out", "h"], "other settings", "sample 1 there")
+    assert (out / "hunt.log").read_text() == "the other hunt's log\n"
+
+
+def test_the_same_hunts_out_goes_on_to_the_guest(tmp_path):
+    """The early check leaves out only the kernel: the same settings get as far as the rig."""
+    out = tmp_path / "h"
+    out.mkdir()
+    (out / "hunt.json").write_text(json.dumps({**HUNT_SETTINGS, "sample": 2}))
+    with pytest.raises(Started):
+        cli.main(["hunt", "--seq", "1", "--sample", "2", "--out", "h"])
+
+
+def test_a_cache_that_is_a_file_is_refused(tmp_path, capsys, monkeypatch):
+    (tmp_path / "cachefile").write_text("")
+    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cachefile"))
+    refused(tmp_path, capsys, ["hunt", "--seq", "1", "--sample", "1", "--out", "h"], f"{tmp_path / 'cachefile'}",
+            "PLUGPULL_CACHE")
