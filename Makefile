@@ -37,7 +37,7 @@ $(STAMP): pyproject.toml | debs
 image: deps
 	$(PY) -c 'from plugpull.guest.image import build_image; i = build_image(); print(i.key, i.initramfs)'
 
-test: deps
+test: deps chromium
 	$(PY) -m pytest --junitxml=results/junit.xml --durations=15
 
 # The HTML report in headless Chromium at 1280 px: no overflow, every link followed, each count

@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "plugpull"
 # lower one, never a higher one. "base" is the top-level modules everything shares.
 STAGES = ("base", "guest", "kernels", "powerloss", "results", "testbed", "throughput", "check", "generate", "crash",
           "hunt", "cluster", "faults", "runs", "report", "minimise", "cli")
-BASE = ("__init__", "errors", "files", "log", "paths", "progress", "space", "values")
+BASE = ("__init__", "errors", "files", "log", "paths", "progress", "space", "values", "workdirs")
 ENTRY = "__main__"  # `python -m plugpull`: the CLI's stage; importing it runs the CLI
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60

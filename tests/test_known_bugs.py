@@ -29,6 +29,7 @@ KNOWN = {
     "known-btrfs-empty-symlink": ("seq1-000219", "symlink A/foo, fsync A"),
     "known-btrfs-link-fsync-names": ("seq2-006979", "mkdir B; link A/foo B/bar, fsync A/foo"),
     "known-btrfs-link-unlink": ("seq3-15972617", "link A/foo A/bar, sync; unlink A/bar; creat A/bar, fsync A/bar"),
+    "known-btrfs-symlink-rename": ("seq2-080435", "symlink A/foo, fsync A; rename.file A/foo A/bar, fsync A"),
 }
 
 
@@ -84,6 +85,10 @@ def _new_link_lost(view, w):  # bug 7: B/bar missing, the link count 1
     view["A/foo"] = replace(view["A/foo"], nlink=1)
 
 
+def _symlink_under_its_old_name(view, w):  # generic/779: A/foo still there, no A/bar
+    view["A/foo"] = view.pop("A/bar")
+
+
 def _renamed_file_lost(view, w):  # 342: the old file under neither name
     del view["A/bar"]
 
@@ -95,6 +100,7 @@ def _renamed_file_lost(view, w):  # 342: the old file under neither name
     ("known-btrfs-rename-dir-new-dir", _renamed_dir_lost),
     ("known-btrfs-empty-symlink", _empty_symlink),
     ("known-btrfs-link-fsync-names", _new_link_lost),
+    ("known-btrfs-symlink-rename", _symlink_under_its_old_name),
 ])
 def test_the_oracle_finds_the_state_the_bug_left(name, change):
     workload, k, view = bug_state(KNOWN[name][0], change)
