@@ -208,15 +208,15 @@ def _with_digest(text: str, path: str, data: bytes) -> dict:
 
 # rule -> (workload, profile, ack, a state after that ack that breaks the rule and nothing else)
 BROKEN_BY_ONE_RULE = {
-    "sync-all": ("creat A/foo, sync", "ext4", 1, lambda t: setup_view(t)),
-    "fsync-data": ("write.overwrite A/foo, fsync A/foo", "xfs", 1, lambda t: setup_view(t)),
-    "fdatasync-data": ("write.overwrite A/foo, fdatasync A/foo", "btrfs", 1, lambda t: setup_view(t)),
+    "sync-all": ("creat A/foo, sync", "ext4", 1, setup_view),
+    "fsync-data": ("write.overwrite A/foo, fsync A/foo", "xfs", 1, setup_view),
+    "fdatasync-data": ("write.overwrite A/foo, fdatasync A/foo", "btrfs", 1, setup_view),
     "fsync-nlink": ("link A/foo A/bar, fsync A/foo", "btrfs", 1,
                     lambda t: {**final(t), "A/foo": replace(final(t)["A/foo"], nlink=1)}),
-    "fsync-xattrs": ("setxattr A/foo, fsync A/foo", "xfs", 1, lambda t: setup_view(t)),
-    "fsync-names": ("creat A/foo, fsync A/foo", "ext4", 1, lambda t: setup_view(t)),
-    "fdatasync-new-name": ("creat A/foo, fdatasync A/foo", "xfs", 1, lambda t: setup_view(t)),
-    "fsync-dir-entries": ("creat A/foo, fsync A", "btrfs", 1, lambda t: setup_view(t)),
+    "fsync-xattrs": ("setxattr A/foo, fsync A/foo", "xfs", 1, setup_view),
+    "fsync-names": ("creat A/foo, fsync A/foo", "ext4", 1, setup_view),
+    "fdatasync-new-name": ("creat A/foo, fdatasync A/foo", "xfs", 1, setup_view),
+    "fsync-dir-entries": ("creat A/foo, fsync A", "btrfs", 1, setup_view),
     "ext4-replace-via-rename": ("write.overwrite A/bar; rename.over A/bar A/foo, fsync A", "ext4", 1,
                                 lambda t: _with_digest(t, "A/foo", b"B" * INITIAL_SIZE)),
 }
