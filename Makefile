@@ -9,7 +9,7 @@ DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs 
 	gcc libc6-dev python3-dev libvirt-daemon-system libvirt-dev pkg-config lvm2 cryptsetup-bin mdadm
 STAMP := $(VENV)/.installed
 
-.PHONY: debs test-report chromium test-fresh faults-sweep test-stacks test-hosts deps image test test-unit test-vm run cases bench bench-boot bench-crash bench-fidelity bench-upload bench-hunt doctor shell clean
+.PHONY: debs test-report chromium test-fresh faults-sweep test-stacks test-hosts deps image test test-unit test-all test-vm run cases bench bench-boot bench-crash bench-fidelity bench-upload bench-hunt doctor shell clean
 
 # Debian's packages come first: pip builds libvirt-python from source against libvirt-dev.
 deps: debs $(STAMP)
@@ -60,8 +60,10 @@ chromium:
 test-fresh:
 	bash tests/fresh-root.sh
 
+# Under xdist, in an order shuffled by SEED (a new one each run, named in the header; SEED=N
+# runs that order again), so that a test that leans on another fails here.
 test-unit: deps
-	$(PY) -m pytest -m "not vm"
+	$(PY) -m pytest -m "not vm" -p xdist -n 2 --shuffle $${SEED:-$$RANDOM}
 
 test-vm: deps
 	$(PY) -m pytest -m vm
@@ -77,6 +79,12 @@ test-stacks: deps
 # Crash states checked on two libvirt hosts of this machine, one of them killed mid-run (minutes).
 test-hosts: deps
 	PLUGPULL_LIBVIRT_HOSTS=1 $(PY) -m pytest -m vm tests/test_libvirt_hosts_vm.py tests/test_libvirt_remote_vm.py
+
+# Every test, the opt-in ones too: each variable of fixtures/opt_in.py's OPT_IN set (long; the
+# times measured are in docs/make-targets.md).
+test-all: deps
+	PLUGPULL_FAULTS_ALL=1 PLUGPULL_STACK_SUITE=1 PLUGPULL_LIBVIRT_HOSTS=1 PLUGPULL_LIBVIRT_STEPS=1 \
+		$(PY) -m pytest --junitxml=results/junit-all.xml --durations=15
 
 # The main job: xfs and ext4, three modes, one metadata and one fsync workload, throughput
 # and crash safety per cell. Resumable: cells already in results/run.jsonl are skipped.

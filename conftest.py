@@ -1,6 +1,6 @@
 import signal
 
-pytest_plugins = ["fixtures.plugin"]
+pytest_plugins = ["fixtures.plugin", "fixtures.order", "fixtures.opt_in"]
 
 # A shell starts a background job (`make test &`) with SIGINT ignored, and every process it
 # starts inherits that; the tests that Ctrl-C a plugpull run would then wait for nothing.

@@ -207,8 +207,9 @@ PROBES = [
     Probe("param-tree-files", "crash --workload tree-extract --param files=0", 2, "files"),
     # where results go
     Probe("json-no-parent", "crash --json {tmp}/nowhere/out.json", 2, "nowhere"),
-    Probe("json-is-dir", "crash --json {tmp}/d", 2, "d", _mkdir("d")),
-    Probe("out-is-file", "crash --out {tmp}/f", 2, "f", _file("f")),
+    Probe("json-is-dir", "crash --json {tmp}/json-dir", 2, "--json {tmp}/json-dir: a directory", _mkdir("json-dir")),
+    Probe("out-is-file", "crash --out {tmp}/out-file", 2, "--out {tmp}/out-file: a regular file, not a directory",
+          _file("out-file")),
     # --log-file: checked inside the error handling, nothing left behind when a command is refused
     Probe("log-file-dir", "doctor --log-file {tmp}/d", 2, "--log-file {tmp}/d: a directory", _mkdir("d")),
     Probe("log-file-parent-file", "doctor --log-file {tmp}/f/run.log", 2, "--log-file", _file("f")),
@@ -253,9 +254,12 @@ PROBES = [
     Probe("matrix-param-no-prefix", "matrix --param count=5", 2, "count"),
     Probe("matrix-param-range", "matrix --param fsync-files.count=-5", 2, "count"),
     Probe("matrix-profile", "matrix --disk-profile floppy", 2, "floppy"),
-    Probe("matrix-results-dir", "matrix --results {tmp}/d", 2, "d", _mkdir("d")),
-    Probe("matrix-results-parent-file", "matrix --results {tmp}/f/r.jsonl", 2, "f", _file("f")),
-    Probe("matrix-real-disk", "matrix --real-disk {tmp}/f", 2, "f", _file("f")),
+    Probe("matrix-results-dir", "matrix --results {tmp}/results-dir", 2, "--results {tmp}/results-dir: a directory",
+          _mkdir("results-dir")),
+    Probe("matrix-results-parent-file", "matrix --results {tmp}/plain-file/r.jsonl", 2,
+          "--results {tmp}/plain-file/r.jsonl: {tmp}/plain-file is not a directory", _file("plain-file")),
+    Probe("matrix-real-disk", "matrix --real-disk {tmp}/plain-file", 2,
+          "--real-disk {tmp}/plain-file: not a block device", _file("plain-file")),
     # plugpull replay
     Probe("replay-missing", "replay {tmp}/nothing", 2, "nothing"),
     Probe("replay-no-state", "replay {tmp}/d", 2, "state.json", _mkdir("d")),
@@ -314,7 +318,8 @@ PROBES = [
           lambda tmp: (_replay_case()(tmp), _json_with("art/record/record.json", {"acks": 5})(tmp))),
     # plugpull reproduce: case files
     Probe("case-missing", "reproduce {tmp}/none.toml", 2, "none.toml"),
-    Probe("case-dir", "reproduce {tmp}/d", 2, "d", _mkdir("d")),
+    Probe("case-dir", "reproduce {tmp}/case-dir", 2, "{tmp}/case-dir: a directory, not a case file",
+          _mkdir("case-dir")),
     Probe("case-binary", "reproduce {tmp}/case.toml", 2, "case.toml", _file("case.toml", b"\x7fELF\x02\x01\x00\xff\xfe")),
     Probe("case-not-toml", "reproduce {tmp}/case.toml", 2, "case.toml", _case(top="title = \n")),
     Probe("case-crash-int", "reproduce {tmp}/case.toml", 2, "crash", _case(top="crash = 5\n")),
@@ -342,8 +347,8 @@ PROBES = [
           lambda tmp: (_replay_case()(tmp), _file("case.toml", (tmp / "case.toml").read_bytes()
                                                   + b'reference = "prefix"\nculprits = [1, 1]\n')(tmp))),
     Probe("replay-case-results", "reproduce {tmp}/case.toml --results {tmp}/r.jsonl", 2, "--results", _replay_case()),
-    Probe("case-results-dir", "reproduce {tmp}/case.toml --results {tmp}/d", 2, "d",
-          lambda tmp: (_case()(tmp), _mkdir("d")(tmp))),
+    Probe("case-results-dir", "reproduce {tmp}/case.toml --results {tmp}/results-dir", 2,
+          "--results {tmp}/results-dir: a directory", lambda tmp: (_case()(tmp), _mkdir("results-dir")(tmp))),
     # numbers: one rule (ASCII digits, a range) for every option, spelled value and parameter
     Probe("param-superscript", "crash --param count=²", 2, "count='²': expected a whole number from 1 to 1000000"),
     Probe("param-double-dash", "crash --param count=--5", 2, "count='--5': expected a whole number from 1"),
@@ -445,7 +450,8 @@ PROBES = [
           _file("r.jsonl", b"{half\n[1]\n")),
     # plugpull report
     Probe("report-missing", "report {tmp}/none.jsonl", 2, "none.jsonl"),
-    Probe("report-dir", "report {tmp}/d", 2, "d", _mkdir("d")),
+    Probe("report-dir", "report {tmp}/results-dir", 2, "{tmp}/results-dir holds no matrix cells",
+          _mkdir("results-dir")),
 ]
 
 

@@ -9,15 +9,22 @@ from pathlib import Path
 import pytest
 
 import plugpull.cluster.serve as serve
+import plugpull.cluster.worker as worker
 import plugpull.guest.backends as backends
 import plugpull.guest.rig as guest_rig
 from plugpull.cli import main
-from plugpull.cluster.worker import PlugpullPlugin
+from plugpull.cluster.worker import PlugpullPlugin, check_named
+from plugpull.errors import InfraError
 from plugpull.guest.config import Accel
-from plugpull.guest.image import GuestImage
+from plugpull.guest.image import GuestImage, KernelSource
 
 LOOPBACK = "tcp://127.0.0.1:8786"
-IMAGE = GuestImage("key-of-the-kernel", Path("/k"), Path("/i"), "6.12")
+
+
+def image_of(kernel: KernelSource | None) -> GuestImage:
+    """What the fake image build gives: an image keyed by the kernel it was built for."""
+    name = "host" if kernel is None else f"{kernel.kernel.name}-{kernel.release}"
+    return GuestImage(f"key-of-{name}", Path("/k"), Path("/i"), "6.12")
 
 
 class FakeLibvirt:
@@ -29,16 +36,16 @@ class FakeLibvirt:
 
 @pytest.fixture
 def worker_started(monkeypatch):
-    """What `plugpull worker` would run: [(backend name, uri)] prepared, and the rig and work
-    dir each worker was given; no image is built and no guest boots."""
-    seen = {"prepared": [], "workers": []}
+    """What `plugpull worker` would run: [(backend name, uri)] prepared, the kernel each image
+    was built for, and the rig and work dir each worker was given; no guest boots."""
+    seen = {"prepared": [], "built": [], "workers": []}
 
     def prepare_backend(name, uri=None):
         seen["prepared"].append((name, uri))
         return backends.Prepared(FakeLibvirt(uri) if name == "libvirt" else guest_rig.QEMU)
 
     monkeypatch.setattr(backends, "prepare_backend", prepare_backend)
-    monkeypatch.setattr(guest_rig, "build_image", lambda kernel: IMAGE)
+    monkeypatch.setattr(guest_rig, "build_image", lambda kernel: seen["built"].append(kernel) or image_of(kernel))
     monkeypatch.setattr(guest_rig, "resolve_accel", lambda accel, image: type("R", (), {"accel": Accel.TCG}))
     monkeypatch.setattr(serve, "run_worker", lambda address, workdir, rig, sec, announce: seen["workers"].append(
         (rig, workdir)))
@@ -52,16 +59,24 @@ def _exit_code(argv: list[str]) -> int:
         return e.code
 
 
-def test_a_worker_with_backend_libvirt_checks_on_this_hosts_libvirt(worker_started, tmp_path):
-    argv = ["worker", "--scheduler", LOOPBACK, "--workdir", str(tmp_path / "w")]
+def test_a_worker_with_backend_libvirt_checks_on_this_hosts_libvirt(worker_started, tmp_path, monkeypatch):
+    kernel = KernelSource(tmp_path / "vmlinux-test", tmp_path / "6.12.9-test")
+    kernel.kernel.write_bytes(b"\x7fELF" + bytes(60))
+    kernel.modules_dir.mkdir()
+    argv = ["worker", "--scheduler", LOOPBACK, "--workdir", str(tmp_path / "w"),
+            "--kernel", str(kernel.kernel), "--modules", str(kernel.modules_dir)]
     assert main([*argv, "--backend", "libvirt", "--connect", "qemu:///system"]) == 0
     assert main(argv) == 0  # a QEMU worker, as the coordinator's rig is
     assert worker_started["prepared"] == [("libvirt", "qemu:///system"), ("qemu", None)]
+    assert worker_started["built"] == [kernel, kernel]  # the image of --kernel, whatever the backend
     (on_libvirt, workdir), (on_qemu, _) = worker_started["workers"]
     assert isinstance(on_libvirt.backend, FakeLibvirt) and on_libvirt.backend.uri == "qemu:///system"
     assert workdir == tmp_path / "w" and on_libvirt.accel is Accel.TCG
-    assert on_libvirt.image.key == on_qemu.image.key  # the key a task names: the image, not its backend
-    assert PlugpullPlugin(workdir, on_libvirt).rig.image.key == IMAGE.key
+    assert on_libvirt.image.key == on_qemu.image.key == "key-of-vmlinux-test-6.12.9-test"
+    monkeypatch.setattr(worker, "the_plugin", lambda: PlugpullPlugin(workdir, on_libvirt))
+    with pytest.raises(InfraError, match="worker's guest image key-of-vmlinux-test-6.12.9-test is not the "
+                                         "coordinator's key-of-host"):
+        check_named(b"", [], {}, image_of(None).key)  # a coordinator that booted the host's kernel
 
 
 def _unanswered_port() -> int:

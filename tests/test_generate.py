@@ -156,8 +156,9 @@ def test_the_commands_print(capsys):
     assert "fsync-names" in owed and "ext4-replace-via-rename" not in owed
 
 
-class Booted(Exception):
-    pass
+class Booted(BaseException):
+    """Raised where a guest would boot: a BaseException, so no handler of plugpull's turns it
+    into an exit code, and no crash before the boot passes for it."""
 
 
 def _no_boot(*args, **kwargs):
@@ -170,24 +171,32 @@ def no_guest(tmp_path, monkeypatch):
     monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(cli.crash, "prepare_rig", _no_boot)
     monkeypatch.setattr("plugpull.guest.image.build_image", _no_boot)
+    return tmp_path
 
 
-@pytest.mark.parametrize("argv", [["--workload", "gen:x"], ["--workload", "gen:seq1-000356"],
-                                  ["--workload", "gen:seq1-000001", "--param", "count=3"],
-                                  ["--workload", "gen:seq1-000001", "--check-script", "c.sh"]])
-def test_crash_refuses_a_bad_generated_workload_in_one_line(argv, no_guest, capsys):
+@pytest.mark.parametrize("argv, said", [
+    (["--workload", "gen:x"], "argument --workload: bad workload id 'x': expected seqN-NNNNNN"),
+    (["--workload", "gen:seq1-000356"], "argument --workload: no workload seq1-000356: seq 1 has 356"),
+    (["--workload", "gen:seq1-000001", "--param", "count=3"], "gen:seq1-000001 takes no --param"),
+    (["--workload", "gen:seq1-000001", "--check-script", "c.sh"],
+     "--check-script is for a script:PATH workload, not gen:seq1-000001"),
+], ids=["bad-id", "past-the-last", "param", "check-script"])
+def test_crash_refuses_a_bad_generated_workload_in_one_line(argv, said, no_guest, capsys):
     try:
         code = cli.main(["crash", "--fs", "xfs", *argv])
     except SystemExit as e:
         code = e.code
     err = capsys.readouterr().err
-    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and said in err, err
+    assert list(no_guest.iterdir()) == [], "a refused run created something"
 
 
-def test_crash_takes_a_generated_workload_judged_by_the_filesystems_rules(no_guest):
+def test_crash_takes_a_generated_workload_judged_by_the_filesystems_rules(no_guest, capsys):
     from plugpull.crash.spec import CrashSpec
     from plugpull.generate.workload import GeneratedWorkload
-    assert cli.main(["crash", "--fs", "btrfs", "--workload", "gen:seq2-014532", "--trigger", "end"]) == 3  # Booted
+    with pytest.raises(Booted):
+        cli.main(["crash", "--fs", "btrfs", "--workload", "gen:seq2-014532", "--trigger", "end"])
+    assert capsys.readouterr().err == ""  # nothing refused or failed before the boot
     plan = CrashSpec(fs="btrfs", mode="barrier", workload="gen:seq2-014532").resolve()
     assert plan.workload == GeneratedWorkload("seq2-014532", "btrfs")
     assert CrashSpec(fs="xfs-2008", mode="barrier", workload="gen:seq1-000001").resolve().workload.profile == "posix"

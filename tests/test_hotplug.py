@@ -73,9 +73,15 @@ def test_hot_plugged_luns_stay_below_256_which_the_guest_does_not_find():
 
 
 def test_a_long_run_of_plug_and_unplug_never_runs_out_of_luns():
+    """Each LUN is handed out in turn, wrapping from the last to the first; one given back is
+    free again, so after the run every LUN can be plugged in at once."""
     luns = hotplug.Luns(first=1)
+    taken = []
     for _ in range(3 * hotplug.MAX_LUN):
-        luns.release(luns.take())
+        taken.append(luns.take())
+        luns.release(taken[-1])
+    assert taken == list(range(1, hotplug.MAX_LUN + 1)) * 3
+    assert sorted(luns.take() for _ in range(hotplug.MAX_LUN)) == list(range(1, hotplug.MAX_LUN + 1))
 
 
 class _Events:

@@ -39,13 +39,19 @@ def test_with_no_flushes_the_cuts_are_the_acks_and_the_end():
     assert point_cuts(rec, [entry()] * 4) == [1, 3, 4]
 
 
-def test_a_new_name_an_empty_dir_and_a_hunt_of_the_same_settings_are_taken(tmp_path):
-    check_out(tmp_path / "new", SETTINGS_DOC)
-    (tmp_path / "empty").mkdir()
-    check_out(tmp_path / "empty", SETTINGS_DOC)
-    Journal(tmp_path / "h", SETTINGS_DOC).append([{"id": "seq1-000001", "failing": False}])
-    check_out(tmp_path / "h", SETTINGS_DOC)
-    check_out(tmp_path / "h")
+def tree(root: Path) -> dict[str, bytes | None]:
+    return {str(p.relative_to(root)): None if p.is_dir() else p.read_bytes() for p in root.rglob("*")}
+
+
+def test_a_new_name_an_empty_dir_and_a_hunt_of_the_same_settings_are_taken_and_left_as_they_were(tmp_path):
+    (tmp_path / "empty-out").mkdir()
+    Journal(tmp_path / "earlier-hunt", SETTINGS_DOC).append([{"id": "seq1-000001", "failing": False}])
+    before = tree(tmp_path)
+    assert set(before) == {"empty-out", "earlier-hunt", f"earlier-hunt/{SETTINGS}", f"earlier-hunt/{JOURNAL}"}
+    for out in ("new-out", "empty-out", "earlier-hunt"):
+        check_out(tmp_path / out, SETTINGS_DOC)
+    check_out(tmp_path / "earlier-hunt")
+    assert tree(tmp_path) == before, "checking --out made or changed something"
 
 
 @pytest.mark.parametrize("make, words", [

@@ -58,16 +58,19 @@ def cases_of(root: ET.Element) -> dict:
 
 
 def test_each_outcome_parses_back_with_its_counts():
+    """2 failures, 3 errors, 1 skipped of 7: counts that differ, so that swapped attributes fail."""
     tests = (JUnitCase("c", "barrier [host]", out="20 states: 20 clean", seconds=1.5),
              JUnitCase("c", "nobarrier [host]", "failure", "nobarrier: expected states that are not clean, saw none",
                   "details"),
+             JUnitCase("c", "nobarrier [debian:6.12]", "failure", "nobarrier: expected states that are not clean"),
              JUnitCase("c", "nocache [host]", "error", "harness failure: QEMU died\nconsole tail"),
+             *(JUnitCase("c", f"nocache [debian:{v}]", "error", "harness failure") for v in ("6.12", "7.3")),
              JUnitCase("c", "barrier [debian:7.3]", "skipped", "not run"))
     root = ET.fromstring(junit_xml([JUnitSuite("c", tests, (("title", "t"),))]))
     assert root.tag == "testsuites"
     suite = root.find("testsuite")
     for element in (root, suite):
-        assert [element.get(k) for k in ("tests", "failures", "errors", "skipped")] == ["4", "1", "1", "1"]
+        assert [element.get(k) for k in ("tests", "failures", "errors", "skipped")] == ["7", "2", "3", "1"]
     assert suite.find("properties/property").attrib == {"name": "title", "value": "t"}
     by_name = cases_of(root)
     assert list(by_name["barrier [host]"]) == [by_name["barrier [host]"].find("system-out")]

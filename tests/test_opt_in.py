@@ -1,0 +1,49 @@
+"""The tests that run only on request: every variable a test reads is either an opt-in that
+`make test-all` sets or one known to be something else; the count at the end of a run is of
+the skips that name an opt-in variable and of no other."""
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+from fixtures.opt_in import OPT_IN, left_to_test_all
+
+ROOT = Path(__file__).resolve().parent.parent
+NOT_OPT_IN = {
+    "PLUGPULL_REGEN_GOLDEN": "rewrites the golden files instead of comparing with them",
+    "PLUGPULL_REPORT_RESULTS": "an earlier run's results for the report's browser test (make test-report)",
+}
+_READ = re.compile(r"os\.environ(?:\.get\(|\[)\s*[\"'](PLUGPULL_[A-Z0-9_]+)")
+
+
+def variables_read() -> set[str]:
+    files = [*ROOT.glob("tests/*.py"), *ROOT.glob("suites/*.py"), *ROOT.glob("fixtures/*.py")]
+    return {name for path in files for name in _READ.findall(path.read_text())}
+
+
+def test_every_variable_a_test_reads_is_an_opt_in_or_known_to_be_something_else():
+    read = variables_read()
+    assert {"PLUGPULL_FAULTS_ALL", "PLUGPULL_LIBVIRT_STEPS"} <= read  # the scan sees them
+    assert read - set(NOT_OPT_IN) == set(OPT_IN)
+
+
+def test_make_test_all_sets_every_opt_in_variable():
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = re.search(r"^test-all:.*\n((?:\t.*\n)+)", makefile, re.M)
+    assert recipe, "no test-all target"
+    assert {name for name, value in re.findall(r"(PLUGPULL_[A-Z_]+)=(\S+)", recipe.group(1)) if value == "1"} == \
+        set(OPT_IN)
+
+
+def skip(reason: str):
+    return SimpleNamespace(longrepr=("tests/test_x.py", 12, f"Skipped: {reason}"))
+
+
+def test_the_count_left_to_test_all_is_of_the_skips_naming_an_opt_in_variable():
+    skipped = [skip("the fault sweep: PLUGPULL_FAULTS_ALL=1 (make faults-sweep)"),
+               skip("the full stack suite runs with PLUGPULL_STACK_SUITE=1"),
+               skip("the full stack suite runs with PLUGPULL_STACK_SUITE=1"),
+               skip("no chromium on this machine"),
+               skip("set PLUGPULL_REGEN_GOLDEN=1 to rewrite it")]
+    assert left_to_test_all(skipped) == (3, ["PLUGPULL_FAULTS_ALL", "PLUGPULL_STACK_SUITE"])
+    assert left_to_test_all([]) == (0, [])
