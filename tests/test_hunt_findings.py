@@ -192,8 +192,12 @@ def test_a_family_holds_the_findings_that_differ_in_the_names_they_create():
     new = both_names(workload_of("creat A/foo; rename.file A/foo B/foo, fsync B"))
     link = link_unlink()
     found = findings([plain, new, {**plain, "id": "seq1-999999"}, link])
-    assert [len(group) for group in families(found)] == [2, 1]
-    assert families(found)[0][0].count == 2
+    assert [f.count for f in found] == [2, 1, 1]
+    assert [[f.count for f in group] for group in families(found)] == [[2, 1], [1]]
+    assert families(found)[0][1].signature.shape == "creat X/f; rename.file X/f Y/g, fsync Y"
+    text = summary(SETTINGS, [plain, new, {**plain, "id": "seq1-999999"}, link], 4)
+    assert text.count("  family 1 (2 findings): rename.file X/f Y/g, fsync Y with this damage") == 2
+    assert "family 2" not in text  # a family of one finding is not named
 
 
 def test_the_summary_lists_the_findings_biggest_first_with_their_workloads(btrfs_lines):
@@ -211,7 +215,7 @@ def test_the_summary_lists_the_findings_biggest_first_with_their_workloads(btrfs
         "  on: btrfs, kernel 6.1.0-56-amd64",
         f"  smallest: {renames[0]['id']}  {renames[0]['ops']}",
         f"    {renames[0]['id']}  {renames[0]['ops']}  (1 of 2 states)"]
-    assert [line for line in lines if line.startswith("finding ")][1:] == [  # as many: by the text of what they do
-        "finding 2: 1 workload: symlink X/f, fsync X; rename.file X/f X/g, fsync X",
-        "finding 3: 1 workload: link X/f Y/g; unlink X/f, fsync X"]
+    assert [line for line in lines if line.startswith("finding ")][1:] == [  # as many: by their shapes' text
+        "finding 2: 1 workload: link X/f Y/g; unlink X/f, fsync X",
+        "finding 3: 1 workload: symlink X/f, fsync X; rename.file X/f X/g, fsync X"]
     assert btrfs_lines[2]["id"] not in text

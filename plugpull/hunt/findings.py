@@ -21,8 +21,8 @@ A journal line written before lines carried `lost_kinds` gets them from its save
 
 import json
 import re
-from itertools import combinations
 from dataclasses import dataclass, field
+from itertools import combinations
 from pathlib import Path
 
 KIND_TEXT = {
@@ -91,6 +91,15 @@ def damage(states) -> dict:
     return {"lost_kinds": sorted(kinds), "lost_names": sorted(names)}
 
 
+@dataclass(frozen=True)
+class Saved:
+    """A saved state's verdict and what it lost or broke, as its state.json holds them."""
+
+    verdict: str
+    lost: list
+    broken: list
+
+
 def saved_damage(line: dict, hunt_dir: Path | None) -> dict | None:
     """`damage` of a line's saved states (an older journal's line), or None if none are found."""
     if hunt_dir is None or not isinstance(line.get("artifact"), str):
@@ -104,13 +113,6 @@ def saved_damage(line: dict, hunt_dir: Path | None) -> dict | None:
         if isinstance(doc, dict) and isinstance(doc.get("verdict"), str):
             states.append(Saved(doc["verdict"], doc.get("lost") or [], doc.get("broken") or []))
     return damage(states) if states else None
-
-
-@dataclass(frozen=True)
-class Saved:
-    verdict: str
-    lost: list
-    broken: list
 
 
 def reason_damage(line: dict) -> dict:
@@ -319,21 +321,16 @@ def across(hunts) -> list[Finding]:
             if line.get("failing"):
                 groups.setdefault(signature(line, hunt.dir), []).append(Member(i, line))
     found = [Finding(sig, tuple(sorted(members, key=lambda m: m.size)), hunts) for sig, members in groups.items()]
-    family_size: dict[tuple, int] = {}
-    for f in found:
-        family_size[f.signature.family] = family_size.get(f.signature.family, 0) + f.count
-    return sorted(found, key=lambda f: (-family_size[f.signature.family], f.signature.family, -f.count, f.signature))
+    return sorted(found, key=lambda f: (-f.count, f.signature))
 
 
 def families(found: list[Finding]) -> list[list[Finding]]:
-    """`across`'s findings cut into their families (the same act, kinds and rules), in order."""
-    out: list[list[Finding]] = []
+    """Findings grouped by family (the same act, kinds and rules), in the order of their
+    first finding."""
+    out: dict[tuple, list[Finding]] = {}
     for f in found:
-        if out and out[-1][0].signature.family == f.signature.family:
-            out[-1].append(f)
-        else:
-            out.append([f])
-    return out
+        out.setdefault(f.signature.family, []).append(f)
+    return list(out.values())
 
 
 def findings(lines: list[dict], settings: dict | None = None, hunt_dir: Path | None = None) -> list[Finding]:

@@ -62,8 +62,9 @@ def summary(settings: dict, lines: list[dict], total: int, out: Path | None = No
         rules = Counter(rule for line in failing for rule in line["rules"])
         text.append(f"findings: {len(found)} from {len(failing)} failing workload{'s' if len(failing) != 1 else ''} "
                     f"(by rule: {', '.join(f'{r} {n}' for r, n in sorted(rules.items(), key=lambda kv: (-kv[1], kv[0])))})")
-    for number, (family, f) in enumerate(((i, f) for i, group in enumerate(families(found), 1) for f in group), 1):
-        text += finding_text(number, f, family, sum(g.signature.family == f.signature.family for g in found))
+    family_of = {f.signature.family: (n, len(group)) for n, group in enumerate(families(found), 1) for f in group}
+    for number, f in enumerate(found, 1):
+        text += finding_text(number, f, *family_of[f.signature.family])
     return "\n".join(text) + "\n"
 
 

@@ -115,12 +115,9 @@ def render(env, template: str, path: Path, **values) -> None:
 
 def finding_rows(found: list[Finding], hunts: tuple[Hunt, ...]) -> list[dict]:
     """A row per finding for the index: its number, link, signature and counts per hunt."""
-    family_of = {id(f): n for n, group in enumerate(families(found), 1) for f in group}
-    family_size = {}
-    for f in found:
-        family_size[family_of[id(f)]] = family_size.get(family_of[id(f)], 0) + 1
+    family_of = {id(f): (n, len(group)) for n, group in enumerate(families(found), 1) for f in group}
     return [{"number": n, "href": f"{FINDINGS_DIR}/{n}.html", "finding": f,
-             "family": family_of[id(f)] if family_size[family_of[id(f)]] > 1 else None,
+             "family": family_of[id(f)][0] if family_of[id(f)][1] > 1 else None,
              "counts": [f.count_in(i) for i in range(len(hunts))]} for n, f in enumerate(found, 1)]
 
 
