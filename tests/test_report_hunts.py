@@ -88,6 +88,17 @@ def test_every_link_resolves_inside_the_report_and_a_workload_opens_its_states(t
     assert copied["record"].startswith("../hunt-btrfs-61/failing/") and not Path(copied["artifact"]).is_absolute()
 
 
+def test_a_workload_the_harness_failed_on_then_judged_counts_once(two_hunts, tmp_path):
+    first, _ = two_hunts
+    lines = [json.loads(t) for t in (first / JOURNAL).read_text().splitlines()]
+    again = [{"id": lines[0]["id"], "ops": lines[0]["ops"], "infra": "QEMU died"}, lines[0]]
+    (first / JOURNAL).write_text("".join(json.dumps(line) + "\n" for line in again + lines[1:]))
+    hunt_report([first], tmp_path / "rep")
+    page = (tmp_path / "rep" / "findings.html").read_text()
+    assert [r[4] for r in rows(page)] == ["3", "1", "1"]
+    assert "</code></td><td>5</td><td class=\"bad\">5</td>" in page  # 5 workloads judged, 5 failing
+
+
 def test_the_page_fits_1280_px_by_the_report_s_own_rule(two_hunts, tmp_path):
     """No cell of the findings table is kept from wrapping but the counts and numbers."""
     hunt_report(list(two_hunts), tmp_path / "rep")

@@ -14,7 +14,7 @@ from pathlib import Path
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write
 from plugpull.hunt.findings import Finding, Hunt, Member, across, families
-from plugpull.hunt.journal import JOURNAL, SETTINGS, read_lines
+from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal
 from plugpull.hunt.summary import FAILING
 from plugpull.report.pages import LISTED, Section, relative, shown, slug, with_same
 from plugpull.report.states import cell_states, read_json
@@ -36,7 +36,7 @@ def read_hunt(path: Path) -> Hunt:
     settings = read_json(path / SETTINGS)
     if settings is None:
         raise UsageError(f"{path / SETTINGS}: unreadable")
-    return Hunt(path, settings, read_lines(path / JOURNAL))
+    return Hunt(path, settings, list(Journal(path, settings).done.values()))
 
 
 def hunt_label(hunt: Hunt) -> str:
