@@ -196,7 +196,7 @@ def test_a_family_holds_the_findings_that_differ_in_the_names_they_create():
     assert [[f.count for f in group] for group in families(found)] == [[2, 1], [1]]
     assert families(found)[0][1].signature.shape == "creat X/f; rename.file X/f Y/g, fsync Y"
     text = summary(SETTINGS, [plain, new, {**plain, "id": "seq1-999999"}, link], 4)
-    assert text.count("  family 1 (2 findings): rename.file X/f Y/g, fsync Y with this damage") == 2
+    assert text.count("  family 1 (2 findings): rename.file X/f Y/g, fsync Y, the same damage, other names made first") == 2
     assert "family 2" not in text  # a family of one finding is not named
 
 

@@ -59,13 +59,18 @@ def summary(settings: dict, lines: list[dict], total: int, out: Path | None = No
     text = [head, "verdicts: " + (", ".join(f"{v} {n}" for v, n in sorted(verdicts.items())) or "none")]
     found = findings(lines, settings, out)
     if found:
-        rules = Counter(rule for line in failing for rule in line["rules"])
-        text.append(f"findings: {len(found)} from {len(failing)} failing workload{'s' if len(failing) != 1 else ''} "
-                    f"(by rule: {', '.join(f'{r} {n}' for r, n in sorted(rules.items(), key=lambda kv: (-kv[1], kv[0])))})")
+        text.append(findings_head(found, failing))
     family_of = {f.signature.family: (n, len(group)) for n, group in enumerate(families(found), 1) for f in group}
     for number, f in enumerate(found, 1):
         text += finding_text(number, f, *family_of[f.signature.family])
     return "\n".join(text) + "\n"
+
+
+def findings_head(found: list[Finding], failing: list[dict]) -> str:
+    rules = Counter(rule for line in failing for rule in line["rules"])
+    by_rule = ", ".join(f"{r} {n}" for r, n in sorted(rules.items(), key=lambda kv: (-kv[1], kv[0])))
+    workloads = f"{len(failing)} failing workload{'s' if len(failing) != 1 else ''}"
+    return f"findings: {len(found)} from {workloads} (by rule: {by_rule})"
 
 
 def finding_text(number: int, f: Finding, family: int, in_family: int) -> list[str]:
@@ -76,7 +81,7 @@ def finding_text(number: int, f: Finding, family: int, in_family: int) -> list[s
            f"  on: {', '.join(f.filesystems) or '?'}, kernel {', '.join(f.kernels) or '?'}",
            f"  smallest: {smallest['id']}  {smallest['ops']}"]
     if in_family > 1:
-        out.append(f"  family {family} ({in_family} findings): {sig.act} with this damage, after other names made")
+        out.append(f"  family {family} ({in_family} findings): {sig.act}, the same damage, other names made first")
     out += [f"    {workload_text(m.line)}" for m in f.workloads]
     return out
 

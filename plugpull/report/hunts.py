@@ -8,6 +8,7 @@ copied beside it. One directory, relative links only; every page is written whol
 pointing at a page not written.
 """
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +44,8 @@ def hunt_label(hunt: Hunt) -> str:
     s = hunt.settings
     sample = f", sample {s['sample']} seed {s.get('seed')}" if s.get("sample") else ""
     ops = f", ops {','.join(s['ops'])}" if s.get("ops") else ""
-    return f"{s.get('fs', '?')} {s.get('mode', '?')}, kernel {s.get('kernel', '?')}, seq {s.get('seq', '?')}{ops}{sample}"
+    where = f"{s.get('fs', '?')} {s.get('mode', '?')}, kernel {s.get('kernel', '?')}"
+    return f"{where}, seq {s.get('seq', '?')}{ops}{sample}"
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ def hunt_report(hunt_dirs: list[Path], out_dir: Path) -> dict[str, Path]:
             if page is not None:
                 render(env, "states.html.j2", out_dir / page.href, page=page)
             workloads.append((m, page, sum(n for v, n in (m.line.get("verdicts") or {}).items() if v in FAILING)))
-        render(env, "finding.html.j2", out_dir / row["href"], row=row, workloads=workloads, hunts=hunts,
+        render(env, "finding.html.j2", out_dir / row["href"], row=row, workloads=workloads,
                labels=[hunt_label(h) for h in hunts])
     summaries = [(i + 1, hunt_label(h), relative(Path(h.dir).resolve(), out_dir), h) for i, h in enumerate(hunts)]
     render(env, "findings.html.j2", out_dir / INDEX, rows=rows, hunts=summaries,
@@ -149,7 +151,6 @@ def hunt_report(hunt_dirs: list[Path], out_dir: Path) -> dict[str, Path]:
 
 def hunt_report_main(hunt_dirs: list[Path], out: Path | None) -> int:
     """`plugpull report HUNT_DIR... [--out DIR]`: 0 done, 2 a bad input or output."""
-    import sys
     try:
         out_dir = Path(out) if out else default_out(hunt_dirs)
         checked_out(hunt_dirs, out_dir)
