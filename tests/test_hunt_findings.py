@@ -130,6 +130,12 @@ def test_a_check_without_names_keeps_every_step_and_its_kind():
     assert shape("write.append A/foo, sync; creat B/bar, fsync B", ["B/bar"]) == "creat X/f, fsync X"
 
 
+def test_a_file_moved_with_its_directory_keeps_the_directory_s_rename_in_the_core():
+    assert shape("rename.dir A B, fsync .; write.append B/foo, sync", ["B/foo"]) == \
+        "rename.dir X Y, fsync .; write.append Y/f, sync"
+    assert shape("rename.file A/foo A/bar, fsync A", ["B/foo"]) == "rename.file X/f X/g, fsync X"  # names none
+
+
 def test_the_representative_is_the_smallest_workload():
     texts = ["write.append A/bar, sync; rename.file A/foo B/foo, fsync B", "rename.file B/bar A/bar, fsync A",
              "rename.file A/foo B/foo, fsync B", "rename.file A/foo B/bar, fsync B; setxattr B/bar, sync"]

@@ -160,10 +160,15 @@ def steps(ops: str) -> list[Step]:
 
 
 def related(parsed: list[Step], names) -> set[str]:
-    """The failure's names and every name a rename or a link ties to one of them."""
+    """The failure's names and every name a rename or a link ties to one of them (a name under
+    a renamed directory is tied to the same name under its other name, and to both)."""
     out = set(names)
     while True:
         more = {a for s in parsed if s.family in ("rename", "link") and out & set(s.args) for a in s.args}
+        for s in parsed:
+            if s.op == "rename.dir" and len(s.args) == 2:
+                moved = {n.partition("/")[2] for n in out if n.partition("/")[0] in s.args and "/" in n}
+                more |= {f"{d}/{rest}" for d in s.args for rest in moved} | (set(s.args) if moved else set())
         if more <= out:
             return out
         out |= more
@@ -176,9 +181,10 @@ def core_steps(parsed: list[Step], names) -> tuple[list[int], set[int]]:
     """The steps of a workload that a failure on `names` is about (docs/hunt.md#findings),
     and which of them create a name: every step that creates one of the related names, the
     fewest further steps that name them all (the latest such), and the persistence point
-    that follows the last of them. A failure that names no path keeps every step."""
+    that follows the last of them. Names no step names are not looked for; a failure left
+    with none keeps every step."""
     every = list(range(len(parsed)))
-    names = related(parsed, names)
+    names = related(parsed, names) & {a for s in parsed for a in s.args}
     if not names:
         return every, set()
     made = {i for i, s in enumerate(parsed) if s.family in CREATES and len(s.args) > CREATES[s.family]
