@@ -111,6 +111,7 @@ def test_two_workloads_that_differ_in_names_or_a_data_step_collide(ops, other):
     ("rename.file A/foo B/foo, fsync B", "rename.file A/foo B/foo, fsync B/foo"),  # another point
     ("rename.file A/foo B/foo, fsync B", "creat A/foo; rename.file A/foo B/foo, fsync B"),  # a new file
     ("rename.file A/foo B/foo, fsync B", "link A/foo A/bar; rename.file A/foo B/foo, fsync B"),  # a second link
+    ("rename.file A/foo B/foo, fsync B", "rename.file A/foo B/foo, fsync B; rename.file B/foo A/foo, fsync A"),
 ])
 def test_workloads_that_differ_in_what_the_failure_is_about_do_not(ops, other):
     assert signature(both_names(workload_of(ops))) != signature(both_names(workload_of(other)))

@@ -180,7 +180,7 @@ CREATES = {"creat": 0, "mkdir": 0, "symlink": 0, "link": 1}  # the argument a st
 def core_steps(parsed: list[Step], names) -> tuple[list[int], set[int]]:
     """The steps of a workload that a failure on `names` is about (docs/hunt.md#findings),
     and which of them create a name: every step that creates one of the related names, the
-    fewest further steps that name them all (the latest such), and the persistence point
+    fewest further steps that name them all (each, where several do), and the persistence point
     that follows the last of them. Names no step names are not looked for; a failure left
     with none keeps every step."""
     every = list(range(len(parsed)))
@@ -194,7 +194,7 @@ def core_steps(parsed: list[Step], names) -> tuple[list[int], set[int]]:
     if not covers:
         return every, set()
     fewest = min(map(len, covers))
-    chosen = max((c for c in covers if len(c) == fewest), key=sorted)
+    chosen = set().union(*(c for c in covers if len(c) == fewest))
     persisted = next((i for i in range(max(chosen), len(parsed)) if parsed[i].persist), None)
     return sorted(chosen | ({persisted} if persisted is not None else set())), made
 
