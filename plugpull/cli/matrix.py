@@ -48,7 +48,7 @@ def add_parsers(sub) -> None:
     rp.set_defaults(func=cmd_reproduce)
 
     rr = sub.add_parser("report", help="table, plot and HTML page from matrix results; findings from hunts")
-    rr.add_argument("results", type=a_path, nargs="+", metavar="RESULTS | HUNT_DIR",
+    rr.add_argument("results", type=a_path, nargs="+",
                     help="a matrix results file (or a directory of them), or one or more hunt directories")
     rr.add_argument("--out", type=an_output, help="report directory (default: beside the results or the first hunt)")
     rr.add_argument("--reference", type=a_path, help="earlier results (suites/results/CASE.jsonl) to set beside")
