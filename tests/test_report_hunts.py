@@ -140,3 +140,10 @@ def test_bad_inputs_are_refused_in_one_line_and_nothing_is_made(two_hunts, tmp_p
     code, err = report(argv, capsys)
     assert code == 2 and words in err and err.count("\n") == 1, err
     assert sorted(p for p in tmp_path.rglob("*")) == before
+
+
+def test_a_reference_is_for_matrix_results_not_for_hunts(two_hunts, tmp_path, capsys):
+    (tmp_path / "ref.jsonl").write_text("")
+    code, err = report([two_hunts[0], "--reference", tmp_path / "ref.jsonl"], capsys)
+    assert code == 2 and "--reference is for a matrix results file" in err
+    assert not two_hunts[0].with_name("hunt-btrfs-61-report").exists()
