@@ -142,8 +142,8 @@ def test_a_workload_line_counts_verdicts_and_rules_and_fails_only_on_a_bad_state
     assert not clean["failing"] and clean["rules"] == {}
 
 
-def test_the_summary_lists_the_failing_workloads_by_rule():
-    loss = [{"ack": 1, "reason": "x (sync-all, point 1)"}]
+def test_the_summary_lists_the_failing_workloads_as_findings():
+    loss = [{"ack": 1, "reason": "A/foo: digest is 00, owed 11 (sync-all, point 1)"}]
     lines = [workload_line("seq1-000003", "creat A/foo, sync", [state("data-loss", 0, loss)], "failing/seq1-000003", 1),
              workload_line("seq1-000001", "mkdir A, sync", [state("data-loss", 0, loss), state("fs-corrupt", 1)],
                            "failing/seq1-000001", 1),
@@ -151,9 +151,11 @@ def test_the_summary_lists_the_failing_workloads_by_rule():
     text = summary(SETTINGS_DOC, lines, 356)
     assert "3 of 356 workloads, 4 states (4 distinct), 2 failing" in text
     assert "verdicts: clean 1, data-loss 2, fs-corrupt 1" in text
-    body = text.split("failing workloads by rule:\n")[1].splitlines()
-    assert body[0] == "  sync-all: 2 workloads" and body[1].startswith("    seq1-000001  mkdir A, sync  (1 states)")
-    assert body[3] == "  fsck: 1 workload" and "seq1-000002" not in text
+    body = text.split("findings: 2 from 2 failing workloads (by rule: sync-all 2, fsck 1)\n")[1].splitlines()
+    assert body[0] == "finding 1: 1 workload: creat X/f, sync" and body[2] == "  rules: sync-all"
+    assert body[5] == "    seq1-000003  creat A/foo, sync  (1 of 1 states)  failing/seq1-000003"
+    assert body[6] == "finding 2: 1 workload: mkdir X, sync" and body[11].startswith("    seq1-000001  mkdir A, sync  (2 of 2")
+    assert "seq1-000002" not in text
 
 
 @pytest.mark.parametrize("text, seconds", [("90s", 90), ("60m", 3600), ("1.5h", 5400)])

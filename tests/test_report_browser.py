@@ -29,11 +29,11 @@ SMALL_RUN = ["--fs", "ext4", "--mode", "barrier,nobarrier", "--workload", "fsync
              "--param", "fsync-files.count=12", "--states", "6"]
 
 
-def check_in_browser(out: Path) -> dict[Path, object]:
-    """Every page reached from report.html, measured; fails on overflow, a broken link, or a
+def check_in_browser(out: Path, index: str = "report.html") -> dict[Path, object]:
+    """Every page reached from `index`, measured; fails on overflow, a broken link, or a
     count that lists another number of states than it says."""
     __tracebackhide__ = True
-    pages = {(out / "report.html").resolve(): measure(out / "report.html")}
+    pages = {(out / index).resolve(): measure(out / index)}
     todo = list(pages)
     while todo:
         page = pages[todo.pop()]
@@ -42,7 +42,7 @@ def check_in_browser(out: Path) -> dict[Path, object]:
             known = set(pages)
             assert follow(url, pages) is None, f"{page.path}: {written}: {follow(url, pages)}"
             todo += [p for p in pages if p not in known]
-    main = pages[(out / "report.html").resolve()]
+    main = pages[(out / index).resolve()]
     counts = [(url, text) for written, url, text in main.links if written.startswith(("states/", "faults.html#"))]
     for url, text in counts:
         target, _, section = url.partition("#")
@@ -68,6 +68,17 @@ def test_the_widest_table_of_the_report_tests_fits_too(tmp_path):
     check_in_browser(tmp_path / "rep")
 
 
+def test_the_findings_of_two_hunts_fit_and_their_links_work(tmp_path):
+    from test_report_hunts import BTRFS, RENAMES, both_names, link_unlink, make_hunt, symlink_rename, workload_of
+    from plugpull.report.hunts import hunt_report
+    renames = [both_names(workload_of(t)) for t in RENAMES]
+    first = make_hunt(tmp_path / "a", BTRFS, renames + [link_unlink(), symlink_rename()])
+    second = make_hunt(tmp_path / "b", {**BTRFS, "kernel": "7.3.4+deb13-amd64"}, renames[:1], saved=False)
+    hunt_report([first, second], tmp_path / "rep")
+    pages = check_in_browser(tmp_path / "rep", "findings.html")
+    assert len(pages) == 1 + 3 + 5  # the findings, a page per finding, one per saved workload
+
+
 def test_the_report_of_committed_case_results_fits_too(tmp_path):
     """Real results: bonnie's eleven phases make the widest table (shown as two)."""
     results = Path(__file__).resolve().parent.parent / "suites" / "results" / "seed-004-ext-bonnie-three-modes.jsonl"
@@ -86,7 +97,7 @@ def test_the_report_of_a_small_real_run_fits_and_its_links_work(tmp_path):
     out = tmp_path / "rep"
     report(results, out)
     pages = check_in_browser(out)
-    main = pages[(out / "report.html").resolve()]
+    main = pages[(out / index).resolve()]
     assert any(written.startswith("states/") for written, _, _ in main.links), "no count of unsafe states links"
 
 

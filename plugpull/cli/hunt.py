@@ -107,7 +107,7 @@ def _check_out(out: Path) -> None:
 def _print_run(run, out: Path, fail_on_unsafe: bool) -> int:
     from plugpull.hunt.summary import summary
 
-    text = summary(run.settings, run.lines, run.total)
+    text = summary(run.settings, run.lines, run.total, out)
     atomic_write(out / "summary.txt", text)
     print(text, end="")
     minutes = max(run.wall_s, 1e-9) / 60

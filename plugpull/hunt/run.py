@@ -233,7 +233,8 @@ def _unrecorded_line(workload: GeneratedWorkload, failed: Failed, out: Path) -> 
     (where / "program.sh").write_text(program(workload.generated))
     (where / "kernel.txt").write_text(failed.kernel["excerpt"] or failed.kernel["line"])
     line = {"id": workload.ident, "ops": text, "states": 0, "distinct": 0, "verdicts": {"kernel-crash": 1},
-            "rules": {"kernel": 1}, "failing": True, "reason": f"while recording: {failed.why}"[:300],
+            "rules": {"kernel": 1}, "lost_kinds": ["kernel"], "lost_names": [], "failing": True,
+            "reason": f"while recording: {failed.why}"[:300],
             "artifact": str(where.relative_to(out)), "seconds": 0.0}
     return line
 

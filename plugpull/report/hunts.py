@@ -1,0 +1,165 @@
+"""The report of one or more hunts (`plugpull report HUNT_DIR...`): findings.html, a finding
+per row and, with several hunts, a column per hunt (its workloads of that finding); a page
+per finding listing its workloads (`findings/N.html`); a page per failing workload whose
+states were saved (`workloads/H-ID.html`), each state with its evidence as the matrix
+report's state pages show it (pages.shown), its state.json and the workload's program.sh
+copied beside it. One directory, relative links only; every page is written whole
+(atomic_write), the index last, so an interrupted run leaves no half page and no index
+pointing at a page not written.
+"""
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from plugpull.errors import UsageError
+from plugpull.files import atomic_write
+from plugpull.hunt.findings import Finding, Hunt, Member, across, families
+from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal
+from plugpull.hunt.summary import FAILING
+from plugpull.report.pages import LISTED, Section, relative, shown, slug, with_same
+from plugpull.report.states import cell_states, read_json
+
+INDEX = "findings.html"
+FINDINGS_DIR, WORKLOADS_DIR = "findings", "workloads"
+COPIED = ("program.sh", "kernel.txt")  # a failing workload's small files, copied beside its page
+
+
+def is_hunt(path: Path) -> bool:
+    return Path(path).is_dir() and (Path(path) / SETTINGS).is_file()
+
+
+def read_hunt(path: Path) -> Hunt:
+    """A hunt's directory read; UsageError naming what it lacks."""
+    path = Path(path)
+    if not is_hunt(path) or not (path / JOURNAL).is_file():
+        raise UsageError(f"{path}: not a hunt's directory (no {SETTINGS if not is_hunt(path) else JOURNAL})")
+    settings = read_json(path / SETTINGS)
+    if settings is None:
+        raise UsageError(f"{path / SETTINGS}: unreadable")
+    return Hunt(path, settings, list(Journal(path, settings).done.values()))
+
+
+def hunt_label(hunt: Hunt) -> str:
+    s = hunt.settings
+    sample = f", sample {s['sample']} seed {s.get('seed')}" if s.get("sample") else ""
+    ops = f", ops {','.join(s['ops'])}" if s.get("ops") else ""
+    where = f"{s.get('fs', '?')} {s.get('mode', '?')}, kernel {s.get('kernel', '?')}"
+    return f"{where}, seq {s.get('seq', '?')}{ops}{sample}"
+
+
+@dataclass(frozen=True)
+class WorkloadPage:
+    """A failing workload's saved states, as states.html.j2 shows them."""
+
+    title: str
+    href: str  # relative to the report directory
+    back: str  # the finding's page, relative to this one
+    states: int
+    models: str
+    sections: tuple[Section, ...]
+    files: tuple[tuple[str, str], ...]  # (name, href) of the copied small files
+
+
+def checked_out(hunt_dirs: list[Path], out: Path) -> None:
+    """UsageError if `out` is one of the hunt directories or lies inside one."""
+    target = Path(out).resolve()
+    for d in hunt_dirs:
+        if target == Path(d).resolve() or target.is_relative_to(Path(d).resolve()):
+            raise UsageError(f"--out {out}: inside the hunt directory {d}: give a directory outside it")
+
+
+def default_out(hunt_dirs: list[Path]) -> Path:
+    """Beside the first hunt's directory: HUNT-report."""
+    first = Path(hunt_dirs[0]).absolute()
+    return first.with_name(first.name + "-report")
+
+
+def workload_sections(line: dict, states) -> tuple[Section, ...]:
+    verdicts = line.get("verdicts") or {}
+    out = [Section("clean", verdicts["clean"], None, "a clean state is not saved")] if verdicts.get("clean") else []
+    for verdict in LISTED:
+        count = verdicts.get(verdict, 0)
+        these = tuple(s for s in states if s.saved.verdict == verdict)
+        if count or these:
+            note = "" if count == len(these) else f"{count} counted, {len(these)} saved states found"
+            out.append(Section(verdict, count, these, note))
+    return tuple(out)
+
+
+def workload_page(member: Member, hunt: Hunt, out_dir: Path, back: str) -> WorkloadPage | None:
+    """The page of a failing workload whose `failing/ID/` is there (None if it is not); its
+    state.json files and small files copied beside it."""
+    line = member.line
+    artifacts = (Path(hunt.dir) / line["artifact"]).resolve() if hunt.dir and line.get("artifact") else None
+    if artifacts is None or not artifacts.is_dir():
+        return None
+    name = slug(f"{member.hunt + 1}-{line['id']}")
+    page_dir = out_dir / WORKLOADS_DIR
+    saved = cell_states(artifacts) if (artifacts / "states").is_dir() else []
+    states = with_same(shown(s, out_dir, page_dir, name) for s in saved)
+    files = []
+    for small in COPIED:
+        if (artifacts / small).is_file():
+            (page_dir / name).mkdir(parents=True, exist_ok=True)
+            atomic_write(page_dir / name / small, (artifacts / small).read_bytes())
+            files.append((small, f"{name}/{small}"))
+    models = ", ".join(hunt.settings.get("models") or ()) or "no model named"
+    title = f"{line['id']} ({line.get('ops', '')}), hunt {member.hunt + 1}"
+    return WorkloadPage(title, f"{WORKLOADS_DIR}/{name}.html", back, int(line.get("states") or 0), models,
+                        workload_sections(line, states), tuple(files))
+
+
+def render(env, template: str, path: Path, **values) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, env.get_template(template).render(**values).encode("utf-8"))
+
+
+def finding_rows(found: list[Finding], hunts: tuple[Hunt, ...]) -> list[dict]:
+    """A row per finding for the index: its number, link, signature and counts per hunt."""
+    family_of = {id(f): (n, len(group)) for n, group in enumerate(families(found), 1) for f in group}
+    return [{"number": n, "href": f"{FINDINGS_DIR}/{n}.html", "finding": f,
+             "family": family_of[id(f)][0] if family_of[id(f)][1] > 1 else None,
+             "counts": [f.count_in(i) for i in range(len(hunts))]} for n, f in enumerate(found, 1)]
+
+
+def hunt_report(hunt_dirs: list[Path], out_dir: Path) -> dict[str, Path]:
+    """Write the findings of `hunt_dirs` into `out_dir`; the index's path ("html") and the
+    pages' directories."""
+    from plugpull.report.html import templates
+    hunts = tuple(read_hunt(d) for d in hunt_dirs)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = out_dir.resolve()
+    env = templates()
+    found = across(hunts)
+    rows = finding_rows(found, hunts)
+    for row in rows:
+        workloads = []
+        for m in row["finding"].workloads:
+            page = workload_page(m, hunts[m.hunt], out_dir, f"../{row['href']}")
+            if page is not None:
+                render(env, "states.html.j2", out_dir / page.href, page=page)
+            workloads.append((m, page, sum(n for v, n in (m.line.get("verdicts") or {}).items() if v in FAILING)))
+        render(env, "finding.html.j2", out_dir / row["href"], row=row, workloads=workloads,
+               labels=[hunt_label(h) for h in hunts])
+    summaries = [(i + 1, hunt_label(h), relative(Path(h.dir).resolve(), out_dir), h) for i, h in enumerate(hunts)]
+    render(env, "findings.html.j2", out_dir / INDEX, rows=rows, hunts=summaries,
+           failing=[sum(bool(line.get("failing")) for line in h.lines) for h in hunts])
+    return {"html": out_dir / INDEX, "findings": out_dir / FINDINGS_DIR}
+
+
+def hunt_report_main(hunt_dirs: list[Path], out: Path | None) -> int:
+    """`plugpull report HUNT_DIR... [--out DIR]`: 0 done, 2 a bad input or output."""
+    try:
+        out_dir = Path(out) if out else default_out(hunt_dirs)
+        checked_out(hunt_dirs, out_dir)
+        for d in hunt_dirs:
+            read_hunt(d)
+        paths = hunt_report(hunt_dirs, out_dir)
+    except (UsageError, OSError) as e:
+        print(f"plugpull: {e}", file=sys.stderr)
+        return 2
+    print(f"findings  {paths['html']}")
+    print(f"report    {paths['html'].parent}/ (one directory: copy it whole, its links are relative)")
+    return 0
