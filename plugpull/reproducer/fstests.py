@@ -83,14 +83,19 @@ def preamble(case: Case) -> list[str]:
             "_require_metadata_journaling $SCRATCH_DEV", "_init_flakey", "_mount_flakey", ""]
 
 
+def printing(case: Case) -> str:
+    """The test's part after the remount: it prints the checked facts (`golden` is what a
+    filesystem that keeps them prints)."""
+    lines = [reader_functions("$SCRATCH_MNT", "$GETFATTR_PROG"), SHOW,
+             *(check_calls(checks(case), "show", "show_held") or ["# nothing is owed"])]
+    return "\n".join(lines) + "\n"
+
+
 def test(case: Case, number: str = "NNN") -> str:
     """The fstests test of `case`, numbered `number`."""
-    found = checks(case)
-    body = [*header(case, found, number), *preamble(case), *setup_lines(case, TOOLS), *op_lines(case, TOOLS), "",
-            "# Drop every write from here on (a power cut), unmount, mount again.", "_flakey_drop_and_remount", "",
-            reader_functions("$SCRATCH_MNT", "$GETFATTR_PROG"), SHOW,
-            *(check_calls(found, "show", "show_held") or ["# nothing is owed"]), "",
-            "_unmount_flakey", "", "# success, all done", "status=0", "exit"]
+    body = [*header(case, checks(case), number), *preamble(case), *setup_lines(case, TOOLS), *op_lines(case, TOOLS),
+            "", "# Drop every write from here on (a power cut), unmount, mount again.", "_flakey_drop_and_remount", "",
+            printing(case), "_unmount_flakey", "", "# success, all done", "status=0", "exit"]
     return "\n".join(body) + "\n"
 
 

@@ -42,17 +42,17 @@ die() {  # a step before the check failed: no verdict
 	exit 3
 }
 
-wrong() {
-	echo "FAIL: $*"
-	failed=$((failed + 1))
-}
-
 table() {  # load dm table $1 into the flakey device, the filesystem left unfrozen (as fstests does)
 	dmsetup suspend --nolockfs "$name" && dmsetup load "$name" --table "$1" && dmsetup resume "$name"
 }
 """
 
-CHECKS = r"""check() {  # check PATH FACT NEED WHY ALLOWED...: FACT of PATH is one of ALLOWED (judged where PATH is a NEED)
+CHECKS = r"""wrong() {
+	echo "FAIL: $*"
+	failed=$((failed + 1))
+}
+
+check() {  # check PATH FACT NEED WHY ALLOWED...: FACT of PATH is one of ALLOWED (judged where PATH is a NEED)
 	c_path=$1 c_fact=$2 c_need=$3 c_why=$4
 	shift 4
 	if [ "$c_fact" = kind ]; then
@@ -166,11 +166,17 @@ def verdict(case: Case) -> list[str]:
         "exit 0"]
 
 
+def checking(case: Case) -> str:
+    """The script's last part: with `mnt` the recovered filesystem's mount point and `failed`
+    0, it checks what the point owes, prints the verdict and exits 0 or 1."""
+    found = checks(case)
+    lines = [reader_functions("$mnt", "getfattr"), CHECKS, "# what the point owes",
+             *(check_calls(found, "check", "held") or ["# (nothing)"]), "", *verdict(case)]
+    return "\n".join(lines) + "\n"
+
+
 def script(case: Case) -> str:
     """The sh reproducer of `case`."""
-    found = checks(case)
-    body = [*header(case, found), "", PRELUDE, *preflight(case), "", reader_functions("$mnt", "getfattr"), CHECKS,
-            *make_and_mount(case), "", *guarded(setup_lines(case, TOOLS) + op_lines(case, TOOLS)), "",
-            *crash_and_remount(case), "", "# what the point owes",
-            *(check_calls(found, "check", "held") or ["# (nothing)"]), "", *verdict(case)]
-    return "\n".join(body) + "\n"
+    body = [*header(case, checks(case)), "", PRELUDE, *preflight(case), "", *make_and_mount(case), "",
+            *guarded(setup_lines(case, TOOLS) + op_lines(case, TOOLS)), "", *crash_and_remount(case), ""]
+    return "\n".join(body) + "\n" + checking(case)
