@@ -1,7 +1,7 @@
 """`reproducer --run`: the sh reproducer run in a plugpull guest, on a scratch disk of its own.
 
-The guest boots with one empty disk (/dev/sda, AHCI, write cache on); the script goes in
-through the command channel and runs as `sh SCRIPT /dev/sda`. Its last `PASS` or `FAIL:` line
+The guest boots with one empty disk (AHCI, write cache on); the script goes in through the
+command channel and runs as `sh SCRIPT DISK`. Its last `PASS` or `FAIL:` line
 is the verdict; anything else (a missing tool, a step that failed, no verdict line) is a
 harness failure, never a filesystem verdict."""
 
@@ -15,7 +15,7 @@ from plugpull.paths import make_tempdir
 
 DISK_MIB = 512  # xfs needs 300 MiB at least; btrfs and ext4 fit too
 GUEST_SCRIPT = "/tmp/reproducer.sh"
-GUEST_DISK = "/dev/sda"
+GUEST_DISK = "$(readlink -f /dev/pp-disk0)"  # the guest's link to its first disk
 TIMEOUT = 900.0
 
 
@@ -43,7 +43,7 @@ def run_in_guest(rig, text: str) -> Outcome:
         disk = DiskSpec(create_disk(work / "sda.img", DISK_MIB), Bus.AHCI, True)
         with rig.machine(MachineSpec(disks=(disk,), accel=rig.accel), name="reproducer") as m:
             m.write_file(GUEST_SCRIPT, text, 0o755)
-            result = m.run("sh %s %s", GUEST_SCRIPT, GUEST_DISK, timeout=TIMEOUT)
+            result = m.run(f"sh %s {GUEST_DISK}", GUEST_SCRIPT, timeout=TIMEOUT)
         return verdict_of(result.rc, result.text, result.stderr.decode(errors="replace"))
     finally:
         shutil.rmtree(work, ignore_errors=True)
