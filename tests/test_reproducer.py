@@ -176,6 +176,14 @@ def test_the_verdict_line_is_read():
             verdict_of(rc, out, err)
 
 
+def test_a_kernel_failure_is_a_fail_verdict():
+    console = "[   12.5] BTRFS info (device dm-0): start tree-log replay\n[   12.6] kernel BUG at fs/btrfs/tree-log.c:1234!\n"
+    for rc, out in [(0, "PASS\n"), (3, ""), (-1, "")]:
+        outcome = verdict_of(rc, out, "", console)
+        assert not outcome.passed and outcome.lines == ("FAIL: the guest kernel bug: kernel BUG at fs/btrfs/tree-log.c:1234!",)
+    assert verdict_of(0, "PASS\n", "", "[ 1.0] BTRFS info (device dm-0): using crc32c\n").passed
+
+
 def run(argv, capsys):
     try:
         code = cli.main(["reproducer", *argv])
@@ -229,3 +237,11 @@ def test_without_out_the_script_is_printed(capsys):
     code, out, _ = run(["gen:seq1-000253", "--fs", "ext4"], capsys)
     assert code == 0 and out == script(case_for("gen:seq1-000253", "ext4"))
     assert "EVERYTHING ON DEVICE IS ERASED" in out and "mkfs.ext4" in out
+
+
+def test_a_saved_state_is_reproduced_at_its_point(tmp_path, capsys):
+    state = a_state(tmp_path / "s", "gen:seq2-080435", required=2)  # acks 0 and 1: point 1
+    code, out, _ = run([str(state)], capsys)
+    assert code == 0 and out == script(case_for("gen:seq2-080435", "btrfs", 1))
+    code, out, _ = run([str(state), "--fs", "xfs", "--point", "2"], capsys)
+    assert code == 0 and out == script(case_for("gen:seq2-080435", "xfs", 2))

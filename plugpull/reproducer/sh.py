@@ -30,7 +30,7 @@ cleanup() {
 		rmdir "$mnt"
 	fi
 	if [ -n "$created" ]; then
-		dmsetup remove "$name"
+		dmsetup remove --retry "$name"
 		dmsetup mknodes "$name" 2>/dev/null  # without udev: drop its /dev/mapper node
 	fi
 }
