@@ -535,7 +535,8 @@ def test_an_output_check_passes_a_new_name_and_a_regular_file_and_leaves_nothing
 BAD_NUMBERS = {"minus-one": "-1", "superscript": "\u00b2", "double-dash": "--5", "5000-digits": "9" * 5000}
 POSITIONALS = {"replay": ["x"], "minimise": ["x"], "minimize": ["x"], "reproduce": ["x.toml"],
                "report": ["x.jsonl"], "faults": ["--fault", "error-writes"],
-               "worker": ["--scheduler", "tcp://127.0.0.1:8786"], "hunt": ["--seq", "1"]}
+               "worker": ["--scheduler", "tcp://127.0.0.1:8786"], "hunt": ["--seq", "1"],
+               "reproducer": ["gen:seq1-000253", "--fs", "xfs"]}
 RANGE = re.compile(r"from \d+ to \d+|above 0 and at most 1")
 
 

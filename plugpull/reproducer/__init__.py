@@ -1,0 +1,79 @@
+"""A reproducer a maintainer can run without plugpull: a generated workload (`gen:ID`), cut
+right after one of its persistence points by fstests' dm-flakey method, checked for what the
+model oracle owes there.
+
+`case_for` picks the workload and the point; `checks` turns what the oracle owes into shell
+checks; `sh` writes a POSIX sh script, `fstests` a test in fstests' own form; `run` runs the
+sh script in a plugpull guest. The workload is cut at the point: the operations after it are
+not run, so nothing they would change is owed anything less (see `Case.workload`)."""
+
+import json
+from dataclasses import dataclass, replace
+from functools import cached_property
+from pathlib import Path
+
+from plugpull.errors import UsageError
+from plugpull.generate.space import Workload, space_of
+from plugpull.generate.workload import PREFIX
+
+FILESYSTEMS = ("ext4", "xfs", "btrfs")  # the oracle's Linux profiles, which the reproducer checks by
+
+
+@dataclass(frozen=True)
+class Case:
+    """Generated workload `whole` on `fs`, dropping writes right after persistence point `point`
+    (0: the setup's sync)."""
+
+    whole: Workload
+    fs: str
+    point: int
+
+    @property
+    def ident(self) -> str:
+        return f"{PREFIX}{self.whole.ident}"
+
+    @cached_property
+    def workload(self) -> Workload:
+        """The workload up to the point's persistence call: what the reproducer runs, and
+        what the oracle is asked about, so that no later operation relaxes what is owed."""
+        end = self.whole.points()[self.point - 1] if self.point else 0
+        return replace(self.whole, steps=self.whole.steps[:end])
+
+    def title(self) -> str:
+        what = "the setup's sync" if self.point == 0 else self.whole.steps[self.whole.points()[self.point - 1] - 1].persist.text()
+        return f"{self.ident} on {self.fs}, writes dropped after point {self.point} ({what})"
+
+
+def case_for(ident: str, fs: str, point: int | None = None) -> Case:
+    """The case of `gen:ID`; `point` None: its last persistence point. UsageError on a bad id,
+    filesystem or point."""
+    if not ident.startswith(PREFIX):
+        raise UsageError(f"{ident!r}: expected gen:ID (a generated workload) or a saved state directory")
+    if fs not in FILESYSTEMS:
+        raise UsageError(f"--fs {fs!r}: expected one of {', '.join(FILESYSTEMS)}")
+    name = ident[len(PREFIX):]
+    workload = space_of(name).parse(name)
+    last = len(workload.points())
+    if point is None:
+        point = last
+    if not 0 <= point <= last:
+        raise UsageError(f"--point {point}: {ident} has persistence points 0 to {last}")
+    return Case(workload, fs, point)
+
+
+def state_target(state_dir: Path) -> tuple[str, str, int]:
+    """A saved crash state's generated workload, filesystem and the highest ack it owes; a
+    UsageError for a state of any other workload, or one that owes no ack."""
+    path = Path(state_dir) / "state.json"
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        detail = e.strerror if isinstance(e, OSError) else "not JSON"
+        raise UsageError(f"{path}: not a saved crash state ({detail})") from None
+    workload = doc.get("workload") if isinstance(doc, dict) else None
+    if not isinstance(workload, str) or not workload.startswith(PREFIX):
+        raise UsageError(f"{path}: its workload is {workload!r}, not a generated one (gen:ID)")
+    required = doc.get("acks_required")
+    if not isinstance(required, int) or isinstance(required, bool) or required < 1:
+        raise UsageError(f"{path}: acks_required is {required!r}: the state owes no ack to reproduce")
+    return workload, str(doc.get("fs", "")), required - 1
