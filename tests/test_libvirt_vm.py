@@ -71,7 +71,11 @@ def test_a_state_is_hot_plugged_through_libvirt_and_left_unchanged(libvirt_rig, 
     assert hashlib.sha256(state.read_bytes()).hexdigest() == before
 
 
-CELLS = [(fs, mode) for fs in ("xfs", "ext4") for mode in ("barrier", "nobarrier")]
+FULL = bool(os.environ.get("PLUGPULL_LIBVIRT_STEPS"))
+# The claim is the backend's here (QEMU's own runs it per filesystem and mode elsewhere): one
+# cell per mode by default, the four with PLUGPULL_LIBVIRT_STEPS (`make test-all`).
+CELLS = ([(fs, mode) for fs in ("xfs", "ext4") for mode in ("barrier", "nobarrier")] if FULL
+         else [("xfs", "barrier"), ("ext4", "nobarrier")])
 
 
 def claim(fs: str, mode: str, full: bool) -> CrashSpec:
@@ -99,7 +103,7 @@ class KeptGuestChecker(Checker):
 
 
 def record_cell(rig, root, cell) -> tuple:
-    spec = claim(*cell, full=bool(os.environ.get("PLUGPULL_LIBVIRT_STEPS")))
+    spec = claim(*cell, full=FULL)
     plan = spec.resolve()
     rec = record(root / f"{cell[0]}-{cell[1]}", plan.recording_bed, plan.trigger, rig)
     return spec, plan, rec

@@ -13,7 +13,7 @@ from plugpull.guest.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.machine import create_disk
 from plugpull.reproducer import case_for
 from plugpull.reproducer.fstests import golden, test as fstests_test
-from plugpull.reproducer.run import DISK_MIB, GUEST_DISK, run_in_guest
+from plugpull.reproducer.run import DISK_MIB, GUEST_DISK, run_in_guest, run_on
 from plugpull.reproducer.sh import script
 
 pytestmark = pytest.mark.vm
@@ -31,10 +31,24 @@ FSTESTS_LINES = {  # the same, as the fstests form prints it
 }
 
 
+@pytest.fixture(scope="module")
+def guest(rig, tmp_path_factory):
+    """One guest with a scratch disk for every script of this module (a boot is most of a
+    script's time under TCG); each script makes its filesystem anew. `--run` boots its own."""
+    work = tmp_path_factory.mktemp("reproducer-guest")
+    disk = DiskSpec(create_disk(work / "sda.img", DISK_MIB), Bus.AHCI, True)
+    console = work / "console.log"
+    with rig.machine(MachineSpec(disks=(disk,)), console_log=console) as m:
+        m.run("mkdir -p /tmp/fstests/common").check()
+        for helper in SHIM.iterdir():
+            m.write_file(f"/tmp/fstests/common/{helper.name}", helper.read_text())
+        yield m, console
+
+
 @pytest.mark.parametrize("fs", ["btrfs", "ext4", "xfs"])
 @pytest.mark.parametrize("ident", FINDINGS)
-def test_the_sh_reproducer(rig, ident, fs):
-    outcome = run_in_guest(rig, script(case_for(ident, fs)))
+def test_the_sh_reproducer(guest, ident, fs):
+    outcome = run_on(*guest, script(case_for(ident, fs)))
     if fs == "btrfs":
         assert not outcome.passed and FINDINGS[ident] in outcome.lines, outcome.lines
     else:
@@ -52,22 +66,17 @@ def test_a_missing_tool_is_a_harness_failure(rig):
         run_in_guest(rig, script(case_for("gen:seq1-000345", "ext4")))
 
 
-def run_fstests_form(rig, tmp_path, ident: str, fs: str) -> str:
-    disk = DiskSpec(create_disk(tmp_path / "sda.img", DISK_MIB), Bus.AHCI, True)
-    with rig.machine(MachineSpec(disks=(disk,)), console_log=tmp_path / "console.log") as m:
-        m.run("mkdir -p /tmp/fstests/common").check()
-        for helper in SHIM.iterdir():
-            m.write_file(f"/tmp/fstests/common/{helper.name}", helper.read_text())
-        m.write_file("/tmp/fstests/901", fstests_test(case_for(ident, fs), "901"), 0o755)
-        done = m.run(f"cd /tmp/fstests && SCRATCH_DEV={GUEST_DISK} FSTYP=%s sh ./901", fs, timeout=900)
+def run_fstests_form(m, ident: str, fs: str) -> str:
+    m.write_file("/tmp/fstests/901", fstests_test(case_for(ident, fs), "901"), 0o755)
+    done = m.run(f"cd /tmp/fstests && SCRATCH_DEV={GUEST_DISK} FSTYP=%s sh ./901", fs, timeout=900)
     assert done.rc == 0, done.stderr
     return done.text
 
 
 @pytest.mark.parametrize("fs", ["btrfs", "ext4", "xfs"])
 @pytest.mark.parametrize("ident", FINDINGS)
-def test_the_fstests_form(rig, tmp_path, ident, fs):
-    out = run_fstests_form(rig, tmp_path, ident, fs)
+def test_the_fstests_form(guest, ident, fs):
+    out = run_fstests_form(guest[0], ident, fs)
     expected = golden(case_for(ident, fs), "901")
     if fs == "btrfs":
         assert out != expected and FSTESTS_LINES[ident] in out.splitlines(), out

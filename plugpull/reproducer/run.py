@@ -59,12 +59,18 @@ def run_in_guest(rig, text: str) -> Outcome:
         try:
             with rig.machine(MachineSpec(disks=(disk,), accel=rig.accel), console_log=console,
                              name="reproducer") as m:
-                m.write_file(GUEST_SCRIPT, text, 0o755)
-                result = m.run(f"sh %s {GUEST_DISK}", GUEST_SCRIPT, timeout=TIMEOUT)
+                return run_on(m, text, console)
         except GuestError:
             if scan(_console(console)) is None:
                 raise
             return verdict_of(-1, "", "", _console(console))
-        return verdict_of(result.rc, result.text, result.stderr.decode(errors="replace"), _console(console))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def run_on(m, text: str, console: Path) -> Outcome:
+    """Run the sh reproducer `text` in the booted guest `m`, on its first disk; `console`:
+    the guest's console log, read for a failure of its kernel."""
+    m.write_file(GUEST_SCRIPT, text, 0o755)
+    result = m.run(f"sh %s {GUEST_DISK}", GUEST_SCRIPT, timeout=TIMEOUT)
+    return verdict_of(result.rc, result.text, result.stderr.decode(errors="replace"), _console(console))
