@@ -10,7 +10,7 @@ import pytest
 from plugpull.generate.judge import judge
 from plugpull.generate.space import Space, workload_of
 from plugpull.hunt.findings import Hunt, across, families, fact_damage, findings, invariant_damage, line_damage, \
-    shape, signature
+    shape, signature, steps, up_to_point
 from plugpull.hunt.summary import summary, workload_line
 from plugpull.results import StateResult
 
@@ -80,13 +80,13 @@ def test_the_131_failing_workloads_of_the_btrfs_hunt_are_its_3_findings(btrfs_li
     found = findings(btrfs_lines, SETTINGS)
     assert [f.count for f in found] == [129, 1, 1]
     rename, *others = found
-    assert rename.signature.shape == "rename.file X/f Y/g, fsync Y"
+    assert rename.signature.shape == "rename X/f Y/g, fsync Y"
     assert rename.signature.kinds == ("two-names",) and rename.signature.rules == ("inconsistent",)
     assert len({line["ops"] for line in (m.line for m in rename.workloads)}) == 129
     shapes = {f.signature.shape: f.signature for f in others}
     assert shapes["link X/f Y/g; unlink X/f, fsync X"].kinds == ("missing",)
     assert shapes["link X/f Y/g; unlink X/f, fsync X"].rules == ("sync-all",)
-    assert shapes["symlink X/f, fsync X; rename.file X/f X/g, fsync X"].kinds == ("missing", "still-there")
+    assert shapes["symlink X/f, fsync X; rename X/f X/g, fsync X"].kinds == ("missing", "still-there")
     assert rename.kernels == ["6.1.0-56-amd64"] and rename.filesystems == ["btrfs"]
 
 
@@ -101,17 +101,19 @@ def test_a_journal_line_carries_what_its_failing_states_lost():
     ("rename.file A/foo B/foo, fsync B", "rename.file B/bar A/foo, fsync A"),
     ("rename.file A/bar B/bar, fsync B", "write.append B/foo, sync; rename.file B/bar A/bar, fsync A"),
     ("rename.file A/foo B/bar, fsync B", "rename.file A/foo B/bar, fsync B; write.overwrite B/bar, fsync B/bar"),
+    ("rename.file A/foo B/foo, fsync B", "rename.over A/foo B/foo, fsync B"),  # to a free name or over a file
+    # the move back comes after the point at which the states failed: it had not run
+    ("rename.file A/foo B/foo, fsync B", "rename.file A/foo B/foo, fsync B; rename.file B/foo A/foo, fsync A"),
 ])
 def test_two_workloads_that_differ_in_names_or_a_data_step_collide(ops, other):
     assert signature(both_names(workload_of(ops))) == signature(both_names(workload_of(other)))
 
 
 @pytest.mark.parametrize("ops, other", [
-    ("rename.file A/foo B/foo, fsync B", "rename.over A/foo B/foo, fsync B"),  # another op
+    ("rename.file A/foo B/foo, fsync B", "rename.file A/foo B/foo, sync"),  # another kind of point
     ("rename.file A/foo B/foo, fsync B", "rename.file A/foo B/foo, fsync B/foo"),  # another point
     ("rename.file A/foo B/foo, fsync B", "creat A/foo; rename.file A/foo B/foo, fsync B"),  # a new file
     ("rename.file A/foo B/foo, fsync B", "link A/foo A/bar; rename.file A/foo B/foo, fsync B"),  # a second link
-    ("rename.file A/foo B/foo, fsync B", "rename.file A/foo B/foo, fsync B; rename.file B/foo A/foo, fsync A"),
 ])
 def test_workloads_that_differ_in_what_the_failure_is_about_do_not(ops, other):
     assert signature(both_names(workload_of(ops))) != signature(both_names(workload_of(other)))
@@ -134,7 +136,20 @@ def test_a_check_without_names_keeps_every_step_and_its_kind():
 def test_a_file_moved_with_its_directory_keeps_the_directory_s_rename_in_the_core():
     assert shape("rename.dir A B, fsync .; write.append B/foo, sync", ["B/foo"]) == \
         "rename.dir X Y, fsync .; write.append Y/f, sync"
-    assert shape("rename.file A/foo A/bar, fsync A", ["B/foo"]) == "rename.file X/f X/g, fsync X"  # names none
+    assert shape("rename.file A/foo A/bar, fsync A", ["B/foo"]) == "rename X/f X/g, fsync X"  # names none
+
+
+TWO_MOVES = "rename.file A/foo B/foo, fsync B; rename.file A/bar B/bar, fsync B"
+
+
+@pytest.mark.parametrize("point, names, kept", [
+    (1, ["A/foo", "B/foo"], 1),  # the failure is about the first step alone
+    (1, ["A/bar", "B/bar"], 2),  # its names are the second step's, which was under way
+    (2, ["A/foo", "B/foo"], 2),
+    (None, ["A/foo"], 2),
+])
+def test_the_steps_after_the_first_failing_point_and_the_next_are_not_the_failures(point, names, kept):
+    assert up_to_point(steps(TWO_MOVES), point, names) == steps(TWO_MOVES)[:kept]
 
 
 def test_the_representative_is_the_smallest_workload():
@@ -201,9 +216,9 @@ def test_a_family_holds_the_findings_that_differ_in_the_names_they_create():
     found = findings([plain, new, {**plain, "id": "seq1-999999"}, link])
     assert [f.count for f in found] == [2, 1, 1]
     assert [[f.count for f in group] for group in families(found)] == [[2, 1], [1]]
-    assert families(found)[0][1].signature.shape == "creat X/f; rename.file X/f Y/g, fsync Y"
+    assert families(found)[0][1].signature.shape == "creat X/f; rename X/f Y/g, fsync Y"
     text = summary(SETTINGS, [plain, new, {**plain, "id": "seq1-999999"}, link], 4)
-    assert text.count("  family 1 (2 findings): rename.file X/f Y/g, fsync Y, the same damage, other names made first") == 2
+    assert text.count("  family 1 (2 findings): rename X/f Y/g, fsync Y, the same damage, other names made first") == 2
     assert "family 2" not in text  # a family of one finding is not named
 
 
@@ -216,7 +231,7 @@ def test_the_summary_lists_the_findings_biggest_first_with_their_workloads(btrfs
     assert lines[1] == "verdicts: clean 5, data-loss 2, inconsistent 3"
     assert lines[2] == "findings: 3 from 4 failing workloads (by rule: inconsistent 2, fsync-dir-entries 1, sync-all 1)"
     assert lines[3:9] == [
-        "finding 1: 2 workloads: rename.file X/f Y/g, fsync Y",
+        "finding 1: 2 workloads: rename X/f Y/g, fsync Y",
         "  what: two names on one inode (two-names)",
         "  rules: inconsistent",
         "  on: btrfs, kernel 6.1.0-56-amd64",
@@ -224,5 +239,5 @@ def test_the_summary_lists_the_findings_biggest_first_with_their_workloads(btrfs
         f"    {renames[0]['id']}  {renames[0]['ops']}  (1 of 2 states)"]
     assert [line for line in lines if line.startswith("finding ")][1:] == [  # as many: by their shapes' text
         "finding 2: 1 workload: link X/f Y/g; unlink X/f, fsync X",
-        "finding 3: 1 workload: symlink X/f, fsync X; rename.file X/f X/g, fsync X"]
+        "finding 3: 1 workload: symlink X/f, fsync X; rename X/f X/g, fsync X"]
     assert btrfs_lines[2]["id"] not in text

@@ -67,7 +67,7 @@ def test_two_hunts_make_one_table_with_a_column_per_hunt(two_hunts, tmp_path):
     paths = hunt_report(list(two_hunts), tmp_path / "rep")
     page = paths["html"].read_text()
     found = rows(page)
-    assert [r[1] for r in found] == ["rename.file X/f Y/g, fsync Y", "symlink X/f, fsync X; rename.file X/f X/g, fsync X",
+    assert [r[1] for r in found] == ["rename X/f Y/g, fsync Y", "symlink X/f, fsync X; rename X/f X/g, fsync X",
                                      "link X/f Y/g; unlink X/f, fsync X"]
     assert [r[4:] for r in found] == [["3", "1", "4"], ["1", "1", "2"], ["1", "0", "1"]]
     assert "two names on one inode" in found[0][2] and found[0][3] == "inconsistent"

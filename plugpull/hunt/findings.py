@@ -81,14 +81,17 @@ def state_damage(verdict: str, lost, broken) -> tuple[set[str], set[str]]:
 
 
 def damage(states) -> dict:
-    """The journal line's fields of a workload's states (each with verdict, lost, broken):
-    `lost_kinds` and `lost_names`, sorted."""
-    kinds, names = set(), set()
+    """The journal line's fields of a workload's states (each with verdict, lost, broken,
+    acks_required): `lost_kinds` and `lost_names`, sorted, and `first_point`, the fewest acks
+    a failing state owed: the steps after that point's were not yet run where it failed."""
+    kinds, names, owed = set(), set(), []
     for s in states:
         k, n = state_damage(s.verdict, s.lost, s.broken)
         kinds |= k
         names |= n
-    return {"lost_kinds": sorted(kinds), "lost_names": sorted(names)}
+        if k and isinstance(getattr(s, "acks_required", None), int):
+            owed.append(s.acks_required)
+    return {"lost_kinds": sorted(kinds), "lost_names": sorted(names), **({"first_point": min(owed)} if owed else {})}
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ class Saved:
     verdict: str
     lost: list
     broken: list
+    acks_required: int | None = None
 
 
 def saved_damage(line: dict, hunt_dir: Path | None) -> dict | None:
@@ -111,7 +115,8 @@ def saved_damage(line: dict, hunt_dir: Path | None) -> dict | None:
         except (OSError, UnicodeDecodeError, ValueError):
             continue
         if isinstance(doc, dict) and isinstance(doc.get("verdict"), str):
-            states.append(Saved(doc["verdict"], doc.get("lost") or [], doc.get("broken") or []))
+            states.append(Saved(doc["verdict"], doc.get("lost") or [], doc.get("broken") or [],
+                                doc.get("acks_required") if isinstance(doc.get("acks_required"), int) else None))
     return damage(states) if states else None
 
 
@@ -132,7 +137,8 @@ def line_damage(line: dict, hunt_dir: Path | None = None) -> dict:
     """`lost_kinds` and `lost_names` of a journal line: its own, else its saved states', else
     what its reason and rules say."""
     if isinstance(line.get("lost_kinds"), list):
-        return {"lost_kinds": line["lost_kinds"], "lost_names": line.get("lost_names") or []}
+        return {"lost_kinds": line["lost_kinds"], "lost_names": line.get("lost_names") or [],
+                **({"first_point": line["first_point"]} if isinstance(line.get("first_point"), int) else {})}
     return saved_damage(line, hunt_dir) or reason_damage(line)
 
 
@@ -157,6 +163,25 @@ def steps(ops: str) -> list[Step]:
         kind, _, path = persist_text.partition(" ")
         out.append(Step(name, tuple(args), kind, path))
     return out
+
+
+def up_to_point(parsed: list[Step], point: int | None, names=()) -> list[Step]:
+    """The steps a state that owed `point` acks can show, and that name the failure's
+    `names`: those up to persistence point `point`, or up to the next one, whose step may
+    have been under way (an ack is stamped when the host reads it, so the next step's writes
+    can come first). All of them when `point` is None or neither names them all."""
+    if point is None:
+        return parsed
+    named = set(names) & {a for s in parsed for a in s.args}
+    for last in (max(point, 1), point + 1):
+        seen = 0
+        for i, s in enumerate(parsed):
+            seen += bool(s.persist)
+            if seen >= last:
+                if named <= {a for t in parsed[:i + 1] for a in t.args}:
+                    return parsed[:i + 1]
+                break
+    return parsed
 
 
 def related(parsed: list[Step], names) -> set[str]:
@@ -216,26 +241,31 @@ class Letters:
         return f"{self.dir(head)}/{self.files.setdefault(path, 'fghijklm'[len(self.files) % 8])}"
 
 
+SAME_SHAPE = {"rename.file": "rename", "rename.over": "rename"}  # a move to a free name or over a file
+
+
 def abstracted(parsed: list[Step]) -> str:
-    """Steps as text with their names abstracted (`Letters`)."""
+    """Steps as text with their names abstracted (`Letters`), a move to a free name and over
+    a file alike (`SAME_SHAPE`)."""
     letters, parts = Letters(), []
     for s in parsed:
-        text = " ".join((s.op, *map(letters.path, s.args)))
+        text = " ".join((SAME_SHAPE.get(s.op, s.op), *map(letters.path, s.args)))
         if s.persist:
             text += ", " + " ".join((s.persist, *([letters.path(s.persist_path)] if s.persist_path else [])))
         parts.append(text)
     return "; ".join(parts)
 
 
-def shape(ops: str, names=None) -> str:
-    """The operations with the names abstracted; with the failure's `names`, its core alone."""
-    parsed = steps(ops)
+def shape(ops: str, names=None, point: int | None = None) -> str:
+    """The operations with the names abstracted; with the failure's `names`, its core alone,
+    among the steps run by its first failing `point`."""
+    parsed = up_to_point(steps(ops), point, names or ())
     return abstracted([parsed[i] for i in core_steps(parsed, names)[0]] if names is not None else parsed)
 
 
-def act(ops: str, names) -> str:
+def act(ops: str, names, point: int | None = None) -> str:
     """The core less the steps that create names: what a family of findings shares."""
-    parsed = steps(ops)
+    parsed = up_to_point(steps(ops), point, names)
     kept, made = core_steps(parsed, names)
     return abstracted([parsed[i] for i in kept if i not in made] or [parsed[i] for i in kept])
 
@@ -260,9 +290,9 @@ class Signature:
 
 def signature(line: dict, hunt_dir: Path | None = None) -> Signature:
     found = line_damage(line, hunt_dir)
-    ops, names = str(line.get("ops", "")), found["lost_names"]
-    return Signature(shape(ops, names), tuple(sorted(found["lost_kinds"])), tuple(sorted(line.get("rules") or {})),
-                     act(ops, names))
+    ops, names, point = str(line.get("ops", "")), found["lost_names"], found.get("first_point")
+    return Signature(shape(ops, names, point), tuple(sorted(found["lost_kinds"])),
+                     tuple(sorted(line.get("rules") or {})), act(ops, names, point))
 
 
 @dataclass(frozen=True, eq=False)
