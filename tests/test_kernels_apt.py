@@ -8,7 +8,8 @@ import pytest
 
 from plugpull.errors import UsageError
 from plugpull.kernels.apt import HOST_APT_DIRS, Apt, host_paths, update_errors
-from plugpull.kernels.sources import SUITES, Archive, main_archive, parse_config_dump, parse_sources
+from plugpull.kernels.sources import SUITES, Archive, host_archive, main_archive, parse_config_dump, \
+    parse_sources
 
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
 MIRROR = "http://archive.invalid/debian"
@@ -124,3 +125,26 @@ def test_update_errors_name_the_failed_suites():
     assert failed == ["bullseye", "bookworm"] and messages[0].startswith("W: Failed to fetch")
     assert update_errors(EXPIRED) == (["sid"], [EXPIRED])
     assert update_errors("Get:1 http://archive.invalid/debian sid InRelease [193 kB]\n") == ([], [])
+
+
+def test_the_archive_is_the_hosts_or_the_variables(tmp_path, monkeypatch):
+    monkeypatch.delenv("PLUGPULL_DEBIAN_MIRROR", raising=False)
+    (tmp_path / "debian.sources").write_text(DEB822)
+    assert host_archive([tmp_path]).uri == "http://mirror.example/debian"
+    monkeypatch.setenv("PLUGPULL_DEBIAN_MIRROR", MIRROR + "/")
+    assert host_archive([tmp_path]).uri == MIRROR
+
+
+def test_no_archive_anywhere_is_one_line_naming_the_variable(tmp_path, monkeypatch):
+    monkeypatch.delenv("PLUGPULL_DEBIAN_MIRROR", raising=False)
+    (tmp_path / "other.list").write_text("deb http://other.example/x nodistro-extra contrib\n")
+    with pytest.raises(UsageError, match="set PLUGPULL_DEBIAN_MIRROR") as e:
+        host_archive([tmp_path, tmp_path / "sources.list"])
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("value", ["ftp://m.example/debian", "archive.invalid/debian", "http://a b", ""])
+def test_a_mirror_that_is_no_address_is_refused(monkeypatch, value):
+    monkeypatch.setenv("PLUGPULL_DEBIAN_MIRROR", value)
+    with pytest.raises(UsageError, match="PLUGPULL_DEBIAN_MIRROR="):
+        host_archive([])

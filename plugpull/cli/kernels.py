@@ -22,6 +22,7 @@ def cmd_kernels(args) -> int:
 
     specs = [parse_debian(s) for s in args.specs]
     kernels = Kernels()
+    kernels.apt.archive  # no archive known: one line before anything is listed or made
     if args.refresh:
         kernels.refresh(force=True)
     for spec in specs:  # every spec offered before anything is fetched

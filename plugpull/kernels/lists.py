@@ -71,8 +71,9 @@ class AptLists:
         """Fetch the lists into a new generation and make it live; `ArchiveUnreachable` (and
         the live lists untouched) when the archive does not give them. The live lists are
         copied in first, so that apt fetches only what changed, unless `anew`."""
+        archive = self.wanted
         self.root.mkdir(parents=True, exist_ok=True)
-        staged = Apt(Path(tempfile.mkdtemp(prefix=PREFIX, dir=self.root)), self.wanted)
+        staged = Apt(Path(tempfile.mkdtemp(prefix=PREFIX, dir=self.root)), archive)
         try:
             os.chmod(staged.root, 0o755)
             live = self.current()

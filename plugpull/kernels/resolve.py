@@ -86,6 +86,7 @@ class Kernels:
         age = apt.index_age()
         if not force and age is not None and age < self.max_age:
             return False
+        apt.archive  # an archive known (or a UsageError) before anything is made
         with self._locked():
             now = apt.index_age()  # another process may have fetched them meanwhile
             if not force and now is not None and now < self.max_age:
