@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import plugpull.cluster.reach as reach
 import plugpull.cluster.serve as serve
 import plugpull.guest.backends as backends
 import plugpull.guest.rig as guest_rig
@@ -30,7 +31,7 @@ class FakeLibvirt:
 @pytest.fixture
 def worker_started(monkeypatch):
     """What `plugpull worker` would run: [(backend name, uri)] prepared, and the rig and work
-    dir each worker was given; no image is built and no guest boots."""
+    dir each worker was given; no scheduler is asked, no image is built and no guest boots."""
     seen = {"prepared": [], "workers": []}
 
     def prepare_backend(name, uri=None):
@@ -42,6 +43,7 @@ def worker_started(monkeypatch):
     monkeypatch.setattr(guest_rig, "resolve_accel", lambda accel, image: type("R", (), {"accel": Accel.TCG}))
     monkeypatch.setattr(serve, "run_worker", lambda address, workdir, rig, sec, announce: seen["workers"].append(
         (rig, workdir)))
+    monkeypatch.setattr(reach, "probe", lambda *args: None)  # as if the scheduler answered
     return seen
 
 
