@@ -171,3 +171,53 @@ def test_a_live_workers_files_are_not_swept(tmp_path):
         live.kill()
         live.wait()
     assert (root / "states" / f"{live.pid}-140001") in wd.sweep_dead(root)
+
+
+WORKER = """
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from plugpull.cluster.serve import run_worker
+run_worker(sys.argv[1], Path(sys.argv[2]), SimpleNamespace(image=SimpleNamespace(key="img")),
+           announce=lambda address: print("worker at", address, flush=True))
+"""
+
+
+def _started(argv: list, said: str, env: dict) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    line = proc.stdout.readline()
+    assert line.startswith(said), line
+    return proc, line.split()[-1]
+
+
+def test_a_sigkilled_workers_leftovers_are_swept_by_the_next_worker(tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": root, "PLUGPULL_CACHE": str(tmp_path / "cache")}
+    work = tmp_path / "w"
+    work.mkdir()
+    (work / "notes.txt").write_text("keep")
+    procs = []
+    try:
+        scheduler, address = _started([sys.executable, "-m", "plugpull", "scheduler", "--port", "0"],
+                                      "scheduler at", env)
+        procs.append(scheduler)
+        first, _ = _started([sys.executable, "-c", WORKER, address, str(work)], "worker at", env)
+        procs.append(first)
+        state = work / "states" / f"{first.pid}-1" / "state-00000.img"
+        state.parent.mkdir(parents=True)
+        state.write_bytes(b"x")
+        assert (work / f"{wd.MARKER}{first.pid}").is_file() and (work / "dask" / str(first.pid)).is_dir()
+        first.kill()
+        first.wait()
+        second, _ = _started([sys.executable, "-c", WORKER, address, str(work)], "worker at", env)
+        procs.append(second)
+        assert not state.parent.exists() and not (work / "dask" / str(first.pid)).exists()
+        assert not (work / f"{wd.MARKER}{first.pid}").exists() and (work / "notes.txt").read_text() == "keep"
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
