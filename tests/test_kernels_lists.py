@@ -76,3 +76,9 @@ def test_a_live_link_naming_nothing_usable_counts_as_no_lists(archive, tmp_path,
     assert kernels.apt.index_age() is None
     assert kernels.refresh() and _releases(kernels) == {OLD, NEW}
     assert (apt_root / "a-file").read_text() == "x"  # not plugpull's: left alone
+
+
+def test_a_table_without_rows_is_its_header(capsys):
+    from plugpull.cli.common import print_table
+    print_table(("spec", "newest"), [])  # was TypeError: 'int' object is not iterable
+    assert capsys.readouterr().out == "spec  newest\n"
