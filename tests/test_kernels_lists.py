@@ -66,6 +66,15 @@ def test_lists_holding_junk_are_fetched_again(archive, tmp_path):
     assert kernels.apt.current().root != live
 
 
+def test_lists_gone_from_the_cache_are_fetched_again(archive, tmp_path):
+    kernels = Kernels(tmp_path / "kernels", archive=archive)
+    kernels.refresh(force=True)
+    live = kernels.apt.current().root
+    for lists in (live / "state" / "lists").glob("*Packages*"):
+        lists.unlink()
+    assert _releases(kernels) == {OLD, NEW} and kernels.apt.current().root != live
+
+
 @pytest.mark.parametrize("junk", ["nowhere", "../elsewhere", "a-file"])
 def test_a_live_link_naming_nothing_usable_counts_as_no_lists(archive, tmp_path, junk):
     apt_root = tmp_path / "kernels" / "apt"

@@ -102,13 +102,17 @@ class Kernels:
 
     def offers(self) -> list[Offer]:
         """Every kernel the fetched package lists offer (call `refresh` first). Lists that
-        apt cannot read are fetched again, once."""
+        apt cannot read, or that offer no kernel at all (the archive always has some: files
+        gone from the cache), are fetched again, once."""
         try:
-            return self._read_offers()
+            found = self._read_offers()
+            if found:
+                return found
+            log.warning("the package lists in %s offer no kernel; fetching them again", self.apt.root)
         except ListsUnreadable as e:
             log.warning("%s; fetching them again", e)
-            self.refresh(force=True, anew=True)
-            return self._read_offers()
+        self.refresh(force=True, anew=True)
+        return self._read_offers()
 
     def _read_offers(self) -> list[Offer]:
         names = self._apt_cache("pkgnames", "linux-").split()
