@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import plugpull.cluster.reach as reach
 import plugpull.cluster.serve as serve
 import plugpull.cluster.worker as worker
 import plugpull.guest.backends as backends
@@ -37,7 +38,8 @@ class FakeLibvirt:
 @pytest.fixture
 def worker_started(monkeypatch):
     """What `plugpull worker` would run: [(backend name, uri)] prepared, the kernel each image
-    was built for, and the rig and work dir each worker was given; no guest boots."""
+    was built for, and the rig and work dir each worker was given; no scheduler is asked and
+    no guest boots."""
     seen = {"prepared": [], "built": [], "workers": []}
 
     def prepare_backend(name, uri=None):
@@ -49,6 +51,7 @@ def worker_started(monkeypatch):
     monkeypatch.setattr(guest_rig, "resolve_accel", lambda accel, image: type("R", (), {"accel": Accel.TCG}))
     monkeypatch.setattr(serve, "run_worker", lambda address, workdir, rig, sec, announce: seen["workers"].append(
         (rig, workdir)))
+    monkeypatch.setattr(reach, "probe", lambda *args: None)  # as if the scheduler answered
     return seen
 
 

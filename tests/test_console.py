@@ -5,7 +5,7 @@ import pytest
 from plugpull.check.console import ConsoleWatch, scan
 
 BOOT = """\
-[    0.000000] Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org)
+[    0.000000] Linux version 6.1.0-18-amd64 (debian-kernel@lists.invalid)
 [    0.412000] ACPI: PM-Timer IO Port: 0x608
 [    2.101234] sd 0:0:0:0: [sda] Write cache: enabled, read cache: enabled, doesn't support DPO or FUA
 [    3.200000] XFS (sda): Mounting V5 Filesystem

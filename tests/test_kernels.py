@@ -10,7 +10,7 @@ from plugpull.kernels.option import kernel_option
 from plugpull.kernels.spec import Match, parse_debian
 from plugpull.kernels.versions import compare_versions, series_of, upstream_numbers
 
-ARCHIVE = "http://deb.debian.org/debian"
+ARCHIVE = "http://archive.invalid/debian"
 
 
 def madison(*rows) -> str:

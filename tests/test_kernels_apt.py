@@ -7,15 +7,17 @@ from pathlib import Path
 import pytest
 
 from plugpull.errors import UsageError
-from plugpull.kernels.apt import HOST_APT_DIRS, SUITES, Apt, Archive, host_paths, main_archive, \
-    parse_config_dump, parse_sources, update_errors
+from plugpull.kernels.apt import HOST_APT_DIRS, Apt, host_paths, update_errors
+from plugpull.kernels.sources import SUITES, Archive, host_archive, main_archive, parse_config_dump, \
+    parse_sources
 
 KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+MIRROR = "http://archive.invalid/debian"
 
 
 @pytest.fixture
 def apt(tmp_path) -> Apt:
-    return Apt(tmp_path / "kernels" / "apt", Archive("http://deb.debian.org/debian", KEYRING, SUITES,
+    return Apt(tmp_path / "kernels" / "apt", Archive(MIRROR, KEYRING, SUITES,
                                                       (("Acquire::Check-Valid-Until", "false"),)))
 
 
@@ -58,7 +60,7 @@ def test_setup_writes_only_under_its_root(apt, tmp_path):
 
 @pytest.mark.parametrize("root", ["/var/lib/apt/plugpull", "/etc/apt", "/var/cache/apt/x"])
 def test_a_root_inside_the_hosts_apt_is_refused(root):
-    apt = Apt(Path(root), Archive())
+    apt = Apt(Path(root), Archive(MIRROR))
     assert host_paths(apt.settings())
     with pytest.raises(UsageError, match="would use the host's"):
         apt.setup()
@@ -76,7 +78,7 @@ def test_host_paths_passes_a_private_root(apt):
 
 DEB822 = """\
 Types: deb
-# http://snapshot.debian.org/archive/debian/20250520T000000Z
+# http://snapshot.invalid/archive/debian/20250520T000000Z
 URIs: http://mirror.example/debian
 Suites: bookworm bookworm-updates
 Components: main
@@ -115,11 +117,34 @@ Err:2 http://127.0.0.1:9/debian bookworm InRelease
   Unable to connect to 127.0.0.1:9:
 W: Failed to fetch http://127.0.0.1:9/debian/dists/bullseye/InRelease  Could not connect to 127.0.0.1:9
 """
-EXPIRED = "E: Release file for http://deb.debian.org/debian/dists/sid/InRelease is expired (invalid since 18d)."
+EXPIRED = "E: Release file for http://archive.invalid/debian/dists/sid/InRelease is expired (invalid since 18d)."
 
 
 def test_update_errors_name_the_failed_suites():
     failed, messages = update_errors(UNREACHABLE)
     assert failed == ["bullseye", "bookworm"] and messages[0].startswith("W: Failed to fetch")
     assert update_errors(EXPIRED) == (["sid"], [EXPIRED])
-    assert update_errors("Get:1 http://deb.debian.org/debian sid InRelease [193 kB]\n") == ([], [])
+    assert update_errors("Get:1 http://archive.invalid/debian sid InRelease [193 kB]\n") == ([], [])
+
+
+def test_the_archive_is_the_hosts_or_the_variables(tmp_path, monkeypatch):
+    monkeypatch.delenv("PLUGPULL_DEBIAN_MIRROR", raising=False)
+    (tmp_path / "debian.sources").write_text(DEB822)
+    assert host_archive([tmp_path]).uri == "http://mirror.example/debian"
+    monkeypatch.setenv("PLUGPULL_DEBIAN_MIRROR", MIRROR + "/")
+    assert host_archive([tmp_path]).uri == MIRROR
+
+
+def test_no_archive_anywhere_is_one_line_naming_the_variable(tmp_path, monkeypatch):
+    monkeypatch.delenv("PLUGPULL_DEBIAN_MIRROR", raising=False)
+    (tmp_path / "other.list").write_text("deb http://other.example/x nodistro-extra contrib\n")
+    with pytest.raises(UsageError, match="set PLUGPULL_DEBIAN_MIRROR") as e:
+        host_archive([tmp_path, tmp_path / "sources.list"])
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("value", ["ftp://m.example/debian", "archive.invalid/debian", "http://a b", ""])
+def test_a_mirror_that_is_no_address_is_refused(monkeypatch, value):
+    monkeypatch.setenv("PLUGPULL_DEBIAN_MIRROR", value)
+    with pytest.raises(UsageError, match="PLUGPULL_DEBIAN_MIRROR="):
+        host_archive([])

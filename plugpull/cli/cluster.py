@@ -1,9 +1,11 @@
 """`plugpull scheduler` and `plugpull worker`: a Dask cluster that checks crash states
 (`crash`, `matrix` and `reproduce` with `--cluster`), and the options they and `--cluster` share."""
 
+import argparse
 import sys
 
-from plugpull.cli.common import EXIT_OK, add_guest_options, guest_backend, kernel_source, whole_option
+from plugpull.cli.common import EXIT_OK, add_guest_options, checked_output, guest_backend, kernel_source, \
+    whole_option
 from plugpull.errors import UsageError
 from plugpull.files import a_path
 
@@ -14,6 +16,7 @@ def add_parsers(sub) -> None:
                    "any other needs TLS)")
     s.add_argument("--port", type=whole_option(0, 65535), default=8786, help="port (default 8786; 0: any free one)")
     add_tls_options(s)
+    refuse_repeats(s)
     s.set_defaults(func=cmd_scheduler)
 
     w = sub.add_parser("worker", help="run a Dask worker that checks crash states on its own checker guests "
@@ -22,7 +25,26 @@ def add_parsers(sub) -> None:
     w.add_argument("--workdir", type=a_path, help="its record cache and states (default: `cluster` in plugpull's cache)")
     add_guest_options(w)
     add_tls_options(w)
+    refuse_repeats(w)
     w.set_defaults(func=cmd_worker)
+
+
+class _Once(argparse._StoreAction):
+    """A value option that refuses to be given twice (argparse keeps the last, silently)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_given", set())
+        if self.dest in given:
+            raise argparse.ArgumentError(self, "given twice: give it once")
+        given.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
+def refuse_repeats(p) -> None:
+    """Every value option of `p` given at most once."""
+    for action in p._actions:
+        if type(action) is argparse._StoreAction:
+            action.__class__ = _Once
 
 
 def add_tls_options(p) -> None:
@@ -46,10 +68,12 @@ def cluster_judging(args, reach: bool = True):
     """`--cluster`'s stand-in for the local judge, or None without it: crash, matrix and
     reproduce refuse the same options with it, then reach the scheduler once (`reach`; a
     command that has more to check first reaches it later, `judging.reach()`)."""
-    if not args.cluster:
+    if args.cluster is None:
         if any((args.tls_ca_file, args.tls_cert, args.tls_key)):
             raise UsageError("the --tls-* options go with --cluster")
         return None
+    from plugpull.cluster.reach import checked_address
+    args.cluster = checked_address(args.cluster, "--cluster")
     if args.hosts:
         raise UsageError("--cluster and --hosts: choose one")
     if getattr(args, "workers", 0):
@@ -74,16 +98,20 @@ def cmd_scheduler(args) -> int:
 
 
 def cmd_worker(args) -> int:
+    from plugpull.cluster.reach import checked_address, probe
     from plugpull.cluster.serve import check_reach, run_worker
     from plugpull.guest.rig import prepare_rig
     from plugpull.paths import cache_dir
+    scheduler = checked_address(args.scheduler, "--scheduler")
     sec = tls_of(args)
-    check_reach(args.scheduler, sec, "--scheduler")
+    check_reach(scheduler, sec, "--scheduler")
     _check_local_libvirt(args)
-    workdir = args.workdir or cache_dir() / "cluster"
+    workdir = checked_output(args.workdir, "--workdir", parent_must_exist=False, directory=True) \
+        if args.workdir else cache_dir() / "cluster"
     kernel, backend = kernel_source(args), guest_backend(args)
+    probe(scheduler, sec, "--scheduler")  # after the other inputs, before the guest image is made
     rig = prepare_rig(args.accel, kernel, backend)
-    run_worker(args.scheduler, workdir, rig, sec, announce=_announce("worker"))
+    run_worker(scheduler, workdir, rig, sec, announce=_announce("worker"))
     return EXIT_OK
 
 

@@ -136,6 +136,6 @@ def guest_backend(args):
 
 
 def print_table(header, rows) -> None:
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(header)]
+    widths = [max([len(str(h)), *(len(str(r[i])) for r in rows)]) for i, h in enumerate(header)]
     for r in (header, *rows):
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())

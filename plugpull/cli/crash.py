@@ -40,7 +40,7 @@ def cmd_crash(args) -> int:
     from plugpull.runs.settings import refuse_unused_states, settings_of
 
     refuse_unused_states(args)
-    judging = cluster_judging(args)
+    judging = cluster_judging(args, reach=False)
     spec = load_user_scripts(CrashSpec(params=tuple(parse_params(args.param)),
                                        **{s.key: getattr(args, s.key) for s in settings_of("crash")}), Path("."))
     warn_unreachable_trigger(spec)
@@ -50,6 +50,8 @@ def cmd_crash(args) -> int:
         checked_output(args.json, "--json")
     kernel, backend = kernel_source(args), guest_backend(args)
     hosts = checker_hosts(args.hosts)
+    if judging:
+        judging.reach()  # after every other input is checked
     fresh = not out.exists()
     try:
         with run_log(out / "crash.log"):

@@ -22,6 +22,7 @@ def cmd_kernels(args) -> int:
 
     specs = [parse_debian(s) for s in args.specs]
     kernels = Kernels()
+    kernels.apt.archive  # no archive known: one line before anything is listed or made
     if args.refresh:
         kernels.refresh(force=True)
     for spec in specs:  # every spec offered before anything is fetched
@@ -58,6 +59,9 @@ def print_offered(kernels) -> None:
     cached = {(k.release, k.version) for k in kernels.cached()}
     age = kernels.apt.index_age() or 0
     when = f"{age / 60:.0f} min" if age < 7200 else f"{age / 3600:.0f} h"
+    if not offers:
+        print(f"offered by {kernels.where}, lists fetched {when} ago: no kernel")
+        return
     print(f"offered by {kernels.where}, lists fetched {when} ago: "
           f"{len(offers)} kernels in {len({o.series for o in offers})} series; the newest of each:")
     rows = [(f"debian:{o.series}", o.version, o.suite, o.release, len(o.packages),

@@ -17,8 +17,11 @@ import pickle
 from dataclasses import dataclass, field
 
 from distributed import Client, as_completed
+from distributed.client import FutureCancelledError
+from distributed.scheduler import KilledWorker
 
 from plugpull.cluster.bundle import pack
+from plugpull.cluster.reach import SchedulerUnreachable, probe
 from plugpull.cluster.tasks import in_order, state_names, task_batches
 from plugpull.cluster.worker import check_named, checker_settings
 from plugpull.crash.judge import StateJob, debts, judged_jobs, plan_states, shared_collects
@@ -29,6 +32,27 @@ log = logging.getLogger(__name__)
 RETRIES = 2
 WORKER_WAIT = 60.0  # seconds a run waits for the cluster's first worker
 REACH_TIMEOUT = 10.0  # seconds `reach` tries to connect
+
+
+class WorkerLost(InfraError):
+    """A worker died (or left) while it held the record or a task: no verdict for the run."""
+
+
+def lost_message(address: str, before: set, after: set | None, error: BaseException) -> str:
+    """One line that names the workers lost (those gone from the scheduler since the run
+    began), instead of Dask's `FutureCancelledError: ... already forgotten`."""
+    gone = sorted(before - after) if after is not None else []
+    named = (f"worker {gone[0]}" if len(gone) == 1 else f"workers {', '.join(gone)}") if gone else "a worker"
+    left = "" if after is None else f"; {len(after)} worker(s) left"
+    return (f"the cluster {address} lost {named} in the middle of the check (stopped or killed){left}: no "
+            f"verdict, rerun the check ({type(error).__name__})")
+
+
+def _workers_now(client) -> set | None:
+    try:
+        return set(client.scheduler_info()["workers"])
+    except Exception:  # the scheduler gone too: the message says what it can
+        return None
 
 
 @dataclass(frozen=True)
@@ -65,17 +89,23 @@ class ClusterJudge:
         return judged_jobs(rec, jobs, planned, [obs for obs, _ in answers], states, owed, committed, checker, workload)
 
     def reach(self) -> None:
-        """Connect once and leave: a wrong address or TLS setting fails before the recording."""
+        """Connect once and leave, within `REACH_TIMEOUT` seconds: a wrong address or TLS
+        setting, or a listener that never answers, fails before the recording."""
         try:
-            with Client(self.address, security=self.security, timeout=REACH_TIMEOUT):
-                pass
-        except (OSError, TimeoutError, ValueError) as e:
-            raise InfraError(f"cannot reach the cluster's scheduler {self.address}: {e}") from None
+            probe(self.address, self.security, "--cluster", REACH_TIMEOUT)
+        except SchedulerUnreachable as e:
+            raise InfraError(f"cannot reach the cluster's scheduler: {e}") from None
 
     def check(self, bundle, names, settings: dict, image_key: str, per_task: int, progress=None) -> list:
         """(Observation, digest) of each named state, in order."""
-        with Client(self.address, security=self.security, timeout=30) as client:
-            client.wait_for_workers(1, timeout=WORKER_WAIT)
+        self.reach()  # Dask's own connect waits for no answer forever
+        with Client(self.address, security=self.security, timeout=REACH_TIMEOUT) as client:
+            try:
+                client.wait_for_workers(1, timeout=WORKER_WAIT)
+            except TimeoutError:
+                raise InfraError(f"the cluster's scheduler {self.address} has had no worker for "
+                                 f"{WORKER_WAIT:.0f} s: start one (plugpull worker --scheduler ...)") from None
+            workers = set(client.scheduler_info()["workers"])
             threads = sum(w["nthreads"] for w in client.scheduler_info()["workers"].values())
             shipped = client.scatter(bundle.data, broadcast=True)
             batches = task_batches(names, per_task, threads)
@@ -90,6 +120,9 @@ class ClusterJudge:
                     for _ in answer:
                         if progress:
                             progress()
+            except (FutureCancelledError, KilledWorker) as e:
+                client.cancel(futures)
+                raise WorkerLost(lost_message(self.address, workers, _workers_now(client), e)) from None
             except BaseException:
                 client.cancel(futures)
                 raise

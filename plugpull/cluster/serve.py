@@ -2,21 +2,28 @@
 
 A scheduler binds to 127.0.0.1 unless told otherwise; any other address needs TLS (Dask's own
 `Security`, from a CA, a certificate and its key), and without it is refused before anything
-listens (`UsageError`). A worker connects to a `tcp://` scheduler, or with TLS to a `tls://` one.
+listens (`UsageError`), as are TLS files no member could use (`tls`) and a port in use. A
+worker connects to a `tcp://` scheduler, or with TLS to a `tls://` one; every wait for the
+scheduler is bounded (`reach`).
 """
 
 import asyncio
+import errno
 import ipaddress
 import logging
 import signal
 import socket
 from pathlib import Path
 
-from plugpull.errors import UsageError
+from plugpull.cluster.reach import SchedulerUnreachable, probe
+from plugpull.cluster.tls import check_tls_files
+from plugpull.cluster.workdir import worker_dir
+from plugpull.errors import InfraError, UsageError
 
 log = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
+REGISTER_TIMEOUT = 30.0  # seconds a worker that reached its scheduler waits to be taken in
 
 
 def security(ca: Path | None, cert: Path | None, key: Path | None):
@@ -27,9 +34,7 @@ def security(ca: Path | None, cert: Path | None, key: Path | None):
         return None
     if len(given) != 3:
         raise UsageError("TLS needs --tls-ca-file, --tls-cert and --tls-key together")
-    for path in given:
-        if not Path(path).is_file():
-            raise UsageError(f"{path}: no such file")
+    check_tls_files(ca, cert, key)
     from distributed.security import Security
     return Security(tls_ca_file=str(ca), tls_client_cert=str(cert), tls_client_key=str(key),
                     tls_scheduler_cert=str(cert), tls_scheduler_key=str(key), tls_worker_cert=str(cert),
@@ -63,9 +68,29 @@ def check_reach(address: str, sec, flag: str) -> None:
                          "(--tls-ca-file, --tls-cert, --tls-key and a tls:// address)")
 
 
+def check_port_free(host: str, port: int) -> None:
+    """Refuse, before Dask logs anything, a port another process listens on (or the system
+    refuses to give)."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as e:
+        raise UsageError(f"--host {host}: cannot listen there ({e})") from None
+    family, kind, proto, _, where = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(where)
+        except OSError as e:
+            said = f"port {port} is in use" if e.errno == errno.EADDRINUSE else f"cannot listen on port {port}"
+            raise UsageError(f"--port {port}: {said} on {host} ({e.strerror})") from None
+
+
 def run_scheduler(host: str = LOOPBACK, port: int = 8786, sec=None, announce=print) -> None:
     """A scheduler until the process is stopped; `announce` gets its address once it listens."""
     check_bind(host, sec)
+    check_port_free(host, port)
     from distributed import Scheduler
 
     async def serve():
@@ -75,29 +100,40 @@ def run_scheduler(host: str = LOOPBACK, port: int = 8786, sec=None, announce=pri
             announce(s.address)
             await s.finished()
 
-    asyncio.run(serve())
+    try:
+        asyncio.run(serve())
+    except RuntimeError as e:  # Dask's "Scheduler failed to start": its cause is the message
+        cause = e.__cause__ or e
+        raise InfraError(f"the scheduler on {host}:{port} failed to start: {cause}") from None
 
 
 def run_worker(scheduler: str, workdir: Path, rig, sec=None, nthreads: int = 1, announce=print) -> None:
     """A worker with plugpull's plugin until the process is stopped (SIGTERM or SIGINT close
     it, and the plugin's teardown the checker guest it keeps), listening on loopback for a
     loopback scheduler; a remote one needs TLS, and its worker listens where it reaches the
-    scheduler."""
-    from distributed import Worker
-    from plugpull.cluster.worker import PlugpullPlugin
+    scheduler. A scheduler that does not answer within `reach.CONNECT_TIMEOUT` seconds, or
+    does not take the worker in within `REGISTER_TIMEOUT`, ends it with one line; its work
+    dir is swept of what dead workers left (`workdir`)."""
     check_reach(scheduler, sec, "--scheduler")
     listen = LOOPBACK if is_loopback(host_of(scheduler)) else None
-    workdir.mkdir(parents=True, exist_ok=True)
+    probe(scheduler, sec, "--scheduler")
+    with worker_dir(workdir) as mine:
+        try:
+            asyncio.run(_serve_worker(scheduler, mine, rig, sec, nthreads, listen, announce))
+        except TimeoutError:
+            raise SchedulerUnreachable(f"--scheduler {scheduler}: the scheduler did not take this worker in "
+                                       f"within {REGISTER_TIMEOUT:.0f} s") from None
 
-    async def serve():
-        async with Worker(scheduler, nthreads=nthreads, local_directory=str(workdir / "dask"), host=listen,
-                          security=sec, dashboard=False, dashboard_address=f"{LOOPBACK}:0",
-                          plugins={PlugpullPlugin(workdir, rig)}) as w:
-            closing = []  # the close's task, held while it runs
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                asyncio.get_running_loop().add_signal_handler(sig, lambda: closing.append(asyncio.ensure_future(
-                    w.close(reason="signal"))))
-            announce(w.address)
-            await w.finished()
 
-    asyncio.run(serve())
+async def _serve_worker(scheduler: str, mine, rig, sec, nthreads: int, listen, announce) -> None:
+    from distributed import Worker
+    from plugpull.cluster.worker import PlugpullPlugin
+    async with Worker(scheduler, nthreads=nthreads, local_directory=str(mine.dask), host=listen, security=sec,
+                      dashboard=False, dashboard_address=f"{LOOPBACK}:0", death_timeout=REGISTER_TIMEOUT,
+                      plugins={PlugpullPlugin(mine.root, rig)}) as w:
+        closing = []  # the close's task, held while it runs
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(sig, lambda: closing.append(asyncio.ensure_future(
+                w.close(reason="signal"))))
+        announce(w.address)
+        await w.finished()

@@ -4,10 +4,7 @@ Asking Debian's archive for kernels never reads or changes the host's apt setup:
 with `APT_CONFIG` naming plugpull's config file, which points every `Dir::Etc` entry (the
 config parts, sources, preferences, keys), `Dir::State` and `Dir::Cache` at plugpull's
 folders, so the host's `apt.conf.d` hooks and pins are never read and its package lists
-never touched. From the host it takes, read-only, the archive's address and keyring (its
-sources) and how it reaches the archive (a few `Acquire::` settings: proxies, and whether an
-expired Release file is accepted, as on a frozen mirror). `PLUGPULL_DEBIAN_MIRROR` overrides
-the address.
+never touched. What it takes from the host, read-only, is in `sources`.
 """
 
 import logging
@@ -21,101 +18,17 @@ from pathlib import Path
 
 from plugpull.errors import InfraError, ToolMissing, UsageError
 from plugpull.files import atomic_write
+from plugpull.kernels.sources import ARCH, Archive
 
 log = logging.getLogger(__name__)
 
-SUITES = ("bullseye", "bookworm", "bookworm-backports", "trixie", "trixie-backports", "sid")
-ARCH = "amd64"
-DEFAULT_URI = "http://deb.debian.org/debian"
-DEFAULT_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
-HOST_SOURCES = (Path("/etc/apt/sources.list"), Path("/etc/apt/sources.list.d"))
 HOST_APT_DIRS = ("/etc/apt", "/var/lib/apt", "/var/cache/apt", "/var/lib/dpkg")
-CARRIED = ("Acquire::Check-Valid-Until", "Acquire::Check-Date", "Acquire::http::Proxy",
-           "Acquire::https::Proxy", "Acquire::Retries")
 INDEX_MAX_AGE = 24 * 3600
 UPDATE_TIMEOUT = 600
 
 
 class ArchiveUnreachable(InfraError):
     """Debian's archive did not answer (no network, a wrong mirror, a refused signature)."""
-
-
-@dataclass(frozen=True)
-class Archive:
-    """Where the kernels come from and how apt reaches it."""
-
-    uri: str = DEFAULT_URI
-    keyring: Path = DEFAULT_KEYRING
-    suites: tuple[str, ...] = SUITES
-    carried: tuple[tuple[str, str], ...] = ()  # the host's Acquire:: settings, as (key, value)
-
-
-def parse_sources(text: str, deb822: bool) -> list[dict]:
-    """The `deb` entries of a sources file: {uris, suites, components, signed_by}."""
-    entries = []
-    if deb822:
-        for stanza in re.split(r"\n\s*\n", text):
-            fields = {}
-            for line in stanza.splitlines():
-                if line.startswith("#") or ":" not in line or line[:1].isspace():
-                    continue
-                key, _, value = line.partition(":")
-                fields[key.strip().lower()] = value.split()
-            if "deb" in fields.get("types", ()) and fields.get("enabled", ["yes"]) != ["no"]:
-                entries.append({"uris": fields.get("uris", []), "suites": fields.get("suites", []),
-                                "components": fields.get("components", []),
-                                "signed_by": (fields.get("signed-by") or [None])[0]})
-        return entries
-    for line in text.splitlines():
-        m = re.match(r"\s*deb\s+(?:\[([^]]*)\]\s+)?(\S+)\s+(\S+)\s*(.*)", line)
-        if m:
-            opts = dict(o.split("=", 1) for o in (m.group(1) or "").split() if "=" in o)
-            entries.append({"uris": [m.group(2)], "suites": [m.group(3)], "components": m.group(4).split(),
-                            "signed_by": opts.get("signed-by")})
-    return entries
-
-
-def main_archive(entries: list[dict]) -> tuple[str, str | None] | None:
-    """(uri, keyring) of the first entry that serves a release's own suite (`bookworm`, not
-    `bookworm-security` or `bookworm-updates`) with its main component."""
-    for e in entries:
-        if "main" in e["components"] and any("-" not in s for s in e["suites"]) and e["uris"]:
-            return e["uris"][0].rstrip("/"), e["signed_by"]
-    return None
-
-
-def host_archive(sources=HOST_SOURCES) -> Archive:
-    """The host's Debian archive (read from its sources, never written), or Debian's default."""
-    entries = []
-    for place in sources:
-        files = sorted(place.glob("*")) if place.is_dir() else [place]
-        for f in files:
-            if f.suffix in (".list", ".sources") and f.is_file():
-                entries += parse_sources(f.read_text(errors="replace"), f.suffix == ".sources")
-    found = main_archive(entries)
-    uri, keyring = found if found else (DEFAULT_URI, None)
-    uri = os.environ.get("PLUGPULL_DEBIAN_MIRROR", uri).rstrip("/")
-    return Archive(uri, Path(keyring) if keyring else DEFAULT_KEYRING, SUITES, _host_settings())
-
-
-def _host_settings() -> tuple[tuple[str, str], ...]:
-    env = {k: v for k, v in os.environ.items() if k != "APT_CONFIG"}
-    try:
-        out = subprocess.run(["apt-config", "dump"], capture_output=True, text=True, env=env, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return ()
-    return tuple(parse_config_dump(out, CARRIED))
-
-
-def parse_config_dump(text: str, keys) -> list[tuple[str, str]]:
-    """The values of `keys` in `apt-config dump` output (`Key "value";` lines)."""
-    wanted = {k.lower(): k for k in keys}
-    found = []
-    for line in text.splitlines():
-        m = re.match(r'^(\S+) "(.*)";$', line)
-        if m and m.group(1).lower() in wanted:
-            found.append((wanted[m.group(1).lower()], m.group(2)))
-    return found
 
 
 def _quote(value) -> str:

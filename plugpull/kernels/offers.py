@@ -67,7 +67,7 @@ def kernel_names(names) -> list[str]:
 
 def parse_madison(text: str) -> list[tuple[str, str, str]]:
     """(package, version, suite) of each `apt-cache madison` line:
-    `linux-base-7.3.4+deb13-amd64 | 7.3.4-1~bpo13+1 | http://deb.debian.org/debian trixie-backports/main amd64 Packages`."""
+    `linux-base-7.3.4+deb13-amd64 | 7.3.4-1~bpo13+1 | http://archive.invalid/debian trixie-backports/main amd64 Packages`."""
     out = []
     for line in text.splitlines():
         parts = [p.strip() for p in line.split("|")]

@@ -16,10 +16,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plugpull.errors import ImageError
+from plugpull.errors import ImageError, InfraError
 from plugpull.guest.image import KernelSource
-from plugpull.kernels.apt import INDEX_MAX_AGE, Apt, Archive, ArchiveUnreachable, host_archive
+from plugpull.kernels.apt import INDEX_MAX_AGE, ArchiveUnreachable
+from plugpull.kernels.lists import AptLists
 from plugpull.kernels.offers import Offer, choose, kernel_names, offers_from, parse_madison
+from plugpull.kernels.sources import Archive
 from plugpull.kernels.spec import DebianKernel, parse_debian
 from plugpull.kernels.store import CachedKernel, Package, cached_kernels, check_downloads, load, parse_show, \
     store, tree_name
@@ -27,6 +29,10 @@ from plugpull.kernels.versions import version_key
 from plugpull.paths import cache_dir
 
 log = logging.getLogger(__name__)
+
+
+class ListsUnreadable(InfraError):
+    """apt cannot read the fetched package lists (a cache holding junk)."""
 
 
 @dataclass(frozen=True)
@@ -47,17 +53,17 @@ class Kernels:
     """Debian's kernels through plugpull's own apt, cached under `root`."""
 
     def __init__(self, root: Path | None = None, archive: Archive | None = None,
-                 max_age: float = INDEX_MAX_AGE, apt: Apt | None = None):
+                 max_age: float = INDEX_MAX_AGE, apt: AptLists | None = None):
         self.root = Path(root or cache_dir() / "kernels")
         self._archive = archive
         self._apt = apt
         self.max_age = max_age
 
     @property
-    def apt(self) -> Apt:
-        """plugpull's apt (made on first use: reading the host's archive runs apt-config)."""
+    def apt(self) -> AptLists:
+        """plugpull's apt and its package lists."""
         if self._apt is None:
-            self._apt = Apt(self.root / "apt", self._archive or host_archive())
+            self._apt = AptLists(self.root / "apt", self._archive)
         return self._apt
 
     @property
@@ -72,19 +78,21 @@ class Kernels:
             fcntl.flock(lock, fcntl.LOCK_EX)
             yield
 
-    def refresh(self, force: bool = False) -> bool:
-        """Fetch the package lists if they are older than `max_age` (or `force`); True when
-        fetched. Raises `ArchiveUnreachable` only when no lists were ever fetched."""
+    def refresh(self, force: bool = False, anew: bool = False) -> bool:
+        """Fetch the package lists if they are older than `max_age` (or `force`; `anew`:
+        every list, not only what changed); True when fetched. Raises `ArchiveUnreachable`
+        only when no lists were ever fetched."""
         apt = self.apt
         age = apt.index_age()
         if not force and age is not None and age < self.max_age:
             return False
+        apt.archive  # an archive known (or a UsageError) before anything is made
         with self._locked():
             now = apt.index_age()  # another process may have fetched them meanwhile
             if not force and now is not None and now < self.max_age:
                 return False
             try:
-                apt.update()
+                apt.update(anew=True) if anew else apt.update()
             except ArchiveUnreachable as e:
                 if age is None:
                     raise
@@ -93,7 +101,20 @@ class Kernels:
         return True
 
     def offers(self) -> list[Offer]:
-        """Every kernel the fetched package lists offer (call `refresh` first)."""
+        """Every kernel the fetched package lists offer (call `refresh` first). Lists that
+        apt cannot read, or that offer no kernel at all (the archive always has some: files
+        gone from the cache), are fetched again, once."""
+        try:
+            found = self._read_offers()
+            if found:
+                return found
+            log.warning("the package lists in %s offer no kernel; fetching them again", self.apt.root)
+        except ListsUnreadable as e:
+            log.warning("%s; fetching them again", e)
+        self.refresh(force=True, anew=True)
+        return self._read_offers()
+
+    def _read_offers(self) -> list[Offer]:
         names = self._apt_cache("pkgnames", "linux-").split()
         wanted = kernel_names(names)
         return offers_from(parse_madison(self._apt_cache("madison", *wanted))) if wanted else []
@@ -108,7 +129,8 @@ class Kernels:
     def _apt_cache(self, *args: str) -> str:
         result = self.apt.run("apt-cache", *args)
         if result.returncode != 0:
-            raise ImageError(f"apt-cache {args[0]} failed: {result.stderr.strip()}")
+            first = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[0]
+            raise ListsUnreadable(f"apt-cache {args[0]} cannot read the package lists in {self.apt.root}: {first}")
         return result.stdout
 
     def cached(self) -> list[CachedKernel]:

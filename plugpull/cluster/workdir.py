@@ -1,0 +1,84 @@
+"""A worker's work dir, and what a dead worker left in it.
+
+Workers may share a work dir (its record cache serves them all), so each one marks what it
+makes with its process id: a marker `.plugpull-worker-PID` that it holds locked while it
+runs, its states under `states/PID-THREAD`, its Dask scratch under `dask/PID`, and half-made
+records as `records/.DIGEST.PID.THREAD`. A worker that starts sweeps what every worker whose
+marker is no longer locked (it died: SIGKILL, a crash) left under those names, then the
+marker; nothing else in the work dir is touched, and a live worker's files never.
+
+    with worker_dir(workdir) as mine:    # swept, marked and locked; mine.dask for Dask
+        ...
+"""
+
+import fcntl
+import os
+import re
+import shutil
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+MARKER = ".plugpull-worker-"
+
+
+@dataclass(frozen=True)
+class WorkerDir:
+    root: Path
+    pid: int
+
+    @property
+    def dask(self) -> Path:
+        return self.root / "dask" / str(self.pid)
+
+
+def made_by(root: Path, pid: int) -> list[Path]:
+    """What the worker of `pid` made in `root`, found by the names it gives them."""
+    found = [p for p in (root / "states").glob(f"{pid}-*") if re.fullmatch(rf"{pid}-\d+", p.name)]
+    found += [p for p in (root / "records").glob(f".*.{pid}.*") if re.fullmatch(rf"\.[0-9a-f]+\.{pid}\.\d+", p.name)]
+    return [*found, *([root / "dask" / str(pid)] if (root / "dask" / str(pid)).exists() else [])]
+
+
+def sweep_dead(root: Path) -> list[Path]:
+    """Remove what each dead worker left in `root` (its marker no longer locked); the paths removed."""
+    removed = []
+    for marker in sorted(root.glob(f"{MARKER}*")):
+        pid = marker.name[len(MARKER):]
+        if not pid.isascii() or not pid.isdigit() or not marker.is_file() or marker.is_symlink():
+            continue
+        try:
+            fd = os.open(marker, os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue  # a live worker
+        try:
+            for path in made_by(root, int(pid)):
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+                removed.append(path)
+            marker.unlink()
+            removed.append(marker)
+        finally:
+            os.close(fd)
+    return removed
+
+
+@contextmanager
+def worker_dir(root: Path):
+    """The work dir swept of dead workers' leftovers, with this worker's marker held locked."""
+    root.mkdir(parents=True, exist_ok=True)
+    sweep_dead(root)
+    marker = root / f"{MARKER}{os.getpid()}"
+    fd = os.open(marker, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        mine = WorkerDir(root, os.getpid())
+        yield mine
+        for path in made_by(root, mine.pid):
+            shutil.rmtree(path, ignore_errors=True)
+        marker.unlink(missing_ok=True)
+    finally:
+        os.close(fd)
