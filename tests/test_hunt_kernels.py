@@ -272,3 +272,23 @@ def test_the_same_kernels_out_goes_on_to_the_images(cli_dir, monkeypatch):
     (cli_dir / "h" / SETTINGS).write_text(json.dumps(HuntSpec(1, sample=2).settings(OLD, NEW)))
     with pytest.raises(Started):
         cli.main(["hunt", "--seq", "1", "--sample", "2", "--kernel", "host,debian:7.3", "--out", "h"])
+
+
+def test_the_report_of_a_hunt_of_two_kernels_has_a_page_per_kernel_of_a_workload(tmp_path):
+    import shutil
+    from test_report_hunts import saved_states
+    from plugpull.report.hunts import hunt_report
+    hunt_dir = tmp_path / "h"
+    hunt_dir.mkdir()
+    (hunt_dir / SETTINGS).write_text(json.dumps(SPEC.settings(OLD, NEW)))
+    lines = []
+    for line in lines_of(OLD, {IDS[1]})[1:2] + lines_of(NEW, {IDS[1]})[1:2]:
+        saved = saved_states(tmp_path / "scratch", line)  # failing/ID/ as one kernel's hunt keeps it
+        shutil.move(tmp_path / "scratch" / saved["artifact"], hunt_dir / line["artifact"])
+        shutil.rmtree(tmp_path / "scratch")
+        lines.append(line)
+    (hunt_dir / JOURNAL).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    hunt_report([hunt_dir], tmp_path / "report")
+    pages = sorted(p.name for p in (tmp_path / "report" / "workloads").glob("*.html"))
+    assert pages == [f"1-{IDS[1]}-{OLD}.html", f"1-{IDS[1]}-{NEW}.html"]
+    assert f"kernels {OLD}, {NEW}" in (tmp_path / "report" / "findings.html").read_text()
