@@ -25,7 +25,7 @@ from plugpull.hunt.run import HuntSpec, hunt, workload_ids
 
 def hunted(rig, space, fs, mode, sample, chunk, overlap, scratch: Path) -> dict:
     spec = HuntSpec(1, fs, mode, sample=sample, chunk=chunk, overlap=overlap)
-    run = hunt(spec, space, rig, scratch / f"hunt-{chunk}-{overlap}")
+    run = hunt(spec, space, [rig], scratch / f"hunt-{chunk}-{overlap}")
     seconds = run.wall_s
     return {"workloads": run.new, "distinct": run.distinct, "seconds": seconds,
             "record_per_workload": run.record_s / max(run.new, 1), "check_per_state": run.check_s / max(run.distinct, 1)}

@@ -78,9 +78,9 @@ def test_the_journal_goes_on_past_a_torn_line_and_retries_the_harness_failures(t
     with open(tmp_path / "h" / JOURNAL, "a") as f:
         f.write('{"id": "c", "fail')  # Ctrl-C while writing
     again = Journal(tmp_path / "h", SETTINGS_DOC)
-    assert set(again.done) == {"a"}
+    assert set(again.done) == {("a", "6.1.0-x")}  # a line without a kernel is of the hunt's one kernel
     again.append([judged("b", failing=True)])
-    assert set(Journal(tmp_path / "h", SETTINGS_DOC).done) == {"a", "b"}
+    assert set(Journal(tmp_path / "h", SETTINGS_DOC).done) == {("a", "6.1.0-x"), ("b", "6.1.0-x")}
     assert json.loads((tmp_path / "h" / SETTINGS).read_text()) == SETTINGS_DOC
     assert (tmp_path / "h" / REJECTED).read_text() == '{"id": "c", "fail\n'
 
@@ -93,7 +93,7 @@ def test_a_garbled_line_is_set_aside_and_its_workload_judged_again(tmp_path, gar
     with open(tmp_path / "h" / JOURNAL, "a") as f:
         f.write(garbled + "\n")
     again = Journal(tmp_path / "h", SETTINGS_DOC)
-    assert set(again.done) == {"a", "c"}
+    assert set(again.done) == {("a", "6.1.0-x"), ("c", "6.1.0-x")}
     assert (tmp_path / "h" / REJECTED).read_text() == garbled + "\n"
     assert [json.loads(t)["id"] for t in (tmp_path / "h" / JOURNAL).read_text().splitlines()] == ["a", "c"]
     assert read_lines(tmp_path / "h" / JOURNAL) == [judged("a"), judged("c")]
@@ -178,9 +178,11 @@ def test_a_lying_disk_is_a_barrier_recording_judged_by_lying_models():
 
 def test_the_default_out_names_the_hunt_so_the_same_command_goes_on():
     args = SimpleNamespace(seq=2, fs="btrfs", mode="barrier", ops=("rename", "fsync"), sample=2000, seed=3, kernel=None)
-    assert default_out(args, None) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3")
+    assert default_out(args, [None]) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3")
     other = SimpleNamespace(release="6.12.117-amd64")
-    assert default_out(args, other) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3-6.12.117-amd64")
+    assert default_out(args, [other]) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3-6.12.117-amd64")
+    both = default_out(args, [None, other])
+    assert both == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3-host+6.12.117-amd64")
 
 
 def test_hunt_kernel_host_without_out_gets_as_far_as_the_guest(tmp_path, monkeypatch):
@@ -257,7 +259,7 @@ def fake_hunt(tmp_path, monkeypatch, outcomes, **spec):
     monkeypatch.setattr(run_mod, "Recorder", FakeRecorder(list(outcomes)))
     rig = SimpleNamespace(image=SimpleNamespace(kernel_release="6.1.0-x"))
     hunt_spec = run_mod.HuntSpec(1, **{"sample": 4, "chunk": 2, **spec})
-    return run_mod.hunt(hunt_spec, Space(1), rig, tmp_path / "h")
+    return run_mod.hunt(hunt_spec, Space(1), [rig], tmp_path / "h")
 
 
 def test_a_harness_failure_is_journaled_unjudged_and_a_kernel_failure_is_a_finding(tmp_path, monkeypatch):

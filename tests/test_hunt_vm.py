@@ -97,3 +97,20 @@ def test_a_hunt_stopped_with_ctrl_c_goes_on_where_it_stopped(tmp_path):
     assert f"{6 - len(before)} of 6 workloads to go ({len(before)} done before)" in done.stderr
     ids = [line["id"] for line in journal(out)]
     assert len(ids) == len(set(ids)) == 6 and before <= set(ids)
+
+
+def test_a_hunt_over_two_kernels_judges_each_workload_on_each(tmp_path, capsys):
+    out = tmp_path / "h"
+    assert cli.main(["hunt", "--seq", "1", "--sample", "2", "--kernel", "host,debian:5.10", "--fs", "ext4",
+                     "--out", str(out)]) == 0
+    kernels = json.loads((out / "hunt.json").read_text())["kernels"]
+    assert len(kernels) == 2 and kernels[1].startswith("5.10.") and kernels[0] != kernels[1]
+    lines = journal(out)
+    ids = sorted({line["id"] for line in lines})
+    assert len(ids) == 2 and [(line["id"], line["kernel"]) for line in lines] == [(i, k) for k in kernels for i in
+                                                                                   [line["id"] for line in lines[:2]]]
+    assert all(line["states"] >= 3 and "infra" not in line for line in lines)
+    text = capsys.readouterr().out
+    assert f"kernels {kernels[0]}, {kernels[1]}: 4 of 4 workload runs" in text
+    assert all(f"  on {k}: 2 of 2 workloads" in text for k in kernels)
+    assert not any(out.glob(".work-*"))

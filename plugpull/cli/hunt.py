@@ -1,12 +1,14 @@
-"""`plugpull hunt --seq 1|2|3 --fs FS`: generated workloads crashed at each persistence point,
-judged by the model oracle; resumable, within a time budget, failing workloads kept."""
+"""`plugpull hunt --seq 1|2|3 --fs FS [--kernel host,debian:6.12]`: generated workloads crashed
+at each persistence point, judged by the model oracle on each kernel; resumable, within a time
+budget, failing workloads kept."""
 
 import argparse
+import json
 import logging
 import re
 from pathlib import Path
 
-from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_source, \
+from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_list, \
     kernel_tag, whole_option
 from plugpull.cli.generate import check_sample, names_option, seq_option, space_of_options
 from plugpull.errors import UsageError
@@ -58,15 +60,18 @@ def add_parsers(sub) -> None:
     h.set_defaults(func=cmd_hunt)
 
 
-def default_out(args, kernel) -> Path:
-    """results/hunt-SEQ-FS-MODE[-OPS][-SAMPLE][-RELEASE]: the release of a --kernel other than the host's."""
+def default_out(args, kernels: list) -> Path:
+    """results/hunt-SEQ-FS-MODE[-OPS][-SAMPLE][-KERNELS]: one kernel other than the host's by
+    its release; several by their releases joined with +, the host's as `host`."""
     parts = [f"hunt-seq{args.seq}", args.fs, args.mode]
     if args.ops:
         parts.append("+".join(args.ops))
     if args.sample is not None:
         parts.append(f"sample{args.sample}-seed{args.seed}")
-    if kernel is not None:
-        parts.append(kernel_tag(kernel))
+    if len(kernels) > 1:
+        parts.append("+".join(kernel_tag(k) or "host" for k in kernels))
+    elif kernels and kernels[0] is not None:
+        parts.append(kernel_tag(kernels[0]))
     return Path("results") / "-".join(parts)
 
 
@@ -87,14 +92,39 @@ def cmd_hunt(args) -> int:
                     args.budget, args.chunk)
     if args.out is not None:
         _check_out(args.out)
-    kernel = kernel_source(args)
-    out = args.out or default_out(args, kernel)
+    named = kernel_list(args)  # every name checked before any kernel is fetched
+    one_name_each([(name, k.release if k is not None else None) for name, k in named])
+    out = args.out or default_out(args, [k for _, k in named])
     _check_out(out)
-    check_out(out, spec.settings(""), unknown=("kernel",))  # the rest before any image or guest
+    check_out(out, early_settings(spec, named, out))  # before any image or guest
     with run_log(out / "hunt.log"), space_is_fatal(out):
-        rig = prepare_rig(args.accel, kernel)
-        run = hunt(spec, space, rig, out)
+        rigs = [prepare_rig(args.accel, kernel) for _, kernel in named]
+        one_name_each([(name, rig.image.kernel_release) for (name, _), rig in zip(named, rigs)])
+        run = hunt(spec, space, rigs, out)
     return _print_run(run, out, args.fail_on_unsafe)
+
+
+def one_name_each(named: list[tuple[str, str | None]]) -> None:
+    """UsageError if two --kernel names are one kernel (`debian:6.12,debian:6.12.117-1`): the
+    same release (None: the host's, not known yet)."""
+    seen: dict[str, str] = {}
+    for name, release in named:
+        if release is not None and release in seen:
+            raise UsageError(f"--kernel: {seen[release]} and {name} are one kernel ({release}): name it once")
+        if release is not None:
+            seen[release] = name
+
+
+def early_settings(spec, named: list, out: Path) -> dict:
+    """The hunt's settings as far as they are known before any image is made. The host
+    kernel's release is not: where the hunt in `out` has as many kernels, its kernel at the
+    host's place stands in (the release is checked once the image is made); else `host`."""
+    from plugpull.hunt.journal import SETTINGS, kernels_of
+
+    held = json.loads((out / SETTINGS).read_text()) if (out / SETTINGS).is_file() else {}  # check_out read it
+    there = kernels_of(held)
+    return spec.settings(*(k.release if k is not None else there[i] if len(there) == len(named) else "host"
+                           for i, (_, k) in enumerate(named)))
 
 
 def _check_out(out: Path) -> None:
@@ -115,7 +145,8 @@ def _print_run(run, out: Path, fail_on_unsafe: bool) -> int:
           f"{run.wall_s:.0f} s: recording {run.record_s:.0f} s ({run.boots} guest boots) and checking "
           f"{run.check_s:.0f} s, side by side; {run.distinct / minutes:.0f} distinct states/min")
     if run.stopped_by_budget:
-        print(f"the budget is spent: {run.total - len(run.lines)} workloads to go; the same command goes on")
+        runs = " (a workload on a kernel each)" if "kernels" in run.settings else ""
+        print(f"the budget is spent: {run.total - len(run.lines)} workloads to go{runs}; the same command goes on")
     for ident, why in run.infra[:5]:
         print(f"not judged (harness): {ident}: {why}")
     print(f"journal: {out / 'hunt.jsonl'}; summary: {out / 'summary.txt'}")

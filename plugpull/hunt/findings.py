@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 
+from plugpull.hunt.journal import line_kernel
+
 KIND_TEXT = {
     "missing": "a name missing", "still-there": "a name that should be gone still there",
     "two-names": "two names on one inode", "nlink": "a wrong link count", "contents": "wrong contents",
@@ -325,7 +327,8 @@ class Finding:
 
     @property
     def count(self) -> int:
-        return len(self.workloads)
+        """Its workloads, each once however many kernels it failed on."""
+        return len({(m.hunt, m.line.get("id")) for m in self.workloads})
 
     @property
     def representative(self) -> Member:
@@ -338,14 +341,15 @@ class Finding:
 
     @property
     def kernels(self) -> list[str]:
-        return self._settings("kernel")
+        """The releases its workloads failed on: each line's own kernel."""
+        return sorted({k for m in self.workloads if (k := line_kernel(m.line, self.hunts[m.hunt].settings))})
 
     @property
     def filesystems(self) -> list[str]:
         return self._settings("fs")
 
     def count_in(self, hunt: int) -> int:
-        return sum(m.hunt == hunt for m in self.workloads)
+        return len({m.line.get("id") for m in self.workloads if m.hunt == hunt})
 
 
 def across(hunts) -> list[Finding]:

@@ -1,6 +1,9 @@
 """A hunt's directory: its settings (hunt.json) and a journal of finished workloads (hunt.jsonl).
 
-A line is appended, and synced, once a workload's states are all judged, so a hunt stopped at
+A hunt runs on one kernel (its settings hold `kernel`, the release) or on several (`kernels`,
+the releases in the order they run). A line is a workload judged on one kernel, its `kernel`
+field the release; a line without one (written before lines carried it) is of the hunt's one
+kernel. A line is appended, and synced, once a workload's states are all judged, so a hunt stopped at
 any moment (Ctrl-C, a lost machine) has lost at most the workloads in hand, and the same
 command goes on from there. A workload whose line says the harness failed on it (`infra`) is
 tried again. A line that is not a whole one (torn by a stop, or garbled) is set aside in
@@ -63,9 +66,24 @@ def _refuse_foreign_kinds(out: Path) -> None:
             raise UsageError(f"{out / name}: {kind}, where the hunt keeps its own {name}: give a new --out")
 
 
+def kernels_of(settings: dict) -> list[str]:
+    """The releases a hunt runs on: its `kernels`, or its one `kernel`."""
+    if isinstance(settings.get("kernels"), list):
+        return [str(k) for k in settings["kernels"]]
+    return [str(settings["kernel"])] if settings.get("kernel") is not None else []
+
+
+def line_kernel(line: dict, settings: dict) -> str:
+    """The release a journal line was judged on: its own, else the hunt's one kernel's."""
+    kernels = kernels_of(settings)
+    return line.get("kernel") or (kernels[0] if len(kernels) == 1 else "")
+
+
 def whole_line(line) -> bool:
     """Whether a parsed journal line is one the hunt wrote: judged, or not judged (infra)."""
     if not isinstance(line, dict) or not isinstance(line.get("id"), str):
+        return False
+    if not isinstance(line.get("kernel", ""), str):
         return False
     if "infra" in line:
         return isinstance(line["infra"], str)
@@ -74,18 +92,25 @@ def whole_line(line) -> bool:
 
 
 class Journal:
-    """What `out` holds of a hunt: `done`, the id -> line of every workload finished."""
+    """What `out` holds of a hunt: `done`, the (id, kernel) -> line of every workload finished
+    on each kernel."""
 
     def __init__(self, out: Path, settings: dict):
         self.out = out
         self.settings = settings
-        self.done: dict[str, dict] = {}
+        self.done: dict[tuple[str, str], dict] = {}
         set_aside(out)
         for line in read_lines(out / JOURNAL):
-            if line.get("infra"):
-                self.done.pop(line["id"], None)
-            else:
-                self.done[line["id"]] = line
+            self._note(line)
+
+    def key(self, line: dict) -> tuple[str, str]:
+        return line["id"], line_kernel(line, self.settings)
+
+    def _note(self, line: dict) -> None:
+        if line.get("infra"):
+            self.done.pop(self.key(line), None)
+        else:
+            self.done[self.key(line)] = line
 
     def append(self, lines: list[dict]) -> None:
         if not lines:
@@ -103,7 +128,7 @@ class Journal:
             os.fsync(f.fileno())
         for line in lines:
             if not line.get("infra"):
-                self.done[line["id"]] = line
+                self.done[self.key(line)] = line
 
 
 def read_lines(path: Path) -> list[dict]:

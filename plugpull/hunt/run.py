@@ -1,6 +1,6 @@
 """A hunt: generated workloads, a chunk at a time, recorded in one guest and judged together.
 
-    result = hunt(HuntSpec(seq=1, fs="ext4"), rig, Path("results/hunt-ext4"))
+    result = hunt(HuntSpec(seq=1, fs="ext4"), space, [rig], Path("results/hunt-ext4"))
 
 Per chunk, each workload is recorded on its own copy of one formatted image (`record`), the
 states around its persistence points are built (`points`), every state of the chunk is checked
@@ -8,6 +8,10 @@ in one pass of the checker guests (`judge_many`) and judged by the workload's mo
 and each workload's line goes to the journal. A workload with a state that is not clean keeps
 its record and those states under `failing/ID/`, ready for `replay` and `minimise`. With a
 budget, no chunk starts once it is spent.
+
+Given several rigs (one per kernel), the hunt runs kernel by kernel: every workload on the
+first kernel, with its own recording and checker guests, then every workload on the next.
+A failing workload's artifacts are then under `failing/ID/RELEASE/`.
 """
 
 import logging
@@ -23,7 +27,7 @@ from plugpull.check.hotguest import KeptGuests
 from plugpull.crash.judge import Batch, judge_many, remove_states
 from plugpull.crash.record import Record
 from plugpull.crash.run import state_results
-from plugpull.errors import GuestError, InfraError, LaunchError
+from plugpull.errors import GuestError, InfraError, LaunchError, UsageError
 from plugpull.generate.program import program
 from plugpull.generate.space import Space
 from plugpull.generate.workload import GeneratedWorkload, generated_workload
@@ -69,10 +73,27 @@ class HuntSpec:
     def mib(self) -> int:
         return self.disk_mib or DISK_MIB.get(filesystem(self.fs).mount_type, 64)
 
-    def settings(self, kernel: str) -> dict:
-        """What a resumed hunt must share with the one it goes on from."""
+    def settings(self, *kernels: str) -> dict:
+        """What a resumed hunt must share with the one it goes on from: with one kernel its
+        release as `kernel` (as before hunts took several), with several their `kernels`."""
+        on = {"kernel": kernels[0]} if len(kernels) == 1 else {"kernels": list(kernels)}
         return {"seq": self.seq, "ops": list(self.ops), "sample": self.sample, "seed": self.seed, "fs": self.fs,
-                "mode": self.mode, "disk_mib": self.mib, "kernel": kernel, "models": list(self.models), "cuts": CUTS}
+                "mode": self.mode, "disk_mib": self.mib, **on, "models": list(self.models), "cuts": CUTS}
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where one kernel's judged workloads go: the hunt's directory `out`, the kernel's
+    release, and whether the hunt has several kernels (then a failing workload's artifacts are
+    under failing/ID/RELEASE/, else failing/ID/)."""
+
+    out: Path
+    kernel: str = ""
+    several: bool = False
+
+    def failing(self, ident: str) -> Path:
+        where = self.out / "failing" / ident
+        return where / self.kernel if self.several else where
 
 
 @dataclass
@@ -98,53 +119,72 @@ def workload_ids(space: Space, sample: int | None, seed: int) -> list[str]:
     return [w.ident for w in space.workloads()]
 
 
-def hunt(spec: HuntSpec, space: Space, rig: Rig, out: Path) -> HuntRun:
-    fs = filesystem(spec.fs)
-    settings = spec.settings(rig.image.kernel_release)
+def spent(spec: HuntSpec, started: float) -> bool:
+    return spec.budget_s is not None and time.monotonic() - started >= spec.budget_s
+
+
+def hunt(spec: HuntSpec, space: Space, rigs, out: Path) -> HuntRun:
+    """Every workload of the hunt judged on each rig's kernel, kernel by kernel (`rigs`: one
+    Rig per kernel, their releases distinct); the budget is the whole run's."""
+    kernels = [rig.image.kernel_release for rig in rigs]
+    if twice := next((k for k in kernels if kernels.count(k) > 1), None):
+        raise UsageError(f"--kernel: {twice} is given twice: name each kernel once")
+    settings = spec.settings(*kernels)
     check_out(out, settings)
     journal = Journal(out, settings)
     ids = workload_ids(space, spec.sample, spec.seed)
-    todo = [i for i in ids if i not in journal.done]
-    run = HuntRun(settings, len(ids), [])
-    if todo:
-        log.info(f"hunting: {len(todo)} of {len(ids)} workloads to go ({len(ids) - len(todo)} done before)")
-    work = make_workdir(out)
+    run = HuntRun(settings, len(ids) * len(kernels), [])
+    started = time.monotonic()
+    for rig, kernel in zip(rigs, kernels):
+        todo = [i for i in ids if (i, kernel) not in journal.done]
+        run.stopped_by_budget |= bool(todo) and spent(spec, started)
+        if todo and not run.stopped_by_budget:
+            on = f" on {kernel}" if len(kernels) > 1 else ""
+            log.info(f"hunting{on}: {len(todo)} of {len(ids)} workloads to go ({len(ids) - len(todo)} done before)")
+            _hunt_on(rig, todo, spec, Place(out, kernel, len(kernels) > 1), run, journal, started)
+    run.wall_s = time.monotonic() - started
+    run.lines = [journal.done[(i, k)] for k in kernels for i in ids if (i, k) in journal.done]
+    return run
+
+
+def _hunt_on(rig: Rig, todo: list[str], spec: HuntSpec, place: Place, run: HuntRun, journal: Journal,
+             started: float) -> None:
+    """The workloads `todo` on one kernel: its recording guest and checker guests, up for
+    this kernel only."""
+    fs = filesystem(spec.fs)
+    work = make_workdir(place.out)
     kept = KeptGuests()  # the checker guests stay up from one chunk to the next
     try:
         base = formatted(fs, spec.recording_mode, spec.mib, work / "mkfs.img")
         checker = Checker(rig, fs, batch=1, plug=Plug.HOT, workers=default_workers(), kept=kept)
         with Recorder(rig, fs, spec.recording_mode, base, spec.mib) as recorder:
             chunks = [todo[at:at + spec.chunk] for at in range(0, len(todo), spec.chunk)]
-            started = time.monotonic()
-            _pipeline(chunks, spec, recorder, checker, work, out, run, journal)
-            run.wall_s, run.boots = time.monotonic() - started, recorder.boots
+            try:
+                _pipeline(chunks, spec, recorder, checker, work, place, run, journal, started)
+            finally:
+                run.boots += recorder.boots
     finally:
         kept.close()
         shutil.rmtree(work, ignore_errors=True)
-    run.lines = [journal.done[i] for i in ids if i in journal.done]
-    return run
 
 
 def _pipeline(chunks: list[list[str]], spec: HuntSpec, recorder: Recorder, checker: Checker, work: Path,
-              out: Path, run: HuntRun, journal: Journal) -> None:
+              place: Place, run: HuntRun, journal: Journal, started: float | None = None) -> None:
     """Judge each chunk while the next one is recorded (`spec.overlap`): the recording guest
     and the checker guests work at once. With a budget, no chunk starts recording once it is
-    spent. On any exception the chunk being recorded stops after its workload in hand and is
-    dropped: the journal holds judged chunks only."""
-    started, stop = time.monotonic(), threading.Event()
+    spent (`started`: when the budget began). On any exception the chunk being recorded stops
+    after its workload in hand and is dropped: the journal holds judged chunks only."""
+    started, stop = time.monotonic() if started is None else started, threading.Event()
     bar = Progress("workloads", sum(map(len, chunks)))
-
-    def spent() -> bool:
-        return spec.budget_s is not None and time.monotonic() - started >= spec.budget_s
 
     with ThreadPoolExecutor(1, thread_name_prefix="plugpull-recorder") as pool:
         def ahead(index: int):
             if index >= len(chunks):
                 return None
-            if spent():
+            if spent(spec, started):
                 run.stopped_by_budget = True
                 return None
-            return pool.submit(record_chunk, chunks[index], spec, recorder, work, out, run, stop)
+            return pool.submit(record_chunk, chunks[index], spec, recorder, work, place, run, stop)
 
         recording = ahead(0)
         try:
@@ -154,7 +194,7 @@ def _pipeline(chunks: list[list[str]], spec: HuntSpec, recorder: Recorder, check
                 recorded, lines, record_share = recording.result()
                 if spec.overlap:
                     recording = ahead(index + 1)
-                lines += judge_chunk(recorded, record_share, spec, checker, out, run)
+                lines += judge_chunk(recorded, record_share, spec, checker, place, run)
                 if not spec.overlap:
                     recording = ahead(index + 1)
                 run.new += sum(not line.get("infra") for line in lines)
@@ -166,7 +206,7 @@ def _pipeline(chunks: list[list[str]], spec: HuntSpec, recorder: Recorder, check
                 wait([recording])
 
 
-def record_chunk(ids: list[str], spec: HuntSpec, recorder: Recorder, work: Path, out: Path, run: HuntRun,
+def record_chunk(ids: list[str], spec: HuntSpec, recorder: Recorder, work: Path, place: Place, run: HuntRun,
                  stop: threading.Event) -> tuple[list, list[dict], float]:
     """The chunk's records as (workload, Record), the journal lines of those with none, and
     the recording's seconds per workload."""
@@ -180,13 +220,13 @@ def record_chunk(ids: list[str], spec: HuntSpec, recorder: Recorder, work: Path,
         if isinstance(outcome, Record):
             recorded.append((workload, outcome))
         else:
-            lines.append(_unrecorded_line(workload, outcome, out))
+            lines.append(_unrecorded_line(workload, outcome, place))
     seconds = time.monotonic() - t0
     run.record_s += seconds
     return recorded, lines, seconds / max(1, len(ids))
 
 
-def judge_chunk(recorded: list, record_share: float, spec: HuntSpec, checker: Checker, out: Path,
+def judge_chunk(recorded: list, record_share: float, spec: HuntSpec, checker: Checker, place: Place,
                 run: HuntRun) -> list[dict]:
     """Judge all the states of the recorded workloads at once: their journal lines, each with
     its seconds (its share of the chunk's recording and checking)."""
@@ -200,7 +240,7 @@ def judge_chunk(recorded: list, record_share: float, spec: HuntSpec, checker: Ch
     run.check_s += seconds
     lines = []
     for (workload, rec), batch, judged in zip(recorded, batches, judged_all):
-        lines.append(_judged_line(workload, rec, batch, judged, spec, out, record_share + seconds / len(recorded)))
+        lines.append(_judged_line(workload, rec, batch, judged, spec, place, record_share + seconds / len(recorded)))
         run.states += len(judged)
         run.distinct += len({j.distinct for j in judged})
         remove_states([j.state for j in judged])
@@ -224,28 +264,28 @@ def _recorded(recorder: Recorder, workload: GeneratedWorkload, directory: Path, 
     return outcome
 
 
-def _unrecorded_line(workload: GeneratedWorkload, failed: Failed, out: Path) -> dict:
+def _unrecorded_line(workload: GeneratedWorkload, failed: Failed, place: Place) -> dict:
     text = workload.generated.text()
     if not failed.kernel:
-        return {"id": workload.ident, "ops": text, "infra": failed.why}
-    where = out / "failing" / workload.ident
+        return {"id": workload.ident, "kernel": place.kernel, "ops": text, "infra": failed.why}
+    where = place.failing(workload.ident)
     where.mkdir(parents=True, exist_ok=True)
     (where / "program.sh").write_text(program(workload.generated))
     (where / "kernel.txt").write_text(failed.kernel["excerpt"] or failed.kernel["line"])
-    line = {"id": workload.ident, "ops": text, "states": 0, "distinct": 0, "verdicts": {"kernel-crash": 1},
-            "rules": {"kernel": 1}, "lost_kinds": ["kernel"], "lost_names": [], "failing": True,
-            "reason": f"while recording: {failed.why}"[:300],
-            "artifact": str(where.relative_to(out)), "seconds": 0.0}
+    line = {"id": workload.ident, "kernel": place.kernel, "ops": text, "states": 0, "distinct": 0,
+            "verdicts": {"kernel-crash": 1}, "rules": {"kernel": 1}, "lost_kinds": ["kernel"], "lost_names": [],
+            "failing": True, "reason": f"while recording: {failed.why}"[:300],
+            "artifact": str(where.relative_to(place.out)), "seconds": 0.0}
     return line
 
 
-def _judged_line(workload: GeneratedWorkload, rec: Record, batch: Batch, judged, spec: HuntSpec, out: Path,
+def _judged_line(workload: GeneratedWorkload, rec: Record, batch: Batch, judged, spec: HuntSpec, place: Place,
                  seconds: float) -> dict:
-    where = out / "failing" / workload.ident
+    where = place.failing(workload.ident)
     labels = {"fs": spec.fs, "mode": spec.mode, "workload": f"gen:{workload.ident}", "seed": spec.seed}
     results = state_results(rec, batch.jobs, judged, labels, where)
-    line = workload_line(workload.ident, workload.generated.text(), results, None, seconds)
+    line = {**workload_line(workload.ident, workload.generated.text(), results, None, seconds), "kernel": place.kernel}
     if any(r.artifact for r in results):
         (where / "program.sh").write_text(program(workload.generated))
-        line["artifact"] = str(where.relative_to(out))
+        line["artifact"] = str(where.relative_to(place.out))
     return line

@@ -15,7 +15,7 @@ from pathlib import Path
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write
 from plugpull.hunt.findings import Finding, Hunt, Member, across, families
-from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal
+from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, kernels_of
 from plugpull.hunt.summary import FAILING
 from plugpull.report.pages import LISTED, Section, relative, shown, slug, with_same
 from plugpull.report.states import cell_states, read_json
@@ -44,7 +44,9 @@ def hunt_label(hunt: Hunt) -> str:
     s = hunt.settings
     sample = f", sample {s['sample']} seed {s.get('seed')}" if s.get("sample") else ""
     ops = f", ops {','.join(s['ops'])}" if s.get("ops") else ""
-    where = f"{s.get('fs', '?')} {s.get('mode', '?')}, kernel {s.get('kernel', '?')}"
+    kernels = kernels_of(s)
+    on = f"kernel{'s' if len(kernels) > 1 else ''} {', '.join(kernels) or '?'}"
+    where = f"{s.get('fs', '?')} {s.get('mode', '?')}, {on}"
     return f"{where}, seq {s.get('seq', '?')}{ops}{sample}"
 
 
@@ -94,7 +96,9 @@ def workload_page(member: Member, hunt: Hunt, out_dir: Path, back: str) -> Workl
     artifacts = (Path(hunt.dir) / line["artifact"]).resolve() if hunt.dir and line.get("artifact") else None
     if artifacts is None or not artifacts.is_dir():
         return None
-    name = slug(f"{member.hunt + 1}-{line['id']}")
+    several = len(kernels_of(hunt.settings)) > 1  # then a workload has a page per kernel
+    on = f" on {line.get('kernel')}" if several else ""
+    name = slug(f"{member.hunt + 1}-{line['id']}" + (f"-{line.get('kernel')}" if several else ""))
     page_dir = out_dir / WORKLOADS_DIR
     saved = cell_states(artifacts) if (artifacts / "states").is_dir() else []
     states = with_same(shown(s, out_dir, page_dir, name) for s in saved)
@@ -105,7 +109,7 @@ def workload_page(member: Member, hunt: Hunt, out_dir: Path, back: str) -> Workl
             atomic_write(page_dir / name / small, (artifacts / small).read_bytes())
             files.append((small, f"{name}/{small}"))
     models = ", ".join(hunt.settings.get("models") or ()) or "no model named"
-    title = f"{line['id']} ({line.get('ops', '')}), hunt {member.hunt + 1}"
+    title = f"{line['id']} ({line.get('ops', '')}){on}, hunt {member.hunt + 1}"
     return WorkloadPage(title, f"{WORKLOADS_DIR}/{name}.html", back, int(line.get("states") or 0), models,
                         workload_sections(line, states), tuple(files))
 
