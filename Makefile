@@ -35,7 +35,7 @@ $(STAMP): pyproject.toml | debs
 	touch $(STAMP)
 
 image: deps
-	$(PY) -c 'from plugpull.guest.image import build_image; i = build_image(); print(i.key, i.initramfs)'
+	$(PY) -c 'from plugpull.guest.image.build import build_image; i = build_image(); print(i.key, i.initramfs)'
 
 test: deps chromium
 	$(PY) -m pytest --junitxml=results/junit.xml --durations=15

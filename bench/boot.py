@@ -12,9 +12,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from plugpull.guest.config import Accel, Bus, DiskSpec, MachineSpec
-from plugpull.guest.image import build_image
-from plugpull.guest.machine import Machine, create_disk, resolve_accel
+from plugpull.guest.contract.config import Accel, Bus, DiskSpec, MachineSpec
+from plugpull.guest.image.build import build_image
+from plugpull.guest.qemu.machine import Machine, create_disk, resolve_accel
 
 
 def main() -> int:

@@ -60,8 +60,8 @@ def state_data(rec, jobs, spec, entries, where: Path) -> int:
 
 
 def on_remote(rig, rec, jobs, plan, spec, entries, state_dir):
-    from plugpull.guest.libvirt_instance import start_tcp_instance
-    from plugpull.guest.libvirt_machine import LibvirtBackend
+    from plugpull.guest.libvirt.instance import start_tcp_instance
+    from plugpull.guest.libvirt.machine import LibvirtBackend
     second = start_tcp_instance()
     try:
         host = LibvirtBackend(second.uri, second.qemu_pid_dir, remote=True)

@@ -26,9 +26,9 @@ from plugpull.check.hotguest import HotGuest
 from plugpull.crash.judge import StateJob, judge, remove_states
 from plugpull.crash.record import Trigger, record
 from plugpull.crash.run import state_cuts
-from plugpull.guest.config import Accel
+from plugpull.guest.contract.config import Accel
 from plugpull.guest.rig import prepare_rig
-from plugpull.guest.snapshot import ensure_saved
+from plugpull.guest.qemu.snapshot import ensure_saved
 from plugpull.powerloss.writelog import iter_entries
 from plugpull.testbed.bed import BedSpec
 from plugpull.testbed.fs import filesystem, mode

@@ -21,12 +21,12 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-import plugpull.guest.machine as machine_module
+import plugpull.guest.qemu.machine as machine_module
 from plugpull.cli.common import print_table
 from plugpull.cli.matrix import matrix_params
 from plugpull.crash.record import Trigger, record
 from plugpull.errors import PlugpullError, UsageError
-from plugpull.guest.config import Accel
+from plugpull.guest.contract.config import Accel
 from plugpull.guest.rig import prepare_rig
 from plugpull.powerloss.flushorder import TRACE_EVENTS, count_crossings
 from plugpull.testbed.bed import BedSpec

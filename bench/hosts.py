@@ -4,7 +4,7 @@ here, stopped at the end), in one run. Verdicts and state digests must match.
 
     .venv/bin/python bench/hosts.py [--states 8] [--batch 2] [--remote]
 
-With --remote, the second host is reached as if it were another machine (`libvirt_remote`:
+With --remote, the second host is reached as if it were another machine (`guest.libvirt.remote`:
 states uploaded as volumes, channels opened through libvirt).
 
 Prints each run's checking time and the ratio; run by hand, never asserted in tests.
@@ -22,8 +22,8 @@ from plugpull.crash.record import record
 from plugpull.crash.run import crash_jobs
 from plugpull.crash.spec import CrashSpec
 from plugpull.guest.backends import prepare_backend
-from plugpull.guest.libvirt_instance import start_tcp_instance
-from plugpull.guest.libvirt_machine import LibvirtBackend
+from plugpull.guest.libvirt.instance import start_tcp_instance
+from plugpull.guest.libvirt.machine import LibvirtBackend
 from plugpull.guest.rig import Rig, prepare_rig
 from plugpull.powerloss.writelog import iter_entries
 

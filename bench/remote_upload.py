@@ -1,7 +1,7 @@
 """What a crash state costs to hand to a checker guest on a libvirt host: on this machine's
 path (a hard link into the guest's directory and a qcow2 overlay over it, as `attach_disk`
 does) against the remote path (an upload as a sparse volume over the connection, then its
-deletion). The host is a second libvirtd on loopback TCP (`libvirt_instance`), so the
+deletion). The host is a second libvirtd on loopback TCP (`guest.libvirt.instance`), so the
 upload crosses a real transport but no network.
 
     .venv/bin/python bench/remote_upload.py [--mib 512] [--data-mib 16] [--runs 5]
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import libvirt
 
-from plugpull.guest import hotplug
-from plugpull.guest.libvirt_instance import start_tcp_instance
-from plugpull.guest.libvirt_machine import Staging, qemu_identity
-from plugpull.guest.libvirt_remote import VolumePool, qemu_label
+from plugpull.guest.qemu import hotplug
+from plugpull.guest.libvirt.instance import start_tcp_instance
+from plugpull.guest.libvirt.machine import Staging, qemu_identity
+from plugpull.guest.libvirt.remote import VolumePool, qemu_label
 from plugpull.paths import make_tempdir
 
 PIECE = 64 << 10

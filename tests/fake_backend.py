@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Callable
 
 from plugpull.errors import GuestError, GuestTimeout, LaunchError
-from plugpull.guest.backend import AttachedDisk
-from plugpull.guest.channel import GuestResult, StampedLine, quote_command
-from plugpull.guest.config import Accel, DiskSpec, MachineSpec
+from plugpull.guest.contract.backend import AttachedDisk
+from plugpull.guest.contract.channel import GuestResult, StampedLine, quote_command
+from plugpull.guest.contract.config import Accel, DiskSpec, MachineSpec
 
 
 @dataclass(frozen=True)

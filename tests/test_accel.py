@@ -1,7 +1,7 @@
 import pytest
 
-from plugpull.guest.accel import decide, kvm_device_usable
-from plugpull.guest.config import Accel
+from plugpull.guest.qemu.accel import decide, kvm_device_usable
+from plugpull.guest.contract.config import Accel
 from plugpull.errors import UsageError
 
 

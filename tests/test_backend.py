@@ -14,10 +14,10 @@ from plugpull.crash.judge import StateJob, judge
 from plugpull.crash.record import Record, Trigger, record
 from plugpull.crash.run import CrashSpec, check_states, replay
 from plugpull.errors import InfraError
-from plugpull.guest.backend import Guest
-from plugpull.guest.config import Accel, MachineSpec
-from plugpull.guest.image import GuestImage
-from plugpull.guest.machine import Machine
+from plugpull.guest.contract.backend import Guest
+from plugpull.guest.contract.config import Accel, MachineSpec
+from plugpull.guest.image.build import GuestImage
+from plugpull.guest.qemu.machine import Machine
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.writelog import LogWriter, iter_entries
 from plugpull.testbed.bed import BedSpec

@@ -24,10 +24,10 @@ from plugpull.crash.spec import CrashSpec
 from plugpull.errors import LaunchError, NothingChecked, ToolMissing, UsageError
 from plugpull.files import NotReplaceable, a_path, an_output, atomic_path, atomic_write, check_output
 from plugpull.guest import rig as rig_mod
-from plugpull.guest.accel import Decision
-from plugpull.guest.config import Accel
-from plugpull.guest.image import GuestImage
-from plugpull.guest.kernel import kernel_format
+from plugpull.guest.qemu.accel import Decision
+from plugpull.guest.contract.config import Accel
+from plugpull.guest.image.build import GuestImage
+from plugpull.guest.image.kernel import kernel_format
 from plugpull.log import run_log
 from plugpull.powerloss.writelog import LogWriter
 from plugpull.minimise.culprits import load_cache
@@ -477,7 +477,7 @@ def sandbox(tmp_path, monkeypatch):
     monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
     for module in (cli.crash, cli.matrix, cli.guests, rig_mod):
         monkeypatch.setattr(module, "prepare_rig", _no_boot)
-    monkeypatch.setattr("plugpull.guest.image.build_image", _no_boot)
+    monkeypatch.setattr("plugpull.guest.image.build.build_image", _no_boot)
     return work
 
 

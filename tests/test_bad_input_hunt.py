@@ -18,7 +18,7 @@ class Started(BaseException):
 
 @pytest.fixture(autouse=True)
 def no_real_work(tmp_path, monkeypatch):
-    import plugpull.guest.image as image
+    import plugpull.guest.image.build as image
     import plugpull.guest.rig as rig
 
     def start(*a, **k):

@@ -9,8 +9,8 @@ import pytest
 
 from plugpull.check.checker import Checker
 from plugpull.check.verdict import Verdict, classify
-from plugpull.guest.config import DiskSpec, MachineSpec
-from plugpull.guest.machine import Machine, create_disk
+from plugpull.guest.contract.config import DiskSpec, MachineSpec
+from plugpull.guest.qemu.machine import Machine, create_disk
 from plugpull.powerloss.crashstate import CrashState
 from plugpull.testbed.fs import filesystem
 from plugpull.testbed.workloads import FsyncFiles

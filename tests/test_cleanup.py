@@ -17,9 +17,9 @@ pytestmark = pytest.mark.vm
 
 BOOT_AND_WAIT = textwrap.dedent("""
     import sys, time
-    from plugpull.guest.config import MachineSpec, Accel
-    from plugpull.guest.image import build_image
-    from plugpull.guest.machine import Machine
+    from plugpull.guest.contract.config import MachineSpec, Accel
+    from plugpull.guest.image.build import build_image
+    from plugpull.guest.qemu.machine import Machine
     with Machine(MachineSpec(), build_image(), Accel(sys.argv[1])) as m:
         print("qemu", m.pid, flush=True)
         time.sleep(600)
@@ -112,9 +112,9 @@ CHECK_AND_WAIT = textwrap.dedent("""
     import sys
     from pathlib import Path
     from plugpull.check.checker import Checker
-    from plugpull.guest.config import Accel
-    from plugpull.guest.image import build_image
-    from plugpull.guest.machine import create_disk
+    from plugpull.guest.contract.config import Accel
+    from plugpull.guest.image.build import build_image
+    from plugpull.guest.qemu.machine import create_disk
     from plugpull.guest.rig import Rig
     from plugpull.powerloss.crashstate import CrashState
     from plugpull.testbed.fs import filesystem

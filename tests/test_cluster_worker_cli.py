@@ -16,8 +16,8 @@ import plugpull.guest.rig as guest_rig
 from plugpull.cli import main
 from plugpull.cluster.worker import PlugpullPlugin, check_named
 from plugpull.errors import InfraError
-from plugpull.guest.config import Accel
-from plugpull.guest.image import GuestImage, KernelSource
+from plugpull.guest.contract.config import Accel
+from plugpull.guest.image.build import GuestImage, KernelSource
 
 LOOPBACK = "tcp://127.0.0.1:8786"
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from plugpull.guest.config import Accel
+from plugpull.guest.contract.config import Accel
 from plugpull.guest.rig import prepare_rig
 from plugpull.kernels import ArchiveUnreachable, Kernels
 from plugpull.crash.run import run_crash

@@ -1,10 +1,10 @@
-"""The guest's lookup of a hot-plugged disk by serial (guest/backend.FIND_DISK), run in the
+"""The guest's lookup of a hot-plugged disk by serial (guest/contract/backend.FIND_DISK), run in the
 host's sh against a stand-in /sys/block and /dev. No VM."""
 
 import subprocess
 
-from plugpull.guest.backend import FIND_DISK
-from plugpull.guest.channel import quote_command
+from plugpull.guest.contract.backend import FIND_DISK
+from plugpull.guest.contract.channel import quote_command
 
 
 def disk_appearing_on_first_read(tmp_path) -> str:

@@ -72,7 +72,7 @@ class Guest:
         self.stats, self.output, self.commands = list(stats), output, []
 
     def run(self, command, timeout=None):
-        from plugpull.guest.channel import GuestResult
+        from plugpull.guest.contract.channel import GuestResult
         self.commands.append(command)
         out = self.stats.pop(0) if command.startswith("cat /sys/block/") else self.output
         return GuestResult(command, 0, out.encode(), b"")

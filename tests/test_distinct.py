@@ -15,7 +15,7 @@ from plugpull.crash.judge import StateJob, judge, plan_states
 from plugpull.crash.record import Record
 from plugpull.crash.run import CrashSpec, check_states, crash_jobs
 from plugpull.errors import UsageError
-from plugpull.guest.config import Accel
+from plugpull.guest.contract.config import Accel
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.writelog import FLUSH, LogEntry, LogWriter, iter_entries
 from plugpull.results import CrashRun, CrashSummary, CrashTiming

@@ -26,8 +26,8 @@ from plugpull.crash.record import Trigger, record
 from plugpull.crash.run import run_crash
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import DiskFull, UsageError
-from plugpull.guest.config import Accel
-from plugpull.guest.image import GuestImage, build_image
+from plugpull.guest.contract.config import Accel
+from plugpull.guest.image.build import GuestImage, build_image
 from plugpull.guest.rig import Rig
 from plugpull.paths import sweep_stale_tempdirs
 from plugpull.workdirs import make_workdir
@@ -355,9 +355,9 @@ def test_not_enough_space_for_the_states_is_refused_before_building_them(small_f
 
 def test_an_image_removed_from_the_cache_is_named_not_a_dead_guest(tmp_path):
     from plugpull.errors import LaunchError
-    from plugpull.guest.config import Accel, MachineSpec
-    from plugpull.guest.image import GuestImage
-    from plugpull.guest.machine import Machine
+    from plugpull.guest.contract.config import Accel, MachineSpec
+    from plugpull.guest.image.build import GuestImage
+    from plugpull.guest.qemu.machine import Machine
     (tmp_path / "initramfs.cpio").write_bytes(b"")
     image = GuestImage("k", tmp_path / "kernel", tmp_path / "initramfs.cpio", "6.1")
     with pytest.raises(LaunchError, match="kernel is gone"):

@@ -170,7 +170,7 @@ def no_guest(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(cli.crash, "prepare_rig", _no_boot)
-    monkeypatch.setattr("plugpull.guest.image.build_image", _no_boot)
+    monkeypatch.setattr("plugpull.guest.image.build.build_image", _no_boot)
     return tmp_path
 
 

@@ -3,8 +3,8 @@
 import pytest
 
 from fixtures.plugin import VmParams
-from plugpull.guest.config import Bus, DiskSpec
-from plugpull.guest.machine import create_disk
+from plugpull.guest.contract.config import Bus, DiskSpec
+from plugpull.guest.qemu.machine import create_disk
 
 pytestmark = pytest.mark.vm
 

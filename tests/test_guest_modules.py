@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from plugpull.errors import ImageError, KernelUnfit, UsageError
-from plugpull.guest.image import KernelSource, Recipe, build_image, cache_key, plan_image
-from plugpull.guest.modules import module_name, select_modules
+from plugpull.guest.image.build import KernelSource, Recipe, build_image, cache_key, plan_image
+from plugpull.guest.image.modules import module_name, select_modules
 from plugpull.paths import IMAGES_DIR
 
 

@@ -7,7 +7,7 @@ import subprocess
 import threading
 import time
 
-from plugpull.guest.process import die_with_parent, spawn
+from plugpull.guest.qemu.process import die_with_parent, spawn
 
 
 def started_on_a_thread_that_ends(start) -> subprocess.Popen:

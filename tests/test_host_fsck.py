@@ -1,4 +1,4 @@
-"""fsck on the host (`hostfsck`, `guest.export`, the hot path's `--no-fsck`): the host's fsck
+"""fsck on the host (`hostfsck`, `guest.qemu.export`, the hot path's `--no-fsck`): the host's fsck
 on real image files, the export bookkeeping with a fake QMP, and the hot path on the fake
 backend: the same verdicts as the guest's fsck, and a QEMU that cannot export sends the
 states back to the guest's fsck. No VM."""
@@ -16,7 +16,7 @@ from test_hot_checker import EXPECTED, hot_judged, verdicts
 from plugpull.check import hostfsck
 from plugpull.check.verdict import Verdict
 from plugpull.errors import GuestError, InfraError
-from plugpull.guest.export import Exports
+from plugpull.guest.qemu.export import Exports
 
 
 @pytest.fixture

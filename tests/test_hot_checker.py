@@ -16,8 +16,8 @@ from plugpull.check.checker import Checker, Plug, parse_report, split_blob
 from plugpull.check.verdict import Verdict
 from plugpull.crash.judge import judge
 from plugpull.errors import GuestError
-from plugpull.guest.backend import DISK_FUNCTIONS, await_disk_command
-from plugpull.guest.config import Accel
+from plugpull.guest.contract.backend import DISK_FUNCTIONS, await_disk_command
+from plugpull.guest.contract.config import Accel
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.crashstate import CrashState
 

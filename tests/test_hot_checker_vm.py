@@ -17,9 +17,9 @@ from plugpull.check import hostfsck
 from plugpull.check.checker import Checker, Plug
 from plugpull.check.hotguest import HotGuest
 from plugpull.check.verdict import Verdict, classify
-from plugpull.guest import snapshot
-from plugpull.guest.config import DiskSpec, MachineSpec
-from plugpull.guest.machine import Machine, create_disk
+from plugpull.guest.qemu import snapshot
+from plugpull.guest.contract.config import DiskSpec, MachineSpec
+from plugpull.guest.qemu.machine import Machine, create_disk
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.crashstate import CrashState
 from plugpull.testbed.fs import filesystem
@@ -145,8 +145,8 @@ def test_a_hot_checker_killed_mid_run_leaves_no_state_without_a_result(states, r
 def test_luns_wrap_at_255_and_a_reused_lun_shows_its_new_disk(states, rig):
     """A kept checker guest plugs thousands of states: LUNs wrap at 255 (one of 256 and above
     never shows up in the guest) and a LUN used before finds the disk plugged in now."""
-    from plugpull.guest import hotplug
-    from plugpull.guest.config import Bus
+    from plugpull.guest.qemu import hotplug
+    from plugpull.guest.contract.config import Bus
     good = states["good"][0]
     guest = HotGuest(rig, set())
     try:

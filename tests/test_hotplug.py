@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.guest.config import Bus, DiskSpec
-from plugpull.guest import hotplug
-from plugpull.guest.hotplug import blockdev_options, check_pluggable, scsi_device_options
+from plugpull.guest.contract.config import Bus, DiskSpec
+from plugpull.guest.qemu import hotplug
+from plugpull.guest.qemu.hotplug import blockdev_options, check_pluggable, scsi_device_options
 
 STATE = Path("/srv/states/state.img")
 
@@ -99,8 +99,8 @@ class _Events:
 
 
 def _unlaunched(monkeypatch, events):
-    from plugpull.guest import machine
-    from plugpull.guest.config import Accel, MachineSpec
+    from plugpull.guest.qemu import machine
+    from plugpull.guest.contract.config import Accel, MachineSpec
     monkeypatch.setattr(machine, "UNPLUG_TIMEOUT", 0.2)
     m = machine.Machine(MachineSpec(scsi_controller=True), image=None, accel=Accel.TCG)
     m.qmp = _Events(events)
@@ -108,7 +108,7 @@ def _unlaunched(monkeypatch, events):
 
 
 def test_several_disks_unplug_at_once_whatever_order_qemu_reports_them_in(monkeypatch):
-    from plugpull.guest.backend import AttachedDisk
+    from plugpull.guest.contract.backend import AttachedDisk
     deleted = [{"event": "DEVICE_DELETED", "data": {"device": d}} for d in ("hotdisk2", "other", "hotdisk1")]
     m = _unlaunched(monkeypatch, deleted)
     m._luns.take(), m._luns.take()
@@ -118,7 +118,7 @@ def test_several_disks_unplug_at_once_whatever_order_qemu_reports_them_in(monkey
 
 def test_a_disk_qemu_never_reports_unplugged_is_a_guest_error_that_names_it(monkeypatch):
     from plugpull.errors import GuestError
-    from plugpull.guest.backend import AttachedDisk
+    from plugpull.guest.contract.backend import AttachedDisk
     m = _unlaunched(monkeypatch, [{"event": "DEVICE_DELETED", "data": {"device": "hotdisk1"}}])
     with pytest.raises(GuestError, match="DEVICE_DELETED for hotdisk2"):
         m.detach_disks([AttachedDisk("hotdisk1", "plugpull1", ""), AttachedDisk("hotdisk2", "plugpull2", "")])

@@ -12,7 +12,7 @@ import pytest
 from plugpull import cli
 from plugpull.errors import UsageError
 from plugpull.generate.space import Space
-from plugpull.guest.image import KernelSource
+from plugpull.guest.image.build import KernelSource
 from plugpull.hunt.findings import Hunt, across
 from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, read_lines
 from plugpull.hunt.run import HuntSpec, workload_ids

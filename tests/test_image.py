@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.guest.cpio import CpioWriter
+from plugpull.guest.image.cpio import CpioWriter
 from plugpull.errors import ImageError, ToolMissing
-from plugpull.guest import image as image_mod
-from plugpull.guest.image import KernelSource, Recipe, build_image, cache_key, plan_image
+from plugpull.guest.image import build as image_mod
+from plugpull.guest.image.build import KernelSource, Recipe, build_image, cache_key, plan_image
 
 RECIPE = """
 [kernel]
@@ -196,7 +196,7 @@ def test_missing_build_source_is_an_image_error(kernel, tmp_path):
 
 def test_own_kernel_builds_its_own_image(tmp_path):
     """A kernel under development: its bzImage and modules tree, wherever they are."""
-    from plugpull.guest.image import host_kernel
+    from plugpull.guest.image.build import host_kernel
 
     host = host_kernel()
     own = tmp_path / "bzImage"
@@ -209,7 +209,7 @@ def test_own_kernel_builds_its_own_image(tmp_path):
 
 
 KEY_OF_CHECKOUT = """
-from plugpull.guest.image import Recipe, cache_key, host_kernel, plan_image
+from plugpull.guest.image.build import Recipe, cache_key, host_kernel, plan_image
 k = host_kernel()
 print(cache_key(Recipe.load(), k, plan_image(Recipe.load(), k)))
 """

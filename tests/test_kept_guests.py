@@ -13,7 +13,7 @@ from plugpull.check.checker import Checker, Plug
 from plugpull.check.hotguest import KeptGuests
 from plugpull.cluster.worker import PlugpullPlugin, checker_settings
 from plugpull.crash.judge import judge
-from plugpull.guest.config import Accel
+from plugpull.guest.contract.config import Accel
 from plugpull.guest.rig import Rig
 
 

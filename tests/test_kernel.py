@@ -2,7 +2,7 @@ import gzip
 import lzma
 import struct
 
-from plugpull.guest.kernel import XEN_ELFNOTE_PHYS32_ENTRY, decompress_payload, has_pvh_entry, pvh_kernel
+from plugpull.guest.image.kernel import XEN_ELFNOTE_PHYS32_ENTRY, decompress_payload, has_pvh_entry, pvh_kernel
 
 
 def note(name: bytes, ntype: int, desc: bytes) -> bytes:

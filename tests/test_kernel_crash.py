@@ -22,13 +22,13 @@ from plugpull.testbed.workloads import FsyncFiles
 from plugpull.cli import main
 from plugpull.crash.run import CrashSpec, check_states, recording_crashed, run_crash
 from plugpull.errors import GuestTimeout
-from plugpull.guest.config import Accel
+from plugpull.guest.contract.config import Accel
 from plugpull.powerloss.writelog import iter_entries
 
 from plugpull.check.checker import Checker, observation_from, parse_report
 from plugpull.check.verdict import Verdict, classify
 from plugpull.crash.record import Trigger, record
-from plugpull.guest.machine import create_disk
+from plugpull.guest.qemu.machine import create_disk
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.crashstate import CrashState
 from plugpull.testbed.bed import BedSpec

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.guest.config import Accel, Bus, DiskSpec, MachineSpec
-from plugpull.guest.domain import QEMU_NS, DomainFiles, domain_xml
-from plugpull.guest import libvirt_devices
+from plugpull.guest.contract.config import Accel, Bus, DiskSpec, MachineSpec
+from plugpull.guest.libvirt.domain import QEMU_NS, DomainFiles, domain_xml
+from plugpull.guest.libvirt import devices as libvirt_devices
 
 GOLDEN = Path(__file__).parent / "golden"
 FILES = DomainFiles(Path("/work/kernel"), Path("/work/initramfs"), Path("/work/cmd.sock"),

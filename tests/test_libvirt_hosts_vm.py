@@ -14,8 +14,8 @@ from plugpull.crash.record import record
 from plugpull.crash.run import crash_jobs
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import InfraError
-from plugpull.guest.libvirt_instance import start_tcp_instance
-from plugpull.guest.libvirt_machine import LibvirtBackend
+from plugpull.guest.libvirt.instance import start_tcp_instance
+from plugpull.guest.libvirt.machine import LibvirtBackend
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.writelog import iter_entries
 

@@ -10,8 +10,8 @@ import libvirt
 import pytest
 
 from plugpull.errors import LaunchError
-from plugpull.guest import libvirt_devices, libvirt_remote
-from plugpull.guest.config import Bus, DiskSpec
+from plugpull.guest.libvirt import devices as libvirt_devices, remote as libvirt_remote
+from plugpull.guest.contract.config import Bus, DiskSpec
 
 CAPS = """<capabilities><host>
   <secmodel><model>none</model><doi>0</doi></secmodel>

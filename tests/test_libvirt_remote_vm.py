@@ -17,10 +17,10 @@ from plugpull.crash.record import record
 from plugpull.crash.run import crash_jobs
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import InfraError
-from plugpull.guest import libvirt_remote
-from plugpull.guest.libvirt_instance import start_tcp_instance
-from plugpull.guest.libvirt_machine import LibvirtBackend
-from plugpull.guest.libvirtd import pid_alive
+from plugpull.guest.libvirt import remote as libvirt_remote
+from plugpull.guest.libvirt.instance import start_tcp_instance
+from plugpull.guest.libvirt.machine import LibvirtBackend
+from plugpull.guest.libvirt.daemon import pid_alive
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.writelog import iter_entries
 
@@ -105,7 +105,7 @@ def test_the_remote_path_judges_as_the_local_one_and_leaves_nothing(rig, tcp_hos
 
 KILLED = """
 import sys, time, libvirt
-from plugpull.guest.libvirt_remote import RemoteStaging
+from plugpull.guest.libvirt.remote import RemoteStaging
 staging = RemoteStaging(libvirt.open(sys.argv[1]))
 staging.volumes.upload(sys.argv[2])
 print(staging.volumes.name, staging.volumes.path, flush=True)

@@ -9,10 +9,10 @@ import pytest
 
 from plugpull.cli import main
 from plugpull.errors import UsageError
-from plugpull.guest import libvirtd
-from plugpull.guest.daemon_users import daemon_users
+from plugpull.guest.libvirt import daemon as libvirtd
+from plugpull.guest.libvirt.users import daemon_users
 from plugpull.guest.backends import checked_uri, prepare_backend
-from plugpull.guest.machine import QEMU
+from plugpull.guest.qemu.machine import QEMU
 
 
 @pytest.mark.parametrize("uri", ["qemu:///system", "qemu:///session", "qemu+tcp://127.0.0.1/system",

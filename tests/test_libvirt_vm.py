@@ -15,8 +15,8 @@ from plugpull.crash.judge import judge, remove_states
 from plugpull.crash.record import record
 from plugpull.crash.run import crash_jobs
 from plugpull.crash.spec import CrashSpec
-from plugpull.guest.config import Bus, DiskSpec, MachineSpec
-from plugpull.guest.machine import create_disk
+from plugpull.guest.contract.config import Bus, DiskSpec, MachineSpec
+from plugpull.guest.qemu.machine import create_disk
 from plugpull.powerloss.writelog import iter_entries, summarize
 
 pytestmark = pytest.mark.vm

@@ -9,9 +9,9 @@ import pytest
 import plugpull.log
 from plugpull.cli import parser
 from plugpull.errors import GuestTimeout
-from plugpull.guest.channel import GuestResult
-from plugpull.guest.config import Accel, MachineSpec
-from plugpull.guest.machine import Machine
+from plugpull.guest.contract.channel import GuestResult
+from plugpull.guest.contract.config import Accel, MachineSpec
+from plugpull.guest.qemu.machine import Machine
 from plugpull.log import add_log_options, run_log, setup_logging
 
 log = logging.getLogger("plugpull.crash.example")

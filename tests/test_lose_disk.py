@@ -9,7 +9,7 @@ from plugpull.check.checker import Checker
 from plugpull.cli import main
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import UsageError
-from plugpull.guest.channel import GuestResult
+from plugpull.guest.contract.channel import GuestResult
 from plugpull.powerloss.crashstate import CrashState
 from plugpull.testbed.fs import filesystem
 from plugpull.testbed.stack import Stack, without

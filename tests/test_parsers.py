@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.guest.image import IMAGES_DIR, compile_static
+from plugpull.guest.image.build import IMAGES_DIR, compile_static
 from plugpull.throughput.parsers import (MIB, SMALLFILES_PHASES, Phase, parse_bonnie, parse_fio,
                               parse_smallfiles)
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.guest.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
-from plugpull.guest.image import GuestImage
-from plugpull.guest.qemu import kernel_cmdline, qemu_argv
+from plugpull.guest.contract.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
+from plugpull.guest.image.build import GuestImage
+from plugpull.guest.qemu.argv import kernel_cmdline, qemu_argv
 
 GOLDEN = Path(__file__).parent / "golden"
 IMAGE = GuestImage("0123456789abcdef", Path("/cache/kernel"), Path("/cache/initramfs.cpio"), "6.1.0-test")

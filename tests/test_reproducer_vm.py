@@ -9,8 +9,8 @@ import pytest
 
 from plugpull import cli
 from plugpull.errors import InfraError
-from plugpull.guest.config import Bus, DiskSpec, MachineSpec
-from plugpull.guest.machine import create_disk
+from plugpull.guest.contract.config import Bus, DiskSpec, MachineSpec
+from plugpull.guest.qemu.machine import create_disk
 from plugpull.reproducer import case_for
 from plugpull.reproducer.fstests import golden, test as fstests_test
 from plugpull.reproducer.run import DISK_MIB, GUEST_DISK, run_in_guest, run_on

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from plugpull.errors import LaunchError
-from plugpull.guest import snapshot
-from plugpull.guest.config import Accel, MachineSpec
-from plugpull.guest.image import GuestImage
+from plugpull.guest.qemu import snapshot
+from plugpull.guest.contract.config import Accel, MachineSpec
+from plugpull.guest.image.build import GuestImage
 
 IMAGE = GuestImage("0123456789abcdef", Path("/cache/images/0123456789abcdef/kernel"),
                    Path("/cache/images/0123456789abcdef/initramfs.cpio"), "6.1.0-test")

@@ -8,7 +8,7 @@ import pytest
 from plugpull.check.checker import Checker
 from plugpull.check.spread import batches_for
 from plugpull.check.verdict import Observation
-from plugpull.guest.config import Accel
+from plugpull.guest.contract.config import Accel
 from plugpull.guest.rig import Rig
 
 

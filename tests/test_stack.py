@@ -10,7 +10,7 @@ from plugpull.check.verdict import Verdict, classify
 from plugpull.cli import main
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import UsageError
-from plugpull.guest.channel import GuestResult, quote_command
+from plugpull.guest.contract.channel import GuestResult, quote_command
 from plugpull.powerloss.crashstate import CrashState
 from plugpull.testbed.fs import filesystem
 from plugpull.testbed.stack import Stack, top_of

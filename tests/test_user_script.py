@@ -17,8 +17,8 @@ from plugpull.crash.judge import StateJob, collect_for, judge
 from plugpull.crash.record import Record, Trigger, record
 from plugpull.crash.spec import CrashSpec, load_user_scripts
 from plugpull.errors import UsageError
-from plugpull.guest.config import Accel
-from plugpull.guest.image import GuestImage
+from plugpull.guest.contract.config import Accel
+from plugpull.guest.image.build import GuestImage
 from plugpull.guest.rig import Rig
 from plugpull.paths import ROOT
 from plugpull.powerloss.writelog import LogWriter

@@ -24,8 +24,8 @@ from plugpull.check.hotbatch import state_disk
 from plugpull.check.hotguest import HotGuest, KeptGuests
 from plugpull.check.verdict import Observation, files_of, sums_of
 from plugpull.errors import GuestError, GuestTimeout, InfraError, LaunchError
-from plugpull.guest.backend import Guest, await_disk_command
-from plugpull.guest.config import MachineSpec
+from plugpull.guest.contract.backend import Guest, await_disk_command
+from plugpull.guest.contract.config import MachineSpec
 from plugpull.guest.rig import Rig
 from plugpull.paths import make_tempdir
 from plugpull.powerloss.crashstate import CrashState

@@ -18,8 +18,8 @@ from collections import deque
 
 from plugpull.check import hostfsck
 from plugpull.errors import GuestError, InfraError
-from plugpull.guest.backend import AttachedDisk
-from plugpull.guest.config import Bus, DiskSpec
+from plugpull.guest.contract.backend import AttachedDisk
+from plugpull.guest.contract.config import Bus, DiskSpec
 
 PARTS = ("keys", "fsck", "mount", "dmesg", "blob")  # files per state, in pp-check --many's order
 FSCK_LINES, DMESG_LINES = 40, 200  # as the one-state report (checker.REPORT_TAIL) cuts them

@@ -6,10 +6,10 @@ import shutil
 import threading
 
 from plugpull.check.console import ConsoleWatch
-from plugpull.guest.backend import Guest
-from plugpull.guest.config import MachineSpec
+from plugpull.guest.contract.backend import Guest
+from plugpull.guest.contract.config import MachineSpec
 from plugpull.guest.rig import Rig
-from plugpull.guest.snapshot import restored_or_booted
+from plugpull.guest.qemu.snapshot import restored_or_booted
 from plugpull.paths import make_tempdir
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from plugpull.errors import UsageError
 from plugpull.files import a_path, check_output
 from plugpull.values import WHOLE_TEXT, shown, whole
-from plugpull.guest.config import Accel
+from plugpull.guest.contract.config import Accel
 from plugpull.log import add_log_options
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_INFRA = 0, 1, 2, 3

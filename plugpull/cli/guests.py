@@ -9,7 +9,7 @@ from plugpull import __version__
 from plugpull.cli.common import (EXIT_OK, EXIT_USAGE, add_guest_options, guest_backend, kernel_source, on_off,
                                  one_of, print_table)
 from plugpull.errors import PlugpullError, ToolMissing, UsageError
-from plugpull.guest.config import Bus, DiskSpec, MachineSpec
+from plugpull.guest.contract.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.rig import prepare_rig
 from plugpull.runs.settings import option_type
 
@@ -33,10 +33,10 @@ def add_parsers(sub) -> None:
 
 
 def cmd_doctor(args) -> int:
-    from plugpull.guest import image as image_mod, imagecache
-    from plugpull.guest.accel import kvm_device_usable
-    from plugpull.guest.libvirtd import doctor_rows
-    from plugpull.guest.machine import cached_probe, qemu_version
+    from plugpull.guest.image import build as image_mod, cache as imagecache
+    from plugpull.guest.qemu.accel import kvm_device_usable
+    from plugpull.guest.libvirt.daemon import doctor_rows
+    from plugpull.guest.qemu.machine import cached_probe, qemu_version
 
     rows, missing = [], []
 
@@ -94,7 +94,7 @@ def cmd_doctor(args) -> int:
 
 
 def boot_spec(args, disk_dir: Path, interactive=False) -> MachineSpec:
-    from plugpull.guest.machine import create_disk
+    from plugpull.guest.qemu.machine import create_disk
     disks = [DiskSpec(create_disk(disk_dir / "sda.img", args.disk_mib), args.bus, args.write_cache)]
     return MachineSpec(disks=tuple(disks), accel=args.accel, interactive=interactive)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
 from plugpull.generate.workload import PREFIX as GEN_PREFIX, GeneratedWorkload, generated_workload
-from plugpull.guest.config import Bus
+from plugpull.guest.contract.config import Bus
 from plugpull.powerloss.models import ModelSpec, cut_points, parse_model
 from plugpull.testbed.bed import BedSpec
 from plugpull.testbed.fs import Filesystem, Mode, filesystem, mode as mode_named

@@ -18,8 +18,8 @@ from plugpull.faults.spec import SEEDED, FaultSpec
 from plugpull.faults.table import DEVICE, fault_table, linear, swap
 from plugpull.faults.told import Told
 from plugpull.faults.verdict import FaultVerdict, gave_up, judge
-from plugpull.guest.config import Bus, DiskSpec, MachineSpec
-from plugpull.guest.machine import create_disk
+from plugpull.guest.contract.config import Bus, DiskSpec, MachineSpec
+from plugpull.guest.qemu.machine import create_disk
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.crashstate import copy_sparse
 from plugpull.powerloss.writelog import entry_index_at

@@ -15,8 +15,8 @@ from plugpull.check.checker import Checker
 from plugpull.check.verdict import Observation
 from plugpull.faults.run import FaultCase, FaultRun, start, until_done
 from plugpull.faults.spec import parse_fault
-from plugpull.guest.config import DiskSpec, MachineSpec
-from plugpull.guest.machine import create_disk
+from plugpull.guest.contract.config import DiskSpec, MachineSpec
+from plugpull.guest.qemu.machine import create_disk
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.crashstate import CrashState, copy_sparse, materialize
 from plugpull.powerloss.models import plan

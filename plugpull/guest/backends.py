@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass, field
 
 from plugpull.errors import InfraError, UsageError
-from plugpull.guest.backend import Backend
-from plugpull.guest.machine import QEMU
+from plugpull.guest.contract.backend import Backend
+from plugpull.guest.qemu.machine import QEMU
 
 BACKENDS = ("qemu", "libvirt")
 DEFAULT_URI = "qemu:///system"
@@ -31,7 +31,7 @@ _THIS_MACHINE = re.compile(r"^qemu(\+[a-z]+)?://(?:[^@/]*@)?(|127\.0\.0\.1|local
 def on_this_machine(uri: str) -> bool:
     """Whether the host of a URI is this machine, where the staging of files (hard links
     under the temp dir) and the unix-socket channels reach its QEMUs. Other hosts are reached
-    through the connection only (`libvirt_remote`)."""
+    through the connection only (`libvirt.remote`)."""
     return bool(_THIS_MACHINE.match(uri))
 
 
@@ -89,10 +89,10 @@ def prepare_backend(name: str, uri: str | None = None) -> Prepared:
 def _prepare_libvirt(uri: str, where: str = "--connect") -> Prepared:
     try:
         import libvirt
-        from plugpull.guest.libvirt_machine import LibvirtBackend
+        from plugpull.guest.libvirt.machine import LibvirtBackend
     except ImportError:
         raise UsageError("--backend libvirt needs the libvirt-python package (make deps)") from None
-    from plugpull.guest.libvirtd import LocalDaemons
+    from plugpull.guest.libvirt.daemon import LocalDaemons
     daemons = LocalDaemons()
     if is_local_system(uri):
         try:

@@ -4,10 +4,10 @@ as one object: the guest image, the accelerator it runs under and the backend th
 import shutil
 from dataclasses import dataclass
 
-from plugpull.guest.backend import Backend, Guest
-from plugpull.guest.config import Accel, MachineSpec
-from plugpull.guest.image import GuestImage, KernelSource, build_image
-from plugpull.guest.machine import QEMU, resolve_accel
+from plugpull.guest.contract.backend import Backend, Guest
+from plugpull.guest.contract.config import Accel, MachineSpec
+from plugpull.guest.image.build import GuestImage, KernelSource, build_image
+from plugpull.guest.qemu.machine import QEMU, resolve_accel
 from plugpull.errors import LaunchError
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from plugpull.check.hotguest import HotGuest
 from plugpull.crash.record import TROUBLE_ON_THE_CONSOLE, Record, Trigger, acks_until, stamped_acks
 from plugpull.errors import GuestError
-from plugpull.guest.backend import await_disk_command
-from plugpull.guest.config import Bus, DiskSpec
+from plugpull.guest.contract.backend import await_disk_command
+from plugpull.guest.contract.config import Bus, DiskSpec
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.crashstate import copy_sparse
 from plugpull.testbed.bed import MOUNTPOINT, format_disks, mount_command

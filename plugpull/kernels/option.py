@@ -7,8 +7,8 @@ from pathlib import Path
 from plugpull.errors import UsageError
 from plugpull.files import check_input
 from plugpull.values import once_each
-from plugpull.guest.image import KernelSource
-from plugpull.guest.kernel import kernel_format
+from plugpull.guest.image.build import KernelSource
+from plugpull.guest.image.kernel import kernel_format
 from plugpull.kernels.spec import HOST, is_debian, parse_debian
 
 

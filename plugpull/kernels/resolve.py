@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plugpull.errors import ImageError, InfraError
-from plugpull.guest.image import KernelSource
+from plugpull.guest.image.build import KernelSource
 from plugpull.kernels.apt import INDEX_MAX_AGE, ArchiveUnreachable
 from plugpull.kernels.lists import AptLists
 from plugpull.kernels.offers import Offer, choose, kernel_names, offers_from, parse_madison

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from plugpull.errors import ImageError, ToolMissing
 from plugpull.files import atomic_path
-from plugpull.guest.image import KernelSource, which
+from plugpull.guest.image.build import KernelSource, which
 
 MANIFEST = "kernel.json"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from plugpull.check.console import scan
 from plugpull.errors import GuestError, InfraError
-from plugpull.guest.config import Bus, DiskSpec, MachineSpec
-from plugpull.guest.machine import create_disk
+from plugpull.guest.contract.config import Bus, DiskSpec, MachineSpec
+from plugpull.guest.qemu.machine import create_disk
 from plugpull.paths import make_tempdir
 
 DISK_MIB = 512  # xfs needs 300 MiB at least; btrfs and ext4 fit too

@@ -20,8 +20,8 @@ from plugpull.crash.judge import judge
 from plugpull.crash.run import run_crash
 from plugpull.crash.spec import CrashPlan, CrashSpec, load_user_scripts
 from plugpull.errors import InfraError, NothingChecked, UsageError
-from plugpull.guest.config import Bus
-from plugpull.guest.machine import qemu_version
+from plugpull.guest.contract.config import Bus
+from plugpull.guest.qemu.machine import qemu_version
 from plugpull.guest.rig import Rig
 from plugpull.results import CellResult, CrashSummary, Env, Throughput, append_line, read_cells
 from plugpull.testbed.bed import BedSpec

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from plugpull.crash.cutorder import EXHAUSTIVE_MAX
 from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
-from plugpull.guest.config import Bus
+from plugpull.guest.contract.config import Bus
 from plugpull.kernels.spec import HOST, parse_debian
 from plugpull.powerloss.models import cut_points, parse_model, parse_user_model
 from plugpull.testbed.fs import FILESYSTEMS, MODES

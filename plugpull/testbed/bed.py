@@ -8,9 +8,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from plugpull.errors import InfraError, ToolMissing, UsageError
-from plugpull.guest.backend import Guest
-from plugpull.guest.config import Bus, DiskSpec, MachineSpec
-from plugpull.guest.machine import create_disk
+from plugpull.guest.contract.backend import Guest
+from plugpull.guest.contract.config import Bus, DiskSpec, MachineSpec
+from plugpull.guest.qemu.machine import create_disk
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.crashstate import copy_sparse
 from plugpull.testbed.fs import Filesystem, Mode

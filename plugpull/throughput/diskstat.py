@@ -5,7 +5,7 @@ did in each phase, beside how long the phase took."""
 import re
 from dataclasses import replace
 
-from plugpull.guest.backend import Guest
+from plugpull.guest.contract.backend import Guest
 from plugpull.results import DiskIO, Phase, StatError
 
 STAT_LINE = re.compile(r"^pp-stat (\d+) (.*)$", re.MULTILINE)

@@ -16,7 +16,8 @@ Failures keep to plugpull's error tree: `LaunchError` when the guest never came 
 `GuestError` when it stopped answering (run, write_file, attach, detach), `GuestTimeout` when
 an answer came too late. None of them is ever a filesystem verdict.
 
-Backends: "qemu" (`plugpull.guest.machine`), one QEMU process per guest. The shared logic
+Backends: "qemu" (`plugpull.guest.qemu.machine`), one QEMU process per guest; "libvirt"
+(`plugpull.guest.libvirt.machine`), a transient libvirt domain per guest. The shared logic
 below (uploading a file, finding a hot-plugged disk) uses nothing but `run`.
 """
 
@@ -26,9 +27,9 @@ from pathlib import Path
 from typing import Callable, Protocol, runtime_checkable
 
 from plugpull.errors import GuestError
-from plugpull.guest.channel import GuestResult, StampedLine
-from plugpull.guest.config import Accel, DiskSpec, MachineSpec
-from plugpull.guest.image import GuestImage
+from plugpull.guest.contract.channel import GuestResult, StampedLine
+from plugpull.guest.contract.config import Accel, DiskSpec, MachineSpec
+from plugpull.guest.image.build import GuestImage
 
 UPLOAD_CHUNK = 32 << 10  # bytes per command: the agent reads each command line byte by byte
 DISK_WAIT_SECONDS = 30

@@ -6,7 +6,7 @@ import fcntl
 import os
 from dataclasses import dataclass
 
-from plugpull.guest.config import Accel
+from plugpull.guest.contract.config import Accel
 from plugpull.errors import UsageError
 
 KVM_GET_API_VERSION = 0xAE00

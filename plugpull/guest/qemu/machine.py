@@ -1,4 +1,4 @@
-"""The "qemu" backend (see `backend`): one QEMU process per `Machine`, a context manager
+"""The "qemu" backend (see `contract.backend`): one QEMU process per `Machine`, a context manager
 that owns the process, its QMP connection, its channels and its temp dir: leaving the `with`
 block guarantees all are gone.
 
@@ -20,18 +20,18 @@ from pathlib import Path
 
 from qemu.qmp.legacy import QEMUMonitorProtocol
 
-from plugpull.guest import accel as accel_mod
-from plugpull.guest import hotplug, snapshot
-from plugpull.guest.export import Exports
-from plugpull.guest.backend import AttachedDisk, Launched, upload, wait_for_disk
-from plugpull.guest.channel import CommandChannel, GuestResult, LineStream, quote_command
-from plugpull.guest.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
+from plugpull.guest.qemu import accel as accel_mod
+from plugpull.guest.qemu import hotplug, snapshot
+from plugpull.guest.qemu.export import Exports
+from plugpull.guest.contract.backend import AttachedDisk, Launched, upload, wait_for_disk
+from plugpull.guest.contract.channel import CommandChannel, GuestResult, LineStream, quote_command
+from plugpull.guest.contract.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
 from plugpull.errors import GuestError, LaunchError, ToolMissing
-from plugpull.guest.image import GuestImage
+from plugpull.guest.image.build import GuestImage
 from plugpull.files import atomic_write_json
 from plugpull.paths import cache_dir, make_tempdir
-from plugpull.guest.process import spawn
-from plugpull.guest.qemu import QEMU_BINARY, qemu_argv, qemu_version
+from plugpull.guest.qemu.process import spawn
+from plugpull.guest.qemu.argv import QEMU_BINARY, qemu_argv, qemu_version
 
 log = logging.getLogger(__name__)
 

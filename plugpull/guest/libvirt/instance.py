@@ -6,7 +6,7 @@ each of its drivers takes the lock `/run/libvirt/DRIVER/driver.pid` that the fir
 and both would manage the same state under /run/libvirt and /var/lib/libvirt. So this one
 runs in a mount namespace of its own, where private directories are mounted over those (and
 over /var/cache/libvirt and /var/log/libvirt), with a virtlogd of its own; /etc is only read.
-Its QEMUs see the rest of the file system as it is, so the staging of `libvirt_machine`
+Its QEMUs see the rest of the file system as it is, so the staging of `machine`
 (hard links under the temp dir) and its unix-socket channels work as with the first daemon.
 It listens on 127.0.0.1 only, without authentication.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.errors import InfraError
-from plugpull.guest.libvirtd import STOP_WAIT_SECONDS, pid_alive
+from plugpull.guest.libvirt.daemon import STOP_WAIT_SECONDS, pid_alive
 from plugpull.paths import make_tempdir
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
-"""The "libvirt" backend (see `backend`): each guest a transient libvirt domain, created with
-`VIR_DOMAIN_START_AUTODESTROY` on a connection of its own, so that libvirt destroys it when
+"""The "libvirt" backend (see `contract.backend`): each guest a transient libvirt domain,
+created with `VIR_DOMAIN_START_AUTODESTROY` on a connection of its own, so that libvirt destroys it when
 that connection goes, even when plugpull is SIGKILLed.
 
 QEMU runs as libvirt's unprivileged user, and libvirt relabels nothing (see `domain`): the
@@ -7,7 +7,7 @@ files the domain uses are hard-linked into a directory of the guest's own, owned
 and those QEMU writes (the disks, the write logs) are given to it. A hard link is the same
 file: the lab reads the write log where it put it, while QEMU appends to it. On a host that
 does not share this file system (`remote`), files, channels and console travel over the
-connection instead (`libvirt_remote`); such a guest checks states, it records none.
+connection instead (`libvirt.remote`); such a guest checks states, it records none.
 """
 
 import logging
@@ -24,13 +24,14 @@ from pathlib import Path
 import libvirt
 
 from plugpull.errors import GuestError, LaunchError, UsageError
-from plugpull.guest import hotplug, libvirt_devices
-from plugpull.guest.backend import AttachedDisk, Launched, upload, wait_for_disk
-from plugpull.guest.channel import CommandChannel, GuestResult, LineStream, quote_command
-from plugpull.guest.config import Accel, Bus, DiskSpec, MachineSpec
-from plugpull.guest.domain import ACK_PORT, COMMAND_PORT, DomainFiles, domain_xml
-from plugpull.guest.image import GuestImage
-from plugpull.guest.libvirt_remote import RemoteStaging, ensure_event_loop
+from plugpull.guest.qemu import hotplug
+from plugpull.guest.libvirt import devices as libvirt_devices
+from plugpull.guest.contract.backend import AttachedDisk, Launched, upload, wait_for_disk
+from plugpull.guest.contract.channel import CommandChannel, GuestResult, LineStream, quote_command
+from plugpull.guest.contract.config import Accel, Bus, DiskSpec, MachineSpec
+from plugpull.guest.libvirt.domain import ACK_PORT, COMMAND_PORT, DomainFiles, domain_xml
+from plugpull.guest.image.build import GuestImage
+from plugpull.guest.libvirt.remote import RemoteStaging, ensure_event_loop
 from plugpull.paths import make_tempdir
 
 log = logging.getLogger(__name__)
@@ -321,7 +322,7 @@ class LibvirtBackend:
     def __init__(self, uri: str = DEFAULT_URI, qemu_pid_dir: Path | None = None, remote: bool = False):
         self.uri = uri
         self.qemu_pid_dir = qemu_pid_dir  # where a daemon on this machine keeps its QEMUs' pids
-        self.remote = remote  # reach guests only through the connection (`libvirt_remote`)
+        self.remote = remote  # reach guests only through the connection (`libvirt.remote`)
 
     def reachable(self) -> bool:
         """Whether the daemon still answers: a host that does not has dropped out."""

@@ -4,8 +4,8 @@ import functools
 import subprocess
 from pathlib import Path
 
-from plugpull.guest.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
-from plugpull.guest.image import GuestImage
+from plugpull.guest.contract.config import Accel, Bus, ChannelFds, DiskSpec, MachineSpec
+from plugpull.guest.image.build import GuestImage
 
 QEMU_BINARY = "qemu-system-x86_64"
 BOOT_ARGS = ("console=ttyS0", "panic=-1", "quiet", "mitigations=off", "tsc=reliable",

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from plugpull.errors import GuestError, LaunchError
 from plugpull.files import atomic_path
-from plugpull.guest.config import Accel, ChannelFds, MachineSpec
-from plugpull.guest.image import GuestImage
-from plugpull.guest.qemu import qemu_argv
+from plugpull.guest.contract.config import Accel, ChannelFds, MachineSpec
+from plugpull.guest.image.build import GuestImage
+from plugpull.guest.qemu.argv import qemu_argv
 
 log = logging.getLogger(__name__)
 

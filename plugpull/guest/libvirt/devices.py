@@ -2,7 +2,7 @@
 functions, unit-tested; and the book of what a guest has plugged in.
 
 The disk sits at its own unit (LUN) of controller 0 with the serial `plugpullN` that the
-guest finds it by, as with the QEMU backend (`hotplug`). libvirt's cache modes carry the
+guest finds it by, as with the QEMU backend (`qemu.hotplug`). libvirt's cache modes carry the
 guest-visible write cache and whether a flush reaches the host: `writeback` (cache on,
 flushes reach the host), `unsafe` (cache on, flushes dropped), `writethrough` (no cache).
 """
@@ -11,9 +11,9 @@ import string
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from plugpull.guest.config import DiskSpec
-from plugpull.guest.domain import HOTPLUG_CONTROLLER
-from plugpull.guest.hotplug import Luns
+from plugpull.guest.contract.config import DiskSpec
+from plugpull.guest.libvirt.domain import HOTPLUG_CONTROLLER
+from plugpull.guest.qemu.hotplug import Luns
 
 
 def serial(unit: int) -> str:

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from plugpull.errors import InfraError, ToolMissing
-from plugpull.guest.config import Bus, DiskSpec
+from plugpull.guest.contract.config import Bus, DiskSpec
 
 SCSI_BUS = "scsi.0"
 # virtio-scsi addresses LUNs up to 16383, but a disk hot-plugged at 256 or above never shows

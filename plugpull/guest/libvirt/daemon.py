@@ -8,7 +8,7 @@ it started; `stop()` ends exactly those, never a daemon that was running before.
 daemon is given `--listen`: they serve their local unix sockets only.
 
 Several plugpull processes (two runs, pytest-xdist workers) share the daemons the first of
-them started: each registers in a users file under the run dir (`daemon_users`), under a lock,
+them started: each registers in a users file under the run dir (`users`), under a lock,
 and only the last user to leave stops them.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plugpull.errors import InfraError, ToolMissing
-from plugpull.guest.daemon_users import daemon_users
+from plugpull.guest.libvirt.users import daemon_users
 
 log = logging.getLogger(__name__)
 

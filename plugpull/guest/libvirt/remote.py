@@ -26,10 +26,10 @@ from pathlib import Path
 import libvirt
 
 from plugpull.errors import LaunchError, UsageError
-from plugpull.guest import libvirt_devices
-from plugpull.guest.config import DiskSpec, MachineSpec
-from plugpull.guest.domain import DomainFiles
-from plugpull.guest.libvirtd import pid_alive
+from plugpull.guest.libvirt import devices as libvirt_devices
+from plugpull.guest.contract.config import DiskSpec, MachineSpec
+from plugpull.guest.libvirt.domain import DomainFiles
+from plugpull.guest.libvirt.daemon import pid_alive
 
 log = logging.getLogger(__name__)
 

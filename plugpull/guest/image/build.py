@@ -18,12 +18,12 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from plugpull.guest.cpio import CpioWriter
+from plugpull.guest.image.cpio import CpioWriter
 from plugpull.errors import ImageError, ToolMissing
-from plugpull.guest.kernel import pvh_kernel
+from plugpull.guest.image.kernel import pvh_kernel
 from plugpull.files import atomic_path
-from plugpull.guest.imagecache import hold, prune_cache
-from plugpull.guest.modules import ModuleIndex, module_name, select_modules
+from plugpull.guest.image.cache import hold, prune_cache
+from plugpull.guest.image.modules import ModuleIndex, module_name, select_modules
 from plugpull.paths import IMAGES_DIR, cache_dir
 from plugpull.space import space_is_fatal
 

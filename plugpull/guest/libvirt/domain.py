@@ -6,18 +6,18 @@ serial console to a file, the virtio-serial channels (unix sockets QEMU listens 
 connects to), and the virtio-scsi controller that disks are hot-plugged on. The disks under
 test are not: the recorder (`blklogwrites`) has no libvirt disk type, so every disk, and the
 payload, goes through `<qemu:commandline>` with exactly the arguments of the QEMU backend
-(`qemu.disk_args`), and the two backends give the guest the same devices.
+(`qemu.argv.disk_args`), and the two backends give the guest the same devices.
 
 libvirt relabels nothing (`seclabel relabel='no'`): QEMU runs as the given unprivileged
-user, and the backend hands it files it can reach (see `libvirt_machine`).
+user, and the backend hands it files it can reach (see `machine`).
 """
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from plugpull.guest.config import Accel, Bus, MachineSpec
-from plugpull.guest.qemu import QEMU_BINARY, disk_args, escape, kernel_cmdline
+from plugpull.guest.contract.config import Accel, Bus, MachineSpec
+from plugpull.guest.qemu.argv import QEMU_BINARY, disk_args, escape, kernel_cmdline
 
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 EMULATOR = f"/usr/bin/{QEMU_BINARY}"
