@@ -1,6 +1,7 @@
 """plugpull/ as the pipeline it is laid out as: every module imports, the graph of its
-`plugpull.*` imports has no cycle, every arrow runs down the stage order below, and no module
-is over 400 lines nor any function over 60. Each checker is also fed an input it must reject."""
+`plugpull.*` imports has no cycle, every arrow runs down the stage order below (and inside
+guest/, down its room order), and no module is over 400 lines nor any function over 60. Each
+checker is also fed an input it must reject."""
 
 import ast
 import importlib
@@ -16,6 +17,11 @@ STAGES = ("base", "guest", "kernels", "powerloss", "results", "testbed", "throug
           "reproducer", "hunt", "cluster", "faults", "runs", "report", "minimise", "cli")
 BASE = ("__init__", "errors", "files", "log", "paths", "progress", "space", "values", "workdirs")
 ENTRY = "__main__"  # `python -m plugpull`: the CLI's stage; importing it runs the CLI
+# guest/'s rooms from the lowest to the highest, as the stages are: the backends build on the
+# contract and the image, never the reverse; "top" is guest/'s own modules (the rig, the
+# backends by name), above every room.
+GUEST = "plugpull.guest"
+GUEST_ROOMS = ("image", "contract", "qemu", "libvirt", "top")
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 
@@ -93,6 +99,23 @@ def upward(graph: dict[str, set[str]], stages=STAGES) -> list[str]:
                     for d in sorted(deps) if rank.get(stage_of(d), -1) > rank.get(stage_of(m), len(rank))]
 
 
+def room_of(module: str, rooms=GUEST_ROOMS) -> str | None:
+    """`plugpull.guest.qemu.machine` -> "qemu", `plugpull.guest.rig` -> "top"; None outside guest/."""
+    if not module.startswith(f"{GUEST}.") and module != GUEST:
+        return None
+    parts = module.split(".")[2:]
+    return parts[0] if parts and (parts[0] in rooms or len(parts) > 1) else "top"
+
+
+def rooms_upward(graph: dict[str, set[str]], rooms=GUEST_ROOMS) -> list[str]:
+    """Inside guest/: the arrows that run up the room order, and the modules in no declared room."""
+    rank = {room: i for i, room in enumerate(rooms)}
+    inside = {m: room_of(m, rooms) for m in graph if room_of(m, rooms) is not None}
+    wrong = [f"{m}: room {r!r} is not in the room order" for m, r in sorted(inside.items()) if r not in rank]
+    return wrong + [f"{m} ({inside[m]}) -> {d} ({inside[d]})" for m in sorted(inside) for d in sorted(graph[m])
+                    if d in inside and rank.get(inside[d], -1) > rank.get(inside[m], len(rank))]
+
+
 def too_long(source: str, where: str, max_module=MAX_MODULE_LINES, max_function=MAX_FUNCTION_LINES) -> list[str]:
     """The module if it is over `max_module` lines, and each function (a method, a nested
     one) over `max_function`, counted from its `def` line to its last."""
@@ -124,6 +147,12 @@ def test_arrows_run_down_the_stages():
     assert {stage_of(m) for m in graph} == set(STAGES), "a stage in the order that plugpull/ does not have"
 
 
+def test_guest_rooms_import_one_way():
+    graph = import_graph()
+    assert rooms_upward(graph) == []
+    assert {room_of(m) for m in graph} - {None} == set(GUEST_ROOMS), "a room in the order that guest/ does not have"
+
+
 def test_modules_and_functions_are_short():
     found = [f for path in sorted(PACKAGE.rglob("*.py"))
              for f in too_long(path.read_text(), str(path.relative_to(PACKAGE.parent)))]
@@ -145,6 +174,22 @@ def test_an_upward_arrow_is_found():
              "plugpull.crash.judge": {"plugpull.check.checker"}, "plugpull.errors": set()}
     assert upward(graph) == ["plugpull.check.checker (check) -> plugpull.crash.judge (crash)"]
     assert upward({"plugpull.lab.fs": set()}) == ["plugpull.lab.fs: stage 'lab' is not in the stage order"]
+
+
+def test_an_arrow_up_the_guest_rooms_is_found():
+    graph = {"plugpull.guest.contract.backend": {"plugpull.guest.image.build", "plugpull.guest.qemu.machine"},
+             "plugpull.guest.image.build": {"plugpull.errors"},
+             "plugpull.guest.qemu.machine": {"plugpull.guest.contract.backend", "plugpull.guest.image.build"},
+             "plugpull.guest.libvirt": set(), "plugpull.guest.libvirt.machine": {"plugpull.guest.rig"},
+             "plugpull.guest.rig": {"plugpull.guest.qemu.machine", "plugpull.guest.libvirt.machine"},
+             "plugpull.errors": {"plugpull.guest.rig"}}
+    assert rooms_upward(graph) == [
+        "plugpull.guest.contract.backend (contract) -> plugpull.guest.qemu.machine (qemu)",
+        "plugpull.guest.libvirt.machine (libvirt) -> plugpull.guest.rig (top)"]
+    assert room_of("plugpull.guest.libvirt") == "libvirt" and room_of("plugpull.guest") == "top"
+    assert room_of("plugpull.errors") is None
+    assert rooms_upward({"plugpull.guest.gce.machine": set()}) == [
+        "plugpull.guest.gce.machine: room 'gce' is not in the room order"]
 
 
 def test_imports_inside_functions_count(tmp_path):
