@@ -69,7 +69,7 @@ def test_the_checker_assembles_the_array_without_the_lost_member():
 def test_an_artifact_keeps_the_lost_member_for_replay(tmp_path):
     import json
     from plugpull.check.verdict import Observation
-    from plugpull.crash.run import save_artifact
+    from plugpull.crash.artifacts import save_artifact
     from plugpull.results import StateResult
 
     result = StateResult(fs="xfs", mode="barrier", workload="fsync-files", model="reorder", seed=1, cut=9,

@@ -8,7 +8,7 @@ import pytest
 from plugpull.check.verdict import Observation
 from plugpull.crash import run as crash
 from plugpull.crash.record import Record
-from plugpull.crash.run import save_record
+from plugpull.crash.artifacts import save_record
 from plugpull.minimise import culprits as minimise_module
 from plugpull.minimise.artifact import write_artifact
 from plugpull.minimise.culprits import CACHE, NotMinimisable, minimise

@@ -11,7 +11,7 @@ from plugpull.check.verdict import Observation
 from plugpull.crash import run as crash
 from plugpull.crash.judge import StateJob, build_state, disk_plans
 from plugpull.crash.record import Record
-from plugpull.crash.run import load_state, save_record
+from plugpull.crash.artifacts import load_state, save_record
 from plugpull.minimise import culprits as minimise_module
 from plugpull.minimise.artifact import write_artifact
 from plugpull.minimise.culprits import minimise

@@ -142,7 +142,7 @@ def test_a_matrix_case_can_expect_a_verdict(tmp_path):
 def saved_state(tmp_path: Path, digest: str | None = None) -> Path:
     """A crash run's artifact: its record, saved, and a reorder state cut at 3 pointing at it."""
     from plugpull.crash.record import Record
-    from plugpull.crash.run import save_record
+    from plugpull.crash.artifacts import save_record
     from plugpull.runs.keeprecord import state_digest
 
     work = tmp_path / "rec-raw"
@@ -168,7 +168,7 @@ def saved_state(tmp_path: Path, digest: str | None = None) -> Path:
 
 
 def test_a_kept_record_is_the_original_cut_at_the_state(tmp_path):
-    from plugpull.crash.run import load_record
+    from plugpull.crash.artifacts import load_record
     from plugpull.runs.keeprecord import keep_record
 
     fields = keep_record(saved_state(tmp_path), tmp_path / "kept", tmp_path / "scratch")

@@ -43,7 +43,7 @@ def cell_line(key, mode, counts, artifacts=None, seconds=10.0, settings=None):
 
 
 def save_state(states_dir, verdict, name, digest, extra):
-    """A state.json as crash.run.save_artifact writes it."""
+    """A state.json as crash.artifacts.save_artifact writes it."""
     where = states_dir / name
     where.mkdir(parents=True)
     evidence = {"fsck": FSCK, "mount": extra.pop("mount", ""), "kernel": "[ 1.0] XFS (sda): Mounting V5\n[ 1.2] ok",

@@ -97,7 +97,8 @@ def warn_unreachable_trigger(spec) -> None:
 
 def _print_run(args, run, rig, out: Path) -> int:
     from plugpull.check.verdict import POWER_CUT_VERDICTS
-    from plugpull.crash.run import recording_crashed, write_json
+    from plugpull.crash.run import recording_crashed
+    from plugpull.files import atomic_write_json
 
     rows = []
     for model in dict.fromkeys(s.model for s in run.states):
@@ -112,7 +113,7 @@ def _print_run(args, run, rig, out: Path) -> int:
     if any(s.artifact for s in unsafe):
         print(f"artifacts of the {len(unsafe)} states that are not clean: {out / 'states'}")
     if args.json:
-        write_json(args.json, run.to_json())
+        atomic_write_json(args.json, run.to_json())
         print(f"results: {args.json}")
     if recording_crashed(run):
         print(f"{run.states[0].reason}\n(console: {out / 'recording-console.log'})")
@@ -130,7 +131,8 @@ def drop_if_only_log(out: Path) -> None:
 
 
 def cmd_replay(args) -> int:
-    from plugpull.crash.run import load_state, replay
+    from plugpull.crash.artifacts import load_state
+    from plugpull.crash.run import replay
     from plugpull.paths import make_tempdir
 
     if not (args.dir / "state.json").is_file():

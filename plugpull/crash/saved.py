@@ -44,7 +44,7 @@ def _stack(value: str) -> str:
 
 
 class SavedState(BaseModel):
-    """A state directory's state.json (`crash.run.save_artifact`, `minimise.artifact`)."""
+    """A state directory's state.json (`crash.artifacts.save_artifact`, `minimise.artifact`)."""
 
     model_config = KEPT
     fs: Annotated[str, _one_of(FILESYSTEMS, "filesystem")]

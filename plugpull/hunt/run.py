@@ -26,7 +26,7 @@ from plugpull.check.checker import Checker, Plug, default_workers
 from plugpull.check.hotguest import KeptGuests
 from plugpull.crash.judge import Batch, judge_many, remove_states
 from plugpull.crash.record import Record
-from plugpull.crash.run import state_results
+from plugpull.crash.artifacts import state_results
 from plugpull.errors import GuestError, InfraError, LaunchError, UsageError
 from plugpull.generate.program import program
 from plugpull.generate.space import Space

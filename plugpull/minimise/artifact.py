@@ -20,7 +20,7 @@ from plugpull import __version__
 from plugpull.check.verdict import Ack, required_acks
 from plugpull.crash.judge import build_state
 from plugpull.crash.record import Record
-from plugpull.crash.run import save_record, saved_others
+from plugpull.crash.artifacts import save_record, saved_others
 from plugpull.errors import InfraError
 from plugpull.files import atomic_path, atomic_write, atomic_write_json
 from plugpull.minimise.culprits import Minimised

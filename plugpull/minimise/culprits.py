@@ -25,7 +25,7 @@ from plugpull.check.checker import Checker, default_workers
 from plugpull.check.verdict import Verdict, classify, required_acks
 from plugpull.crash.judge import build_state, collect_for
 from plugpull.crash.record import Record
-from plugpull.crash.run import load_state, saved_others
+from plugpull.crash.artifacts import load_state, saved_others
 from plugpull.crash.saved import read_saved
 from plugpull.crash.spec import recorded_workload
 from plugpull.errors import InfraError, PlugpullError, UsageError

@@ -1,7 +1,7 @@
 """The saved crash states behind a cell's verdict counts, read for the report's state pages.
 
 `plugpull matrix` (and `reproduce`, which runs matrix cells) saves every state that is not
-clean under `RESULTS-artifacts/CELL/states/NAME/state.json` (crash.run.save_artifact): the
+clean under `RESULTS-artifacts/CELL/states/NAME/state.json` (crash.artifacts.save_artifact): the
 verdict, the model, cut and digest, the acks owed and lost, and the evidence (mount error,
 fsck output, the checker's kernel log). `plugpull minimise` adds `NAME/minimised/` with its
 own state.json (the culprit writes) and summary.txt. Only what the page shows is read here;

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from plugpull.crash.record import Record
-from plugpull.crash.run import load_state, record_digest, save_record
+from plugpull.crash.artifacts import load_state, record_digest, save_record
 from plugpull.errors import InfraError, PlugpullError, UsageError
 from plugpull.paths import make_tempdir
 from plugpull.powerloss.crashstate import CrashState, materialize

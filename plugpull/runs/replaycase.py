@@ -24,7 +24,8 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from plugpull.crash.record import Record
-from plugpull.crash.run import load_record, replay
+from plugpull.crash.artifacts import load_record
+from plugpull.crash.run import replay
 from plugpull.crash.saved import SavedRecord, read_saved
 from plugpull.errors import UsageError
 from plugpull.powerloss.models import parse_model
