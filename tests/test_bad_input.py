@@ -422,6 +422,8 @@ PROBES = [
           "'infra-error' (a harness failure, never a verdict)", _case('[expect]\nverdicts = {barrier = "infra-error"}\n')),
     Probe("case-expect-safe-and-unsafe", "reproduce {tmp}/case.toml", 2, "[expect] safe: barrier is in unsafe too",
           _case('[expect]\nunsafe = ["barrier"]\nsafe = ["barrier"]\n')),
+    Probe("case-expect-safe-twice", "reproduce {tmp}/case.toml", 2, "[expect] safe[1]: barrier is given twice",
+          _case('[expect]\nsafe = ["barrier", "barrier"]\n')),
     Probe("case-extlog-ext4", "reproduce {tmp}/case.toml", 2, "case.toml: [matrix] modes extlog is implemented for "
           "xfs only, not ext4 ([matrix] fs)", lambda tmp: (tmp / "case.toml").write_text(
               CASE.replace('"xfs"', '"ext4"').replace('"barrier"', '"extlog"'))),

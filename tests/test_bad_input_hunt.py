@@ -57,6 +57,7 @@ def refused(tmp_path, capsys, argv, *words) -> None:
     (["generate", "--seq", "1", "--seed", "1", "--seed=2"], ["--seed is given twice"]),
     (["scheduler", "--port", "0", "--port", "1"], ["--port", "given twice"]),
     (["hunt", "--seq", "1", "--fs", "ext4", "--fs", "xfs"], ["--fs is given twice"]),
+    (["hunt", "--seq", "1", "--connect", "qemu:///session"], ["--connect is not for it"]),
 ])
 def test_bad_options_are_refused_in_one_line(tmp_path, capsys, argv, words):
     refused(tmp_path, capsys, argv, *words)

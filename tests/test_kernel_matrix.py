@@ -2,6 +2,7 @@
 kernels, --kernel lists checked before anything is fetched, and the report's tables per kernel."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -15,7 +16,7 @@ from plugpull.report.tables import groups, release_order, render_table
 from plugpull.results import CellResult, CrashSummary, read_cells
 from plugpull.runs.cases import CaseError, expectation_failures, load_case
 from plugpull.runs.matrix import cells, for_kernel
-from fake_apt import NEW, OLD, FakeApt, build_debs
+from fake_apt import NEW, OLD, OLD_VERSION, FakeApt, build_debs
 
 
 def some_cells():
@@ -90,6 +91,13 @@ def test_every_kernel_of_a_list_is_checked_before_one_is_fetched(fake):
     assert [(name, k and k.release) for name, k in got] == [("host", None), ("debian:7.3", NEW),
                                                             ("debian:6.12", OLD)]
     assert apt.downloads == 2
+
+
+def test_one_kernel_under_two_names_is_refused_before_any_fetch(fake):
+    kernels, apt = fake
+    with pytest.raises(UsageError, match=re.escape(f"--kernel: debian:6.12 and debian:{OLD_VERSION} are one kernel ({OLD})")):
+        kernel_options(["debian:6.12", "host", f"debian:{OLD_VERSION}"], None, kernels)
+    assert apt.downloads == 0
 
 
 def test_a_kernel_file_goes_alone(tmp_path):

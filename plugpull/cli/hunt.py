@@ -80,8 +80,9 @@ def cmd_hunt(args) -> int:
     from plugpull.hunt.journal import check_out
     from plugpull.hunt.run import HuntSpec, hunt
 
-    if args.backend != "qemu":
-        raise UsageError("hunt records on its own QEMU: --backend libvirt is not for it")
+    if args.backend != "qemu" or args.connect is not None:
+        raise UsageError(f"hunt records on its own QEMU: {'--backend libvirt' if args.backend != 'qemu' else '--connect'}"
+                         " is not for it")
     if MODES[args.mode].external_log:
         raise UsageError(f"hunt records one disk: not --mode {args.mode}, whose log is on a second one")
     space = space_of_options(args.seq, args.ops)

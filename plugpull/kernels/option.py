@@ -49,11 +49,15 @@ def kernel_options(texts, modules: Path | None, kernels=None) -> list[tuple[str,
         raise UsageError("--modules goes with one kernel file, not with a list of kernels")
     if modules is not None and (is_debian(texts[0]) or texts[0] == HOST):
         kernel_option(texts[0], modules)  # refused before the archive is asked
+    chosen: dict[str, str] = {}
     for text in texts:
         if is_debian(text):
             from plugpull.kernels.resolve import Kernels
             kernels = kernels or Kernels()
-            kernels.choose(parse_debian(text))
+            release = kernels.choose(parse_debian(text)).release
+            if release in chosen:
+                raise UsageError(f"--kernel: {chosen[release]} and {text} are one kernel ({release}): name it once")
+            chosen[release] = text
         elif text != HOST:
             if "," in text or len(texts) > 1:
                 raise UsageError(f"--kernel {text}: a kernel file goes alone, with --modules; "

@@ -203,6 +203,8 @@ def _expected(path: Path, table, which: str, modes: list, where: str = "[expect]
     for i, mode in enumerate(getattr(table, which)):
         if mode not in modes:
             raise CaseError(f"{path}: {where} {which}[{i}]: unknown value {mode!r} (known: {', '.join(modes)})")
+        if mode in getattr(table, which)[:i]:
+            raise CaseError(f"{path}: {where} {which}[{i}]: {mode} is given twice")
     return tuple(getattr(table, which))
 
 
