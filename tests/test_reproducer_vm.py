@@ -48,7 +48,8 @@ def guest(rig, tmp_path_factory):
 @pytest.mark.parametrize("fs", ["btrfs", "ext4", "xfs"])
 @pytest.mark.parametrize("ident", FINDINGS)
 def test_the_sh_reproducer(guest, ident, fs):
-    outcome = run_on(*guest, script(case_for(ident, fs)))
+    m, console = guest
+    outcome = run_on(m, script(case_for(ident, fs)), console)
     if fs == "btrfs":
         assert not outcome.passed and FINDINGS[ident] in outcome.lines, outcome.lines
     else:
