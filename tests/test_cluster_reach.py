@@ -1,7 +1,9 @@
 """Reaching a scheduler without hanging, a lost worker named, a dead worker's leftovers swept,
 TLS files tried: without a VM, against sockets of the test's own on 127.0.0.1."""
 
+import asyncio
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -13,7 +15,7 @@ import pytest
 
 from plugpull.cluster import workdir as wd
 from plugpull.cluster.coordinator import lost_message
-from plugpull.cluster.reach import SchedulerUnreachable, checked_address, probe
+from plugpull.cluster.reach import SchedulerUnreachable, _first_cause, checked_address, probe
 from plugpull.errors import UsageError
 
 
@@ -61,8 +63,23 @@ def test_a_listener_that_never_answers_ends_the_probe_in_the_time_said():
 
 
 def test_a_refused_port_is_said_as_refused():
-    with pytest.raises(SchedulerUnreachable, match="within 2 s: Connection refused"):
-        probe(f"tcp://127.0.0.1:{free_port()}", None, "--scheduler", timeout=2)
+    with pytest.raises(SchedulerUnreachable, match="within 6 s: Connection refused"):
+        probe(f"tcp://127.0.0.1:{free_port()}", None, "--scheduler", timeout=6)
+
+
+def test_a_refusal_under_dasks_last_retry_is_still_said():
+    """Dask's last attempt can end cancelled by its timeout, the refusal further down."""
+    try:
+        try:
+            raise ConnectionRefusedError(111, "Connection refused")
+        except OSError as refused:
+            try:
+                raise asyncio.CancelledError() from refused
+            except asyncio.CancelledError as cancelled:
+                raise OSError("Timed out trying to connect") from cancelled
+    except OSError as e:
+        assert _first_cause(e) == "Connection refused"
+    assert _first_cause(OSError("Timed out")) == "Timed out"
 
 
 @pytest.mark.parametrize("text", ["", "127.0.0.1:8786", "http://127.0.0.1:8786", "tcp://127.0.0.1:notaport",
@@ -90,7 +107,9 @@ def test_a_worker_with_no_scheduler_ends_in_one_line(tmp_path):
     done = _plugpull("worker", "--scheduler", f"tcp://127.0.0.1:{free_port()}", "--workdir", str(tmp_path / "w"),
                      env={"PLUGPULL_CACHE": str(tmp_path / "cache")})
     assert done.returncode == 3, done.stderr
-    assert "no Dask scheduler reached within 10 s: Connection refused" in done.stderr
+    # refused, or (on a loaded machine) each attempt timed out before it was refused
+    assert re.search(r"no Dask scheduler reached within 10 s: (Connection refused|each attempt timed out)$",
+                     done.stderr.strip()), done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert time.monotonic() - started < 40
     assert not (tmp_path / "w").exists()

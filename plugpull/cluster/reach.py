@@ -61,8 +61,15 @@ def probe(address: str, sec=None, flag: str = "--cluster", timeout: float = CONN
 
 
 def _first_cause(error: BaseException) -> str:
-    """The innermost reason of a failed connect (`Connection refused`), not Dask's summary."""
-    while error.__cause__ is not None or error.__context__ is not None:
-        error = error.__cause__ or error.__context__
-    text = getattr(error, "strerror", None) or (str(error).splitlines() or [""])[0]
-    return text or type(error).__name__
+    """The innermost reason of a failed connect (`Connection refused`), not Dask's summary: the
+    deepest error with an OS reason, else the deepest (Dask's last retry can end cancelled by its
+    timeout, with the refusals that came before it further down the chain)."""
+    chain = [error]
+    while (chain[-1].__cause__ or chain[-1].__context__) is not None and len(chain) < 50:
+        chain.append(chain[-1].__cause__ or chain[-1].__context__)
+    with_reason = [e for e in chain if getattr(e, "strerror", None)]
+    if with_reason:
+        return with_reason[-1].strerror
+    if isinstance(chain[-1], (TimeoutError, asyncio.CancelledError)):
+        return "each attempt timed out"
+    return (str(chain[-1]).splitlines() or [""])[0] or type(chain[-1]).__name__
