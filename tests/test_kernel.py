@@ -43,3 +43,10 @@ def test_kernel_without_pvh_note_boots_as_bzimage():
 
 def test_unknown_compression_boots_as_bzimage():
     assert pvh_kernel(bzimage(b"\x28\xb5\x2f\xfd zstd frame we do not read")) is None
+
+
+def test_a_stray_gzip_magic_in_a_zstd_kernel_is_passed_over():
+    """Debian's 7.2 bzImage is zstd: a gzip magic inside it starts no gzip stream, and zlib
+    says so with its own error. The kernel then boots as a bzImage, as for any other payload."""
+    stray = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + bytes(range(7, 255)) * 8
+    assert decompress_payload(bzimage(b"\x28\xb5\x2f\xfd" + bytes(64) + stray)) is None

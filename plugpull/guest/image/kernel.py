@@ -9,6 +9,7 @@ directly, so the image builder unpacks it once on the host.
 import gzip
 import lzma
 import struct
+import zlib
 
 XEN_ELFNOTE_PHYS32_ENTRY = 18
 PT_NOTE = 4
@@ -28,7 +29,7 @@ def decompress_payload(bzimage: bytes) -> bytes | None:
                     out = lzma.LZMADecompressor(format=lzma.FORMAT_XZ).decompress(bzimage[start:])
                 else:
                     out = gzip.GzipFile(fileobj=_Reader(bzimage[start:])).read()
-            except (lzma.LZMAError, OSError, EOFError):
+            except (lzma.LZMAError, OSError, EOFError, zlib.error):  # a stray magic in another payload
                 out = b""
             if out.startswith(b"\x7fELF"):
                 return out
