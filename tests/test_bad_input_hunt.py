@@ -93,3 +93,17 @@ def test_a_cache_that_is_a_file_is_refused(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cachefile"))
     refused(tmp_path, capsys, ["hunt", "--seq", "1", "--sample", "1", "--out", "h"], f"{tmp_path / 'cachefile'}",
             "PLUGPULL_CACHE")
+
+
+def test_a_full_disk_is_said_with_the_hunts_directory(tmp_path, capsys, monkeypatch):
+    """A write that finds no space (here the guest's start) names where plugpull was writing."""
+    import errno
+
+    import plugpull.guest.rig as rig
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(rig, "prepare_rig", full)
+    assert cli.main(["hunt", "--seq", "1", "--sample", "1", "--out", "h"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no space left on h" in err, err
