@@ -161,8 +161,6 @@ def _print_run(run, out: Path, fail_on_unsafe: bool) -> int:
     if t.many_states:
         print(f"checker commands: {t.many_s:.1f} worker-s for {t.many_states} states; the host's fsck "
               f"{t.fsck_s:.1f} s of it for {t.fsck_states} ({t.share:.0%})")
-    if "fsck" in run.settings:
-        print(f"fsck ({run.settings['fsck']}): {run.fscked} of {run.distinct} distinct states read")
     if run.stopped_by_budget:
         runs = " (a workload on a kernel each)" if "kernels" in run.settings else ""
         print(f"the budget is spent: {run.total - len(run.lines)} workloads to go{runs}; the same command goes on")

@@ -114,7 +114,6 @@ class HuntRun:
     infra: list = field(default_factory=list)  # (id, why): workloads the harness failed on
     streak: int = 0  # guests failed in a row
     stopped_by_budget: bool = False
-    fscked: int = 0  # distinct states the host's fsck read, this run
     timing: CheckTiming = field(default_factory=CheckTiming)  # the checker's commands and their host fsck
 
 
@@ -249,7 +248,6 @@ def judge_chunk(recorded: list, record_share: float, spec: HuntSpec, checker: Ch
         lines.append(_judged_line(workload, rec, batch, judged, spec, place, record_share + seconds / len(recorded)))
         run.states += len(judged)
         run.distinct += len({j.distinct for j in judged})
-        run.fscked += len({j.distinct for j in judged if j.observation.fsck_rc is not None})
         remove_states([j.state for j in judged])
         shutil.rmtree(rec.dir, ignore_errors=True)
     return lines
