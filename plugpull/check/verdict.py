@@ -150,12 +150,12 @@ def classify(fs: Filesystem, obs: Observation, workload, required: list[int],
         return StateVerdict(Verdict.FS_CORRUPT, f"{fs.fsck} found damage (rc={obs.fsck_rc})", lost, **kept)
     if obs.umount_rc not in (0, None):
         return StateVerdict(Verdict.FS_CORRUPT, f"unmount after recovery failed (rc={obs.umount_rc})", lost, **kept)
-    allowed = f"; {found.allowed} acknowledged, not promised, lost as the contract allows" if found.allowed else ""
-    allowed += "; fsck not run" if fsck == "not run" else ""
+    notes = f"; {found.allowed} acknowledged, not promised, lost as the contract allows" if found.allowed else ""
+    notes += "; fsck not run" if fsck == "not run" else ""
     if found.broken:
         return StateVerdict(Verdict.INCONSISTENT, f"invariant broken: {found.broken[0]}"
                             + (f" (and {len(found.broken) - 1} more)" if len(found.broken) > 1 else ""), lost, **kept)
     if lost:
-        return StateVerdict(Verdict.DATA_LOSS, f"{len(lost)} of {len(required)} acknowledged operations lost{allowed}",
+        return StateVerdict(Verdict.DATA_LOSS, f"{len(lost)} of {len(required)} acknowledged operations lost{notes}",
                             lost, **kept)
-    return StateVerdict(Verdict.CLEAN, f"{len(required)} acknowledged operations intact{allowed}", lost, **kept)
+    return StateVerdict(Verdict.CLEAN, f"{len(required)} acknowledged operations intact{notes}", lost, **kept)
