@@ -116,6 +116,11 @@ bench-fidelity: deps
 bench-hunt: deps
 	$(PY) bench/hunt.py
 
+# The floor of a state check: mount, pp-tree and unmount of an unchanged image in a hot guest.
+.PHONY: bench-floor
+bench-floor: deps
+	$(PY) bench/floor.py
+
 # A 512 MiB sparse crash state handed to a checker: hard link + overlay here, or a sparse volume upload.
 bench-upload: deps
 	$(PY) bench/remote_upload.py

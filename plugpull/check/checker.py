@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from plugpull.check import hotbatch
+from plugpull.check.fsckchoice import NOT_RUN
 from plugpull.check.console import EXCERPT_CHARS, ConsoleWatch, scan
 from plugpull.check.hotbatch import state_disk
 from plugpull.check.hotguest import HotGuest, KeptGuests
@@ -60,7 +61,7 @@ def parse_report(text: str) -> tuple[dict, dict]:
 def observation_from(keys: dict, sections: dict, files: dict | None) -> Observation:
     try:
         mount_rc = int(keys["mount_rc"])
-        fsck_rc = int(keys["fsck_rc"])
+        fsck_rc = None if keys.get("fsck_rc") == NOT_RUN else int(keys["fsck_rc"])
     except (KeyError, ValueError):
         return Observation(-1, -1, infra_error=f"incomplete report from pp-check: {keys}")
     umount = keys.get("umount_rc")

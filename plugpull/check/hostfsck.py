@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from plugpull.check.fsckchoice import NOT_RUN
 from plugpull.errors import InfraError
 
 COMMANDS = {  # as images/check.sh runs them in the guest, with the file flag where one is needed
@@ -53,7 +54,12 @@ def run(mount_type: str, path: Path, timeout: float) -> tuple[int, bytes]:
     return done.returncode, done.stdout.replace(FILE_NOTICE, b"")
 
 
-def with_fsck(parts: dict[str, bytes], rc: int, output: bytes) -> dict[str, bytes]:
+def with_fsck(parts: dict[str, bytes], rc: int | str, output: bytes) -> dict[str, bytes]:
     """A state's files from `pp-check --many --no-fsck`, completed as the guest's fsck would have."""
     keys = parts["keys"] if parts["keys"].endswith(b"\n") or not parts["keys"] else parts["keys"] + b"\n"
     return {**parts, "keys": keys + f"fsck_rc={rc}\n".encode(), "fsck": output}
+
+
+def not_run(parts: dict[str, bytes]) -> dict[str, bytes]:
+    """A state's files from `pp-check --many --no-fsck`, marked as never read by fsck."""
+    return with_fsck(parts, NOT_RUN, b"")

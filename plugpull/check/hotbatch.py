@@ -14,9 +14,12 @@ path that checked it.
 import logging
 import shlex
 import threading
+import time
 from collections import deque
+from contextlib import contextmanager
 
 from plugpull.check import hostfsck
+from plugpull.check.fsckchoice import CheckTiming
 from plugpull.errors import GuestError, InfraError
 from plugpull.guest.contract.backend import AttachedDisk
 from plugpull.guest.contract.config import Bus, DiskSpec
@@ -85,7 +88,23 @@ def state_disk(path) -> DiskSpec:
 
 class ManyStates:
     """The hot path of `checker.Checker`: its states shared out among the workers, several
-    per guest command. `observe(text, blob, collect)` makes an observation of a report."""
+    per guest command. `observe(text, blob, collect)` makes an observation of a report.
+
+    `timing`, when given a CheckTiming, adds up what the commands and the host's fsck cost;
+    within `fsck_only`, the host's fsck reads only the states it is asked to."""
+
+    timing: CheckTiming | None = None
+    _fsck_wanted = None  # (index, observation without fsck) -> bool; None: every state
+
+    @contextmanager
+    def fsck_only(self, wanted):
+        """Within it, the host's fsck reads a state only if `wanted(index, observation)`,
+        given the state's observation with fsck not run (`hostfsck.not_run`)."""
+        self._fsck_wanted = wanted
+        try:
+            yield self
+        finally:
+            self._fsck_wanted = None
 
     def _check_hot(self, jobs: list[tuple], progress) -> list:
         """Each worker keeps one guest up and takes the next state as soon as it is done
@@ -136,7 +155,7 @@ class ManyStates:
         while plugging or checking leaves them all unjudged: they go to a fresh guest."""
         m = guest.machine
         on_host = self.host_fsck and getattr(m, "exports", None) is not None and hostfsck.available(self.fs.mount_type)
-        disks = []
+        disks, started, fsck_s = [], time.monotonic(), 0.0
         try:
             for _, state, _ in jobs:
                 disks.append(m.attach_disk(state_disk(state.images[0]), wait=False))
@@ -150,9 +169,14 @@ class ManyStates:
             log.debug("%d states go to a fresh guest, one at a time: %s", len(jobs), str(e).splitlines()[0])
             return [], False
         observed = []
-        for (_, _, collect), disk, parts in zip(jobs, disks, reports):
+        for (index, _, collect), disk, parts in zip(jobs, disks, reports):
             try:
-                parts = self._fsck_on_host(m, disk, parts) if on_host else parts
+                if on_host and self._skips_fsck(index, parts, collect):
+                    parts = hostfsck.not_run(parts)
+                elif on_host:
+                    t0 = time.monotonic()
+                    parts = self._fsck_on_host(m, disk, parts)
+                    fsck_s += time.monotonic() - t0
             except (GuestError, InfraError) as e:
                 if self._stop.is_set():
                     raise
@@ -171,7 +195,17 @@ class ManyStates:
             if self._stop.is_set():
                 raise
             return observed, False
+        if self.timing is not None:
+            fscked = sum(o.fsck_rc is not None for o in observed) if on_host else 0
+            self.timing.add(time.monotonic() - started, len(observed), fsck_s, fscked)
+            log.debug("%d states in %.3f s, %d host fsck in %.3f s", len(observed), time.monotonic() - started,
+                      fscked, fsck_s)
         return observed, True
+
+    def _skips_fsck(self, index: int, parts: dict[str, bytes], collect: str) -> bool:
+        """Whether `fsck_only` leaves this state unread by fsck."""
+        wanted = self._fsck_wanted
+        return wanted is not None and not wanted(index, self.observe(*report_of(hostfsck.not_run(parts)), collect))
 
     def _fsck_on_host(self, m, disk: AttachedDisk, parts: dict[str, bytes]) -> dict[str, bytes]:
         """The state's files with the host's fsck of it (`hostfsck`). A QEMU that cannot export

@@ -68,7 +68,7 @@ class Observation:
     """What the checker guest saw on one crash state."""
 
     mount_rc: int
-    fsck_rc: int
+    fsck_rc: int | None  # None: fsck was not run on the state (`hunt --fsck`), never clean
     umount_rc: int | None = None
     files: dict | None = None  # path -> contents (collect=tar) or sha256 hex (collect=sums)
     collect_rc: str | None = None
@@ -115,6 +115,11 @@ class StateVerdict:
     allowed: int = 0  # acknowledged operations lost as the workload's contract allows
 
 
+def fsck_of(fs: Filesystem, obs: Observation) -> str:
+    """'clean', 'damage', 'failed' (the checker itself did not work) or 'not run'."""
+    return "not run" if obs.fsck_rc is None else fs.fsck_meaning(obs.fsck_rc)
+
+
 def first_finding(fs: Filesystem, obs: Observation, mount: str) -> tuple[Verdict, str] | None:
     """What every check looks at before the files, worst first: the guest kernel failed, the
     harness failed, the `mount` failed, or fsck did not run (a harness failure too)."""
@@ -124,7 +129,7 @@ def first_finding(fs: Filesystem, obs: Observation, mount: str) -> tuple[Verdict
         return Verdict.INFRA_ERROR, obs.infra_error
     if obs.mount_rc != 0:
         return Verdict.UNMOUNTABLE, f"{mount} failed: {obs.mount_error.strip()[:300]}"
-    if fs.fsck_meaning(obs.fsck_rc) == "failed":
+    if fsck_of(fs, obs) == "failed":
         return Verdict.INFRA_ERROR, f"{fs.fsck} failed to run (rc={obs.fsck_rc})"
     return None
 
@@ -138,18 +143,19 @@ def classify(fs: Filesystem, obs: Observation, workload, required: list[int],
     first = first_finding(fs, obs, "recovery mount")
     if first is not None:
         return StateVerdict(*first)
-    fsck = fs.fsck_meaning(obs.fsck_rc)
+    fsck = fsck_of(fs, obs)
     found = workload.examine(required, obs.files or {}, committed)
     lost, kept = found.lost, {"broken": found.broken, "allowed": found.allowed}
     if fsck == "damage":
         return StateVerdict(Verdict.FS_CORRUPT, f"{fs.fsck} found damage (rc={obs.fsck_rc})", lost, **kept)
     if obs.umount_rc not in (0, None):
         return StateVerdict(Verdict.FS_CORRUPT, f"unmount after recovery failed (rc={obs.umount_rc})", lost, **kept)
-    allowed = f"; {found.allowed} acknowledged, not promised, lost as the contract allows" if found.allowed else ""
+    notes = f"; {found.allowed} acknowledged, not promised, lost as the contract allows" if found.allowed else ""
+    notes += "; fsck not run" if fsck == "not run" else ""
     if found.broken:
         return StateVerdict(Verdict.INCONSISTENT, f"invariant broken: {found.broken[0]}"
                             + (f" (and {len(found.broken) - 1} more)" if len(found.broken) > 1 else ""), lost, **kept)
     if lost:
-        return StateVerdict(Verdict.DATA_LOSS, f"{len(lost)} of {len(required)} acknowledged operations lost{allowed}",
+        return StateVerdict(Verdict.DATA_LOSS, f"{len(lost)} of {len(required)} acknowledged operations lost{notes}",
                             lost, **kept)
-    return StateVerdict(Verdict.CLEAN, f"{len(required)} acknowledged operations intact{allowed}", lost, **kept)
+    return StateVerdict(Verdict.CLEAN, f"{len(required)} acknowledged operations intact{notes}", lost, **kept)

@@ -11,6 +11,7 @@ from pathlib import Path
 from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_list, \
     kernel_tag, whole_option
 from plugpull.cli.generate import check_sample, names_option, seq_option, space_of_options
+from plugpull.check.fsckchoice import FsckChoice, fsck_choice
 from plugpull.errors import UsageError
 from plugpull.files import an_output, atomic_write
 from plugpull.log import run_log
@@ -55,9 +56,20 @@ def add_parsers(sub) -> None:
                    "checked together (default 16)")
     h.add_argument("--out", type=an_output, help="the hunt's directory; the same one goes on from where a "
                    "stopped hunt was (default results/hunt-SEQ-FS-MODE...)")
+    h.add_argument("--fsck", type=fsck_option, default=FsckChoice(), metavar="always|failing|every:N",
+                   help="the states the host's fsck reads: every one (default), only those the mount or the "
+                   "oracle judged not clean, or one distinct state in N and those (docs/hunt.md: what each misses)")
     h.add_argument("--fail-on-unsafe", action="store_true", help="exit 1 if any workload has a state that is "
                    "not clean")
     h.set_defaults(func=cmd_hunt)
+
+
+def fsck_option(text: str) -> FsckChoice:
+    """An argparse `type`: `--fsck always|failing|every:N`."""
+    try:
+        return fsck_choice(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def default_out(args, kernels: list) -> Path:
@@ -90,7 +102,7 @@ def cmd_hunt(args) -> int:
     if args.disk_mib is not None:
         FILESYSTEMS[args.fs].check_size(args.disk_mib)
     spec = HuntSpec(args.seq, args.fs, args.mode, tuple(args.ops or ()), args.sample, args.seed, args.disk_mib,
-                    args.budget, args.chunk)
+                    args.budget, args.chunk, fsck=args.fsck)
     if args.out is not None:
         _check_out(args.out)
     named = kernel_list(args)  # every name checked before any kernel is fetched
@@ -145,6 +157,10 @@ def _print_run(run, out: Path, fail_on_unsafe: bool) -> int:
     print(f"this run: {run.new} workloads, {run.states} states ({run.distinct} distinct) in "
           f"{run.wall_s:.0f} s: recording {run.record_s:.0f} s ({run.boots} guest boots) and checking "
           f"{run.check_s:.0f} s, side by side; {run.distinct / minutes:.0f} distinct states/min")
+    t = run.timing
+    if t.many_states:
+        print(f"checker commands: {t.many_s:.1f} worker-s for {t.many_states} states; the host's fsck "
+              f"{t.fsck_s:.1f} s of it for {t.fsck_states} ({t.share:.0%})")
     if run.stopped_by_budget:
         runs = " (a workload on a kernel each)" if "kernels" in run.settings else ""
         print(f"the budget is spent: {run.total - len(run.lines)} workloads to go{runs}; the same command goes on")

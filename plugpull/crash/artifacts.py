@@ -48,7 +48,7 @@ def state_results(rec: Record, jobs, judged, labels: dict, out_dir: Path, lost_m
             digest = digests[distinct] = digests.get(distinct) or state.digest()
             artifact = save_artifact(out_dir, record_dir, result, digest, obs, lost_member)
             result = StateResult(**{**asdict(result), "artifact": str(artifact)})
-        log.debug("%s cut %s: %s, %s (%d acks owed, %d lost, fsck rc %d)", job.model, job.where, result.verdict,
+        log.debug("%s cut %s: %s, %s (%d acks owed, %d lost, fsck rc %s)", job.model, job.where, result.verdict,
                   result.reason, len(required), len(v.lost), obs.fsck_rc)
         results.append(result)
     return results

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from plugpull.check.checker import Checker, ScriptCollect
-from plugpull.check.verdict import Observation, StateVerdict, classify, required_acks
+from plugpull.check.fsckchoice import FsckChoice
+from plugpull.check.verdict import Observation, StateVerdict, Verdict, classify, required_acks
 from plugpull.check.writehole import with_write_hole
 from plugpull.crash.record import Record
 from plugpull.powerloss.crashstate import CrashState, materialize
@@ -119,9 +120,11 @@ def judge(rec: Record, jobs, checker: Checker, workload, seed: int, state_dir: P
     return judge_many([Batch(rec, jobs, workload, seed, state_dir, entries, planned)], checker, progress)[0]
 
 
-def judge_many(batches: list[Batch], checker: Checker, progress=None) -> list[list[Judged]]:
+def judge_many(batches: list[Batch], checker: Checker, progress=None,
+               fsck: FsckChoice = FsckChoice()) -> list[list[Judged]]:
     """`judge` over several records at once: every batch's states in one `checker.check`, so
-    its guests start once for all of them. Per batch, its jobs judged."""
+    its guests start once for all of them. Per batch, its jobs judged. `fsck`: which states
+    the host's fsck reads (`fsck_wanted`)."""
     states: list[CrashState] = []
     collects, prepared = [], []
     try:
@@ -134,7 +137,11 @@ def judge_many(batches: list[Batch], checker: Checker, progress=None) -> list[li
             states += own
             collects += shared_collects(b.workload, planned, owed)
             prepared.append((jobs, planned, owed, committed, own))
-        observations = checker.check(states, progress=progress, collect=collects)
+        if fsck.always:
+            observations = checker.check(states, progress=progress, collect=collects)
+        else:
+            with checker.fsck_only(fsck_wanted(fsck, batches, prepared, checker)):
+                observations = checker.check(states, progress=progress, collect=collects)
     except BaseException:
         remove_states(states)
         raise
@@ -143,6 +150,20 @@ def judge_many(batches: list[Batch], checker: Checker, progress=None) -> list[li
         seen, at = observations[at:at + len(own)], at + len(own)
         out.append(judged_jobs(b.rec, jobs, planned, seen, own, owed, committed, checker, b.workload))
     return out
+
+
+def fsck_wanted(fsck: FsckChoice, batches: list[Batch], prepared: list, checker: Checker):
+    """Whether the host's fsck is to read state `index` of `judge_many`'s, given its
+    observation without fsck: as `fsck` chooses, from its plan's digest and whether every
+    cut that shares it was judged clean."""
+    where = [(b, part, d) for b, part in zip(batches, prepared) for d in range(len(part[4]))]
+
+    def wanted(index: int, obs: Observation) -> bool:
+        b, (jobs, planned, owed, committed, _), d = where[index]
+        clean = all(_classified(checker, obs, b.workload, owed[j], job, committed[j]).verdict is Verdict.CLEAN
+                    for j, job in enumerate(jobs) if planned.which[j] == d)
+        return fsck.wants(plan_key(*planned.plans[d]), clean)
+    return wanted
 
 
 def debts(rec: Record, jobs: list[StateJob]) -> tuple[list[list[int]], list[list[int]]]:

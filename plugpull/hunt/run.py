@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plugpull.check.checker import Checker, Plug, default_workers
+from plugpull.check.fsckchoice import CheckTiming, FsckChoice
 from plugpull.check.hotguest import KeptGuests
 from plugpull.crash.judge import Batch, judge_many, remove_states
 from plugpull.crash.record import Record
@@ -59,6 +60,7 @@ class HuntSpec:
     budget_s: float | None = None
     chunk: int = 16
     overlap: bool = True  # record the next chunk while one is judged (False: one after the other)
+    fsck: FsckChoice = FsckChoice()  # which states the host's fsck reads (`fsckchoice`)
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -77,8 +79,9 @@ class HuntSpec:
         """What a resumed hunt must share with the one it goes on from: with one kernel its
         release as `kernel` (as before hunts took several), with several their `kernels`."""
         on = {"kernel": kernels[0]} if len(kernels) == 1 else {"kernels": list(kernels)}
+        fsck = {} if self.fsck.always else {"fsck": self.fsck.text}  # hunts from before the choice resume
         return {"seq": self.seq, "ops": list(self.ops), "sample": self.sample, "seed": self.seed, "fs": self.fs,
-                "mode": self.mode, "disk_mib": self.mib, **on, "models": list(self.models), "cuts": CUTS}
+                "mode": self.mode, "disk_mib": self.mib, **on, "models": list(self.models), "cuts": CUTS, **fsck}
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,7 @@ class HuntRun:
     infra: list = field(default_factory=list)  # (id, why): workloads the harness failed on
     streak: int = 0  # guests failed in a row
     stopped_by_budget: bool = False
+    timing: CheckTiming = field(default_factory=CheckTiming)  # the checker's commands and their host fsck
 
 
 def workload_ids(space: Space, sample: int | None, seed: int) -> list[str]:
@@ -157,6 +161,7 @@ def _hunt_on(rig: Rig, todo: list[str], spec: HuntSpec, place: Place, run: HuntR
     try:
         base = formatted(fs, spec.recording_mode, spec.mib, work / "mkfs.img")
         checker = Checker(rig, fs, batch=1, plug=Plug.HOT, workers=default_workers(), kept=kept)
+        checker.timing = run.timing
         with Recorder(rig, fs, spec.recording_mode, base, spec.mib) as recorder:
             chunks = [todo[at:at + spec.chunk] for at in range(0, len(todo), spec.chunk)]
             try:
@@ -235,7 +240,7 @@ def judge_chunk(recorded: list, record_share: float, spec: HuntSpec, checker: Ch
     for workload, rec in recorded:
         entries = list(iter_entries(rec.log))
         batches.append(Batch(rec, point_jobs(rec, entries, spec.models), workload, spec.seed, rec.dir / "states", entries))
-    judged_all = judge_many(batches, checker) if batches else []
+    judged_all = judge_many(batches, checker, fsck=spec.fsck) if batches else []
     seconds = time.monotonic() - t0
     run.check_s += seconds
     lines = []
@@ -285,6 +290,8 @@ def _judged_line(workload: GeneratedWorkload, rec: Record, batch: Batch, judged,
     labels = {"fs": spec.fs, "mode": spec.mode, "workload": f"gen:{workload.ident}", "seed": spec.seed}
     results = state_results(rec, batch.jobs, judged, labels, where)
     line = {**workload_line(workload.ident, workload.generated.text(), results, None, seconds), "kernel": place.kernel}
+    if not spec.fsck.always:
+        line["fscked"] = len({j.distinct for j in judged if j.observation.fsck_rc is not None})
     if any(r.artifact for r in results):
         (where / "program.sh").write_text(program(workload.generated))
         line["artifact"] = str(where.relative_to(place.out))

@@ -64,6 +64,8 @@ def summary(settings: dict, lines: list[dict], total: int, out: Path | None = No
         text = [f"{where}, kernel {kernels[0] if kernels else '?'}: {len(lines)} of {total} workloads, "
                 f"{_counts(lines)}, {len(failing)} failing"]
     text.append("verdicts: " + (", ".join(f"{v} {n}" for v, n in sorted(verdicts.items())) or "none"))
+    if "fsck" in settings:
+        text.append(fsck_text(settings["fsck"], lines))
     if len(kernels) > 1:
         text += by_kernels(lines, settings)
     found = findings(lines, settings, out)
@@ -73,6 +75,13 @@ def summary(settings: dict, lines: list[dict], total: int, out: Path | None = No
     for number, f in enumerate(found, 1):
         text += finding_text(number, f, *family_of[f.signature.family], several=len(kernels) > 1)
     return "\n".join(text) + "\n"
+
+
+def fsck_text(choice: str, lines: list[dict]) -> str:
+    """How many distinct states the host's fsck read, under a `--fsck` other than `always`."""
+    read, distinct = sum(line.get("fscked", 0) for line in lines), sum(line["distinct"] for line in lines)
+    return (f"fsck ({choice}): read {read} of {distinct} distinct states; a state it did not read is clean "
+            f"as far as the mount and the oracle see, not checked by fsck")
 
 
 def _counts(lines: list[dict]) -> str:
