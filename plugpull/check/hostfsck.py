@@ -19,6 +19,7 @@ COMMANDS = {  # as images/check.sh runs them in the guest, with the file flag wh
     "xfs": ["xfs_repair", "-n", "-P", "-f"],
     "ext4": ["e2fsck", "-fn"], "ext3": ["e2fsck", "-fn"], "ext2": ["e2fsck", "-fn"],
     "btrfs": ["btrfs", "check", "--readonly"],
+    "f2fs": ["fsck.f2fs", "--dry-run"],
 }
 # xfs_repair says this of any image file (it asks the host filesystem, not a disk, for the
 # sector size); the guest's run on a disk never prints it, so it is not the state's evidence.
