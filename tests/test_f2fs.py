@@ -15,8 +15,9 @@ from plugpull.errors import UsageError
 from plugpull.generate.judge import judge
 from plugpull.generate.oracle import PROFILES, rules_for
 from plugpull.generate.space import workload_of
+from plugpull.hunt.run import HuntSpec
 from plugpull.reproducer import case_for
-from plugpull.testbed.fs import FILESYSTEMS, filesystem, mode
+from plugpull.testbed.fs import filesystem, mode
 
 F2FS = filesystem("f2fs")
 needs_tools = pytest.mark.skipif(not shutil.which("mkfs.f2fs") or not shutil.which("fsck.f2fs"),
@@ -40,13 +41,14 @@ def test_fsck_f2fs_exit_codes(rc, meaning):
     assert F2FS.fsck_meaning(rc) == meaning
 
 
-def test_a_disk_below_52_mib_is_refused_and_hunts_smallest_is_taken(capsys):
-    with pytest.raises(UsageError, match="52 MiB"):
+def test_a_disk_below_52_mib_is_refused_and_64_is_taken():
+    """52 MiB is mkfs.f2fs's smallest, under the 64 MiB every command takes at least, so
+    `--disk-mib 64` (hunt's default for f2fs) is accepted."""
+    with pytest.raises(UsageError, match="--disk-mib 51: mkfs.f2fs needs a disk of at least 52 MiB"):
         F2FS.check_size(51)
     F2FS.check_size(52)
-    with pytest.raises(SystemExit) as exited:
-        main(["hunt", "--seq", "1", "--fs", "f2fs", "--disk-mib", "50"])
-    assert exited.value.code == 2 and "--disk-mib" in capsys.readouterr().err
+    F2FS.check_size(64)
+    assert HuntSpec(1, fs="f2fs").mib == 64
 
 
 @needs_tools
@@ -104,9 +106,11 @@ def test_the_reproducer_takes_f2fs():
 
 
 @pytest.mark.vm
-def test_a_small_f2fs_crash_run_with_barriers_is_clean(tmp_path, accel):
-    if not (FILESYSTEMS and shutil.which("mkfs.f2fs")):
-        pytest.skip("f2fs-tools is not installed")
+def test_a_small_f2fs_crash_run_with_barriers_is_clean(tmp_path, image, accel):
+    if not shutil.which("mkfs.f2fs"):
+        pytest.skip("f2fs-tools is not installed (make deps installs it)")
+    if "f2fs" in image.manifest.get("modules_skipped", ()):
+        pytest.skip(f"the guest kernel {image.kernel_release} has no f2fs module")
     report = tmp_path / "run.json"
     rc = main(["crash", "--accel", str(accel), "--fs", "f2fs", "--mode", "barrier", "--disk-mib", "64",
                "--workload", "fsync-files", "--states", "3", "--seed", "1", "--out", str(tmp_path / "out"),
