@@ -77,6 +77,22 @@ def test_the_hosts_fsck_f2fs_passes_a_new_image_and_flags_a_damaged_one(tmp_path
     assert b"Invalid SIT" in output
 
 
+@needs_tools
+def test_unreachable_inodes_are_damage_not_a_failure(tmp_path):
+    """A NAT overwritten (64 MiB image: nat_blkaddr 2560, at 10 MiB) leaves nodes no entry
+    reaches: fsck.f2fs asks whether to restore them; answered "n" it exits 4, damage."""
+    img = tmp_path / "f2fs.img"
+    with open(img, "wb") as f:
+        f.truncate(64 << 20)
+    subprocess.run(F2FS.mkfs_argv(str(img)), check=True, capture_output=True)
+    with open(img, "r+b") as f:
+        f.seek(10 << 20)
+        f.write(bytes(range(1, 256)) * 4112)
+    rc, output = hostfsck.run("f2fs", img, timeout=60)
+    assert b"restore lost files" in output
+    assert F2FS.fsck_meaning(rc) == "damage", (rc, output[-400:])
+
+
 def test_the_f2fs_profile_owes_what_the_linux_profiles_owe_but_ext4s_own_rule():
     assert "f2fs" in PROFILES
     names = {r.name for r in rules_for("f2fs")}
