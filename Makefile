@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PLUGPULL := $(VENV)/bin/plugpull
 # Everything the host and the guest image need, from Debian 12's archive.
-DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs btrfs-progs \
+DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs btrfs-progs f2fs-tools \
 	fio bonnie++ hdparm dmsetup busybox-static kmod cpio sqlite3 rsync procps python3-venv \
 	gcc libc6-dev python3-dev libvirt-daemon-system libvirt-dev pkg-config lvm2 cryptsetup-bin mdadm
 STAMP := $(VENV)/.installed

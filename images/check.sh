@@ -58,6 +58,7 @@ check() {
         xfs) xfs_repair -n -P $repair_opt "$dev" >$out.fsck 2>&1 ;;
         ext4|ext3|ext2) e2fsck -fn "$dev" >$out.fsck 2>&1 ;;
         btrfs) btrfs check --readonly "$dev" >$out.fsck 2>&1 ;;
+        f2fs) echo n | fsck.f2fs --dry-run "$dev" >$out.fsck 2>&1 ;;  # "n": restore no lost files
         *) echo "unknown filesystem $fs" >$out.fsck; false ;;
     esac
     echo fsck_rc=$?

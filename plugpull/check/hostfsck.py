@@ -20,7 +20,11 @@ COMMANDS = {  # as images/check.sh runs them in the guest, with the file flag wh
     "xfs": ["xfs_repair", "-n", "-P", "-f"],
     "ext4": ["e2fsck", "-fn"], "ext3": ["e2fsck", "-fn"], "ext2": ["e2fsck", "-fn"],
     "btrfs": ["btrfs", "check", "--readonly"],
+    "f2fs": ["fsck.f2fs", "--dry-run"],
 }
+# What fsck reads on its standard input: fsck.f2fs asks whether to restore lost files when it
+# finds unreachable inodes, and with no answer exits 255 (a failure) instead of 4 (damage).
+ANSWERS = {"f2fs": b"n\n"}
 # xfs_repair says this of any image file (it asks the host filesystem, not a disk, for the
 # sector size); the guest's run on a disk never prints it, so it is not the state's evidence.
 FILE_NOTICE = (b"Cannot get host filesystem geometry.\n"
@@ -48,7 +52,7 @@ def run(mount_type: str, path: Path, timeout: float) -> tuple[int, bytes]:
         raise InfraError(f"no fsck for {mount_type} on the host")
     try:
         done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, timeout=timeout)
+                              input=ANSWERS.get(mount_type, b""), timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise InfraError(f"the host's fsck did not finish: {e}") from None
     return done.returncode, done.stdout.replace(FILE_NOTICE, b"")

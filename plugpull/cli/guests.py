@@ -56,8 +56,9 @@ def cmd_doctor(args) -> int:
     except ToolMissing as e:
         kernel = None
         row("guest kernel", f"missing: {e.hint}", False)
-    versions = image_mod.package_versions(["xfsprogs", "e2fsprogs", "btrfs-progs", "fio", "busybox-static"])
-    for package in ("xfsprogs", "e2fsprogs", "btrfs-progs", "fio", "busybox-static"):
+    packages = ("xfsprogs", "e2fsprogs", "btrfs-progs", "f2fs-tools", "fio", "busybox-static")
+    versions = image_mod.package_versions(list(packages))
+    for package in packages:
         if package in versions:
             row(package, versions[package])
         else:

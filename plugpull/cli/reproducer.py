@@ -35,7 +35,7 @@ def _case(args):
     from plugpull.generate.workload import PREFIX
     if args.target.startswith(PREFIX):
         if args.fs is None:
-            raise UsageError("--fs is needed with gen:ID (ext4, xfs or btrfs)")
+            raise UsageError("--fs is needed with gen:ID (ext4, xfs, btrfs or f2fs)")
         return case_for(args.target, args.fs, args.point)
     where = Path(args.target)
     if not where.is_dir():

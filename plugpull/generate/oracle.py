@@ -7,7 +7,10 @@ point k stand until a later point owes the same fact anew. A crash after point k
 later operations run, so what they change is relaxed: a later value of a name's kind, link
 count, xattrs or target is accepted too (each such change is atomic), and data a later
 operation changes is owed no more (a write may be torn). `posix` holds only what POSIX
-promises; `ext4`, `xfs` and `btrfs` add what Linux documents and what they are relied on for."""
+promises; `ext4`, `xfs`, `btrfs` and `f2fs` add what Linux documents and what they are relied on for.
+`f2fs` is F2FS with its default fsync_mode=posix: `strict` would add a checkpoint when the fsynced
+file's directory changed since the last one (so a rename in it persists with a new file that took
+the old name, fstests generic/342), which no rule here owes."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,8 +19,8 @@ from plugpull.errors import UsageError
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import DIR, FILE, NAMES, SYMLINK, Tree, digest, parent, under
 
-PROFILES = ("posix", "ext4", "xfs", "btrfs")
-LINUX = ("ext4", "xfs", "btrfs")
+PROFILES = ("posix", "ext4", "xfs", "btrfs", "f2fs")
+LINUX = ("ext4", "xfs", "btrfs", "f2fs")
 FIELDS = ("kind", "size", "digest", "nlink", "xattrs", "target")
 DATA = ("size", "digest")  # owed no more once a later operation changes them
 
@@ -156,10 +159,12 @@ RULES = (
          "fsync(2), Linux man-pages: fsync also flushes the file's metadata (inode(7): the link count)"),
     Rule("fsync-xattrs", "fsync-file", LINUX, file_xattrs,
          "relied on: ext4 and xfs journal an xattr change with the inode fsync commits; btrfs logs an inode's "
-         "xattrs with it"),
+         "xattrs with it; f2fs keeps them in the inode's own node blocks, which its fsync writes"),
     Rule("fsync-names", "fsync-file", LINUX, file_names,
          "relied on: fsync of a new file persists its name (ext4 commits the transaction holding the create, "
-         "link or rename; xfs forces the log to the inode's last change; btrfs logs the inode's names)"),
+         "link or rename; xfs forces the log to the inode's last change; btrfs logs the inode's names; f2fs "
+         "checkpoints when the parent is not yet checkpointed, after a rename or link, or for a hard-linked "
+         "file, and else marks the inode's node for roll-forward to restore its entry)"),
     Rule("fdatasync-new-name", "fdatasync-file", LINUX, new_file_name,
          "relied on: a new file's name is needed to read its data back, and is logged with the inode's creation"),
     Rule("fsync-dir-entries", "fsync-dir", LINUX, dir_entries,

@@ -16,7 +16,7 @@ from plugpull.errors import UsageError
 from plugpull.generate.space import Workload, space_of
 from plugpull.generate.workload import PREFIX
 
-FILESYSTEMS = ("ext4", "xfs", "btrfs")  # the oracle's Linux profiles, which the reproducer checks by
+FILESYSTEMS = ("ext4", "xfs", "btrfs", "f2fs")  # the oracle's Linux profiles, which the reproducer checks by
 
 
 @dataclass(frozen=True)
