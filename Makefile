@@ -37,8 +37,10 @@ $(STAMP): pyproject.toml | debs
 image: deps
 	$(PY) -c 'from plugpull.guest.image.build import build_image; i = build_image(); print(i.key, i.initramfs)'
 
+# The unit tests on two workers (a minute and a half), then the VM tests one at a time.
 test: deps chromium
-	$(PY) -m pytest --junitxml=results/junit.xml --durations=15
+	$(PY) -m pytest -m "not vm" -p xdist -n 2 -q --junitxml=results/junit-unit.xml
+	$(PY) -m pytest -m vm --junitxml=results/junit.xml --durations=15
 
 # The HTML report in headless Chromium at 1280 px: no overflow, every link followed, each count
 # against the states it lists; the fixture reports, then a small real run's (a minute or two;

@@ -97,7 +97,7 @@ def test_the_report_of_a_small_real_run_fits_and_its_links_work(tmp_path):
     out = tmp_path / "rep"
     report(results, out)
     pages = check_in_browser(out)
-    main = pages[(out / index).resolve()]
+    main = pages[(out / "report.html").resolve()]
     assert any(written.startswith("states/") for written, _, _ in main.links), "no count of unsafe states links"
 
 
