@@ -100,14 +100,25 @@ def inner_pytest_with_a_guest(test: Path):
         deadline = time.monotonic() + 240
         while not children_qemu(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.1)
-        qemus = children_qemu(proc.pid)
+        qemus = seen_again(proc)
         if qemus or proc.poll() is None or attempt == 2:
             break
         reader.join(10)
     if not qemus:
+        code = proc.poll()
+        proc.kill()  # its guest goes with it (parent-death signal)
         reader.join(10)
-    assert qemus, f"the inner pytest never started a guest (exit {proc.poll()}): " + "".join(lines[-30:])
+        assert qemus, f"the inner pytest never started a guest (exit {code}): " + "".join(lines[-30:])
     return proc, qemus, lines, reader
+
+
+def seen_again(proc) -> list[int]:
+    """The inner run's QEMUs, looked for again for up to 2 s: one look once missed a guest
+    that was there (the inner run, with its guest, was found alive after the test)."""
+    deadline = time.monotonic() + 2
+    while not (qemus := children_qemu(proc.pid)) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return qemus
 
 
 def test_interrupted_pytest_vm_run_leaves_nothing(tmp_path):
