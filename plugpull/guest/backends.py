@@ -2,12 +2,15 @@
 boots: a bad value is a `UsageError`, and for libvirt the daemons are started (when this host
 is the one meant and nobody runs them) and the connection is tried once."""
 
+import logging
 import re
 from dataclasses import dataclass, field
 
 from plugpull.errors import InfraError, UsageError
 from plugpull.guest.contract.backend import Backend
 from plugpull.guest.qemu.machine import QEMU
+
+log = logging.getLogger(__name__)
 
 BACKENDS = ("qemu", "libvirt")
 DEFAULT_URI = "qemu:///system"
@@ -95,6 +98,9 @@ def _prepare_libvirt(uri: str, where: str = "--connect") -> Prepared:
     from plugpull.guest.libvirt.daemon import LocalDaemons
     daemons = LocalDaemons()
     if is_local_system(uri):
+        from plugpull.guest.libvirt.kvmaccess import kvm_denied
+        if slow := kvm_denied():
+            log.warning(slow)
         try:
             daemons.ensure()
         except InfraError as e:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plugpull.errors import InfraError, ToolMissing
+from plugpull.guest.libvirt.kvmaccess import kvm_denied
 from plugpull.guest.libvirt.users import daemon_users
 
 log = logging.getLogger(__name__)
@@ -161,6 +162,8 @@ def doctor_rows(needed: bool) -> list[tuple[str, str, bool]]:
     state = ("running" if len(running) == len(DAEMONS)
              else f"{', '.join(running) or 'neither daemon'} running; plugpull starts the rest when needed")
     rows.append(("libvirt", f"libvirtd {_libvirtd_version()}, {state}", True))
+    if slow := kvm_denied():
+        rows.append(("libvirt kvm", slow, True))
     try:
         import libvirt
         rows.append(("libvirt-python", ".".join(str(libvirt.getVersion() // f % 1000) for f in (1_000_000, 1000, 1)),
