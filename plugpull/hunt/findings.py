@@ -10,7 +10,8 @@ A signature has three parts (docs/hunt.md#findings):
   symlink `target`, a `stray` name no point has; or, beside the oracle, `fsck`, `mount` and
   `kernel`. They are read from what made each state's verdict: the lost facts of a
   `data-loss` state, the broken invariants of an `inconsistent` one;
-- `rules`, the journal line's rules (the oracle's, or the checks' names);
+- `rules`, the rules broken at the first failing point (the oracle's, or the checks' names),
+  else the journal line's rules;
 - `shape`, the operations with directories renamed X, Y... and file paths f, g... in order of
   first appearance, of the workload's core: the steps the failure's names are about
   (`core_steps`).
@@ -26,6 +27,7 @@ from itertools import combinations
 from pathlib import Path
 
 from plugpull.hunt.journal import line_kernel
+from plugpull.hunt.rules import rules_broken
 
 KIND_TEXT = {
     "missing": "a name missing", "still-there": "a name that should be gone still there",
@@ -84,16 +86,19 @@ def state_damage(verdict: str, lost, broken) -> tuple[set[str], set[str]]:
 
 def damage(states) -> dict:
     """The journal line's fields of a workload's states (each with verdict, lost, broken,
-    acks_required): `lost_kinds` and `lost_names`, sorted, and `first_point`, the fewest acks
-    a failing state owed: the steps after that point's were not yet run where it failed."""
-    kinds, names, owed = set(), set(), []
+    acks_required): `lost_kinds` and `lost_names`, sorted; `first_point`, the fewest acks a
+    failing state owed (the steps after that point's were not yet run where it failed); and
+    `first_rules`, the rules the states at that point broke: what the failure's shape, cut
+    at that point, explains (a later point's rules are often its consequence)."""
+    kinds, names, owed = set(), set(), {}
     for s in states:
         k, n = state_damage(s.verdict, s.lost, s.broken)
         kinds |= k
         names |= n
         if k and isinstance(getattr(s, "acks_required", None), int):
-            owed.append(s.acks_required)
-    return {"lost_kinds": sorted(kinds), "lost_names": sorted(names), **({"first_point": min(owed)} if owed else {})}
+            owed.setdefault(s.acks_required, set()).update(rules_broken(s.verdict, s.lost or []))
+    first = {"first_point": min(owed), "first_rules": sorted(owed[min(owed)])} if owed else {}
+    return {"lost_kinds": sorted(kinds), "lost_names": sorted(names), **first}
 
 
 @dataclass(frozen=True)
@@ -136,11 +141,14 @@ def reason_damage(line: dict) -> dict:
 
 
 def line_damage(line: dict, hunt_dir: Path | None = None) -> dict:
-    """`lost_kinds` and `lost_names` of a journal line: its own, else its saved states', else
-    what its reason and rules say."""
+    """`lost_kinds`, `lost_names`, `first_point` and `first_rules` of a journal line: its own,
+    else its saved states', else what its reason and rules say."""
     if isinstance(line.get("lost_kinds"), list):
-        return {"lost_kinds": line["lost_kinds"], "lost_names": line.get("lost_names") or [],
-                **({"first_point": line["first_point"]} if isinstance(line.get("first_point"), int) else {})}
+        first = {key: line[key] for key, kind in (("first_point", int), ("first_rules", list))
+                 if isinstance(line.get(key), kind)}
+        if "first_rules" not in first and (saved := saved_damage(line, hunt_dir)):  # a line from before them
+            first = {key: saved[key] for key in ("first_point", "first_rules") if key in saved}
+        return {"lost_kinds": line["lost_kinds"], "lost_names": line.get("lost_names") or [], **first}
     return saved_damage(line, hunt_dir) or reason_damage(line)
 
 
@@ -293,8 +301,9 @@ class Signature:
 def signature(line: dict, hunt_dir: Path | None = None) -> Signature:
     found = line_damage(line, hunt_dir)
     ops, names, point = str(line.get("ops", "")), found["lost_names"], found.get("first_point")
-    return Signature(shape(ops, names, point), tuple(sorted(found["lost_kinds"])),
-                     tuple(sorted(line.get("rules") or {})), act(ops, names, point))
+    rules = found.get("first_rules") or line.get("rules") or {}
+    return Signature(shape(ops, names, point), tuple(sorted(found["lost_kinds"])), tuple(sorted(rules)),
+                     act(ops, names, point))
 
 
 @dataclass(frozen=True, eq=False)

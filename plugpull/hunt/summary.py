@@ -7,31 +7,15 @@ one of the checks beside it: `inconsistent` (a tree no point of the workload giv
 kernel failed while recording or checking).
 """
 
-import re
 from collections import Counter
 from pathlib import Path
 
 from plugpull.check.verdict import Verdict
 from plugpull.hunt.findings import Finding, damage, families, findings
+from plugpull.hunt.rules import CHECK_RULES, rules_broken
 from plugpull.hunt.journal import kernels_of, line_kernel
 
-RULE_IN_REASON = re.compile(r"\(([a-z0-9-]+), point \d+\)")
-CHECK_RULES = {
-    str(Verdict.INCONSISTENT): "inconsistent",
-    str(Verdict.FS_CORRUPT): "fsck",
-    str(Verdict.UNMOUNTABLE): "mount",
-    str(Verdict.KERNEL_CRASH): "kernel",
-}
 FAILING = (str(Verdict.DATA_LOSS), *CHECK_RULES)
-
-
-def rules_broken(verdict: str, lost: list[dict]) -> list[str]:
-    """The rules one state broke, from its verdict and its lost facts' reasons."""
-    if verdict == str(Verdict.DATA_LOSS):
-        return sorted({m.group(1) for item in lost for m in RULE_IN_REASON.finditer(item.get("reason", ""))}
-                      or {"data-loss"})
-    rule = CHECK_RULES.get(verdict)
-    return [rule] if rule else []
 
 
 def workload_line(ident: str, text: str, results: list, artifact: str | None, seconds: float) -> dict:
