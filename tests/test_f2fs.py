@@ -17,6 +17,8 @@ from plugpull.generate.oracle import PROFILES, rules_for
 from plugpull.generate.space import workload_of
 from plugpull.hunt.run import HuntSpec
 from plugpull.reproducer import case_for
+from plugpull.reproducer.fstests import test as fstests_test
+from plugpull.reproducer.sh import script as sh_script
 from plugpull.testbed.fs import filesystem, mode
 
 F2FS = filesystem("f2fs")
@@ -112,6 +114,18 @@ def test_the_f2fs_profile_flags_a_state_that_lost_what_the_point_owed(text, lost
     assert found.verdict == Verdict.DATA_LOSS
     assert any(f"({lost}, point 1)" in why for _, why in found.lost), found.lost
     assert judge(workload, "f2fs", 1, workload.trees[-1].view()).verdict == Verdict.CLEAN
+
+
+def test_f2fs_strict_is_f2fs_mounted_with_the_strict_fsync_mode_and_judged_by_f2fs_rules():
+    strict = filesystem("f2fs-strict")
+    assert strict.mkfs == F2FS.mkfs and strict.fsck == F2FS.fsck and strict.mount_type == "f2fs"
+    assert strict.mount_options == ("fsync_mode=strict",) and F2FS.mount_options == ()
+    assert (strict.rules, F2FS.rules, filesystem("xfs-2008").rules) == ("f2fs", "f2fs", "xfs-2008")
+    script = sh_script(case_for("gen:seq3-24232848", "f2fs-strict"))
+    assert script.count('mount -t f2fs -o fsync_mode=strict "/dev/mapper/$name"') == 2
+    assert "-o fsync_mode" not in sh_script(case_for("gen:seq3-24232848", "f2fs"))
+    assert 'MOUNT_OPTIONS="$MOUNT_OPTIONS -o fsync_mode=strict"' in fstests_test(case_for("gen:seq3-24232848",
+                                                                                          "f2fs-strict"))
 
 
 def test_the_reproducer_takes_f2fs():

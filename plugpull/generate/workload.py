@@ -17,6 +17,7 @@ from plugpull.generate.oracle import PROFILES
 from plugpull.generate.program import program
 from plugpull.generate.space import Workload as Generated, space_of
 from plugpull.generate.tree import DIR, FILE, NAMES, SYMLINK, Entry
+from plugpull.testbed.fs import FILESYSTEMS
 from plugpull.testbed.workloads.base import ACK_PORT, Findings, Lost, Workload, shell_script
 
 PREFIX = "gen:"
@@ -102,4 +103,5 @@ def _text(files: dict, key: str) -> str:
 
 def generated_workload(name: str, fs: str) -> GeneratedWorkload:
     """`gen:ID` judged by `fs`'s rules (posix for a filesystem the oracle has no rules of)."""
-    return GeneratedWorkload(name[len(PREFIX):], fs if fs in PROFILES else "posix")
+    rules = FILESYSTEMS[fs].rules if fs in FILESYSTEMS else fs
+    return GeneratedWorkload(name[len(PREFIX):], rules if rules in PROFILES else "posix")

@@ -15,8 +15,9 @@ from pathlib import Path
 from plugpull.errors import UsageError
 from plugpull.generate.space import Workload, space_of
 from plugpull.generate.workload import PREFIX
+from plugpull.testbed.fs import FILESYSTEMS as FILESYSTEM_ROWS
 
-FILESYSTEMS = ("ext4", "xfs", "btrfs", "f2fs")  # the oracle's Linux profiles, which the reproducer checks by
+FILESYSTEMS = ("ext4", "xfs", "btrfs", "f2fs", "f2fs-strict")  # the oracle's Linux profiles, which the reproducer checks by
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,11 @@ class Case:
     @property
     def ident(self) -> str:
         return f"{PREFIX}{self.whole.ident}"
+
+    @property
+    def rules(self) -> str:
+        """The oracle's profile `fs` is judged by (f2fs-strict: f2fs's)."""
+        return FILESYSTEM_ROWS[self.fs].rules
 
     @cached_property
     def workload(self) -> Workload:

@@ -108,14 +108,14 @@ def checks(case: Case) -> Checks:
     md5s = md5_of_digests(case)
     xattrs = needs_setfattr(case)
     facts, skipped = [], []
-    for o in owed(case.workload, case.fs, case.point):
+    for o in owed(case.workload, case.rules, case.point):
         found = fact_check(o, md5s, xattrs)
         if isinstance(found, Check):
             facts.append(found)
         elif found:
             skipped.append(found)
     kept = tuple(HeldCheck(h.names, h.kind, md5s.get(h.digest, "") if h.digest else "", f"{h.rule}, point {h.point}")
-                 for h in held(case.workload, case.fs, case.point))
+                 for h in held(case.workload, case.rules, case.point))
     return Checks(tuple(facts), kept, tuple(skipped))
 
 

@@ -11,6 +11,7 @@ What a correct filesystem prints is thus fixed: that is the golden `.out` file."
 from plugpull.reproducer import Case
 from plugpull.reproducer.checks import Checks, check_calls, checks, comment, reader_functions
 from plugpull.reproducer.steps import Tools, needs_setfattr, op_lines, setup_lines
+from plugpull.testbed.fs import FILESYSTEMS
 
 TOOLS = Tools("$SCRATCH_MNT", "$XFS_IO_PROG", "$SETFATTR_PROG")
 
@@ -80,7 +81,14 @@ def preamble(case: Case) -> list[str]:
             ". ./common/filter", ". ./common/dmflakey", *([". ./common/attr"] if attrs else []), "",
             "_require_scratch", "_require_dm_target flakey", *(["_require_attrs user"] if attrs else []), "",
             '_scratch_mkfs >>$seqres.full 2>&1 || _fail "mkfs failed"',
-            "_require_metadata_journaling $SCRATCH_DEV", "_init_flakey", "_mount_flakey", ""]
+            "_require_metadata_journaling $SCRATCH_DEV", *_own_mount_options(case), "_init_flakey", "_mount_flakey", ""]
+
+
+def _own_mount_options(case: Case) -> list[str]:
+    """The configuration's mount options (f2fs-strict's fsync_mode), which _mount_flakey takes
+    from MOUNT_OPTIONS."""
+    options = FILESYSTEMS[case.fs].mount_options
+    return [f'MOUNT_OPTIONS="$MOUNT_OPTIONS -o {",".join(options)}"'] if options else []
 
 
 def printing(case: Case) -> str:

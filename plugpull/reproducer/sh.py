@@ -116,9 +116,14 @@ def preflight(case: Case) -> list[str]:
         "fi"]
 
 
+def mount_command(fs) -> str:
+    options = f" -o {','.join(fs.mount_options)}" if fs.mount_options else ""
+    return f'mount -t {fs.mount_type}{options} "/dev/mapper/$name" "$mnt"'
+
+
 def make_and_mount(case: Case) -> list[str]:
     fs = FILESYSTEMS[case.fs]
-    mount = f'mount -t {fs.mount_type} "/dev/mapper/$name" "$mnt"'
+    mount = mount_command(fs)
     return [
         'size=$(blockdev --getsz "$dev") || die "blockdev --getsz $dev failed"',
         'live="0 $size flakey $dev 0 180 0"',
@@ -145,7 +150,7 @@ def guarded(lines: list[str]) -> list[str]:
 
 
 def crash_and_remount(case: Case) -> list[str]:
-    mount = f'mount -t {FILESYSTEMS[case.fs].mount_type} "/dev/mapper/$name" "$mnt"'
+    mount = mount_command(FILESYSTEMS[case.fs])
     return [
         "# the power cut: every write from here on is dropped",
         'table "$drop" || die "could not load the drop_writes table"',
