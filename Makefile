@@ -114,8 +114,13 @@ bench-crash: deps
 bench-fidelity: deps
 	$(PY) bench/flush_fidelity.py
 
-# What a hunt's steps cost: chunks of workloads in one guest against a guest per workload.
+# Today's hunt path and the new one (--fsck always, --fsck failing) side by side, per filesystem.
 bench-hunt: deps
+	$(PY) bench/hunt_paths.py
+
+# What each step of a hunt costs: chunks, overlap, one workload a chunk, a crash per workload.
+.PHONY: bench-hunt-steps
+bench-hunt-steps: deps
 	$(PY) bench/hunt.py
 
 # The floor of a state check: mount, pp-tree and unmount of an unchanged image in a hot guest.
