@@ -220,6 +220,8 @@ BROKEN_BY_ONE_RULE = {
     "fsync-dir-entries": ("creat A/foo, fsync A", "btrfs", 1, setup_view),
     "ext4-replace-via-rename": ("write.overwrite A/bar; rename.over A/bar A/foo, fsync A", "ext4", 1,
                                 lambda t: _with_digest(t, "A/foo", b"B" * INITIAL_SIZE)),
+    "msync-data": ("mmapwrite.overwrite A/foo, msync A/foo", "xfs", 1, setup_view),
+    "msync-new-name": ("creat A/foo; mmapwrite.extend A/foo, msync A/foo", "f2fs", 1, setup_view),
 }
 
 
@@ -266,6 +268,10 @@ PASSED_BY_EACH_RULE = {
     "ext4-replace-via-rename": ("rename.over A/bar A/foo; write.append A/foo; creat A/bar, fsync A", "ext4", 1,
                                 lambda t: {**final(t), "A/foo": replace(final(t)["A/foo"], size=INITIAL_SIZE,
                                                                         digest=digest(b"B" * INITIAL_SIZE))}),
+    "msync-data": ("mmapwrite.extend A/foo, msync A/foo; write.overwrite A/foo, sync", "btrfs", 1,
+                   lambda t: _torn(t, "A/foo")),  # the later overwrite may be torn
+    "msync-new-name": ("creat A/foo; mmapwrite.extend A/foo, msync A/foo; rename.file A/foo A/bar, sync", "ext4",
+                       1, final),
 }
 
 
