@@ -12,7 +12,7 @@ A name no operation has touched yet is resolved when first needed: an operation 
 to exist makes the workload's setup create it (a file of `INITIAL_SIZE` bytes, or a directory),
 one that needs it absent takes it as absent; a directory from the setup that is renamed is
 renamed with its files. Setup runs before the first operation and is made
-durable by `sync` (ack 0)."""
+durable by `sync` (ack 0), unless it is unsynced (space.py)."""
 
 from dataclasses import dataclass
 

@@ -1,8 +1,9 @@
-"""A generated workload's operations as plain shell commands on a mounted filesystem: xfs_io
-for writes, fallocate, truncate and the persistence calls (fsync, fdatasync), coreutils for
-the namespace, setfattr for xattrs, `sync` for sync(2). `Tools` names the programs and the
-mount point as each style spells them (`xfs_io` and "$mnt" in the sh script, `$XFS_IO_PROG`
-and `$SCRATCH_MNT` in fstests)."""
+"""A generated workload's operations as plain shell commands on a mounted filesystem: the
+guest program's command table (`plugpull.generate.program.op_command`: xfs_io for writes,
+direct-I/O and mmap writes, msync, fallocate and truncate, coreutils for the namespace) with
+`rm -f` for unlink and setfattr for xattrs; xfs_io for fsync and fdatasync, `sync` for
+sync(2). `Tools` names the programs and the mount point as each style spells them (`xfs_io`
+and "$mnt" in the sh script, `$XFS_IO_PROG` and `$SCRATCH_MNT` in fstests)."""
 
 from plugpull.generate.ops import Persist
 from plugpull.generate.program import Tools, setup_lines as created, step_command
