@@ -350,3 +350,21 @@ def test_an_interrupted_judging_stops_the_recording_ahead_and_journals_only_what
         pipeline(tmp_path, monkeypatch, judge, log)
     assert ("stopped", "w4") in log  # the chunk recorded ahead stopped early, and was waited for
     assert [json.loads(t)["id"] for t in (tmp_path / JOURNAL).read_text().splitlines()] == ["w0", "w1"]
+
+
+def test_a_hunt_says_its_setup_and_one_from_before_the_key_goes_on_as_synced_with_the_first_table(tmp_path):
+    from plugpull.cli.hunt import held_table
+    from plugpull.hunt.run import HuntSpec
+
+    synced, unsynced = HuntSpec(seq=1).settings("6.1"), HuntSpec(seq=1, setup="unsynced").settings("6.1")
+    assert (synced["setup"], synced["table"], unsynced["setup"]) == ("synced", 2, "unsynced")
+    out = tmp_path / "old-hunt"
+    out.mkdir()
+    old = {k: v for k, v in HuntSpec(seq=1, table=1).settings("6.1").items() if k not in ("setup", "table")}
+    (out / SETTINGS).write_text(json.dumps(old))
+    assert held_table(out) == 1 and held_table(tmp_path / "new") == 2
+    check_out(out, HuntSpec(seq=1, table=1).settings("6.1"))  # goes on as synced, first table
+    with pytest.raises(UsageError, match="setup 'synced' there, 'unsynced' here"):
+        check_out(out, HuntSpec(seq=1, setup="unsynced", table=1).settings("6.1"))
+    with pytest.raises(UsageError, match="table 1 there, 2 here"):
+        check_out(out, synced)
