@@ -4,6 +4,7 @@ missing an owed fact, inconsistent on a state no point could give, clean on the 
 states. Each rule in both directions: a state only it catches, and a state the filesystem may
 give that it must pass (hand-worked, not taken from recordings). No VM."""
 
+import random
 from dataclasses import replace
 
 import pytest
@@ -13,7 +14,7 @@ from plugpull.generate import oracle
 from plugpull.generate.judge import judge, prefix_trees
 from plugpull.generate.oracle import PROFILES, RULES, end_step, held, owed
 from plugpull.generate.ops import INITIAL_SIZE
-from plugpull.generate.space import Space, workload_of
+from plugpull.generate.space import FIRST, Space, workload_of
 from plugpull.generate.tree import FILE, digest
 
 
@@ -220,6 +221,8 @@ BROKEN_BY_ONE_RULE = {
     "fsync-dir-entries": ("creat A/foo, fsync A", "btrfs", 1, setup_view),
     "ext4-replace-via-rename": ("write.overwrite A/bar; rename.over A/bar A/foo, fsync A", "ext4", 1,
                                 lambda t: _with_digest(t, "A/foo", b"B" * INITIAL_SIZE)),
+    "msync-data": ("mmapwrite.overwrite A/foo, msync A/foo", "xfs", 1, setup_view),
+    "msync-new-name": ("creat A/foo; mmapwrite.extend A/foo, msync A/foo", "f2fs", 1, setup_view),
 }
 
 
@@ -266,6 +269,10 @@ PASSED_BY_EACH_RULE = {
     "ext4-replace-via-rename": ("rename.over A/bar A/foo; write.append A/foo; creat A/bar, fsync A", "ext4", 1,
                                 lambda t: {**final(t), "A/foo": replace(final(t)["A/foo"], size=INITIAL_SIZE,
                                                                         digest=digest(b"B" * INITIAL_SIZE))}),
+    "msync-data": ("mmapwrite.extend A/foo, msync A/foo; write.overwrite A/foo, sync", "btrfs", 1,
+                   lambda t: _torn(t, "A/foo")),  # the later overwrite may be torn
+    "msync-new-name": ("creat A/foo; mmapwrite.extend A/foo, msync A/foo; rename.file A/foo A/bar, sync", "ext4",
+                       1, final),
 }
 
 
@@ -290,13 +297,35 @@ def test_ext4_owes_the_renamed_data_only_while_the_file_still_has_it():
     assert ("A/foo", "digest") not in owes(PASSED_BY_EACH_RULE["ext4-replace-via-rename"][0], "ext4", 1)
 
 
-@pytest.mark.parametrize("seq, k", [(1, 120), (2, 50), (3, 15)])
-def test_the_models_own_states_are_clean(seq, k):
+def assert_own_states_clean(space: Space, indexes) -> None:
     """Every tree from point j on, judged with acks 0..j, on every profile: no false alarm."""
-    space = Space(seq)
-    for index in space.sample(k, seed=11):
+    for index in indexes:
         workload = space.workload(index)
         for fs in PROFILES:
             for j in [None, *range(len(workload.points()) + 1)]:
                 for tree in workload.trees[0 if j is None else end_step(workload, j):]:
-                    assert judge(workload, fs, j, tree.view()).verdict == Verdict.CLEAN, (workload.ident, fs, j)
+                    found = judge(workload, fs, j, tree.view())
+                    assert found.verdict == Verdict.CLEAN, (workload.ident, workload.text(), fs, j, found.reason)
+
+
+@pytest.mark.parametrize("synced", [True, False], ids=["synced", "unsynced"])
+@pytest.mark.parametrize("seq, k", [(1, 120), (2, 50), (3, 15)])
+def test_the_models_own_states_are_clean(seq, k, synced):
+    space = Space(seq, synced=synced)
+    assert_own_states_clean(space, space.sample(k, seed=11))
+
+
+def later_block(seq: int, k: int, seed: int) -> list[int]:
+    """`k` ids drawn from the workloads with a later operation or msync (numbered after the first table's)."""
+    space = Space(seq)
+    return sorted(random.Random(seed).sample(range(space.count(mask=FIRST), space.count()), k))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("synced", [True, False], ids=["synced", "unsynced"])
+@pytest.mark.parametrize("part", ["seq1-all", "seq2-later", "seq2-any"])
+def test_the_models_own_states_are_clean_over_all_of_seq1_and_thousands_of_seq2(part, synced):
+    space = Space(1 if part == "seq1-all" else 2, synced=synced)
+    indexes = {"seq1-all": lambda: range(space.count()), "seq2-later": lambda: later_block(2, 1500, seed=5),
+               "seq2-any": lambda: space.sample(1000, seed=6)}[part]()
+    assert_own_states_clean(space, indexes)

@@ -177,8 +177,11 @@ def test_a_lying_disk_is_a_barrier_recording_judged_by_lying_models():
 
 
 def test_the_default_out_names_the_hunt_so_the_same_command_goes_on():
-    args = SimpleNamespace(seq=2, fs="btrfs", mode="barrier", ops=("rename", "fsync"), sample=2000, seed=3, kernel=None)
+    args = SimpleNamespace(seq=2, fs="btrfs", mode="barrier", ops=("rename", "fsync"), sample=2000, seed=3, kernel=None,
+                           setup=None)
     assert default_out(args, [None]) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3")
+    unsynced = SimpleNamespace(**{**vars(args), "setup": "unsynced"})
+    assert default_out(unsynced, [None]) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-unsynced-sample2000-seed3")
     other = SimpleNamespace(release="6.12.117-amd64")
     assert default_out(args, [other]) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3-6.12.117-amd64")
     both = default_out(args, [None, other])
@@ -204,7 +207,8 @@ def test_hunt_kernel_host_without_out_gets_as_far_as_the_guest(tmp_path, monkeyp
 @pytest.mark.parametrize("argv, words", [
     (["hunt", "--seq", "4"], "expected 1, 2 or 3"),
     (["hunt"], "--seq"),
-    (["hunt", "--seq", "1", "--sample", "357"], "only 356 workloads"),
+    (["hunt", "--seq", "1", "--sample", "413"], "only 412 workloads"),
+    (["hunt", "--seq", "1", "--setup", "half"], "invalid choice"),
     (["hunt", "--seq", "1", "--ops", "frobnicate"], "unknown --ops name 'frobnicate'"),
     (["hunt", "--seq", "1", "--budget", "60"], "expected a time"),
     (["hunt", "--seq", "1", "--backend", "libvirt"], "its own QEMU"),
@@ -346,3 +350,21 @@ def test_an_interrupted_judging_stops_the_recording_ahead_and_journals_only_what
         pipeline(tmp_path, monkeypatch, judge, log)
     assert ("stopped", "w4") in log  # the chunk recorded ahead stopped early, and was waited for
     assert [json.loads(t)["id"] for t in (tmp_path / JOURNAL).read_text().splitlines()] == ["w0", "w1"]
+
+
+def test_a_hunt_says_its_setup_and_one_from_before_the_key_goes_on_as_synced_with_the_first_table(tmp_path):
+    from plugpull.cli.hunt import held_table
+    from plugpull.hunt.run import HuntSpec
+
+    synced, unsynced = HuntSpec(seq=1).settings("6.1"), HuntSpec(seq=1, setup="unsynced").settings("6.1")
+    assert (synced["setup"], synced["table"], unsynced["setup"]) == ("synced", 2, "unsynced")
+    out = tmp_path / "old-hunt"
+    out.mkdir()
+    old = {k: v for k, v in HuntSpec(seq=1, table=1).settings("6.1").items() if k not in ("setup", "table")}
+    (out / SETTINGS).write_text(json.dumps(old))
+    assert held_table(out) == 1 and held_table(tmp_path / "new") == 2
+    check_out(out, HuntSpec(seq=1, table=1).settings("6.1"))  # goes on as synced, first table
+    with pytest.raises(UsageError, match="setup 'synced' there, 'unsynced' here"):
+        check_out(out, HuntSpec(seq=1, setup="unsynced", table=1).settings("6.1"))
+    with pytest.raises(UsageError, match="table 1 there, 2 here"):
+        check_out(out, synced)

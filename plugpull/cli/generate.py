@@ -32,6 +32,7 @@ def add_parsers(sub) -> None:
                    "of these (e.g. rename,link,fsync,sync); ids stay those of the whole space")
     g.add_argument("--sample", type=whole_option(1, COUNT_MAX), metavar="K", help="K workloads drawn at random (by --seed)")
     g.add_argument("--seed", type=whole_option(0, SEED_MAX), default=1, help="the sample's seed (default 1)")
+    add_setup_option(g, "(default synced; with --show or --owed: the id's)")
     what = g.add_mutually_exclusive_group()
     what.add_argument("--list", action="store_true", help="one line per workload: its id and operations")
     what.add_argument("--show", metavar="ID", help="the workload's guest program (a POSIX sh script)")
@@ -40,27 +41,34 @@ def add_parsers(sub) -> None:
     g.set_defaults(func=cmd_generate)
 
 
+def add_setup_option(parser, default: str) -> None:
+    parser.add_argument("--setup", choices=("synced", "unsynced"), help="synced: the setup's files are made "
+                        "durable by sync before the operations; unsynced: they are created in the same transaction "
+                        "as the operations, and ids say so (seqNu-...) " + default)
+
+
 def _space(args):
     from plugpull.generate.space import space_of
     ident = args.show or args.owed
     if args.seq is None and ident is None:
         raise UsageError("generate needs --seq 1, 2 or 3")
-    return space_of_options(args.seq if args.seq is not None else space_of(ident).seq, args.ops)
+    setup = args.setup or (("synced" if space_of(ident).synced else "unsynced") if ident else "synced")
+    return space_of_options(args.seq if args.seq is not None else space_of(ident).seq, args.ops, setup)
 
 
-def space_of_options(seq: int, ops):
-    """The space of `--seq`, filtered by `--ops` names (UsageError on an unknown one)."""
-    from plugpull.generate.ops import FAMILIES, PERSISTENCE
+def space_of_options(seq: int, ops, setup: str = "synced", first_table: bool = False):
+    """The space of `--seq` and `--setup`, filtered by `--ops` names (UsageError on an unknown
+    one); `first_table`: only the operations and points of the first table (a hunt started
+    before the later ones were added)."""
+    from plugpull.generate.ops import FAMILIES, FIRST_FAMILIES, FIRST_PERSISTENCE, PERSISTENCE
     from plugpull.generate.space import Space
-    if not ops:
-        return Space(seq)
-    unknown = [n for n in ops if n not in FAMILIES + PERSISTENCE]
+    unknown = [n for n in ops or () if n not in FAMILIES + PERSISTENCE]
     if unknown:
         raise UsageError(f"unknown --ops name {unknown[0]!r}: expected operations ({', '.join(FAMILIES)}) "
                          f"or persistence points ({', '.join(PERSISTENCE)})")
-    families = [n for n in ops if n not in PERSISTENCE] or FAMILIES
-    persistence = [n for n in ops if n in PERSISTENCE] or PERSISTENCE
-    return Space(seq, families, persistence)
+    families = [n for n in ops or () if n not in PERSISTENCE] or (FIRST_FAMILIES if first_table else FAMILIES)
+    persistence = [n for n in ops or () if n in PERSISTENCE] or (FIRST_PERSISTENCE if first_table else PERSISTENCE)
+    return Space(seq, families, persistence, synced=setup == "synced")
 
 
 def check_sample(space, sample: int | None) -> None:

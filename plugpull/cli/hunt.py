@@ -10,7 +10,7 @@ from pathlib import Path
 
 from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_list, \
     kernel_tag, whole_option
-from plugpull.cli.generate import check_sample, names_option, seq_option, space_of_options
+from plugpull.cli.generate import add_setup_option, check_sample, names_option, seq_option, space_of_options
 from plugpull.check.fsckchoice import FsckChoice, fsck_choice
 from plugpull.errors import UsageError
 from plugpull.files import an_output, atomic_write
@@ -42,6 +42,7 @@ def add_parsers(sub) -> None:
     h.add_argument("--seq", type=seq_option, required=True, help="core operations per workload: 1, 2 or 3")
     h.add_argument("--ops", type=names_option, help="only workloads whose operations and persistence points are "
                    "all of these (as plugpull generate --ops)")
+    add_setup_option(h, "(default synced; a hunt goes on with the setup it started with, or is refused)")
     h.add_argument("--sample", type=whole_option(1, COUNT_MAX), metavar="K", help="K workloads drawn at random "
                    "(by --seed) instead of every one")
     h.add_argument("--seed", type=whole_option(0, SEED_MAX), default=1, help="the sample's and the models' seed "
@@ -78,6 +79,8 @@ def default_out(args, kernels: list) -> Path:
     parts = [f"hunt-seq{args.seq}", args.fs, args.mode]
     if args.ops:
         parts.append("+".join(args.ops))
+    if args.setup == "unsynced":
+        parts.append("unsynced")
     if args.sample is not None:
         parts.append(f"sample{args.sample}-seed{args.seed}")
     if len(kernels) > 1:
@@ -97,24 +100,37 @@ def cmd_hunt(args) -> int:
                          " is not for it")
     if MODES[args.mode].external_log:
         raise UsageError(f"hunt records one disk: not --mode {args.mode}, whose log is on a second one")
-    space = space_of_options(args.seq, args.ops)
-    check_sample(space, args.sample)
     if args.disk_mib is not None:
         FILESYSTEMS[args.fs].check_size(args.disk_mib)
-    spec = HuntSpec(args.seq, args.fs, args.mode, tuple(args.ops or ()), args.sample, args.seed, args.disk_mib,
-                    args.budget, args.chunk, fsck=args.fsck)
     if args.out is not None:
         _check_out(args.out)
     named = kernel_list(args)  # every name checked before any kernel is fetched
     one_name_each([(name, k.release if k is not None else None) for name, k in named])
     out = args.out or default_out(args, [k for _, k in named])
     _check_out(out)
+    setup, table = args.setup or "synced", held_table(out)
+    space = space_of_options(args.seq, args.ops, setup, first_table=table == 1)
+    check_sample(space, args.sample)
+    spec = HuntSpec(args.seq, args.fs, args.mode, tuple(args.ops or ()), args.sample, args.seed, args.disk_mib,
+                    args.budget, args.chunk, fsck=args.fsck, setup=setup, table=table)
     check_out(out, early_settings(spec, named, out))  # before any image or guest
     with run_log(out / "hunt.log"), space_is_fatal(out):
         rigs = [prepare_rig(args.accel, kernel) for _, kernel in named]
         one_name_each([(name, rig.image.kernel_release) for (name, _), rig in zip(named, rigs)])
         run = hunt(spec, space, rigs, out)
     return _print_run(run, out, args.fail_on_unsafe)
+
+
+def held_table(out: Path) -> int:
+    """The operation table of the hunt in `out` (1: one started before the later operations,
+    which goes on with the first table's alone), else the current one."""
+    from plugpull.hunt.journal import LEGACY, SETTINGS, TABLE
+
+    try:
+        held = json.loads((out / SETTINGS).read_text())
+    except (OSError, ValueError):
+        return TABLE
+    return held.get("table", LEGACY["table"]) if isinstance(held, dict) else TABLE
 
 
 def one_name_each(named: list[tuple[str, str | None]]) -> None:

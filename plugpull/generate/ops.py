@@ -1,15 +1,18 @@
 """The operation table of generated workloads, and how each operation changes the model tree.
 
-`CORE_OPS` is fixed: a workload's id is its rank in the enumeration, which walks this table in
-order at every step, so changing the table (an operation added, removed or moved, a size
-changed) changes ids; `test_generate.py` pins its digest. Each row is an operation family (the
+`CORE_OPS` is the first table and is fixed: the ids of the workloads made of its operations and
+its persistence points (`FIRST_FAMILIES`, `FIRST_PERSISTENCE`) are their ranks in its
+enumeration, so changing it (an operation added, removed or moved, a size changed) changes ids;
+`test_generate.py` pins its digest. `LATER_OPS` (direct-I/O and mmap writes) and the `msync`
+point came later: the workloads that use them are numbered after all of the first table's
+(space.py), so no earlier id moved. Each row is an operation family (the
 name `--ops` takes), a variant and its operands, all among the fixed names of `tree`.
 
 A name no operation has touched yet is resolved when first needed: an operation that needs it
 to exist makes the workload's setup create it (a file of `INITIAL_SIZE` bytes, or a directory),
 one that needs it absent takes it as absent; a directory from the setup that is renamed is
 renamed with its files. Setup runs before the first operation and is made
-durable by `sync` (ack 0)."""
+durable by `sync` (ack 0), unless it is unsynced (space.py)."""
 
 from dataclasses import dataclass
 
@@ -27,10 +30,18 @@ WRITES = {"append": (lambda size: size, 4096), "overwrite": (lambda size: 0, 409
 FALLOCS = {"default": "falloc 8192 32768", "keep-size": "falloc -k 8192 32768",
            "punch-hole": "fpunch 4096 8192", "zero-range": "fzero 4096 8192"}
 TRUNCATE_TO = 2500
+BLOCK = 4096  # the direct-I/O and mmap writes' length and alignment
+# direct-I/O write variants (O_DIRECT, offset and length aligned to BLOCK): offset from the size
+DWRITES = {"overwrite": lambda size: 0, "append": lambda size: -(-size // BLOCK) * BLOCK}
+# mmap write variants: offset from the size; `extend` first extends the file by ftruncate
+MMAPWRITES = {"overwrite": lambda size: 0, "extend": lambda size: size}
 
-FAMILIES = ("creat", "mkdir", "write", "falloc", "truncate", "link", "unlink", "symlink", "rename",
-            "setxattr", "removexattr")
-PERSISTENCE = ("fsync", "fdatasync", "sync")
+FIRST_FAMILIES = ("creat", "mkdir", "write", "falloc", "truncate", "link", "unlink", "symlink", "rename",
+                  "setxattr", "removexattr")
+FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
+FAMILIES = (*FIRST_FAMILIES, "dwrite", "mmapwrite")
+PERSISTENCE = (*FIRST_PERSISTENCE, "msync")  # msync(MS_SYNC): only right after an mmap write, of its file
+DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate")
 
 
 @dataclass(frozen=True)
@@ -46,7 +57,7 @@ class Op:
 
 @dataclass(frozen=True)
 class Persist:
-    kind: str  # fsync, fdatasync or sync
+    kind: str  # fsync, fdatasync, sync or msync
     path: str | None = None
 
     def text(self) -> str:
@@ -72,6 +83,9 @@ def _table() -> tuple[Op, ...]:
 
 
 CORE_OPS = _table()
+LATER_OPS = tuple([Op("dwrite", v, (f,)) for f in FILES for v in DWRITES] +
+                  [Op("mmapwrite", v, (f,)) for f in FILES for v in MMAPWRITES])
+OPS = CORE_OPS + LATER_OPS
 
 
 def sibling(path: str) -> str:
@@ -136,10 +150,14 @@ class Sim:
             kind = self.tree.kind(p) if p in self.known else "u"
             if kind == FILE:
                 ino = self.tree.paths[p]
-                out.append((order.setdefault(ino, len(order)), bool(self.tree.inodes[ino].xattrs)))
+                out.append((order.setdefault(ino, len(order)), bool(self.tree.inodes[ino].xattrs),
+                            self._full_page(p)))
             else:
                 out.append(kind)
         return tuple(out)
+
+    def _full_page(self, p: str) -> bool:
+        return len(self.tree.inode(p).data) >= BLOCK
 
 
 def pwrite(data: bytes, offset: int, length: int, fill: int) -> bytes:
@@ -156,11 +174,18 @@ def zero(data: bytes, offset: int, length: int, keep_size: bool) -> bytes:
     return bytes(buf)
 
 
-def new_data(op: Op, data: bytes, fill: int) -> bytes:
-    """A file's contents after a write, fallocate or truncate."""
+def write_range(op: Op, size: int) -> tuple[int, int]:
+    """(offset, length) of a write, direct-I/O write or mmap write on a file of `size` bytes."""
     if op.family == "write":
         offset_of, length = WRITES[op.variant]
-        return pwrite(data, offset_of(len(data)), length, fill)
+        return offset_of(size), length
+    return {"dwrite": DWRITES, "mmapwrite": MMAPWRITES}[op.family][op.variant](size), BLOCK
+
+
+def new_data(op: Op, data: bytes, fill: int) -> bytes:
+    """A file's contents after a write, fallocate or truncate."""
+    if op.family in ("write", "dwrite", "mmapwrite"):
+        return pwrite(data, *write_range(op, len(data)), fill)
     if op.family == "truncate":
         return data[:TRUNCATE_TO].ljust(TRUNCATE_TO, b"\0")
     if op.variant == "default":
@@ -178,10 +203,12 @@ def fill_byte(step: int) -> int:
 def apply(sim: Sim, op: Op, step: int) -> bool:
     """Perform `op` (the workload's operation number `step`) on `sim`; False if it is invalid."""
     tree, args = sim.tree, op.args
-    if op.family in ("write", "falloc", "truncate", "setxattr"):
+    if op.family in (*DATA_FAMILIES, "setxattr"):
         if not sim.exists(args[0]):
             return False
         node = tree.inode(args[0])
+        if op.family == "mmapwrite" and op.variant == "overwrite" and len(node.data) < BLOCK:
+            return False  # a page wholly past the end is not the file's: writing it is SIGBUS
         if op.family == "setxattr":
             tree.set_inode(args[0], with_xattr(node, XATTR, f"v{step}"))
         else:
@@ -243,7 +270,7 @@ def _rename(sim: Sim, op: Op) -> bool:
 def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The files and the directories a persistence point after `op` may name."""
     args = op.args
-    if op.family in ("write", "falloc", "truncate", "setxattr", "removexattr"):
+    if op.family in (*DATA_FAMILIES, "setxattr", "removexattr"):
         return args, ()
     if op.family == "creat":
         return args, (parent(args[0]),)
@@ -257,7 +284,8 @@ def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None, ...]:
     """What may follow `op`: nothing (not after the last operation), sync, fsync or fdatasync
-    of a file it touched, fsync of a directory it touched; in this order."""
+    of a file it touched, fsync of a directory it touched; in this order. After an mmap write,
+    msync of its file last."""
     files, dirs = subjects(op)
     out: list[Persist | None] = [] if last else [None]
     out.append(Persist("sync"))
@@ -265,4 +293,6 @@ def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None,
         if tree.kind(f) == FILE:
             out += [Persist("fsync", f), Persist("fdatasync", f)]
     out += [Persist("fsync", d) for d in dirs if tree.kind(d) == DIR]
+    if op.family == "mmapwrite":
+        out.append(Persist("msync", op.args[0]))
     return tuple(out)

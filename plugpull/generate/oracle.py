@@ -1,6 +1,6 @@
 """The model oracle: what a generated workload's completed persistence points make durable.
 
-A table of rules, each with its trigger (sync, fsync or fdatasync of a file, fsync of a
+A table of rules, each with its trigger (sync, fsync, fdatasync or msync of a file, fsync of a
 directory), the filesystems it holds on and its source. A rule owes facts: a path's `kind`
 (None: absent), a file's `size`, `digest`, `nlink`, `xattrs`, a symlink's `target`. Facts owed at
 point k stand until a later point owes the same fact anew. A crash after point k may come while
@@ -99,10 +99,11 @@ def file_names(ctx: Context):
 
 
 def new_file_name(ctx: Context):
-    """The name of a file the workload created, while it is the only name it ever had."""
+    """The name of a file the workload created (an unsynced setup's files too), while it is
+    the only name it ever had."""
     ino = ctx.tree.paths[ctx.path]
     history = ctx.inode_history()
-    created = ino not in history[0].inodes
+    created = ino not in history[0].inodes or not ctx.workload.synced
     names = {p for t in history for p in t.names_of(ino)}
     return [(ctx.path, "kind", FILE)] if created and names == {ctx.path} else []
 
@@ -141,7 +142,7 @@ def ext4_replace_via_rename(ctx: Context):
 @dataclass(frozen=True)
 class Rule:
     name: str
-    trigger: str  # sync, fsync-file, fdatasync-file or fsync-dir
+    trigger: str  # sync, fsync-file, fdatasync-file, msync-file or fsync-dir
     filesystems: tuple[str, ...]
     owes: Callable[[Context], list]
     source: str
@@ -152,7 +153,9 @@ RULES = (
          "sync(2), Linux man-pages: sync writes all pending metadata and data and, on Linux, waits for it "
          "(POSIX lets it return before, so posix owes nothing)"),
     Rule("fsync-data", "fsync-file", PROFILES, file_data,
-         "POSIX fsync(): all data of the file is transferred to the storage device"),
+         "POSIX fsync(): all data of the file is transferred to the storage device (a write through a "
+         "shared mapping changes the file: POSIX mmap(), MAP_SHARED; an O_DIRECT write is owed no more "
+         "than a buffered one: open(2), Linux man-pages)"),
     Rule("fdatasync-data", "fdatasync-file", PROFILES, file_data,
          "POSIX fdatasync(): synchronized I/O data integrity: the data and what is needed to read it back, the size"),
     Rule("fsync-nlink", "fsync-file", LINUX, file_nlink,
@@ -167,6 +170,12 @@ RULES = (
          "file, and else marks the inode's node for roll-forward to restore its entry)"),
     Rule("fdatasync-new-name", "fdatasync-file", LINUX, new_file_name,
          "relied on: a new file's name is needed to read its data back, and is logged with the inode's creation"),
+    Rule("msync-data", "msync-file", PROFILES, file_data,
+         "POSIX msync(), MS_SYNC: the modified data of the mapped pages is written, with synchronized I/O "
+         "data integrity completion (the size too); the mapping is the whole file"),
+    Rule("msync-new-name", "msync-file", LINUX, new_file_name,
+         "relied on: Linux msync(MS_SYNC) on a shared file mapping syncs the mapped range by vfs_fsync_range() "
+         "with datasync set (mm/msync.c), fdatasync's path, so it owes what fdatasync-new-name owes"),
     Rule("fsync-dir-entries", "fsync-dir", LINUX, dir_entries,
          "fsync(2), Linux man-pages: an explicit fsync of the directory persists its entries"),
     Rule("ext4-replace-via-rename", "fsync-dir", ("ext4",), ext4_replace_via_rename,
@@ -179,6 +188,8 @@ def trigger_of(workload: Workload, step: int) -> tuple[str, str | None]:
     persist = workload.steps[step - 1].persist
     if persist.kind == "sync":
         return "sync", None
+    if persist.kind == "msync":
+        return "msync-file", persist.path
     kind = workload.trees[step].kind(persist.path)
     return f"{persist.kind}-{'dir' if kind == DIR else 'file'}", persist.path
 
@@ -225,10 +236,11 @@ def end_step(workload: Workload, k: int) -> int:
 
 
 def owed_at(workload: Workload, fs: str, point: int) -> dict:
-    """(path, fact) -> (value, rule) that point `point` itself owes (0: the setup's sync)."""
+    """(path, fact) -> (value, rule) that point `point` itself owes (0: the setup's sync; an
+    unsynced setup's ack 0 owes nothing)."""
     rules = rules_for(fs)
     if point == 0:
-        if "sync-all" not in {r.name for r in rules}:
+        if "sync-all" not in {r.name for r in rules} or not workload.synced:
             return {}
         return {(p, n): (v, "sync-all") for p, n, v in sync_all(Context(workload, 0, workload.trees[0], None))}
     step = end_step(workload, point)

@@ -1,65 +1,130 @@
 """A generated workload as the program the guest runs: a POSIX sh script for busybox sh, with
-xfs_io for writes and fallocate, `pp-xattr` (images/src/pp-xattr.c) for xattrs and busybox
-`sync` for the persistence points (`sync FILE` is fsync, `sync -d FILE` fdatasync, `sync`
-sync(2)). It runs as `--workload script:` scripts do: in the empty work directory of a fresh
-filesystem, with fd 4 open on the ack port. After the setup's sync it prints `ack 0`; after
-persistence point k completes, `ack k`."""
+xfs_io for writes (`-d`: O_DIRECT), fallocate and mmap writes (`mmap`, `mwrite`, `msync -s`:
+msync(MS_SYNC)), `pp-xattr` (images/src/pp-xattr.c) for xattrs and busybox `sync` for the
+persistence points (`sync FILE` is fsync, `sync -d FILE` fdatasync, `sync` sync(2)). It runs as
+`--workload script:` scripts do: in the empty work directory of a fresh filesystem, with fd 4
+open on the ack port. After the setup (and its sync, unless the setup is unsynced) it prints
+`ack 0`; after persistence point k completes, `ack k`.
 
-from plugpull.generate.ops import FALLOCS, INITIAL_SIZE, SETUP_BYTE, TRUNCATE_TO, WRITES, XATTR, Op, Persist, \
-    fill_byte, sibling
+`op_command` is the one table of the operations' shell commands: the reproducer's scripts
+(plugpull/reproducer/steps.py) use it too, with their own `Tools`."""
+
+from dataclasses import dataclass
+
+from plugpull.generate.ops import FALLOCS, INITIAL_SIZE, SETUP_BYTE, TRUNCATE_TO, XATTR, Op, Persist, \
+    fill_byte, sibling, write_range
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import Tree
 
 
-def op_command(op: Op, step: int, before: Tree) -> str:
-    """The shell command for `op`, operation number `step`, on the tree `before` it."""
-    args = op.args
-    if op.family == "write":
-        offset_of, length = WRITES[op.variant]
-        offset = offset_of(len(before.inode(args[0]).data))
-        return f'xfs_io -c "pwrite -q -S {fill_byte(step):#04x} {offset} {length}" {args[0]}'
+@dataclass(frozen=True)
+class Tools:
+    """How a script spells its programs and its files: the guest program names files relative
+    to the work directory and uses busybox and pp-xattr; a reproducer names them under a mount
+    point (`mnt`) and uses coreutils and setfattr."""
+
+    mnt: str = ""
+    xfs_io: str = "xfs_io"
+    setfattr: str = ""  # "": pp-xattr
+    unlink: str = "unlink"
+
+    def at(self, path: str) -> str:
+        return f"{self.mnt}/{path}" if self.mnt else path
+
+    def setxattr(self, path: str, value: str) -> str:
+        if not self.setfattr:
+            return f"pp-xattr set {path} {XATTR} {value}"
+        return f"{self.setfattr} -n {XATTR} -v {value} {path}"
+
+    def removexattr(self, path: str) -> str:
+        return f"pp-xattr remove {path} {XATTR}" if not self.setfattr else f"{self.setfattr} -x {XATTR} {path}"
+
+
+GUEST = Tools()
+
+
+def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = False) -> str:
+    """The shell command for `op`, operation number `step`, on the tree `before` it; `msync`:
+    an mmap write followed by its msync(MS_SYNC), which only the same process can do."""
+    args = [t.at(a) for a in op.args]
+    if op.family in ("write", "dwrite", "mmapwrite"):
+        size = len(before.inode(op.args[0]).data)
+        offset, length = write_range(op, size)
+        if op.family == "mmapwrite":
+            return _mmap_write(t, args[0], size, offset, length, fill_byte(step), msync)
+        direct = " -d" if op.family == "dwrite" else ""
+        return f'{t.xfs_io}{direct} -c "pwrite -q -S {fill_byte(step):#04x} {offset} {length}" {args[0]}'
     simple = {
         "creat": lambda: f"touch {args[0]}",
         "mkdir": lambda: f"mkdir {args[0]}",
-        "falloc": lambda: f'xfs_io -c "{FALLOCS[op.variant]}" {args[0]}',
-        "truncate": lambda: f'xfs_io -c "truncate {TRUNCATE_TO}" {args[0]}',
+        "falloc": lambda: f'{t.xfs_io} -c "{FALLOCS[op.variant]}" {args[0]}',
+        "truncate": lambda: f'{t.xfs_io} -c "truncate {TRUNCATE_TO}" {args[0]}',
         "link": lambda: f"ln {args[0]} {args[1]}",
-        "unlink": lambda: f"unlink {args[0]}",
-        "symlink": lambda: f"ln -s {sibling(args[0])} {args[0]}",
+        "unlink": lambda: f"{t.unlink} {args[0]}",
+        "symlink": lambda: f"ln -s {sibling(op.args[0])} {args[0]}",
         "rename": lambda: f"mv -fT {args[0]} {args[1]}",
-        "setxattr": lambda: f"pp-xattr set {args[0]} {XATTR} v{step}",
-        "removexattr": lambda: f"pp-xattr remove {args[0]} {XATTR}",
+        "setxattr": lambda: t.setxattr(args[0], f"v{step}"),
+        "removexattr": lambda: t.removexattr(args[0]),
     }
     return simple[op.family]()
 
 
-def persist_command(persist: Persist) -> str:
+def _mmap_write(t: Tools, path: str, size: int, offset: int, length: int, fill: int, msync: bool) -> str:
+    """A range past the end is first made part of the file by ftruncate (xfs_io `truncate`), then
+    the whole file is mapped shared and written through the mapping."""
+    end = max(size, offset + length)
+    cmds = ([f"truncate {end}"] if end > size else []) + [f"mmap -w 0 {end}", f"mwrite -S {fill:#04x} {offset} {length}"]
+    cmds += [f"msync -s 0 {end}"] if msync else []
+    return f"{t.xfs_io} " + " ".join(f'-c "{c}"' for c in cmds) + f" {path}"
+
+
+def step_command(workload: Workload, i: int, t: Tools = GUEST) -> str:
+    """Operation number `i` of `workload` (1-based), with the msync that follows it if any."""
+    step = workload.steps[i - 1]
+    msync = step.persist is not None and step.persist.kind == "msync"
+    return op_command(step.op, i, workload.trees[i - 1], t, msync)
+
+
+def persist_command(persist: Persist) -> str | None:
+    """The guest's command for a persistence point; None for msync, which the operation's own
+    command did."""
+    if persist.kind == "msync":
+        return None
     if persist.kind == "sync":
         return "sync"
     return f"sync -d {persist.path}" if persist.kind == "fdatasync" else f"sync {persist.path}"
 
 
-def setup_lines(names) -> list[str]:
+def setup_lines(names, t: Tools = GUEST) -> list[str]:
     lines = []
     for path in names:
         if path in SETUP_BYTE:
-            lines.append(f'xfs_io -f -c "pwrite -q -S {SETUP_BYTE[path]:#04x} 0 {INITIAL_SIZE}" {path}')
+            lines.append(f'{t.xfs_io} -f -c "pwrite -q -S {SETUP_BYTE[path]:#04x} 0 {INITIAL_SIZE}" {t.at(path)}')
         else:
-            lines.append(f"mkdir {path}")
+            lines.append(f"mkdir {t.at(path)}")
     return lines
+
+
+def setup_block(workload: Workload) -> list[str]:
+    if workload.synced:
+        return ["# setup, made durable: ack 0", *setup_lines(workload.setup), "sync", "echo 'ack 0' >&4"]
+    return ["# setup, not synced (in the same transaction as the operations): ack 0 owes nothing",
+            *setup_lines(workload.setup), "echo 'ack 0' >&4"]
 
 
 def program(workload: Workload) -> str:
     """The workload's guest script."""
     lines = [f"# plugpull generated workload {workload.ident}: {workload.text()}",
              "# run in the empty work directory of a fresh filesystem, fd 4 open on the ack port",
-             "set -e", "# setup, made durable: ack 0", *setup_lines(workload.setup), "sync", "echo 'ack 0' >&4"]
+             "set -e", *setup_block(workload)]
     point = 0
     for i, step in enumerate(workload.steps, 1):
         lines.append(f"# {i}: {step.op.text()}")
-        lines.append(op_command(step.op, i, workload.trees[i - 1]))
+        lines.append(step_command(workload, i))
         if step.persist:
             point += 1
-            lines += [f"{persist_command(step.persist)}  # point {point}: {step.persist.text()}",
+            command = persist_command(step.persist)
+            said = f"point {point}: {step.persist.text()}"
+            lines += [f"{command}  # {said}" if command else f"# {said}, done by the command above",
                       f"echo 'ack {point}' >&4"]
     return "\n".join(lines) + "\n"

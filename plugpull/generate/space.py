@@ -1,7 +1,9 @@
 """The space of generated workloads: every sequence of `seq` core operations from the table,
 each followed by a persistence point or not (the last always by one), that is valid on the
 simulated tree. Workloads are numbered in depth-first order (the table's order at each step,
-then the persistence choices' order), and the number is the id: `seq2-000412`.
+then the persistence choices' order), and the number is the id: `seq2-000412`. Those made of
+the first table's steps come first and keep the numbers they had before later operations were
+added (`Space`); `seq2u-000412` is the same workload with a setup that is not synced.
 
 Nothing is listed to be counted: the number of valid continuations depends only on the
 simulated tree's shape (`Sim.key`), so counts are memoised on it, and an id is turned back into
@@ -13,13 +15,14 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 
 from plugpull.errors import UsageError
-from plugpull.generate.ops import CORE_OPS, FAMILIES, INITIAL_SIZE, PERSISTENCE, SETUP_BYTE, Op, Persist, Sim, \
-    apply, persistence_choices
+from plugpull.generate.ops import FAMILIES, FIRST_FAMILIES, FIRST_PERSISTENCE, INITIAL_SIZE, OPS, PERSISTENCE, \
+    SETUP_BYTE, Op, Persist, Sim, apply, persistence_choices
 from plugpull.generate.tree import DIR, FILE, Inode, Tree
 from plugpull.values import shown
 
 SEQS = (1, 2, 3)
-_ID = re.compile(r"seq([0-9]{1,2})-([0-9]{1,12})")  # no id of thousands of digits reaches int()
+SETUPS = ("synced", "unsynced")
+_ID = re.compile(r"seq([0-9]{1,2})(u?)-([0-9]{1,12})")  # no id of thousands of digits reaches int()
 
 
 @dataclass(frozen=True)
@@ -37,10 +40,11 @@ class Workload:
     index: int
     steps: tuple[Step, ...]
     setup: tuple[str, ...]  # the names the setup creates, parents first
+    synced: bool = True  # the setup ends with sync; else it is in the same transaction as the operations
 
     @property
     def ident(self) -> str:
-        return workload_id(self.seq, self.index)
+        return workload_id(self.seq, self.index, self.synced)
 
     def text(self) -> str:
         return "; ".join(s.text() for s in self.steps)
@@ -61,8 +65,12 @@ class Workload:
         return out
 
 
-def workload_id(seq: int, index: int) -> str:
-    return f"seq{seq}-{index:06d}"
+def workload_id(seq: int, index: int, synced: bool = True) -> str:
+    return f"seq{seq}{'' if synced else 'u'}-{index:06d}"
+
+
+def setup_name(synced: bool) -> str:
+    return SETUPS[0] if synced else SETUPS[1]
 
 
 def setup_tree(names) -> Tree:
@@ -78,102 +86,148 @@ def ordered_setup(names) -> tuple[str, ...]:
     return tuple(sorted(names, key=lambda p: (p.count("/"), p)))
 
 
+Mask = tuple[frozenset, frozenset]  # (operation families, persistence points) a walk may take
+WHOLE: Mask = (frozenset(FAMILIES), frozenset(PERSISTENCE))
+FIRST: Mask = (frozenset(FIRST_FAMILIES), frozenset(FIRST_PERSISTENCE))
+
+
+def allowed_by(mask: Mask, op: Op, persist: Persist | None) -> bool:
+    return op.family in mask[0] and (persist is None or persist.kind in mask[1])
+
+
+def is_later(op: Op, persist: Persist | None) -> bool:
+    """A step the first table did not have."""
+    return not allowed_by(FIRST, op, persist)
+
+
+def meet(a: Mask, b: Mask) -> Mask:
+    return a[0] & b[0], a[1] & b[1]
+
+
 class Space:
     """The workloads of `seq` operations, optionally only those whose operations are all of
     `families` and whose persistence points are all of `persistence` (ids stay those of the
-    whole space)."""
+    whole space); `synced`: the setup ends with sync (ack 0), else not (ids `seqNu-...`).
 
-    def __init__(self, seq: int, families=FAMILIES, persistence=PERSISTENCE):
+    Ids: first the workloads made only of the first table's steps, in the order of a walk of
+    that table (the ids they always had); then every other workload, in the order of a walk of
+    the whole table (`later`: only the workloads with a later step still to take)."""
+
+    def __init__(self, seq: int, families=FAMILIES, persistence=PERSISTENCE, synced: bool = True):
         if seq not in SEQS:
             raise UsageError(f"bad --seq {seq!r}: expected one of {', '.join(map(str, SEQS))}")
         self.seq = seq
-        self.families = frozenset(checked(families, FAMILIES, "operation"))
-        self.persistence = frozenset(checked(persistence, PERSISTENCE, "persistence point"))
-        self.filtered = self.families != set(FAMILIES) or self.persistence != set(PERSISTENCE)
+        self.synced = synced
+        self.mask: Mask = (frozenset(checked(families, FAMILIES, "operation")),
+                           frozenset(checked(persistence, PERSISTENCE, "persistence point")))
+        self.filtered = self.mask != WHOLE
         self._memo: dict = {}
 
     def allowed(self, op: Op, persist: Persist | None) -> bool:
-        return op.family in self.families and (persist is None or persist.kind in self.persistence)
+        return allowed_by(self.mask, op, persist)
 
     def choices(self, sim: Sim, left: int):
         """(op, persistence point, the Sim after them) for every valid next step, in order."""
         step = self.seq - left + 1
-        for op in CORE_OPS:
+        for op in OPS:
             after = sim.copy()
             if apply(after, op, step):
                 for persist in persistence_choices(after.tree, op, last=left == 1):
                     yield op, persist, after
 
-    def count(self, sim: Sim | None = None, left: int | None = None, filtered: bool = False) -> int:
-        """The workloads from `sim` with `left` operations to go (by default: all of them);
-        `filtered`: only those the filter allows."""
+    def count(self, sim: Sim | None = None, left: int | None = None, mask: Mask = WHOLE) -> int:
+        """The workloads from `sim` with `left` operations to go (by default: all of them)
+        whose steps are all of `mask`."""
         sim = Sim() if sim is None else sim
         left = self.seq if left is None else left
         if left == 0:
             return 1
-        key = (sim.key(), left, filtered)
+        key = (sim.key(), left, mask)
         if key not in self._memo:
-            self._memo[key] = sum(self.count(after, left - 1, filtered) for op, persist, after in
-                                  self.choices(sim, left) if not filtered or self.allowed(op, persist))
+            self._memo[key] = sum(self.count(after, left - 1, mask) for op, persist, after in
+                                  self.choices(sim, left) if allowed_by(mask, op, persist))
         return self._memo[key]
+
+    def size(self, sim: Sim, left: int, mask: Mask, later: bool) -> int:
+        """`count`, of only the workloads with a later step to come if `later`."""
+        whole = self.count(sim, left, mask)
+        return whole - self.count(sim, left, meet(mask, FIRST)) if later else whole
 
     def total(self) -> int:
         """How many workloads the filter lets through."""
-        return self.count(filtered=self.filtered)
+        return self.count(mask=self.mask)
+
+    def _descend(self, rank: int, mask: Mask, later: bool) -> tuple[list, Sim]:
+        """The steps of the `rank`-th workload of `mask` (of the later block if `later`)."""
+        sim, steps = Sim(), []
+        for left in range(self.seq, 0, -1):
+            for op, persist, after in self.choices(sim, left):
+                if not allowed_by(mask, op, persist):
+                    continue
+                still = later and not is_later(op, persist)
+                size = self.size(after, left - 1, mask, still)
+                if rank < size:
+                    steps.append(Step(op, persist))
+                    sim, later = after, still
+                    break
+                rank -= size
+        return steps, sim
+
+    def _ranked(self, rank: int, mask: Mask) -> tuple[list, Sim]:
+        """The `rank`-th workload of `mask` in id order: the first table's block, then the rest."""
+        first = self.count(mask=meet(mask, FIRST))
+        return self._descend(rank, meet(mask, FIRST), False) if rank < first else \
+            self._descend(rank - first, mask, True)
 
     def workload(self, index: int) -> Workload:
         """The workload numbered `index` in the whole space."""
         if not 0 <= index < self.count():
-            raise UsageError(f"no workload {workload_id(self.seq, index)}: seq {self.seq} has {self.count()}")
-        sim, steps, rest = Sim(), [], index
-        for left in range(self.seq, 0, -1):
-            for op, persist, after in self.choices(sim, left):
-                size = self.count(after, left - 1)
-                if rest < size:
-                    steps.append(Step(op, persist))
-                    sim = after
-                    break
-                rest -= size
-        return Workload(self.seq, index, tuple(steps), ordered_setup(sim.setup))
+            raise UsageError(f"no workload {workload_id(self.seq, index, self.synced)}: seq {self.seq} has "
+                             f"{self.count()}")
+        steps, sim = self._ranked(index, WHOLE)
+        return Workload(self.seq, index, tuple(steps), ordered_setup(sim.setup), self.synced)
 
     def locate(self, steps) -> int:
         """The id of the workload made of `steps`; UsageError if it is not one of the space."""
-        sim, base = Sim(), 0
+        steps = tuple(steps)
+        later = any(is_later(s.op, s.persist) for s in steps)
+        mask = WHOLE if later else FIRST
+        sim, base = Sim(), self.count(mask=FIRST) if later else 0
         for left, wanted in zip(range(self.seq, 0, -1), steps):
             for op, persist, after in self.choices(sim, left):
+                if not allowed_by(mask, op, persist):
+                    continue
+                still = later and not is_later(op, persist)
                 if Step(op, persist) == wanted:
-                    sim = after
+                    sim, later = after, still
                     break
-                base += self.count(after, left - 1)
+                base += self.size(after, left - 1, mask, still)
             else:
                 raise UsageError(f"not a seq {self.seq} workload: {wanted.text()} is invalid or not allowed there")
         return base
 
     def index_of(self, rank: int) -> int:
         """The id of the filter's `rank`-th workload."""
-        sim, base = Sim(), 0
-        for left in range(self.seq, 0, -1):
-            for op, persist, after in self.choices(sim, left):
-                size = self.count(after, left - 1, self.filtered) if self.allowed(op, persist) else 0
-                if rank < size:
-                    sim = after
-                    break
-                rank -= size
-                base += self.count(after, left - 1)
-        return base
+        return self.locate(self._ranked(rank, self.mask)[0])
 
     def workloads(self):
         """Every workload the filter lets through, in order."""
-        yield from self._walk(Sim(), self.seq, 0, ())
+        yield from self._walk(Sim(), self.seq, 0, (), (meet(self.mask, FIRST), FIRST), False)
+        yield from self._walk(Sim(), self.seq, self.count(mask=FIRST), (), (self.mask, WHOLE), True)
 
-    def _walk(self, sim: Sim, left: int, base: int, steps: tuple):
+    def _walk(self, sim: Sim, left: int, base: int, steps: tuple, masks: tuple[Mask, Mask], later: bool):
+        """`masks`: the filter's, and the one the ids are counted in."""
         if left == 0:
-            yield Workload(self.seq, base, steps, ordered_setup(sim.setup))
+            yield Workload(self.seq, base, steps, ordered_setup(sim.setup), self.synced)
             return
+        mask, ids = masks
         for op, persist, after in self.choices(sim, left):
-            if self.allowed(op, persist):
-                yield from self._walk(after, left - 1, base, steps + (Step(op, persist),))
-            base += self.count(after, left - 1)
+            if not allowed_by(ids, op, persist):
+                continue
+            still = later and not is_later(op, persist)
+            if allowed_by(mask, op, persist) and self.size(after, left - 1, mask, still):
+                yield from self._walk(after, left - 1, base, steps + (Step(op, persist),), masks, still)
+            base += self.size(after, left - 1, ids, still)
 
     def sample(self, k: int, seed: int) -> list[int]:
         """`k` ids drawn without replacement by `seed` from those the filter lets through, in order."""
@@ -185,10 +239,12 @@ class Space:
         """The workload an id names; UsageError if it names none of this space."""
         m = _ID.fullmatch(ident)
         if not m:
-            raise UsageError(f"bad workload id {shown(ident)}: expected seqN-NNNNNN")
+            raise UsageError(f"bad workload id {shown(ident)}: expected seqN-NNNNNN or seqNu-NNNNNN")
         if int(m.group(1)) != self.seq:
             raise UsageError(f"workload {ident} is not of --seq {self.seq}")
-        return self.workload(int(m.group(2)))
+        if (m.group(2) == "") != self.synced:
+            raise UsageError(f"workload {ident} is not of --setup {setup_name(self.synced)}")
+        return self.workload(int(m.group(3)))
 
 
 def checked(names, known, what: str) -> tuple[str, ...]:
@@ -201,7 +257,7 @@ def checked(names, known, what: str) -> tuple[str, ...]:
 
 def steps_of(text: str) -> tuple[Step, ...]:
     """`Workload.text()` read back: "creat A/foo, fsync A; rename.file A/foo B/bar, sync"."""
-    ops = {op.text(): op for op in CORE_OPS}
+    ops = {op.text(): op for op in OPS}
     steps = []
     for part in text.split(";"):
         op_text, _, persist_text = (x.strip() for x in part.partition(","))
@@ -214,24 +270,25 @@ def steps_of(text: str) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-def workload_of(text: str) -> Workload:
+def workload_of(text: str, synced: bool = True) -> Workload:
     """The workload `text` describes, with its id."""
     steps = steps_of(text)
     if len(steps) not in SEQS:
         raise UsageError(f"{len(steps)} operations: a workload has {', '.join(map(str, SEQS))}")
-    space = whole_space(len(steps))
+    space = whole_space(len(steps), synced)
     return space.workload(space.locate(steps))
 
 
 @cache
-def whole_space(seq: int) -> Space:
+def whole_space(seq: int, synced: bool = True) -> Space:
     """The unfiltered space of `seq`, its counts kept for the life of the process."""
-    return Space(seq)
+    return Space(seq, synced=synced)
 
 
 def space_of(ident: str) -> Space:
     """The whole space an id belongs to."""
     m = _ID.fullmatch(ident)
     if not m:
-        raise UsageError(f"bad workload id {shown(ident)}: expected seqN-NNNNNN")
-    return whole_space(int(m.group(1))) if int(m.group(1)) in SEQS else Space(int(m.group(1)))
+        raise UsageError(f"bad workload id {shown(ident)}: expected seqN-NNNNNN or seqNu-NNNNNN")
+    seq, synced = int(m.group(1)), not m.group(2)
+    return whole_space(seq, synced) if seq in SEQS else Space(seq, synced=synced)

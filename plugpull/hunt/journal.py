@@ -24,6 +24,8 @@ from plugpull.paths import WORK_PREFIX
 SETTINGS, JOURNAL, LOG, REJECTED = "hunt.json", "hunt.jsonl", "hunt.log", "hunt.rejected"
 OWN_FILES = (SETTINGS, JOURNAL, LOG, REJECTED, "summary.txt")
 OWN_DIRS = ("failing",)
+TABLE = 2  # the operation table a new hunt takes (generate/ops.py: the first, then the later operations)
+LEGACY = {"setup": "synced", "table": 1}  # what a hunt's settings from before these keys were had
 JUDGED_FIELDS = {"states": int, "distinct": int, "verdicts": dict, "rules": dict, "failing": bool}
 
 
@@ -46,6 +48,7 @@ def check_out(out: Path, settings: dict | None = None, unknown: tuple[str, ...] 
         raise UsageError(f"{out / SETTINGS}: not a hunt's settings (a JSON object): give a new --out")
     if settings is None:
         return
+    held, settings = {**LEGACY, **held}, {**LEGACY, **settings}
     differ = sorted(k for k in {*held, *settings} if held.get(k) != settings.get(k) and k not in unknown)
     if differ:
         shown = ", ".join(f"{k} {held.get(k)!r} there, {settings.get(k)!r} here" for k in differ[:3])

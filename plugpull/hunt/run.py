@@ -33,7 +33,7 @@ from plugpull.generate.program import program
 from plugpull.generate.space import Space
 from plugpull.generate.workload import GeneratedWorkload, generated_workload
 from plugpull.guest.rig import Rig
-from plugpull.hunt.journal import Journal, check_out
+from plugpull.hunt.journal import TABLE, Journal, check_out
 from plugpull.hunt.points import CUTS, MODELS, point_jobs
 from plugpull.hunt.record import Failed, Recorder, formatted
 from plugpull.hunt.summary import workload_line
@@ -61,6 +61,8 @@ class HuntSpec:
     chunk: int = 16
     overlap: bool = True  # record the next chunk while one is judged (False: one after the other)
     fsck: FsckChoice = FsckChoice()  # which states the host's fsck reads (`fsckchoice`)
+    setup: str = "synced"  # or unsynced: the setup's files in the same transaction as the operations
+    table: int = TABLE  # 1: only the first table's operations (a hunt started before the later ones)
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -81,7 +83,8 @@ class HuntSpec:
         on = {"kernel": kernels[0]} if len(kernels) == 1 else {"kernels": list(kernels)}
         fsck = {} if self.fsck.always else {"fsck": self.fsck.text}  # hunts from before the choice resume
         return {"seq": self.seq, "ops": list(self.ops), "sample": self.sample, "seed": self.seed, "fs": self.fs,
-                "mode": self.mode, "disk_mib": self.mib, **on, "models": list(self.models), "cuts": CUTS, **fsck}
+                "mode": self.mode, "disk_mib": self.mib, **on, "models": list(self.models), "cuts": CUTS, **fsck,
+                "setup": self.setup, "table": self.table}
 
 
 @dataclass(frozen=True)

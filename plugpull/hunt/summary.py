@@ -152,4 +152,8 @@ def _filters(settings: dict) -> str:
         parts.append(f"ops {','.join(settings['ops'])}")
     if settings.get("sample"):
         parts.append(f"sample {settings['sample']} seed {settings['seed']}")
+    if settings.get("setup") == "unsynced":
+        parts.append("setup unsynced")
+    if settings.get("table") == 1:
+        parts.append("the first operation table")
     return f" ({'; '.join(parts)})" if parts else ""

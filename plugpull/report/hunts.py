@@ -44,6 +44,7 @@ def hunt_label(hunt: Hunt) -> str:
     s = hunt.settings
     sample = f", sample {s['sample']} seed {s.get('seed')}" if s.get("sample") else ""
     ops = f", ops {','.join(s['ops'])}" if s.get("ops") else ""
+    ops += ", setup unsynced" if s.get("setup") == "unsynced" else ""
     kernels = kernels_of(s)
     on = f"kernel{'s' if len(kernels) > 1 else ''} {', '.join(kernels) or '?'}"
     where = f"{s.get('fs', '?')} {s.get('mode', '?')}, {on}"

@@ -46,7 +46,8 @@ class Case:
         return replace(self.whole, steps=self.whole.steps[:end])
 
     def title(self) -> str:
-        what = "the setup's sync" if self.point == 0 else self.whole.steps[self.whole.points()[self.point - 1] - 1].persist.text()
+        setup = "the setup's sync" if self.whole.synced else "the setup, not synced"
+        what = setup if self.point == 0 else self.whole.steps[self.whole.points()[self.point - 1] - 1].persist.text()
         return f"{self.ident} on {self.fs}, writes dropped after point {self.point} ({what})"
 
 

@@ -13,7 +13,7 @@ from plugpull.reproducer.checks import Checks, check_calls, checks, comment, rea
 from plugpull.reproducer.steps import Tools, needs_setfattr, op_lines, setup_lines
 from plugpull.testbed.fs import FILESYSTEMS
 
-TOOLS = Tools("$SCRATCH_MNT", "$XFS_IO_PROG", "$SETFATTR_PROG")
+TOOLS = Tools("$SCRATCH_MNT", "$XFS_IO_PROG", "$SETFATTR_PROG", "rm -f")
 
 SHOW = r"""show() {  # show PATH FACT NEED WHY ALLOWED...: one line, the same on every correct filesystem
 	local path=$1 fact=$2 need=$3 why=$4 label value ok

@@ -14,7 +14,7 @@ from plugpull.reproducer.checks import Checks, check_calls, checks, comment, rea
 from plugpull.reproducer.steps import Tools, needs_setfattr, op_lines, setup_lines
 from plugpull.testbed.fs import FILESYSTEMS
 
-TOOLS = Tools('"$mnt"', "xfs_io", "setfattr")
+TOOLS = Tools('"$mnt"', "xfs_io", "setfattr", "rm -f")
 EXIT_FOUND, EXIT_USAGE, EXIT_NO_VERDICT = 1, 2, 3
 
 PRELUDE = r"""set -u
