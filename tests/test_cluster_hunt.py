@@ -121,8 +121,8 @@ def test_an_artifact_blob_never_writes_outside_its_directory(tmp_path):
         unpack_tree(b"plugpull-record-1\n" + blob[len(b"plugpull-tree-1\n"):], tmp_path / "d")
 
 
-def rig(release: str = RELEASE, key: str = "img"):
-    return SimpleNamespace(image=SimpleNamespace(kernel_release=release, key=key))
+def rig(release: str = RELEASE, key: str = "img", backend: str = "qemu"):
+    return SimpleNamespace(image=SimpleNamespace(kernel_release=release, key=key), backend=SimpleNamespace(name=backend))
 
 
 def test_the_chunks_to_go_leave_out_what_the_journal_holds_per_kernel(tmp_path):
@@ -161,15 +161,17 @@ class FakeChunks:
 
 
 @pytest.fixture
-def cluster(tmp_path, monkeypatch):
-    """An in-process scheduler with two workers that hold plugpull's plugin; chunks judged by FakeChunks."""
+def cluster(tmp_path, monkeypatch, request):
+    """An in-process scheduler with two workers that hold plugpull's plugin (their backend
+    `request.param`, QEMU unless given); chunks judged by FakeChunks."""
     fake = FakeChunks()
     monkeypatch.setattr(hunt_task, "HuntGuests", fake.guests)
     monkeypatch.setattr(hunt_task, "judge_chunks", fake.judge_chunks)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
                                   host="127.0.0.1", dashboard_address="127.0.0.1:0") as local, \
             distributed.Client(local) as client:
-        client.register_plugin(cluster_worker.PlugpullPlugin(tmp_path / "w", rig()))
+        backend = getattr(request, "param", "qemu")
+        client.register_plugin(cluster_worker.PlugpullPlugin(tmp_path / "w", rig(backend=backend)))
         yield SimpleNamespace(address=local.scheduler_address, fake=fake)
 
 
@@ -193,6 +195,13 @@ def test_a_spent_budget_sends_no_chunk(tmp_path, cluster):
     from dataclasses import replace
     run = ClusterHunt(cluster.address)(replace(SPEC, budget_s=1e-12), Space(1), [rig()], tmp_path / "h")
     assert run.stopped_by_budget and run.new == 0 and cluster.fake.judged == []
+
+
+@pytest.mark.parametrize("cluster", ["libvirt"], indirect=True)
+def test_a_worker_on_libvirt_refuses_to_record_a_chunk(tmp_path, cluster):
+    with pytest.raises(InfraError, match="a hunt records on QEMU"):
+        ClusterHunt(cluster.address, retries=0)(SPEC, Space(1), [rig()], tmp_path / "h")
+    assert cluster.fake.judged == [] and not (tmp_path / "h" / JOURNAL).exists()
 
 
 def test_a_kernel_no_worker_has_is_said_in_one_line(tmp_path, cluster):

@@ -77,6 +77,9 @@ def hunt_chunk(spec: HuntSpec, kernel: str, several: bool, ids: list[str], image
     """A task: the workloads `ids` recorded and judged on this worker's kernel (`kernel`, its
     release; `several`: the hunt has more than one, so artifacts are under failing/ID/RELEASE)."""
     plugin = the_plugin()
+    if plugin.rig.backend.name != "qemu":
+        raise InfraError("a hunt records on QEMU: this worker runs its guests on libvirt (start one without "
+                         "--backend libvirt for hunts)")
     if plugin.rig.image.key != image_key:
         raise InfraError(f"worker's guest image {plugin.rig.image.key} is not the coordinator's {image_key}: "
                          "start the worker with the same --kernel")
