@@ -228,3 +228,40 @@ def test_a_scheduler_out_of_reach_stops_the_hunt_before_anything_is_made(tmp_pat
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot reach the cluster's scheduler" in err[0] and "Connection refused" in err[0]
     assert not out.exists()
+
+
+def test_the_only_worker_lost_mid_chunk_is_named_and_what_was_judged_is_kept(tmp_path, monkeypatch):
+    from plugpull.cluster import hunt_coordinator
+    from plugpull.cluster.coordinator import WorkerLost
+    fake, started = FakeChunks(), threading.Event()
+    judge = fake.judge_chunks
+
+    def slow_second_chunk(chunks, spec, *args):
+        if chunks[0][0] != IDS[0]:
+            started.set()
+            threading.Event().wait(3)  # long enough to lose the worker meanwhile
+        judge(chunks, spec, *args)
+
+    monkeypatch.setattr(hunt_task, "HuntGuests", fake.guests)
+    monkeypatch.setattr(hunt_task, "judge_chunks", slow_second_chunk)
+    monkeypatch.setattr(hunt_coordinator, "POLL", 0.5)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
+                                  host="127.0.0.1", dashboard_address="127.0.0.1:0") as local, \
+            distributed.Client(local) as client:
+        client.register_plugin(cluster_worker.PlugpullPlugin(tmp_path / "w", rig()))
+        (address,) = client.scheduler_info()["workers"]
+
+        def lose_the_worker():
+            started.wait(30)
+            local.sync(local.workers[0].close, reason="killed by the test")
+
+        loser = threading.Thread(target=lose_the_worker)
+        loser.start()
+        try:
+            with pytest.raises(WorkerLost) as lost:
+                ClusterHunt(local.scheduler_address, retries=0)(SPEC, Space(1), [rig()], tmp_path / "h")
+        finally:
+            loser.join()
+    said = str(lost.value)
+    assert f"lost worker {address}" in said and "0 worker(s) left" in said and "\n" not in said
+    assert [line["id"] for line in read_lines(tmp_path / "h" / JOURNAL)] == IDS[:2]  # the first chunk's
