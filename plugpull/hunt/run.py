@@ -12,6 +12,10 @@ budget, no chunk starts once it is spent.
 Given several rigs (one per kernel), the hunt runs kernel by kernel: every workload on the
 first kernel, with its own recording and checker guests, then every workload on the next.
 A failing workload's artifacts are then under `failing/ID/RELEASE/`.
+
+On a cluster (`cluster.hunt_coordinator`), the hunt opens and closes here alike (`open_hunt`,
+`close_run`), and each worker runs its chunks through the same `judge_chunks` on guests it
+keeps (`HuntGuests`, `cluster.hunt_task`).
 """
 
 import logging
