@@ -98,6 +98,20 @@ def test_a_stale_failing_dir_is_replaced_and_artifacts_placed_elsewhere_are_refu
     assert not (tmp_path / "elsewhere").exists() and (IDS[1], RELEASE) not in journal.done
 
 
+def test_a_line_of_another_chunk_or_not_whole_is_refused(tmp_path):
+    from plugpull.cluster.hunt_coordinator import Chunk
+    out, journal, run, merge = merged(tmp_path)
+    chunk = Chunk(RELEASE, "img", tuple(IDS[:2]))
+    with pytest.raises(InfraError, match="not one of its chunk's"):
+        merge(ChunkResult([judged(IDS[0]), judged(IDS[3])]), chunk)
+    with pytest.raises(InfraError, match="not one of its chunk's"):
+        merge(ChunkResult([judged(IDS[0], kernel="7.3")]), chunk)
+    with pytest.raises(InfraError, match="not one of its chunk's"):
+        merge(ChunkResult([{"id": IDS[0], "kernel": RELEASE, "states": "2"}]), chunk)
+    assert not (out / JOURNAL).exists()
+    assert merge(ChunkResult([judged(IDS[0]), judged(IDS[1])]), chunk) == 2
+
+
 def test_with_several_kernels_the_artifacts_go_under_the_release(tmp_path):
     out, journal, run, merge = merged(tmp_path, several=True)
     blob = failing_dir(tmp_path / "worker", IDS[0])

@@ -33,7 +33,7 @@ from plugpull.cluster.hunt_task import ChunkResult, hunt_chunk
 from plugpull.cluster.reach import SchedulerUnreachable, probe
 from plugpull.cluster.worker import PLUGIN
 from plugpull.errors import InfraError
-from plugpull.hunt.journal import Journal
+from plugpull.hunt.journal import Journal, whole_line
 from plugpull.hunt.run import HuntRun, HuntSpec, Place, close_run, open_hunt, spent
 from plugpull.workdirs import make_workdir
 
@@ -69,10 +69,14 @@ class Merge:
         self._stage: Path | None = None
         self._count = 0
 
-    def __call__(self, result: ChunkResult) -> int:
-        """Merge one answer; the number of lines written."""
+    def __call__(self, result: ChunkResult, chunk: Chunk | None = None) -> int:
+        """Merge one answer (to `chunk`: a line of another workload or kernel is refused); the
+        number of lines written."""
         fresh, seen = [], set()
         for line in result.lines:
+            if not whole_line(line) or chunk is not None and (line["id"] not in chunk.ids or
+                                                              line.get("kernel") != chunk.kernel):
+                raise InfraError(f"the cluster's answer holds a line that is not one of its chunk's: {str(line)[:120]}")
             key = self.journal.key(line)
             if key not in self.journal.done and key not in seen:
                 seen.add(key)
@@ -164,13 +168,12 @@ class ClusterHunt:
                 raise InfraError(f"the cluster's scheduler {self.address} has had no worker for "
                                  f"{WORKER_WAIT:.0f} s: start one (plugpull worker --scheduler ...)") from None
             before = set(client.scheduler_info()["workers"])
-            running: dict = {}  # future -> the workers it may run on
+            running: dict = {}  # future -> its chunk, and the workers it may run on
             try:
                 while queue or running:
                     self._fill(client, queue, running, spec, several, merge.run, started)
                     for future in self._finished(client, running, before):
-                        merge(future.result())
-                        del running[future]
+                        merge(future.result(), running.pop(future)[0])
             except (FutureCancelledError, FuturesCancelledError, KilledWorker) as e:
                 raise WorkerLost(lost_message(self.address, before, _workers_now(client), e)) from None
             finally:
@@ -196,7 +199,7 @@ class ClusterHunt:
             future = client.submit(hunt_chunk, spec, chunk.kernel, several, list(chunk.ids), chunk.image_key,
                                    workers=where, retries=self.retries, pure=False,
                                    key=f"plugpull-hunt-{chunk.kernel}-{chunk.ids[0]}-{time.monotonic_ns()}")
-            running[future] = set(where)
+            running[future] = chunk, set(where)
 
     def _finished(self, client, running: dict, before: set) -> list:
         """The futures done within POLL seconds; a WorkerLost once a chunk has no worker left
@@ -208,7 +211,7 @@ class ClusterHunt:
         if done:
             return [f for f in running if f in done]
         alive = _workers_now(client)
-        if alive is not None and any(not (where & alive) for where in running.values()):
+        if alive is not None and any(not (where & alive) for _, where in running.values()):
             raise WorkerLost(lost_message(self.address, before, alive, InfraError("no worker left for a chunk")))
         return []
 
