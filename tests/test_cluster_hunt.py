@@ -17,6 +17,7 @@ from plugpull.cluster import worker as cluster_worker
 from plugpull.cluster.bundle import CorruptRecord, pack_tree, unpack_tree
 from plugpull.cluster.hunt_coordinator import ClusterHunt, Merge, chunks_to_go
 from plugpull.cluster.hunt_task import ChunkResult
+from plugpull.cluster.worker import image_resource
 from plugpull.errors import InfraError
 from plugpull.generate.space import Space
 from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, read_lines
@@ -182,7 +183,8 @@ def cluster(tmp_path, monkeypatch, request):
     monkeypatch.setattr(hunt_task, "HuntGuests", fake.guests)
     monkeypatch.setattr(hunt_task, "judge_chunks", fake.judge_chunks)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp",
-                                  host="127.0.0.1", dashboard_address="127.0.0.1:0") as local, \
+                                  host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                                  resources={image_resource("img"): 1}) as local, \
             distributed.Client(local) as client:
         backend = getattr(request, "param", "qemu")
         client.register_plugin(cluster_worker.PlugpullPlugin(tmp_path / "w", rig(backend=backend)))
@@ -260,7 +262,8 @@ def test_the_only_worker_lost_mid_chunk_is_named_and_what_was_judged_is_kept(tmp
     monkeypatch.setattr(hunt_task, "judge_chunks", slow_second_chunk)
     monkeypatch.setattr(hunt_coordinator, "POLL", 0.5)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
-                                  host="127.0.0.1", dashboard_address="127.0.0.1:0") as local, \
+                                  host="127.0.0.1", dashboard_address="127.0.0.1:0",
+                                  resources={image_resource("img"): 1}) as local, \
             distributed.Client(local) as client:
         client.register_plugin(cluster_worker.PlugpullPlugin(tmp_path / "w", rig()))
         (address,) = client.scheduler_info()["workers"]

@@ -6,8 +6,10 @@ and failing artifacts come back, and the journal stays here.
 The hunt in `out` is opened as a local one is (`open_hunt`: the same settings check, the
 same journal), so either may go on from the other. Its ids not yet judged go out in chunks,
 per kernel: a (kernel, chunk) task runs on a worker whose guest image is that kernel's
-(`hunt_task.hunt_chunk`). A few more tasks than the workers' threads are out at a time, so
-that a spent `--budget` stops the hunt within a chunk per worker. Each answer is merged as it
+(`hunt_task.hunt_chunk`; it asks for the Dask resource that names the image, which each
+`plugpull worker` holds one of: `worker.image_resource`). A few more tasks than the workers'
+threads are out at a time, so that a spent `--budget` stops the hunt within a chunk per
+worker. Each answer is merged as it
 comes (`Merge`): failing artifacts unpacked into a scratch dir in `out`, then renamed into
 `failing/ID/`, then the lines appended to the journal, every (id, kernel) at most once: a
 chunk run twice (its worker lost, its answer late) never judges a workload twice. Ctrl-C
@@ -31,7 +33,7 @@ from plugpull.cluster.bundle import unpack_tree
 from plugpull.cluster.coordinator import REACH_TIMEOUT, RETRIES, WORKER_WAIT, WorkerLost, lost_message
 from plugpull.cluster.hunt_task import ChunkResult, hunt_chunk
 from plugpull.cluster.reach import SchedulerUnreachable, probe
-from plugpull.cluster.worker import PLUGIN
+from plugpull.cluster.worker import image_resource
 from plugpull.errors import InfraError
 from plugpull.hunt.journal import Journal, whole_line
 from plugpull.hunt.run import HuntRun, HuntSpec, Place, close_run, open_hunt, spent
@@ -41,6 +43,10 @@ log = logging.getLogger(__name__)
 
 POLL = 5.0  # seconds between looks at the workers while no chunk comes back
 AHEAD = 1  # tasks out beyond the workers' threads, so that a worker that frees up finds one
+
+
+class NoWorkerLeft(InfraError):
+    """No worker that may run a chunk is left (said in the WorkerLost that names the lost)."""
 
 
 @dataclass(frozen=True)
@@ -123,12 +129,6 @@ class Merge:
             shutil.rmtree(self._stage, ignore_errors=True)
 
 
-def worker_image(dask_worker) -> str | None:
-    """Run on each worker (`Client.run`): the key of its guest image."""
-    plugin = dask_worker.plugins.get(PLUGIN)
-    return plugin.rig.image.key if plugin is not None else None
-
-
 @dataclass
 class ClusterHunt:
     address: str
@@ -168,10 +168,10 @@ class ClusterHunt:
                 raise InfraError(f"the cluster's scheduler {self.address} has had no worker for "
                                  f"{WORKER_WAIT:.0f} s: start one (plugpull worker --scheduler ...)") from None
             before = set(client.scheduler_info()["workers"])
-            running: dict = {}  # future -> its chunk, and the workers it may run on
+            running: dict = {}  # future -> its chunk, and the resource it asks for
             try:
                 while queue or running:
-                    self._fill(client, queue, running, spec, several, merge.run, started)
+                    self._fill(client, queue, running, spec, several, merge.run, started, before)
                     for future in self._finished(client, running, before):
                         merge(future.result(), running.pop(future)[0])
             except (FutureCancelledError, FuturesCancelledError, KilledWorker) as e:
@@ -180,26 +180,28 @@ class ClusterHunt:
                 client.cancel(list(running))
 
     def _fill(self, client, queue: deque, running: dict, spec: HuntSpec, several: bool, run: HuntRun,
-              started: float) -> None:
+              started: float, before: set) -> None:
         """Submit chunks until AHEAD more than the workers' threads are out; none once the
-        budget is spent."""
+        budget is spent. A chunk asks for its kernel's image (`image_resource`), so it runs on
+        a worker of that kernel, one that joins later included."""
         info = client.scheduler_info()["workers"]
         window = sum(w["nthreads"] for w in info.values()) + AHEAD
-        images = client.run(worker_image, on_error="ignore") if queue and len(running) < window else {}
         while queue and len(running) < window:
             if spent(spec, started):
                 run.stopped_by_budget = True
                 queue.clear()
                 return
             chunk = queue.popleft()
-            where = [w for w, key in images.items() if key == chunk.image_key]
-            if not where:
+            wanted = image_resource(chunk.image_key)
+            if not info:
+                raise WorkerLost(lost_message(self.address, before, set(), NoWorkerLeft()))
+            if not _holding(info, wanted):
                 raise InfraError(f"no worker of the cluster {self.address} has the guest image of kernel "
                                  f"{chunk.kernel}: start one with that --kernel (plugpull worker --kernel ...)")
             future = client.submit(hunt_chunk, spec, chunk.kernel, several, list(chunk.ids), chunk.image_key,
-                                   workers=where, retries=self.retries, pure=False,
+                                   resources={wanted: 1}, retries=self.retries, pure=False,
                                    key=f"plugpull-hunt-{chunk.kernel}-{chunk.ids[0]}-{time.monotonic_ns()}")
-            running[future] = chunk, set(where)
+            running[future] = chunk, wanted
 
     def _finished(self, client, running: dict, before: set) -> list:
         """The futures done within POLL seconds; a WorkerLost once a chunk has no worker left
@@ -210,10 +212,18 @@ class ClusterHunt:
             done = set()
         if done:
             return [f for f in running if f in done]
-        alive = _workers_now(client)
-        if alive is not None and any(not (where & alive) for _, where in running.values()):
-            raise WorkerLost(lost_message(self.address, before, alive, InfraError("no worker left for a chunk")))
+        try:
+            info = client.scheduler_info()["workers"]
+        except Exception:  # the scheduler gone too: Dask says so on the next call
+            return []
+        if any(not _holding(info, wanted) for _, wanted in running.values()):
+            raise WorkerLost(lost_message(self.address, before, set(info), NoWorkerLeft()))
         return []
+
+
+def _holding(info: dict, resource: str) -> list[str]:
+    """The workers (scheduler_info's) that hold `resource`."""
+    return [w for w, about in info.items() if resource in (about.get("resources") or {})]
 
 
 def _workers_now(client) -> set | None:

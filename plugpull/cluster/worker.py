@@ -33,6 +33,12 @@ PLUGIN = "plugpull"
 NOT_SHIPPED = {"rig", "workers", "hooks", "kept"}  # the worker's own rig and guests; tests' hooks stay home
 
 
+def image_resource(key: str) -> str:
+    """The Dask resource a worker holds one of for its guest image (`plugpull worker`): a hunt's
+    chunk of a kernel asks for that kernel's, so it runs on a worker of that kernel, one at a time."""
+    return f"plugpull-image-{key}"
+
+
 def checker_settings(checker: Checker) -> dict:
     """What a worker's Checker copies of the coordinator's: everything but the rig."""
     return {f.name: getattr(checker, f.name) for f in fields(checker) if f.init and f.name not in NOT_SHIPPED}
