@@ -7,6 +7,7 @@ without resubmitting what is judged, and stopped by a spent budget."""
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -202,7 +203,7 @@ def test_a_hunt_on_a_cluster_judges_each_workload_once_and_resumes_where_it_was(
     for line in lines:
         assert (out / line["artifact"] / "program.sh").read_text() == line["id"] if line["failing"] else \
             line["artifact"] is None
-    assert not any(out.glob(".work-*")) and not any((tmp_path / "w" / "hunts").glob(f"{os.getpid()}/chunk"))
+    assert not any(out.glob(".work-*")) and not any((tmp_path / "w" / "hunts").glob(f"{os.getpid()}/chunk-*"))
     again = ClusterHunt(cluster.address)(SPEC, Space(1), [rig()], out)  # resumed: nothing left to send
     assert len(cluster.fake.judged) == 6 and again.new == 0 and len(again.lines) == 6
 
@@ -254,6 +255,10 @@ def test_the_only_worker_lost_mid_chunk_is_named_and_what_was_judged_is_kept(tmp
 
     def slow_second_chunk(chunks, spec, *args):
         if chunks[0][0] != IDS[0]:
+            for _ in range(100):  # the first chunk's answer in the journal (else it goes with the worker)
+                if len(read_lines(tmp_path / "h" / JOURNAL)) == 2:
+                    break
+                time.sleep(0.1)
             started.set()
             threading.Event().wait(3)  # long enough to lose the worker meanwhile
         judge(chunks, spec, *args)

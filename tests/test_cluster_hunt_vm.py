@@ -29,7 +29,7 @@ def journal(out: Path) -> list[dict]:
 
 def in_chunk(workdir: Path) -> bool:
     """Whether the worker records a chunk: its workloads' recordings are in its chunk dir."""
-    return any(workdir.glob("hunts/*/chunk/work/*/write.log"))
+    return any(workdir.glob("hunts/*/chunk-*/work/*/write.log"))
 
 
 def kill_mid_chunk(cluster, i: int, done: threading.Event, killed: threading.Event) -> None:

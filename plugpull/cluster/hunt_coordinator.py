@@ -25,7 +25,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from distributed import Client, wait
+from distributed import Client
 from distributed.client import FutureCancelledError, FuturesCancelledError
 from distributed.scheduler import KilledWorker
 
@@ -42,6 +42,8 @@ from plugpull.workdirs import make_workdir
 log = logging.getLogger(__name__)
 
 POLL = 5.0  # seconds between looks at the workers while no chunk comes back
+SETTLED = ("finished", "error", "cancelled")  # a future's states that say how its chunk ended
+FETCH_TIMEOUT = 60.0  # seconds to fetch a finished chunk's answer from its worker
 AHEAD = 1  # tasks out beyond the workers' threads, so that a worker that frees up finds one
 
 
@@ -173,7 +175,11 @@ class ClusterHunt:
                 while queue or running:
                     self._fill(client, queue, running, spec, several, merge.run, started, before)
                     for future in self._finished(client, running, before):
-                        merge(future.result(), running.pop(future)[0])
+                        try:
+                            answer = future.result(timeout=FETCH_TIMEOUT)
+                        except TimeoutError:  # its result went with its worker: it is run again
+                            continue
+                        merge(answer, running.pop(future)[0])
             except (FutureCancelledError, FuturesCancelledError, KilledWorker) as e:
                 raise WorkerLost(lost_message(self.address, before, _workers_now(client), e)) from None
             finally:
@@ -204,14 +210,15 @@ class ClusterHunt:
             running[future] = chunk, wanted
 
     def _finished(self, client, running: dict, before: set) -> list:
-        """The futures done within POLL seconds; a WorkerLost once a chunk has no worker left
+        """The futures settled within POLL seconds (a result that was lost with its worker is
+        not: the scheduler runs its chunk again); a WorkerLost once a chunk has no worker left
         that may run it."""
-        try:
-            done = wait(list(running), timeout=POLL, return_when="FIRST_COMPLETED").done
-        except TimeoutError:
-            done = set()
-        if done:
-            return [f for f in running if f in done]
+        deadline = time.monotonic() + POLL
+        while time.monotonic() < deadline:
+            settled = [f for f in running if f.status in SETTLED]
+            if settled:
+                return settled
+            time.sleep(0.1)
         try:
             info = client.scheduler_info()["workers"]
         except Exception:  # the scheduler gone too: Dask says so on the next call

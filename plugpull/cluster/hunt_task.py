@@ -13,6 +13,7 @@ stays on the worker.
 
 import os
 import shutil
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -85,7 +86,7 @@ def hunt_chunk(spec: HuntSpec, kernel: str, several: bool, ids: list[str], image
                          "start the worker with the same --kernel")
     with plugin.hunt_lock:  # one recording guest: a chunk at a time
         kept = kept_hunt(plugin, spec)
-        chunk = plugin.workdir / "hunts" / str(os.getpid()) / "chunk"
+        chunk = plugin.workdir / "hunts" / str(os.getpid()) / f"chunk-{threading.get_ident()}"
         shutil.rmtree(chunk, ignore_errors=True)
         chunk.mkdir(parents=True)
         try:
