@@ -56,6 +56,7 @@ def _tls(ca="a/ca.pem", cert="a/member.pem", key="a/member.key") -> list:
 
 WORKER = ["worker", "--scheduler", "tcp://127.0.0.1:8786"]
 CRASH = ["crash", "--cluster", "tcp://127.0.0.1:8786"]
+HUNT = ["hunt", "--seq", "1", "--cluster", "tcp://127.0.0.1:8786"]
 
 PROBES = [
     # scheduler
@@ -90,6 +91,25 @@ PROBES = [
     Probe("cluster-out", [*CRASH, "--out", f"{TMP}/f"], "--out {tmp}/f", _file("f")),
     Probe("cluster-kernel", [*CRASH, "--kernel", "nosuch:1"], "--kernel nosuch:1"),
     Probe("cluster-tls-junk", [*CRASH, *_tls(ca="junk")], "--tls-ca-file {tls}/junk"),
+    # hunt --cluster: crash's refusals, and the hunt's own
+    Probe("hunt-cluster-empty", ["hunt", "--seq", "1", "--cluster", ""], "--cluster ''"),
+    Probe("hunt-cluster-notaport", ["hunt", "--seq", "1", "--cluster", "tcp://127.0.0.1:x"],
+          "--cluster 'tcp://127.0.0.1:x'"),
+    Probe("hunt-cluster-port-zero", ["hunt", "--seq", "1", "--cluster", "tcp://127.0.0.1:0"], "the port"),
+    Probe("hunt-cluster-no-scheme", ["hunt", "--seq", "1", "--cluster", "127.0.0.1:8786"], "--cluster '127.0.0.1:8786'"),
+    Probe("hunt-cluster-off-loopback", ["hunt", "--seq", "1", "--cluster", "tcp://192.0.2.1:8786"],
+          "--cluster tcp://192.0.2.1:8786 is not on loopback"),
+    Probe("hunt-cluster-libvirt", [*HUNT, "--backend", "libvirt"], "not with --backend libvirt"),
+    Probe("hunt-cluster-connect", [*HUNT, "--connect", "qemu:///system"], "--connect"),
+    Probe("hunt-tls-without-cluster", ["hunt", "--seq", "1", *GOOD_TLS], "the --tls-* options go with --cluster"),
+    Probe("hunt-cluster-tls-junk", [*HUNT, *_tls(ca="junk")], "--tls-ca-file {tls}/junk"),
+    Probe("hunt-cluster-tls-partial", [*HUNT, "--tls-cert", f"{TLS}/a/member.pem"], "TLS needs --tls-ca-file"),
+    Probe("hunt-cluster-twice", [*HUNT, "--cluster", "tcp://127.0.0.1:8787"], "--cluster is given twice"),
+    Probe("hunt-cluster-out-file", [*HUNT, "--out", f"{TMP}/f"], "--out {tmp}/f", _file("f")),
+    Probe("hunt-cluster-out-foreign", [*HUNT, "--out", f"{TMP}"], "not a hunt's directory", _file("notes.txt")),
+    Probe("hunt-cluster-kernel", [*HUNT, "--kernel", "nosuch:1"], "--kernel nosuch:1"),
+    Probe("hunt-cluster-mode-extlog", [*HUNT, "--mode", "extlog"], "--mode extlog"),
+    Probe("hunt-cluster-sample", [*HUNT, "--sample", "999999"], "--sample"),
     # kernels
     Probe("kernels-mirror", ["kernels"], "PLUGPULL_DEBIAN_MIRROR='ftp://m.invalid/debian'",
           env=(("PLUGPULL_DEBIAN_MIRROR", "ftp://m.invalid/debian"),)),

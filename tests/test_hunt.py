@@ -249,6 +249,9 @@ class FakeRecorder:
     def __exit__(self, *exc):
         pass
 
+    def close(self):
+        pass
+
     def record(self, workload, directory):
         outcome = self.outcomes.pop(0)
         if isinstance(outcome, Exception):
@@ -316,8 +319,9 @@ def pipeline(tmp_path, monkeypatch, judge, log, chunks=3):
     monkeypatch.setattr(run_mod, "judge_chunk", lambda *a: judge() or [])
     ids = [f"w{i}" for i in range(2 * chunks)]
     try:
-        run_mod._pipeline([ids[a:a + 2] for a in range(0, len(ids), 2)], run_mod.HuntSpec(1, chunk=2), None, None,
-                          tmp_path, tmp_path, run_mod.HuntRun({}, len(ids), []), Journal(tmp_path, {}))
+        guests = SimpleNamespace(recorder=SimpleNamespace(boots=0), checker=SimpleNamespace())
+        run_mod.judge_chunks([ids[a:a + 2] for a in range(0, len(ids), 2)], run_mod.HuntSpec(1, chunk=2), guests,
+                             tmp_path, tmp_path, run_mod.HuntRun({}, len(ids), []), Journal(tmp_path, {}).append)
     finally:
         assert not [t for t in threading.enumerate() if t.name.startswith("plugpull-recorder")]
     return [json.loads(t)["id"] for t in (tmp_path / JOURNAL).read_text().splitlines()]

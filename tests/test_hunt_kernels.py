@@ -53,6 +53,9 @@ class FakeKernels:
     def __exit__(self, *exc):
         pass
 
+    def close(self):
+        pass
+
     def record_chunk(self, ids, spec, recorder, work, place, run, stop):
         if place.kernel == self.stop_on:
             raise KeyboardInterrupt

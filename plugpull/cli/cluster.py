@@ -55,7 +55,8 @@ def add_tls_options(p) -> None:
 
 def add_cluster_option(p) -> None:
     p.add_argument("--cluster", metavar="tcp://HOST:PORT", help="check the crash states on this Dask "
-                   "scheduler's workers (`plugpull worker`); each gets a record once")
+                   "scheduler's workers (`plugpull worker`); each gets a record once (hunt: each records and "
+                   "judges whole chunks)")
     add_tls_options(p)
 
 
@@ -68,27 +69,36 @@ def cluster_judging(args, reach: bool = True):
     """`--cluster`'s stand-in for the local judge, or None without it: crash, matrix and
     reproduce refuse the same options with it, then reach the scheduler once (`reach`; a
     command that has more to check first reaches it later, `judging.reach()`)."""
+    target = cluster_target(args)
+    if target is None:
+        return None
+    from plugpull.cluster.coordinator import ClusterJudge
+    judging = ClusterJudge(*target)
+    if reach:
+        judging.reach()
+    return judging
+
+
+def cluster_target(args) -> tuple | None:
+    """`--cluster`'s address and TLS settings, checked with the options it refuses (a one-line
+    UsageError), before anything is made or contacted; None without --cluster."""
     if args.cluster is None:
         if any((args.tls_ca_file, args.tls_cert, args.tls_key)):
             raise UsageError("the --tls-* options go with --cluster")
         return None
     from plugpull.cluster.reach import checked_address
     args.cluster = checked_address(args.cluster, "--cluster")
-    if args.hosts:
+    if getattr(args, "hosts", None):
         raise UsageError("--cluster and --hosts: choose one")
     if getattr(args, "workers", 0):
         raise UsageError("--workers counts this machine's checker guests; with --cluster, each worker runs one")
     if args.backend != "qemu":
         raise UsageError("--cluster: each worker checks on the backend it was started with (plugpull worker "
                          f"--backend libvirt) and this machine records on QEMU: not with --backend {args.backend}")
-    from plugpull.cluster.coordinator import ClusterJudge
     from plugpull.cluster.serve import check_reach
     sec = tls_of(args)
     check_reach(args.cluster, sec, "--cluster")
-    judging = ClusterJudge(args.cluster, security=sec)
-    if reach:
-        judging.reach()
-    return judging
+    return args.cluster, sec
 
 
 def cmd_scheduler(args) -> int:

@@ -1,6 +1,6 @@
-"""`plugpull hunt --seq 1|2|3 --fs FS [--kernel host,debian:6.12]`: generated workloads crashed
-at each persistence point, judged by the model oracle on each kernel; resumable, within a time
-budget, failing workloads kept."""
+"""`plugpull hunt --seq 1|2|3 --fs FS [--kernel host,debian:6.12] [--cluster ADDR]`: generated
+workloads crashed at each persistence point, judged by the model oracle on each kernel, here or
+in chunks on a cluster's workers; resumable, within a time budget, failing workloads kept."""
 
 import argparse
 import json
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_list, \
     kernel_tag, whole_option
+from plugpull.cli.cluster import add_cluster_option, cluster_target
 from plugpull.cli.generate import add_setup_option, check_sample, names_option, seq_option, space_of_options
 from plugpull.check.fsckchoice import FsckChoice, fsck_choice
 from plugpull.errors import UsageError
@@ -62,6 +63,7 @@ def add_parsers(sub) -> None:
                    "oracle judged not clean, or one distinct state in N and those (docs/hunt.md: what each misses)")
     h.add_argument("--fail-on-unsafe", action="store_true", help="exit 1 if any workload has a state that is "
                    "not clean")
+    add_cluster_option(h)
     h.set_defaults(func=cmd_hunt)
 
 
@@ -95,6 +97,7 @@ def cmd_hunt(args) -> int:
     from plugpull.hunt.journal import check_out
     from plugpull.hunt.run import HuntSpec, hunt
 
+    target = cluster_target(args)
     if args.backend != "qemu" or args.connect is not None:
         raise UsageError(f"hunt records on its own QEMU: {'--backend libvirt' if args.backend != 'qemu' else '--connect'}"
                          " is not for it")
@@ -114,10 +117,15 @@ def cmd_hunt(args) -> int:
     spec = HuntSpec(args.seq, args.fs, args.mode, tuple(args.ops or ()), args.sample, args.seed, args.disk_mib,
                     args.budget, args.chunk, fsck=args.fsck, setup=setup, table=table)
     check_out(out, early_settings(spec, named, out))  # before any image or guest
+    hunting = hunt
+    if target is not None:
+        from plugpull.cluster.hunt_coordinator import ClusterHunt
+        hunting = ClusterHunt(*target)
+        hunting.reach()  # after every other input is checked, before anything is made
     with run_log(out / "hunt.log"), space_is_fatal(out):
-        rigs = [prepare_rig(args.accel, kernel) for _, kernel in named]
+        rigs = [prepare_rig(args.accel, kernel) for _, kernel in named]  # on a cluster: the release and image key
         one_name_each([(name, rig.image.kernel_release) for (name, _), rig in zip(named, rigs)])
-        run = hunt(spec, space, rigs, out)
+        run = hunting(spec, space, rigs, out)
     return _print_run(run, out, args.fail_on_unsafe)
 
 

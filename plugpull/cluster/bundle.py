@@ -5,6 +5,9 @@ file's name, size and data extents), then the extents' bytes, all zlib-compresse
 stay holes: a 512 MiB base image weighs what its data weighs. Its name is the sha256 of the
 bundle's bytes; a worker checks it before unpacking (`install`), so a blob damaged on the
 way, or one that is not what the task names, is refused (`CorruptRecord`).
+
+The same packing carries a hunt's failing artifacts back from a worker (`pack_tree`,
+`unpack_tree`): files by their relative paths, never a path outside the directory unpacked to.
 """
 
 import hashlib
@@ -20,6 +23,7 @@ from plugpull.crash.record import Record
 from plugpull.errors import InfraError
 
 MAGIC = b"plugpull-record-1\n"
+TREE_MAGIC = b"plugpull-tree-1\n"
 CHUNK = 1 << 20
 
 
@@ -52,19 +56,30 @@ def data_extents(fd: int, size: int) -> list[tuple[int, int]]:
 
 def pack(rec: Record) -> Bundle:
     """The record's files as one bundle, named by its sha256."""
+    data = _packed(MAGIC, [(path.name, path) for path in record_files(rec)])
+    return Bundle(hashlib.sha256(data).hexdigest(), data)
+
+
+def pack_tree(root: Path) -> bytes:
+    """Every regular file under `root`, by its path relative to it, as one blob (holes stay
+    holes): a failing workload's artifacts on their way from a worker (`unpack_tree`)."""
+    files = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+    return _packed(TREE_MAGIC, [(str(p.relative_to(root)), p) for p in files])
+
+
+def _packed(magic: bytes, files: list[tuple[str, Path]]) -> bytes:
     header, squeeze = [], zlib.compressobj(1)
     body = []
-    for path in record_files(rec):
+    for name, path in files:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             extents = data_extents(f.fileno(), size)
-            header.append({"name": path.name, "size": size, "extents": extents})
+            header.append({"name": name, "size": size, "extents": extents})
             for start, length in extents:
                 for offset in range(start, start + length, CHUNK):
                     body.append(squeeze.compress(os.pread(f.fileno(), min(CHUNK, start + length - offset), offset)))
     head = json.dumps(header).encode()
-    data = MAGIC + len(head).to_bytes(8, "little") + head + b"".join(body) + squeeze.flush()
-    return Bundle(hashlib.sha256(data).hexdigest(), data)
+    return magic + len(head).to_bytes(8, "little") + head + b"".join(body) + squeeze.flush()
 
 
 def verify(digest: str, data: bytes) -> None:
@@ -77,22 +92,46 @@ def verify(digest: str, data: bytes) -> None:
 
 def unpack(data: bytes, dest: Path) -> None:
     """Write a verified bundle's files into `dest` (sparse)."""
-    if not data.startswith(MAGIC):
-        raise CorruptRecord("not a plugpull record bundle")
-    at = len(MAGIC)
+    for name, size, pieces in _unpacked(MAGIC, data, "record bundle"):
+        _write_sparse(dest / Path(name).name, size, pieces)  # never a path outside dest
+
+
+def unpack_tree(data: bytes, dest: Path) -> None:
+    """Write the files of a `pack_tree` blob under `dest`, which must not exist yet; a name
+    that would land outside it is refused (`CorruptRecord`)."""
+    dest.mkdir(parents=True)
+    for name, size, pieces in _unpacked(TREE_MAGIC, data, "artifact blob"):
+        relative = Path(name)
+        if relative.is_absolute() or not relative.parts or ".." in relative.parts:
+            raise CorruptRecord(f"artifact blob names {name!r}: not a path inside its directory")
+        (dest / relative).parent.mkdir(parents=True, exist_ok=True)
+        _write_sparse(dest / relative, size, pieces)
+
+
+def _unpacked(magic: bytes, data: bytes, what: str):
+    """(name, size, [(offset, bytes)]) of each file in a blob."""
+    if not data.startswith(magic):
+        raise CorruptRecord(f"not a plugpull {what}")
+    at = len(magic)
     length = int.from_bytes(data[at:at + 8], "little")
     header = json.loads(data[at + 8:at + 8 + length])
     body = zlib.decompress(data[at + 8 + length:])
     pos = 0
     for item in header:
-        name = Path(item["name"]).name  # never a path outside dest
-        with open(dest / name, "wb") as f:
-            f.truncate(item["size"])
-            for start, size in item["extents"]:
-                os.pwrite(f.fileno(), body[pos:pos + size], start)
-                pos += size
+        pieces = []
+        for start, size in item["extents"]:
+            pieces.append((start, body[pos:pos + size]))
+            pos += size
+        yield item["name"], item["size"], pieces
     if pos != len(body):
-        raise CorruptRecord(f"record bundle holds {len(body) - pos} bytes its header does not place")
+        raise CorruptRecord(f"{what} holds {len(body) - pos} bytes its header does not place")
+
+
+def _write_sparse(path: Path, size: int, pieces: list[tuple[int, bytes]]) -> None:
+    with open(path, "wb") as f:
+        f.truncate(size)
+        for start, piece in pieces:
+            os.pwrite(f.fileno(), piece, start)
 
 
 def install(cache: Path, digest: str, data: bytes) -> Path:

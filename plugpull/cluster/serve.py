@@ -127,10 +127,10 @@ def run_worker(scheduler: str, workdir: Path, rig, sec=None, nthreads: int = 1, 
 
 async def _serve_worker(scheduler: str, mine, rig, sec, nthreads: int, listen, announce) -> None:
     from distributed import Worker
-    from plugpull.cluster.worker import PlugpullPlugin
+    from plugpull.cluster.worker import PlugpullPlugin, image_resource
     async with Worker(scheduler, nthreads=nthreads, local_directory=str(mine.dask), host=listen, security=sec,
                       dashboard=False, dashboard_address=f"{LOOPBACK}:0", death_timeout=REGISTER_TIMEOUT,
-                      plugins={PlugpullPlugin(mine.root, rig)}) as w:
+                      plugins={PlugpullPlugin(mine.root, rig)}, resources={image_resource(rig.image.key): 1}) as w:
         closing = []  # the close's task, held while it runs
         for sig in (signal.SIGTERM, signal.SIGINT):
             asyncio.get_running_loop().add_signal_handler(sig, lambda: closing.append(asyncio.ensure_future(

@@ -2,10 +2,11 @@
 
 Workers may share a work dir (its record cache serves them all), so each one marks what it
 makes with its process id: a marker `.plugpull-worker-PID` that it holds locked while it
-runs, its states under `states/PID-THREAD`, its Dask scratch under `dask/PID`, and half-made
-records as `records/.DIGEST.PID.THREAD`. A worker that starts sweeps what every worker whose
-marker is no longer locked (it died: SIGKILL, a crash) left under those names, then the
-marker; nothing else in the work dir is touched, and a live worker's files never.
+runs, its states under `states/PID-THREAD`, its hunts' images and chunks under `hunts/PID`,
+its Dask scratch under `dask/PID`, and half-made records as `records/.DIGEST.PID.THREAD`. A
+worker that starts sweeps what every worker whose marker is no longer locked (it died:
+SIGKILL, a crash) left under those names, then the marker; nothing else in the work dir is
+touched, and a live worker's files never.
 
     with worker_dir(workdir) as mine:    # swept, marked and locked; mine.dask for Dask
         ...
@@ -36,7 +37,7 @@ def made_by(root: Path, pid: int) -> list[Path]:
     """What the worker of `pid` made in `root`, found by the names it gives them."""
     found = [p for p in (root / "states").glob(f"{pid}-*") if re.fullmatch(rf"{pid}-\d+", p.name)]
     found += [p for p in (root / "records").glob(f".*.{pid}.*") if re.fullmatch(rf"\.[0-9a-f]+\.{pid}\.\d+", p.name)]
-    return [*found, *([root / "dask" / str(pid)] if (root / "dask" / str(pid)).exists() else [])]
+    return [*found, *(root / kind / str(pid) for kind in ("dask", "hunts") if (root / kind / str(pid)).exists())]
 
 
 def sweep_dead(root: Path) -> list[Path]:

@@ -33,6 +33,12 @@ PLUGIN = "plugpull"
 NOT_SHIPPED = {"rig", "workers", "hooks", "kept"}  # the worker's own rig and guests; tests' hooks stay home
 
 
+def image_resource(key: str) -> str:
+    """The Dask resource a worker holds one of for its guest image (`plugpull worker`): a hunt's
+    chunk of a kernel asks for that kernel's, so it runs on a worker of that kernel, one at a time."""
+    return f"plugpull-image-{key}"
+
+
 def checker_settings(checker: Checker) -> dict:
     """What a worker's Checker copies of the coordinator's: everything but the rig."""
     return {f.name: getattr(checker, f.name) for f in fields(checker) if f.init and f.name not in NOT_SHIPPED}
@@ -40,7 +46,8 @@ def checker_settings(checker: Checker) -> dict:
 
 class PlugpullPlugin(WorkerPlugin):
     """The worker's work dir (records, states), its rig, each record's log entries, and its
-    checker guests kept between tasks (closed in `teardown`, when the worker stops)."""
+    checker guests kept between tasks, with a hunt's recording guest (closed in `teardown`,
+    when the worker stops)."""
 
     name = PLUGIN
 
@@ -50,6 +57,8 @@ class PlugpullPlugin(WorkerPlugin):
         self._lock = threading.Lock()
         self._entries: dict[str, list] = {}
         self.guests = KeptGuests()
+        self.hunting: dict = {}  # a hunt's recording guest, kept across its chunks (`hunt_task`)
+        self.hunt_lock = threading.Lock()
 
     def __getstate__(self) -> dict:  # sent to a worker (`Client.register_plugin`): no lock, no entries
         return {"workdir": self.workdir, "rig": self.rig}
@@ -58,6 +67,8 @@ class PlugpullPlugin(WorkerPlugin):
         self.__init__(state["workdir"], state["rig"])
 
     def teardown(self, worker=None) -> None:
+        for kept in self.hunting.values():
+            kept.close()
         self.guests.close()
 
     def record(self, digest: str, data: bytes) -> tuple[Record, list[list]]:

@@ -115,12 +115,16 @@ class Journal:
         else:
             self.done[self.key(line)] = line
 
-    def append(self, lines: list[dict]) -> None:
-        if not lines:
-            return
+    def begin(self) -> None:
+        """`out` made a hunt's directory: its settings written, if they are not there yet."""
         self.out.mkdir(parents=True, exist_ok=True)
         if not (self.out / SETTINGS).is_file():
             atomic_write_json(self.out / SETTINGS, self.settings)
+
+    def append(self, lines: list[dict]) -> None:
+        if not lines:
+            return
+        self.begin()
         fd = os.open(self.out / JOURNAL, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         with open(fd, "a+b") as f:
             if f.tell() and (f.seek(f.tell() - 1), f.read(1))[1] != b"\n":

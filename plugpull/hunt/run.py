@@ -12,6 +12,10 @@ budget, no chunk starts once it is spent.
 Given several rigs (one per kernel), the hunt runs kernel by kernel: every workload on the
 first kernel, with its own recording and checker guests, then every workload on the next.
 A failing workload's artifacts are then under `failing/ID/RELEASE/`.
+
+On a cluster (`cluster.hunt_coordinator`), the hunt opens and closes here alike (`open_hunt`,
+`close_run`), and each worker runs its chunks through the same `judge_chunks` on guests it
+keeps (`HuntGuests`, `cluster.hunt_task`).
 """
 
 import logging
@@ -134,13 +138,7 @@ def hunt(spec: HuntSpec, space: Space, rigs, out: Path) -> HuntRun:
     """Every workload of the hunt judged on each rig's kernel, kernel by kernel (`rigs`: one
     Rig per kernel, their releases distinct); the budget is the whole run's."""
     kernels = [rig.image.kernel_release for rig in rigs]
-    if twice := next((k for k in kernels if kernels.count(k) > 1), None):
-        raise UsageError(f"--kernel: {twice} is given twice: name each kernel once")
-    settings = spec.settings(*kernels)
-    check_out(out, settings)
-    journal = Journal(out, settings)
-    ids = workload_ids(space, spec.sample, spec.seed)
-    run = HuntRun(settings, len(ids) * len(kernels), [])
+    journal, ids, run = open_hunt(spec, space, kernels, out)
     started = time.monotonic()
     for rig, kernel in zip(rigs, kernels):
         todo = [i for i in ids if (i, kernel) not in journal.done]
@@ -149,41 +147,76 @@ def hunt(spec: HuntSpec, space: Space, rigs, out: Path) -> HuntRun:
             on = f" on {kernel}" if len(kernels) > 1 else ""
             log.info(f"hunting{on}: {len(todo)} of {len(ids)} workloads to go ({len(ids) - len(todo)} done before)")
             _hunt_on(rig, todo, spec, Place(out, kernel, len(kernels) > 1), run, journal, started)
+    return close_run(run, journal, ids, kernels, started)
+
+
+def open_hunt(spec: HuntSpec, space: Space, kernels: list[str], out: Path) -> tuple[Journal, list[str], HuntRun]:
+    """The hunt in `out` checked against these settings (a new one, or one to go on with): its
+    journal, its workload ids and a run that has judged none yet. A local hunt and a hunt on a
+    cluster start here alike."""
+    if twice := next((k for k in kernels if kernels.count(k) > 1), None):
+        raise UsageError(f"--kernel: {twice} is given twice: name each kernel once")
+    settings = spec.settings(*kernels)
+    check_out(out, settings)
+    ids = workload_ids(space, spec.sample, spec.seed)
+    return Journal(out, settings), ids, HuntRun(settings, len(ids) * len(kernels), [])
+
+
+def close_run(run: HuntRun, journal: Journal, ids: list[str], kernels: list[str], started: float) -> HuntRun:
     run.wall_s = time.monotonic() - started
     run.lines = [journal.done[(i, k)] for k in kernels for i in ids if (i, k) in journal.done]
     return run
+
+
+class HuntGuests:
+    """A kernel's recording guest and checker guests for one hunt's settings, kept from one
+    chunk to the next: by a local hunt for one kernel, by a cluster worker across tasks.
+    `work` holds the formatted image every workload's disk is copied from; `kept` the checker
+    guests (closed by its owner)."""
+
+    def __init__(self, rig: Rig, spec: HuntSpec, work: Path, kept: KeptGuests, workers: int | None = None):
+        fs = filesystem(spec.fs)
+        base = formatted(fs, spec.recording_mode, spec.mib, work / "mkfs.img")
+        self.checker = Checker(rig, fs, batch=1, plug=Plug.HOT, workers=workers or default_workers(), kept=kept)
+        self.recorder = Recorder(rig, fs, spec.recording_mode, base, spec.mib)
+
+    def close(self) -> None:
+        self.recorder.close()
 
 
 def _hunt_on(rig: Rig, todo: list[str], spec: HuntSpec, place: Place, run: HuntRun, journal: Journal,
              started: float) -> None:
     """The workloads `todo` on one kernel: its recording guest and checker guests, up for
     this kernel only."""
-    fs = filesystem(spec.fs)
     work = make_workdir(place.out)
     kept = KeptGuests()  # the checker guests stay up from one chunk to the next
     try:
-        base = formatted(fs, spec.recording_mode, spec.mib, work / "mkfs.img")
-        checker = Checker(rig, fs, batch=1, plug=Plug.HOT, workers=default_workers(), kept=kept)
-        checker.timing = run.timing
-        with Recorder(rig, fs, spec.recording_mode, base, spec.mib) as recorder:
+        guests = HuntGuests(rig, spec, work, kept)
+        try:
             chunks = [todo[at:at + spec.chunk] for at in range(0, len(todo), spec.chunk)]
-            try:
-                _pipeline(chunks, spec, recorder, checker, work, place, run, journal, started)
-            finally:
-                run.boots += recorder.boots
+            judge_chunks(chunks, spec, guests, work, place, run, journal.append, started)
+        finally:
+            guests.close()
     finally:
         kept.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _pipeline(chunks: list[list[str]], spec: HuntSpec, recorder: Recorder, checker: Checker, work: Path,
-              place: Place, run: HuntRun, journal: Journal, started: float | None = None) -> None:
-    """Judge each chunk while the next one is recorded (`spec.overlap`): the recording guest
+def judge_chunks(chunks: list[list[str]], spec: HuntSpec, guests: HuntGuests, work: Path, place: Place, run: HuntRun,
+                 keep, started: float | None = None) -> None:
+    """Record, check and judge each chunk of workload ids on `guests`, and `keep` (a callable)
+    each chunk's journal lines; a failing workload's artifacts go under `place`, the recordings
+    and states in hand under `work`. Both the local hunt and a cluster worker's task (one chunk
+    each) run this.
+
+    Each chunk is judged while the next one is recorded (`spec.overlap`): the recording guest
     and the checker guests work at once. With a budget, no chunk starts recording once it is
     spent (`started`: when the budget began). On any exception the chunk being recorded stops
-    after its workload in hand and is dropped: the journal holds judged chunks only."""
+    after its workload in hand and is dropped: only judged chunks are kept."""
     started, stop = time.monotonic() if started is None else started, threading.Event()
     bar = Progress("workloads", sum(map(len, chunks)))
+    recorder, checker, boots = guests.recorder, guests.checker, guests.recorder.boots
+    checker.timing = run.timing
 
     with ThreadPoolExecutor(1, thread_name_prefix="plugpull-recorder") as pool:
         def ahead(index: int):
@@ -206,12 +239,13 @@ def _pipeline(chunks: list[list[str]], spec: HuntSpec, recorder: Recorder, check
                 if not spec.overlap:
                     recording = ahead(index + 1)
                 run.new += sum(not line.get("infra") for line in lines)
-                journal.append(lines)
+                keep(lines)
                 bar.advance(len(lines))
         finally:
             stop.set()
             if recording is not None:
                 wait([recording])
+            run.boots += recorder.boots - boots
 
 
 def record_chunk(ids: list[str], spec: HuntSpec, recorder: Recorder, work: Path, place: Place, run: HuntRun,
