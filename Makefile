@@ -132,6 +132,11 @@ bench-floor: deps
 bench-upload: deps
 	$(PY) bench/remote_upload.py
 
+# One hunt sample locally and on a loopback cluster of 1 and 2 workers: rates, bytes and coordinator CPU per workload.
+.PHONY: bench-cluster-hunt
+bench-cluster-hunt: deps
+	$(PY) bench/cluster_hunt.py
+
 doctor: deps
 	$(PLUGPULL) doctor
 
