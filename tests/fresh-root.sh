@@ -106,6 +106,18 @@ unshare --mount --propagation private -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/b
     mount -t proc proc "$ROOT/proc"
     mount --rbind /sys "$ROOT/sys"
     mount --rbind /dev "$ROOT/dev"
+    # Debian'"'"'s udev postinst (systemd-tmpfiles, static-nodes-permissions.conf) gives /dev/kvm
+    # and the like to the root'"'"'s own kvm, render and sgx groups, whose ids are not the host'"'"'s:
+    # through the bound /dev it once gave the host'"'"'s /dev/kvm to group 103 (ssl-cert here), so
+    # that libvirt'"'"'s QEMU user could no longer open it. Those nodes get private copies here.
+    for node in /dev/kvm /dev/dri/renderD* /dev/sgx_*; do
+      [ -c "$node" ] || continue
+      copy="$ROOT/.host-nodes/$(echo "${node#/dev/}" | tr / _)"
+      mkdir -p "$ROOT/.host-nodes"
+      mknod -m "$(stat -c %a "$node")" "$copy" c "$((0x$(stat -c %t "$node")))" "$((0x$(stat -c %T "$node")))"
+      chown "$(stat -c %u:%g "$node")" "$copy"
+      mount --bind "$copy" "$ROOT$node"
+    done
     mount --bind "$DEBS" "$ROOT/var/cache/apt/archives"
     mkdir -p "$ROOT/var/cache/apt/archives/partial"
     # The root keeps the .debs it fetched, so the next run installs them from the cache.
