@@ -48,6 +48,15 @@ def lost_message(address: str, before: set, after: set | None, error: BaseExcept
             f"verdict, rerun the check ({type(error).__name__})")
 
 
+def wait_for_a_worker(client, address: str) -> None:
+    """Until the cluster has a worker; an InfraError, saying what to start, after WORKER_WAIT s."""
+    try:
+        client.wait_for_workers(1, timeout=WORKER_WAIT)
+    except TimeoutError:
+        raise InfraError(f"the cluster's scheduler {address} has had no worker for "
+                         f"{WORKER_WAIT:.0f} s: start one (plugpull worker --scheduler ...)") from None
+
+
 def _workers_now(client) -> set | None:
     try:
         return set(client.scheduler_info()["workers"])
@@ -100,11 +109,7 @@ class ClusterJudge:
         """(Observation, digest) of each named state, in order."""
         self.reach()  # Dask's own connect waits for no answer forever
         with Client(self.address, security=self.security, timeout=REACH_TIMEOUT) as client:
-            try:
-                client.wait_for_workers(1, timeout=WORKER_WAIT)
-            except TimeoutError:
-                raise InfraError(f"the cluster's scheduler {self.address} has had no worker for "
-                                 f"{WORKER_WAIT:.0f} s: start one (plugpull worker --scheduler ...)") from None
+            wait_for_a_worker(client, self.address)
             workers = set(client.scheduler_info()["workers"])
             threads = sum(w["nthreads"] for w in client.scheduler_info()["workers"].values())
             shipped = client.scatter(bundle.data, broadcast=True)

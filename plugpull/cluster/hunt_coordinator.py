@@ -30,7 +30,7 @@ from distributed.client import FutureCancelledError, FuturesCancelledError
 from distributed.scheduler import KilledWorker
 
 from plugpull.cluster.bundle import unpack_tree
-from plugpull.cluster.coordinator import REACH_TIMEOUT, RETRIES, WORKER_WAIT, WorkerLost, lost_message
+from plugpull.cluster.coordinator import REACH_TIMEOUT, RETRIES, WorkerLost, lost_message, wait_for_a_worker
 from plugpull.cluster.hunt_task import ChunkResult, hunt_chunk
 from plugpull.cluster.reach import SchedulerUnreachable, probe
 from plugpull.cluster.worker import image_resource
@@ -164,11 +164,7 @@ class ClusterHunt:
     def _drive(self, queue: deque, spec: HuntSpec, several: bool, merge: Merge, started: float) -> None:
         self.reach()  # Dask's own connect waits for no answer forever
         with Client(self.address, security=self.security, timeout=REACH_TIMEOUT) as client:
-            try:
-                client.wait_for_workers(1, timeout=WORKER_WAIT)
-            except TimeoutError:
-                raise InfraError(f"the cluster's scheduler {self.address} has had no worker for "
-                                 f"{WORKER_WAIT:.0f} s: start one (plugpull worker --scheduler ...)") from None
+            wait_for_a_worker(client, self.address)
             before = set(client.scheduler_info()["workers"])
             running: dict = {}  # future -> its chunk, and the resource it asks for
             try:
