@@ -128,6 +128,17 @@ bench-hunt-steps: deps
 bench-floor: deps
 	$(PY) bench/floor.py
 
+# Where a hunt's CPU goes per distinct state (recording guest, checker guests, fsck, plugpull),
+# and the rate the machine's cores allow at that cost.
+.PHONY: bench-hunt-cpu
+bench-hunt-cpu: deps
+	$(PY) bench/hunt_cpu.py
+
+# What a state costs the checker's QEMU plugged in and out, against copied into a kept disk.
+.PHONY: bench-plug-cost
+bench-plug-cost: deps
+	$(PY) bench/plug_cost.py
+
 # A 512 MiB sparse crash state handed to a checker: hard link + overlay here, or a sparse volume upload.
 bench-upload: deps
 	$(PY) bench/remote_upload.py

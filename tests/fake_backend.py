@@ -144,6 +144,7 @@ class FakeGuest:
         self._disks = [d.path for d in spec.disks]
         self._booted = self._gone = False
         self._last: tuple[Outcome, str] | None = None
+        self._read: dict[int, Outcome] = {}  # what the guest's cache holds of a disk it read (`pp-check --many`)
 
     def __enter__(self) -> "FakeGuest":
         if not self.plan.boots:
@@ -181,8 +182,10 @@ class FakeGuest:
             return "".join(f"{i} {kernel_name(i)}\n" for i in range(len(self._disks)))
         if text.startswith("readlink /dev/pp-disk"):
             return kernel_name(int(text.removeprefix("readlink /dev/pp-disk"))) + "\n"
-        if text.startswith("pp-check --many "):
-            return self._many(shlex.split(text)[2:])
+        if "pp-check --many " in text:
+            before, _, many = text.partition("pp-check --many ")
+            self._forget(before)
+            return self._many(shlex.split(many))
         if "pp-check " in text:
             _, _, dev, _, collect, *_ = shlex.split(text[text.index("pp-check "):].split(";", 1)[0])
             index = [kernel_name(i) for i in range(len(self._disks))].index(dev.removeprefix("/dev/"))
@@ -196,11 +199,24 @@ class FakeGuest:
             return self._last[0].files.get("check-script.out", b"")
         return ""
 
+    def _forget(self, shell: str) -> None:
+        """`blockdev --flushbufs` of the disks a `for d in NAMES; do` loop names: their cache dropped."""
+        if "blockdev --flushbufs" in shell and shell.startswith("for d in "):
+            names = shell.removeprefix("for d in ").partition("; do")[0].split()
+            for index in range(len(self._disks)):
+                if kernel_name(index) in names:
+                    self._read.pop(index, None)
+
     def _many(self, words: list[str]) -> bytes:
-        """pp-check --many's answer: `wc -c` of every state's files, ---data, their bytes."""
+        """pp-check --many's answer: `wc -c` of every state's files, ---data, their bytes. A
+        disk read before and not forgotten since answers from the guest's cache, as a kernel's
+        page cache would."""
         fsck = words[0] != "--no-fsck"
         collect, luns = words[3 - fsck], [int(w) for w in words[4 - fsck:]]
-        parts = [p for lun in luns for p in self._outcome_of(self._disks[lun]).many_parts(collect, fsck)]
+        for lun in luns:
+            if lun not in self._read:
+                self._read[lun] = self._outcome_of(self._disks[lun])
+        parts = [p for lun in luns for p in self._read[lun].many_parts(collect, fsck)]
         sizes = "".join(f"{len(p)} /tmp/pp-many.{i}\n" for i, p in enumerate(parts))
         return (sizes + f"{sum(map(len, parts))} total\n---data\n").encode() + b"".join(parts)
 

@@ -119,6 +119,7 @@ class Checker(hotbatch.ManyStates):
     restore: bool = True  # hot: start checker guests from a saved one (`snapshot`) where the backend can
     per_command: int = 8  # hot: states plugged in and checked by one guest command (`hotbatch`); 1: one each
     host_fsck: bool = True  # hot, several per command: fsck on the host, through QEMU (`hostfsck`)
+    slots: bool = False  # hot, host fsck: states of one size copied into disks the guest keeps plugged in (`slots`)
     hooks: dict[int, str] = field(default_factory=dict)  # tests only: state index -> guest command run before its check
     kept: KeptGuests | None = None  # hot: guests taken from here and left here clean, not started and closed
     _stop: threading.Event = field(default_factory=threading.Event, init=False, repr=False)

@@ -12,6 +12,7 @@ path that checked it.
 """
 
 import logging
+import os
 import shlex
 import threading
 import time
@@ -20,6 +21,7 @@ from contextlib import contextmanager
 
 from plugpull.check import hostfsck
 from plugpull.check.fsckchoice import CheckTiming
+from plugpull.check.slots import Slots, lun
 from plugpull.errors import GuestError, InfraError
 from plugpull.guest.contract.backend import AttachedDisk
 from plugpull.guest.contract.config import Bus, DiskSpec
@@ -75,10 +77,8 @@ def report_of(parts: dict[str, bytes]) -> tuple[str, bytes]:
 
 
 def lun_of(disk: AttachedDisk) -> int:
-    """The LUN a hot-plugged disk sits at: both backends name it plugpullLUN."""
-    if not disk.serial.startswith("plugpull") or not disk.serial[8:].isdigit():
-        raise ValueError(f"not a hot-plugged state disk: {disk.serial!r}")
-    return int(disk.serial[8:])
+    """The LUN a hot-plugged disk sits at."""
+    return lun(disk.serial)
 
 
 def state_disk(path) -> DiskSpec:
@@ -155,12 +155,15 @@ class ManyStates:
         while plugging or checking leaves them all unjudged: they go to a fresh guest."""
         m = guest.machine
         on_host = self.host_fsck and getattr(m, "exports", None) is not None and hostfsck.available(self.fs.mount_type)
-        disks, started, fsck_s = [], time.monotonic(), 0.0
+        disks, slots, started, fsck_s = [], None, time.monotonic(), 0.0
         try:
-            for _, state, _ in jobs:
-                disks.append(m.attach_disk(state_disk(state.images[0]), wait=False))
-            luns = [lun_of(disk) for disk in disks]
-            answer = m.run(many_command(self.fs.mount_type, self.subdir, jobs[0][2], luns, fsck=not on_host),
+            slots = self._slots_for(guest, jobs) if on_host else None
+            if slots is not None:
+                luns, forget = slots.fill([state.images[0] for _, state, _ in jobs]), slots.forget_command(len(jobs))
+            else:
+                disks = [m.attach_disk(state_disk(state.images[0]), wait=False) for _, state, _ in jobs]
+                luns, forget = [lun_of(disk) for disk in disks], ""
+            answer = m.run(forget + many_command(self.fs.mount_type, self.subdir, jobs[0][2], luns, fsck=not on_host),
                            timeout=self.check_timeout)
             reports = split_answer(answer.stdout, len(jobs))
         except (GuestError, InfraError) as e:
@@ -169,22 +172,34 @@ class ManyStates:
             log.debug("%d states go to a fresh guest, one at a time: %s", len(jobs), str(e).splitlines()[0])
             return [], False
         observed = []
-        for (index, _, collect), disk, parts in zip(jobs, disks, reports):
+        for k, ((index, _, collect), parts) in enumerate(zip(jobs, reports)):
             try:
                 if on_host and self._skips_fsck(index, parts, collect):
                     parts = hostfsck.not_run(parts)
                 elif on_host:
                     t0 = time.monotonic()
-                    parts = self._fsck_on_host(m, disk, parts)
+                    parts = (self._fsck_slot(slots.paths[k], parts) if slots is not None
+                             else self._fsck_on_host(m, disks[k], parts))
                     fsck_s += time.monotonic() - t0
             except (GuestError, InfraError) as e:
                 if self._stop.is_set():
                     raise
-                log.debug("states from %s on go to the guest's own fsck: %s", disk.handle, str(e).splitlines()[0])
+                log.debug("states from %d on go to the guest's own fsck: %s", k, str(e).splitlines()[0])
                 return observed, False
             observed.append(self.observe(*report_of(parts), collect))
             if observed[-1].umount_rc not in (0, None):
                 return observed, False  # still mounted: see _plug_and_check
+        if disks and not self._unplugged(m, disks):
+            return observed, False
+        if self.timing is not None:
+            fscked = sum(o.fsck_rc is not None for o in observed) if on_host else 0
+            self.timing.add(time.monotonic() - started, len(observed), fsck_s, fscked)
+            log.debug("%d states in %.3f s, %d host fsck in %.3f s", len(observed), time.monotonic() - started,
+                      fscked, fsck_s)
+        return observed, True
+
+    def _unplugged(self, m, disks: list[AttachedDisk]) -> bool:
+        """Whether the disks came out; False (or, once stopped, the error) if not."""
         try:
             if hasattr(m, "detach_disks"):
                 m.detach_disks(disks)  # at once: one unplug costs the guest ~60 ms under TCG
@@ -194,13 +209,26 @@ class ManyStates:
         except (GuestError, InfraError):
             if self._stop.is_set():
                 raise
-            return observed, False
-        if self.timing is not None:
-            fscked = sum(o.fsck_rc is not None for o in observed) if on_host else 0
-            self.timing.add(time.monotonic() - started, len(observed), fsck_s, fscked)
-            log.debug("%d states in %.3f s, %d host fsck in %.3f s", len(observed), time.monotonic() - started,
-                      fscked, fsck_s)
-        return observed, True
+            return False
+        return True
+
+    def _slots_for(self, guest, jobs: list[tuple]) -> Slots | None:
+        """The guest's slots for these states (`slots`), plugged in at its first such check,
+        or None where the states go in plugged: `slots` off, or not all of one size."""
+        images = [state.images[0] for _, state, _ in jobs]
+        if not self.slots:
+            return None
+        if getattr(guest, "slots", None) is None:
+            size = os.path.getsize(images[0])
+            if not all(os.path.getsize(image) == size for image in images):
+                return None
+            guest.slots = Slots(guest.machine, guest.scratch, size, max(self.per_command, len(images)))
+        return guest.slots if guest.slots.fits(images) else None
+
+    def _fsck_slot(self, path, parts: dict[str, bytes]) -> dict[str, bytes]:
+        """The state's files with the host's fsck of its slot, as the guest left it."""
+        rc, output = hostfsck.run(self.fs.mount_type, path, self.check_timeout)
+        return hostfsck.with_fsck(parts, rc, output)
 
     def _skips_fsck(self, index: int, parts: dict[str, bytes], collect: str) -> bool:
         """Whether `fsck_only` leaves this state unread by fsck."""

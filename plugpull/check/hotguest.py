@@ -25,6 +25,7 @@ class HotGuest:
         self.scratch = make_tempdir("checker")
         self.console = ConsoleWatch(self.scratch / "console.log")
         self.machine = None
+        self.slots = None  # the disks `hotbatch` copies states into, once it has plugged them in (`slots`)
         try:
             self.machine = self._started(rig, restore)
         except BaseException:

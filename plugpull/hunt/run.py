@@ -67,6 +67,7 @@ class HuntSpec:
     fsck: FsckChoice = FsckChoice()  # which states the host's fsck reads (`fsckchoice`)
     setup: str = "synced"  # or unsynced: the setup's files in the same transaction as the operations
     table: int = TABLE  # 1: only the first table's operations (a hunt started before the later ones)
+    slots: bool = True  # states copied into disks the checker guests keep plugged in (`check.slots`)
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -177,7 +178,8 @@ class HuntGuests:
     def __init__(self, rig: Rig, spec: HuntSpec, work: Path, kept: KeptGuests, workers: int | None = None):
         fs = filesystem(spec.fs)
         base = formatted(fs, spec.recording_mode, spec.mib, work / "mkfs.img")
-        self.checker = Checker(rig, fs, batch=1, plug=Plug.HOT, workers=workers or default_workers(), kept=kept)
+        self.checker = Checker(rig, fs, batch=1, plug=Plug.HOT, workers=workers or default_workers(), kept=kept,
+                               slots=spec.slots)
         self.recorder = Recorder(rig, fs, spec.recording_mode, base, spec.mib)
 
     def close(self) -> None:
