@@ -62,8 +62,7 @@ def timed(steps: dict, name: str, started: float) -> float:
 
 def profile_state(m, state, fs, steps: dict) -> None:
     disk = state_disk(state.images[0])
-    lun = m._next_lun
-    m._next_lun += 1
+    lun = m._luns.take()
     node = f"hotdisk{lun}"
     t = time.monotonic()
     overlay = hotplug.create_overlay(disk.path, m.tempdir / f"{node}.qcow2")
@@ -82,9 +81,10 @@ def profile_state(m, state, fs, steps: dict) -> None:
     m.run("cat /tmp/p.tar")
     t = timed(steps, "host: tar back over channel", t)
     m._qmp("device_del", {"id": node})
-    m._wait_deleted(node)
+    m._wait_event("DEVICE_DELETED", "device", node)
     t = timed(steps, "host: device_del + event", t)
     m._qmp("blockdev-del", {"node-name": node})
+    m._luns.release(lun)
     overlay.unlink()
     wait_for_disk(m, f"plugpull{lun}", present=False)
     timed(steps, "guest: disk gone", t)

@@ -285,5 +285,6 @@ def test_the_only_worker_lost_mid_chunk_is_named_and_what_was_judged_is_kept(tmp
         finally:
             loser.join()
     said = str(lost.value)
-    assert f"lost worker {address}" in said and "0 worker(s) left" in said and "\n" not in said
+    assert f"lost worker {address} in the middle of the hunt" in said and "0 worker(s) left" in said
+    assert "run the hunt again to go on" in said and "verdict" not in said and "\n" not in said
     assert [line["id"] for line in read_lines(tmp_path / "h" / JOURNAL)] == IDS[:2]  # the first chunk's

@@ -139,6 +139,8 @@ def test_a_lost_worker_is_named():
     two = lost_message("tcp://s:1", {"tcp://a:1", "tcp://b:1", "tcp://c:1"}, {"tcp://c:1"}, error)
     assert "lost workers tcp://a:1, tcp://b:1" in two and "1 worker(s) left" in two
     assert "lost a worker" in lost_message("tcp://s:1", {"tcp://a:1"}, None, error)
+    hunt = lost_message("tcp://s:1", {"tcp://a:1"}, set(), error, hunt=True)
+    assert "in the middle of the hunt" in hunt and "run the hunt again" in hunt and "check" not in hunt
 
 
 # --- a dead worker's leftovers ---------------------------------------------------------------

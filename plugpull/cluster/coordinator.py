@@ -38,14 +38,17 @@ class WorkerLost(InfraError):
     """A worker died (or left) while it held the record or a task: no verdict for the run."""
 
 
-def lost_message(address: str, before: set, after: set | None, error: BaseException) -> str:
+def lost_message(address: str, before: set, after: set | None, error: BaseException, hunt: bool = False) -> str:
     """One line that names the workers lost (those gone from the scheduler since the run
-    began), instead of Dask's `FutureCancelledError: ... already forgotten`."""
+    began), instead of Dask's `FutureCancelledError: ... already forgotten`. A hunt's journal
+    keeps what was judged: run again, it goes on from there."""
     gone = sorted(before - after) if after is not None else []
     named = (f"worker {gone[0]}" if len(gone) == 1 else f"workers {', '.join(gone)}") if gone else "a worker"
     left = "" if after is None else f"; {len(after)} worker(s) left"
-    return (f"the cluster {address} lost {named} in the middle of the check (stopped or killed){left}: no "
-            f"verdict, rerun the check ({type(error).__name__})")
+    then = ("the workloads judged are in the journal, run the hunt again to go on" if hunt
+            else "no verdict, rerun the check")
+    return (f"the cluster {address} lost {named} in the middle of the {'hunt' if hunt else 'check'} "
+            f"(stopped or killed){left}: {then} ({type(error).__name__})")
 
 
 def wait_for_a_worker(client, address: str) -> None:

@@ -177,7 +177,7 @@ class ClusterHunt:
                             continue
                         merge(answer, running.pop(future)[0])
             except (FutureCancelledError, FuturesCancelledError, KilledWorker) as e:
-                raise WorkerLost(lost_message(self.address, before, _workers_now(client), e)) from None
+                raise WorkerLost(lost_message(self.address, before, _workers_now(client), e, hunt=True)) from None
             finally:
                 client.cancel(list(running))
 
@@ -196,7 +196,7 @@ class ClusterHunt:
             chunk = queue.popleft()
             wanted = image_resource(chunk.image_key)
             if not info:
-                raise WorkerLost(lost_message(self.address, before, set(), NoWorkerLeft()))
+                raise WorkerLost(lost_message(self.address, before, set(), NoWorkerLeft(), hunt=True))
             if not _holding(info, wanted):
                 raise InfraError(f"no worker of the cluster {self.address} has the guest image of kernel "
                                  f"{chunk.kernel}: start one with that --kernel (plugpull worker --kernel ...)")
@@ -220,7 +220,7 @@ class ClusterHunt:
         except Exception:  # the scheduler gone too: Dask says so on the next call
             return []
         if any(not _holding(info, wanted) for _, wanted in running.values()):
-            raise WorkerLost(lost_message(self.address, before, set(info), NoWorkerLeft()))
+            raise WorkerLost(lost_message(self.address, before, set(info), NoWorkerLeft(), hunt=True))
         return []
 
 

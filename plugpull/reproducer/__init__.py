@@ -17,7 +17,7 @@ from plugpull.generate.space import Workload, space_of
 from plugpull.generate.workload import PREFIX
 from plugpull.testbed.fs import FILESYSTEMS as FILESYSTEM_ROWS
 
-FILESYSTEMS = ("ext4", "xfs", "btrfs", "f2fs", "f2fs-strict")  # the oracle's Linux profiles, which the reproducer checks by
+FILESYSTEMS = ("ext4", "xfs", "btrfs", "f2fs", "f2fs-strict")  # what the reproducer makes and judges (f2fs-strict: f2fs with fsync_mode=strict)
 
 
 @dataclass(frozen=True)
