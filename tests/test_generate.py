@@ -212,7 +212,7 @@ def test_crash_takes_a_generated_workload_judged_by_the_filesystems_rules(no_gue
     plan = CrashSpec(fs="btrfs", mode="barrier", workload="gen:seq2-014532").resolve()
     assert plan.workload == GeneratedWorkload("seq2-014532", "btrfs")
     assert CrashSpec(fs="xfs-2008", mode="barrier", workload="gen:seq1-000001").resolve().workload.profile == "posix"
-    assert "echo 'ack 2' >&4" in plan.workload.script("/mnt")
+    assert "pp_acked 2" in plan.workload.script("/mnt")
     with pytest.raises(UsageError):
         GeneratedWorkload("seq1-000001", "zfs")
 

@@ -67,7 +67,7 @@ def test_the_guest_program_does_msync_in_the_mmap_writes_process():
     text = program(workload_of("mmapwrite.extend A/foo, msync A/foo"))
     extend = f"{INITIAL_SIZE + BLOCK}"
     assert (f'xfs_io -c "truncate {extend}" -c "mmap -w 0 {extend}" -c "mwrite -S 0x61 {INITIAL_SIZE} {BLOCK}" '
-            f'-c "msync -s 0 {extend}" A/foo\n# point 1: msync A/foo, done by the command above\necho \'ack 1\' >&4') in text
+            f'-c "msync -s 0 {extend}" A/foo\n# point 1: msync A/foo, done by the command above\npp_acked 1') in text
     direct = program(workload_of("truncate A/foo; dwrite.append A/foo, fdatasync A/foo"))
     assert f'xfs_io -d -c "pwrite -q -S 0x62 {BLOCK} {BLOCK}" A/foo\nsync -d A/foo  # point 1' in direct
     assert "msync" not in program(workload_of("mmapwrite.overwrite A/foo, fsync A/foo")).split("# 1:")[1]
@@ -178,8 +178,8 @@ def test_an_unsynced_setup_owes_nothing_at_ack_0_and_its_files_are_new():
     assert ("A/foo", "kind") not in {(o.path, o.name) for o in owed(synced, "btrfs", 1) if o.point == 1}
     assert verdict(text, "btrfs", 1, {}, synced=False) == Verdict.DATA_LOSS
     script = program(unsynced)
-    assert "sync\necho 'ack 0'" not in script and "echo 'ack 0'" in script
-    assert "sync\necho 'ack 0'" in program(synced)
+    assert "sync\npp_acked 0" not in script and "pp_acked 0" in script
+    assert "sync\npp_acked 0" in program(synced)
 
 
 def test_an_id_says_its_setup_and_the_cli_keeps_to_it(capsys):

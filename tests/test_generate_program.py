@@ -6,6 +6,7 @@ the `gen:` workload judges it clean, or not when an owed file is gone."""
 import os
 import re
 import shutil
+import time
 import subprocess
 from pathlib import Path
 
@@ -145,3 +146,50 @@ def test_the_crash_pipeline_judges_a_generated_workload(host_tools, tmp_path):
     (tmp_path / "w" / "A" / "bar").unlink()
     (tmp_path / "w" / "A" / "foo").unlink()  # the renamed file gone
     assert verdict([0]) == Verdict.DATA_LOSS and verdict([]) == Verdict.CLEAN
+
+
+def test_the_program_waits_for_each_ack_to_come_back_stamped(host_tools, tmp_path):
+    """The host stamps an ack late (here: 0.3 s after it came): the program must not have
+    gone on to the next operation by then. Without the wait for the echo, `touch A/foo`
+    runs long before the stamp of ack 0 is taken."""
+    import socket
+    from plugpull.guest.contract.channel import LineStream
+
+    work = tmp_path / "w"
+    work.mkdir()
+    seen = []
+
+    def late_stamp():
+        time.sleep(0.3)
+        seen.append(sorted(str(p.relative_to(work)) for p in work.rglob("*")))
+        return len(seen)
+
+    host, guest = socket.socketpair()
+    stream = LineStream(host, late_stamp)
+    workload = workload_of("creat A/foo, fsync A/foo")
+    done = subprocess.run(["busybox", "sh", "-c", f"exec 4>&{guest.fileno()}\n{program(workload)}"], cwd=work,
+                          env={**os.environ, "PATH": host_tools}, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, pass_fds=(guest.fileno(),), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert [stream.get(timeout=5).text for _ in range(2)] == ["ack 0", "ack 1"]
+    assert "A/foo" not in seen[0] and "A" in seen[0], seen
+    assert "A/foo" in seen[1]
+    host.close()
+    guest.close()
+
+
+def test_the_host_sends_each_line_back_after_its_stamp_and_never_blocks_on_a_guest_that_does_not_read():
+    import socket
+    from plugpull.guest.contract.channel import LineStream
+
+    host, guest = socket.socketpair()
+    stamps = iter(range(1, 10**6))
+    stream = LineStream(host, lambda: next(stamps))
+    guest.sendall(b"ack 0\ncommit 1\n")
+    assert [stream.get(timeout=5).stamp for _ in range(2)] == [1, 2]
+    assert guest.recv(100) == b"ack 0\ncommit 1\n"
+    lines = 20000  # far more than a socket holds unread: the echoes beyond it are dropped
+    guest.sendall(b"".join(b"ack %d\n" % i for i in range(lines)))
+    assert [stream.get(timeout=10).text for _ in range(lines)][-1] == f"ack {lines - 1}"
+    host.close()
+    guest.close()

@@ -4,7 +4,11 @@ msync(MS_SYNC)), `pp-xattr` (images/src/pp-xattr.c) for xattrs and busybox `sync
 persistence points (`sync FILE` is fsync, `sync -d FILE` fdatasync, `sync` sync(2)). It runs as
 `--workload script:` scripts do: in the empty work directory of a fresh filesystem, with fd 4
 open on the ack port. After the setup (and its sync, unless the setup is unsynced) it prints
-`ack 0`; after persistence point k completes, `ack k`.
+`ack 0`; after persistence point k completes, `ack k`. After each ack it waits until the host
+sends that line back (`pp_acked`): the host stamps an ack with the write log's size before it
+echoes it, so no write of the workload after the point can come before the ack's stamp, even
+when the host's reader ran late (a stamp at the log's end would leave the point uncut). Where
+nothing comes back (fd 4 on a file, /dev/null), the read ends at once and the program goes on.
 
 `op_command` is the one table of the operations' shell commands: the reproducer's scripts
 (plugpull/reproducer/steps.py) use it too, with their own `Tools`."""
@@ -105,18 +109,22 @@ def setup_lines(names, t: Tools = GUEST) -> list[str]:
     return lines
 
 
+ACKED = ('pp_acked() { echo "ack $1" >&4; while read -r pp_echo <&4; do [ "$pp_echo" = "ack $1" ] && return 0; done; return 0; }'
+         "  # the ack, then its echo: the host has stamped it")
+
+
 def setup_block(workload: Workload) -> list[str]:
     if workload.synced:
-        return ["# setup, made durable: ack 0", *setup_lines(workload.setup), "sync", "echo 'ack 0' >&4"]
+        return ["# setup, made durable: ack 0", *setup_lines(workload.setup), "sync", "pp_acked 0"]
     return ["# setup, not synced (in the same transaction as the operations): ack 0 owes nothing",
-            *setup_lines(workload.setup), "echo 'ack 0' >&4"]
+            *setup_lines(workload.setup), "pp_acked 0"]
 
 
 def program(workload: Workload) -> str:
     """The workload's guest script."""
     lines = [f"# plugpull generated workload {workload.ident}: {workload.text()}",
              "# run in the empty work directory of a fresh filesystem, fd 4 open on the ack port",
-             "set -e", *setup_block(workload)]
+             "set -e", ACKED, *setup_block(workload)]
     point = 0
     for i, step in enumerate(workload.steps, 1):
         lines.append(f"# {i}: {step.op.text()}")
@@ -126,5 +134,5 @@ def program(workload: Workload) -> str:
             command = persist_command(step.persist)
             said = f"point {point}: {step.persist.text()}"
             lines += [f"{command}  # {said}" if command else f"# {said}, done by the command above",
-                      f"echo 'ack {point}' >&4"]
+                      f"pp_acked {point}"]
     return "\n".join(lines) + "\n"

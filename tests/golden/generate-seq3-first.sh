@@ -1,11 +1,12 @@
 # plugpull generated workload seq3-000000: creat A/foo; creat A/bar; creat B/foo, sync
 # run in the empty work directory of a fresh filesystem, fd 4 open on the ack port
 set -e
+pp_acked() { echo "ack $1" >&4; while read -r pp_echo <&4; do [ "$pp_echo" = "ack $1" ] && return 0; done; return 0; }  # the ack, then its echo: the host has stamped it
 # setup, made durable: ack 0
 mkdir A
 mkdir B
 sync
-echo 'ack 0' >&4
+pp_acked 0
 # 1: creat A/foo
 touch A/foo
 # 2: creat A/bar
@@ -13,4 +14,4 @@ touch A/bar
 # 3: creat B/foo
 touch B/foo
 sync  # point 1: sync
-echo 'ack 1' >&4
+pp_acked 1

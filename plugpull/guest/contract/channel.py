@@ -4,7 +4,9 @@
   agent (images/agent.sh) answers each request with a header and the raw outputs.
 - `LineStream`: lines a workload writes while it runs (the acks of durable operations). A
   reader thread stamps each line the moment it arrives, so the stamp (e.g. the write log's
-  size) is taken as close as possible to the guest's write.
+  size) is taken as close as possible to the guest's write, then sends the line back: a
+  workload that waits for its ack to come back (the generated programs do) has written
+  nothing after the ack before its stamp, however late the reader thread ran.
 """
 
 import base64
@@ -167,8 +169,17 @@ class LineStream:
             buf += chunk
             while (i := buf.find(b"\n")) >= 0:
                 line = StampedLine(self._stamp(), time.monotonic(), buf[:i].decode(errors="replace"))
+                self._echo(bytes(buf[: i + 1]))
                 del buf[: i + 1]
                 self._queue.put(line)
+
+    def _echo(self, line: bytes) -> None:
+        """The line back to the guest, once stamped. Never blocks: a workload that does not
+        read its port leaves the echoes unread, and once its buffers are full they are dropped."""
+        try:
+            self._sock.send(line, socket.MSG_DONTWAIT)
+        except OSError:
+            pass
 
     def get(self, timeout: float | None = None) -> StampedLine | None:
         """The next line, or None at the end of the stream; GuestTimeout if none came in time."""

@@ -103,5 +103,6 @@ def acked(command: str, ident: int = 1) -> str:
 
 
 def shell_script(mnt: str, ack: str, lines: list[str]) -> str:
-    """A power-cut script: `lines` run in the work directory with fd 4 open on the ack port."""
-    return "\n".join([f"cd {mnt}/{DIR} || exit 1", f"exec 4>{ack}", *lines]) + "\n"
+    """A power-cut script: `lines` run in the work directory with fd 4 open on the ack port,
+    for reading too: the host sends each line back once it has stamped it."""
+    return "\n".join([f"cd {mnt}/{DIR} || exit 1", f"exec 4<>{ack}", *lines]) + "\n"
