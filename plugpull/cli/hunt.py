@@ -140,7 +140,8 @@ def held_table(out: Path) -> int:
     except (OSError, ValueError):
         return TABLE
     table = held.get("table", LEGACY["table"]) if isinstance(held, dict) else TABLE
-    return table if table in range(1, TABLE + 1) and not isinstance(table, bool) else TABLE  # else refused as other settings
+    known = isinstance(table, int) and not isinstance(table, bool) and 1 <= table <= TABLE
+    return table if known else TABLE  # then check_out refuses it as a hunt of other settings
 
 
 def one_name_each(named: list[tuple[str, str | None]]) -> None:

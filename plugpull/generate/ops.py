@@ -4,9 +4,10 @@
 its persistence points (`FIRST_FAMILIES`, `FIRST_PERSISTENCE`) are their ranks in its
 enumeration, so changing it (an operation added, removed or moved, a size changed) changes ids;
 `test_generate.py` pins its digest. `LATER_OPS` (direct-I/O and mmap writes) and the `msync`
-point came second, `RMDIR_OPS` third: the workloads that use a table's operations are numbered
-after all of the tables' before it (space.py, `TABLES`), so no earlier id moved. Each row is an operation family (the
-name `--ops` takes), a variant and its operands, all among the fixed names of `tree`.
+point came second, `RMDIR_OPS` third (`TABLES`): the workloads that use a table's operations
+are numbered after all of the tables' before it (space.py), so no earlier id moved. Each row is
+an operation family (the name `--ops` takes), a variant and its operands, all among the fixed
+names of `tree`.
 
 A name no operation has touched yet is resolved when first needed: an operation that needs it
 to exist makes the workload's setup create it (a file of `INITIAL_SIZE` bytes, or a directory),

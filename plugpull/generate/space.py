@@ -168,7 +168,8 @@ class Space:
         return self.count(mask=self.mask)
 
     def blocks(self, mask: Mask):
-        """(block's mask, its `below`, its first id) of each id block, with `mask` met."""
+        """(`mask` met with the block's tables, the tables before them or None, the block's
+        first id in the whole space) for each id block, in id order."""
         below, first = None, 0
         for grown in GROWN:
             yield meet(mask, grown), below, first
