@@ -14,7 +14,7 @@ from plugpull.generate import oracle
 from plugpull.generate.judge import judge, prefix_trees
 from plugpull.generate.oracle import PROFILES, RULES, end_step, held, owed
 from plugpull.generate.ops import INITIAL_SIZE
-from plugpull.generate.space import FIRST, Space, workload_of
+from plugpull.generate.space import FIRST, GROWN, Space, workload_of
 from plugpull.generate.tree import FILE, digest
 
 
@@ -318,14 +318,28 @@ def test_the_models_own_states_are_clean(seq, k, synced):
 def later_block(seq: int, k: int, seed: int) -> list[int]:
     """`k` ids drawn from the workloads with a later operation or msync (numbered after the first table's)."""
     space = Space(seq)
-    return sorted(random.Random(seed).sample(range(space.count(mask=FIRST), space.count()), k))
+    return sorted(random.Random(seed).sample(range(space.count(mask=FIRST), space.count(mask=GROWN[1])), k))
+
+
+def rmdir_block(seq: int, k: int | None, seed: int) -> list[int]:
+    """`k` ids (None: all) of the workloads with an rmdir (the third table's, numbered last)."""
+    space = Space(seq)
+    block = range(space.count(mask=GROWN[1]), space.count())
+    return list(block) if k is None else sorted(random.Random(seed).sample(block, k))
+
+
+@pytest.mark.parametrize("synced", [True, False], ids=["synced", "unsynced"])
+@pytest.mark.parametrize("seq, k", [(2, 40), (3, 15)])
+def test_the_models_own_states_after_rmdir_are_clean(seq, k, synced):
+    assert_own_states_clean(Space(seq, synced=synced), rmdir_block(seq, k, seed=12))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("synced", [True, False], ids=["synced", "unsynced"])
-@pytest.mark.parametrize("part", ["seq1-all", "seq2-later", "seq2-any"])
+@pytest.mark.parametrize("part", ["seq1-all", "seq2-later", "seq2-any", "seq2-rmdir", "seq3-rmdir"])
 def test_the_models_own_states_are_clean_over_all_of_seq1_and_thousands_of_seq2(part, synced):
-    space = Space(1 if part == "seq1-all" else 2, synced=synced)
+    space = Space({"seq1-all": 1, "seq3-rmdir": 3}.get(part, 2), synced=synced)
     indexes = {"seq1-all": lambda: range(space.count()), "seq2-later": lambda: later_block(2, 1500, seed=5),
-               "seq2-any": lambda: space.sample(1000, seed=6)}[part]()
+               "seq2-any": lambda: space.sample(1000, seed=6), "seq2-rmdir": lambda: rmdir_block(2, None, seed=0),
+               "seq3-rmdir": lambda: rmdir_block(3, 300, seed=7)}[part]()
     assert_own_states_clean(space, indexes)

@@ -56,18 +56,19 @@ def _space(args):
     return space_of_options(args.seq if args.seq is not None else space_of(ident).seq, args.ops, setup)
 
 
-def space_of_options(seq: int, ops, setup: str = "synced", first_table: bool = False):
+def space_of_options(seq: int, ops, setup: str = "synced", table: int | None = None):
     """The space of `--seq` and `--setup`, filtered by `--ops` names (UsageError on an unknown
-    one); `first_table`: only the operations and points of the first table (a hunt started
-    before the later ones were added)."""
-    from plugpull.generate.ops import FAMILIES, FIRST_FAMILIES, FIRST_PERSISTENCE, PERSISTENCE
+    one); without them, by `table`: only the operations and points of the first `table`
+    tables (a hunt started before the later ones were added goes on with those it had)."""
+    from plugpull.generate.ops import FAMILIES, PERSISTENCE, TABLES, up_to
     from plugpull.generate.space import Space
     unknown = [n for n in ops or () if n not in FAMILIES + PERSISTENCE]
     if unknown:
         raise UsageError(f"unknown --ops name {unknown[0]!r}: expected operations ({', '.join(FAMILIES)}) "
                          f"or persistence points ({', '.join(PERSISTENCE)})")
-    families = [n for n in ops or () if n not in PERSISTENCE] or (FIRST_FAMILIES if first_table else FAMILIES)
-    persistence = [n for n in ops or () if n in PERSISTENCE] or (FIRST_PERSISTENCE if first_table else PERSISTENCE)
+    had_families, had_points = up_to(table or len(TABLES))
+    families = [n for n in ops or () if n not in PERSISTENCE] or had_families
+    persistence = [n for n in ops or () if n in PERSISTENCE] or had_points
     return Space(seq, families, persistence, synced=setup == "synced")
 
 

@@ -112,7 +112,7 @@ def cmd_hunt(args) -> int:
     out = args.out or default_out(args, [k for _, k in named])
     _check_out(out)
     setup, table = args.setup or "synced", held_table(out)
-    space = space_of_options(args.seq, args.ops, setup, first_table=table == 1)
+    space = space_of_options(args.seq, args.ops, setup, table)
     check_sample(space, args.sample)
     spec = HuntSpec(args.seq, args.fs, args.mode, tuple(args.ops or ()), args.sample, args.seed, args.disk_mib,
                     args.budget, args.chunk, fsck=args.fsck, setup=setup, table=table)
@@ -130,15 +130,18 @@ def cmd_hunt(args) -> int:
 
 
 def held_table(out: Path) -> int:
-    """The operation table of the hunt in `out` (1: one started before the later operations,
-    which goes on with the first table's alone), else the current one."""
+    """How many operation tables the hunt in `out` has (1: one started before the later
+    operations, which goes on with the first table's alone; 2: one started before `rmdir`),
+    else the current count."""
     from plugpull.hunt.journal import LEGACY, SETTINGS, TABLE
 
     try:
         held = json.loads((out / SETTINGS).read_text())
     except (OSError, ValueError):
         return TABLE
-    return held.get("table", LEGACY["table"]) if isinstance(held, dict) else TABLE
+    table = held.get("table", LEGACY["table"]) if isinstance(held, dict) else TABLE
+    known = isinstance(table, int) and not isinstance(table, bool) and 1 <= table <= TABLE
+    return table if known else TABLE  # then check_out refuses it as a hunt of other settings
 
 
 def one_name_each(named: list[tuple[str, str | None]]) -> None:

@@ -4,9 +4,10 @@
 its persistence points (`FIRST_FAMILIES`, `FIRST_PERSISTENCE`) are their ranks in its
 enumeration, so changing it (an operation added, removed or moved, a size changed) changes ids;
 `test_generate.py` pins its digest. `LATER_OPS` (direct-I/O and mmap writes) and the `msync`
-point came later: the workloads that use them are numbered after all of the first table's
-(space.py), so no earlier id moved. Each row is an operation family (the
-name `--ops` takes), a variant and its operands, all among the fixed names of `tree`.
+point came second, `RMDIR_OPS` third (`TABLES`): the workloads that use a table's operations
+are numbered after all of the tables' before it (space.py), so no earlier id moved. Each row is
+an operation family (the name `--ops` takes), a variant and its operands, all among the fixed
+names of `tree`.
 
 A name no operation has touched yet is resolved when first needed: an operation that needs it
 to exist makes the workload's setup create it (a file of `INITIAL_SIZE` bytes, or a directory),
@@ -39,8 +40,10 @@ MMAPWRITES = {"overwrite": lambda size: 0, "extend": lambda size: size}
 FIRST_FAMILIES = ("creat", "mkdir", "write", "falloc", "truncate", "link", "unlink", "symlink", "rename",
                   "setxattr", "removexattr")
 FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
-FAMILIES = (*FIRST_FAMILIES, "dwrite", "mmapwrite")
-PERSISTENCE = (*FIRST_PERSISTENCE, "msync")  # msync(MS_SYNC): only right after an mmap write, of its file
+# what each table added, in the order they came: (operation families, persistence points)
+TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()))
+FAMILIES = tuple(f for families, _ in TABLES for f in families)
+PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate")
 
 
@@ -85,7 +88,14 @@ def _table() -> tuple[Op, ...]:
 CORE_OPS = _table()
 LATER_OPS = tuple([Op("dwrite", v, (f,)) for f in FILES for v in DWRITES] +
                   [Op("mmapwrite", v, (f,)) for f in FILES for v in MMAPWRITES])
-OPS = CORE_OPS + LATER_OPS
+RMDIR_OPS = tuple(Op("rmdir", "", (d,)) for d in DIRS)  # of an empty directory: ACE's remove(3) of one
+OPS = CORE_OPS + LATER_OPS + RMDIR_OPS
+
+
+def up_to(table: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The operation families and persistence points of the first `table` tables (1-based)."""
+    return (tuple(f for families, _ in TABLES[:table] for f in families),
+            tuple(p for _, points in TABLES[:table] for p in points))
 
 
 def sibling(path: str) -> str:
@@ -236,12 +246,24 @@ def _namespace(sim: Sim, op: Op) -> bool:
         sim.touch(args[0])
         tree.unlink(args[0])
         return True
+    if op.family == "rmdir":
+        return _rmdir(sim, args[0])
     if op.family == "link":
         if not sim.exists(args[0]) or not sim.absent(args[1]):
             return False
         tree.paths[args[1]] = tree.paths[args[0]]
         return True
     return _rename(sim, op)
+
+
+def _rmdir(sim: Sim, path: str) -> bool:
+    """rmdir(2) of an empty directory: a name in it no operation touched yet is taken as absent
+    (a directory from the setup is made without it)."""
+    if not sim.exists(path, (DIR,)) or sim.tree.children(path):
+        return False
+    sim.touch(path)
+    sim.tree.unlink(path)
+    return True
 
 
 def _rename(sim: Sim, op: Op) -> bool:
@@ -274,6 +296,8 @@ def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return args, ()
     if op.family == "creat":
         return args, (parent(args[0]),)
+    if op.family == "rmdir":
+        return (), (parent(args[0]),)
     if op.family in ("mkdir", "rename") and args[0] in DIRS:
         return (), (*args[1:], args[0], ROOT) if op.family == "rename" else (args[0], ROOT)
     if op.family in ("unlink", "symlink"):

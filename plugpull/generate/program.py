@@ -65,6 +65,7 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = 
         "truncate": lambda: f'{t.xfs_io} -c "truncate {TRUNCATE_TO}" {args[0]}',
         "link": lambda: f"ln {args[0]} {args[1]}",
         "unlink": lambda: f"{t.unlink} {args[0]}",
+        "rmdir": lambda: f"rmdir {args[0]}",
         "symlink": lambda: f"ln -s {sibling(op.args[0])} {args[0]}",
         "rename": lambda: f"mv -fT {args[0]} {args[1]}",
         "setxattr": lambda: t.setxattr(args[0], f"v{step}"),

@@ -3,7 +3,8 @@ each followed by a persistence point or not (the last always by one), that is va
 simulated tree. Workloads are numbered in depth-first order (the table's order at each step,
 then the persistence choices' order), and the number is the id: `seq2-000412`. Those made of
 the first table's steps come first and keep the numbers they had before later operations were
-added (`Space`); `seq2u-000412` is the same workload with a setup that is not synced.
+added, then those of each later table in turn (`Space`); `seq2u-000412` is the same workload
+with a setup that is not synced.
 
 Nothing is listed to be counted: the number of valid continuations depends only on the
 simulated tree's shape (`Sim.key`), so counts are memoised on it, and an id is turned back into
@@ -15,8 +16,8 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 
 from plugpull.errors import UsageError
-from plugpull.generate.ops import FAMILIES, FIRST_FAMILIES, FIRST_PERSISTENCE, INITIAL_SIZE, OPS, PERSISTENCE, \
-    SETUP_BYTE, Op, Persist, Sim, apply, persistence_choices
+from plugpull.generate.ops import FAMILIES, INITIAL_SIZE, OPS, PERSISTENCE, SETUP_BYTE, TABLES, Op, Persist, \
+    Sim, apply, persistence_choices, up_to
 from plugpull.generate.tree import DIR, FILE, Inode, Tree
 from plugpull.values import shown
 
@@ -88,20 +89,27 @@ def ordered_setup(names) -> tuple[str, ...]:
 
 Mask = tuple[frozenset, frozenset]  # (operation families, persistence points) a walk may take
 WHOLE: Mask = (frozenset(FAMILIES), frozenset(PERSISTENCE))
-FIRST: Mask = (frozenset(FIRST_FAMILIES), frozenset(FIRST_PERSISTENCE))
+# the steps of the first table, of the first two, ...: each id block's (the last is WHOLE)
+GROWN: tuple[Mask, ...] = tuple((frozenset(f), frozenset(p)) for f, p in map(up_to, range(1, len(TABLES) + 1)))
+FIRST: Mask = GROWN[0]
 
 
 def allowed_by(mask: Mask, op: Op, persist: Persist | None) -> bool:
     return op.family in mask[0] and (persist is None or persist.kind in mask[1])
 
 
-def is_later(op: Op, persist: Persist | None) -> bool:
-    """A step the first table did not have."""
-    return not allowed_by(FIRST, op, persist)
-
-
 def meet(a: Mask, b: Mask) -> Mask:
     return a[0] & b[0], a[1] & b[1]
+
+
+def still_below(below: Mask | None, op: Op, persist: Persist | None) -> Mask | None:
+    """`below` after a step: None once a step outside it was taken (nothing left to skip)."""
+    return below if below is not None and allowed_by(below, op, persist) else None
+
+
+def block_of(steps) -> int:
+    """The first table (0-based) whose tables up to it have every one of `steps`."""
+    return next(i for i, mask in enumerate(GROWN) if all(allowed_by(mask, s.op, s.persist) for s in steps))
 
 
 class Space:
@@ -109,9 +117,11 @@ class Space:
     `families` and whose persistence points are all of `persistence` (ids stay those of the
     whole space); `synced`: the setup ends with sync (ack 0), else not (ids `seqNu-...`).
 
-    Ids: first the workloads made only of the first table's steps, in the order of a walk of
-    that table (the ids they always had); then every other workload, in the order of a walk of
-    the whole table (`later`: only the workloads with a later step still to take)."""
+    Ids come in blocks, one for each table (`TABLES`): first the workloads made only of the
+    first table's steps, in the order of a walk of that table (the ids they always had); then
+    those made of the first two tables' steps with one of the second's, in the order of a walk
+    of those tables; and so on. A walk of block i skips the workloads all of whose steps are
+    in `below`, the tables before i (None: skips nothing, or no such step is still to come)."""
 
     def __init__(self, seq: int, families=FAMILIES, persistence=PERSISTENCE, synced: bool = True):
         if seq not in SEQS:
@@ -148,36 +158,47 @@ class Space:
                                   self.choices(sim, left) if allowed_by(mask, op, persist))
         return self._memo[key]
 
-    def size(self, sim: Sim, left: int, mask: Mask, later: bool) -> int:
-        """`count`, of only the workloads with a later step to come if `later`."""
+    def size(self, sim: Sim, left: int, mask: Mask, below: Mask | None) -> int:
+        """`count`, less the workloads all of whose steps are in `below` (if any)."""
         whole = self.count(sim, left, mask)
-        return whole - self.count(sim, left, meet(mask, FIRST)) if later else whole
+        return whole - self.count(sim, left, meet(mask, below)) if below is not None else whole
 
     def total(self) -> int:
         """How many workloads the filter lets through."""
         return self.count(mask=self.mask)
 
-    def _descend(self, rank: int, mask: Mask, later: bool) -> tuple[list, Sim]:
-        """The steps of the `rank`-th workload of `mask` (of the later block if `later`)."""
+    def blocks(self, mask: Mask):
+        """(`mask` met with the block's tables, the tables before them or None, the block's
+        first id in the whole space) for each id block, in id order."""
+        below, first = None, 0
+        for grown in GROWN:
+            yield meet(mask, grown), below, first
+            below, first = grown, self.count(mask=grown)
+
+    def _descend(self, rank: int, mask: Mask, below: Mask | None) -> tuple[list, Sim]:
+        """The steps of the `rank`-th workload of `mask` that is not all of `below`."""
         sim, steps = Sim(), []
         for left in range(self.seq, 0, -1):
             for op, persist, after in self.choices(sim, left):
                 if not allowed_by(mask, op, persist):
                     continue
-                still = later and not is_later(op, persist)
+                still = still_below(below, op, persist)
                 size = self.size(after, left - 1, mask, still)
                 if rank < size:
                     steps.append(Step(op, persist))
-                    sim, later = after, still
+                    sim, below = after, still
                     break
                 rank -= size
         return steps, sim
 
     def _ranked(self, rank: int, mask: Mask) -> tuple[list, Sim]:
-        """The `rank`-th workload of `mask` in id order: the first table's block, then the rest."""
-        first = self.count(mask=meet(mask, FIRST))
-        return self._descend(rank, meet(mask, FIRST), False) if rank < first else \
-            self._descend(rank - first, mask, True)
+        """The `rank`-th workload of `mask` in id order: block after block."""
+        for part, below, _ in self.blocks(mask):
+            size = self.size(Sim(), self.seq, part, below)
+            if rank < size:
+                return self._descend(rank, part, below)
+            rank -= size
+        raise IndexError(rank)
 
     def workload(self, index: int) -> Workload:
         """The workload numbered `index` in the whole space."""
@@ -190,16 +211,15 @@ class Space:
     def locate(self, steps) -> int:
         """The id of the workload made of `steps`; UsageError if it is not one of the space."""
         steps = tuple(steps)
-        later = any(is_later(s.op, s.persist) for s in steps)
-        mask = WHOLE if later else FIRST
-        sim, base = Sim(), self.count(mask=FIRST) if later else 0
+        mask, below, base = list(self.blocks(WHOLE))[block_of(steps)]
+        sim = Sim()
         for left, wanted in zip(range(self.seq, 0, -1), steps):
             for op, persist, after in self.choices(sim, left):
                 if not allowed_by(mask, op, persist):
                     continue
-                still = later and not is_later(op, persist)
+                still = still_below(below, op, persist)
                 if Step(op, persist) == wanted:
-                    sim, later = after, still
+                    sim, below = after, still
                     break
                 base += self.size(after, left - 1, mask, still)
             else:
@@ -212,10 +232,10 @@ class Space:
 
     def workloads(self):
         """Every workload the filter lets through, in order."""
-        yield from self._walk(Sim(), self.seq, 0, (), (meet(self.mask, FIRST), FIRST), False)
-        yield from self._walk(Sim(), self.seq, self.count(mask=FIRST), (), (self.mask, WHOLE), True)
+        for (part, below, first), (ids, _, _) in zip(self.blocks(self.mask), self.blocks(WHOLE)):
+            yield from self._walk(Sim(), self.seq, first, (), (part, ids), below)
 
-    def _walk(self, sim: Sim, left: int, base: int, steps: tuple, masks: tuple[Mask, Mask], later: bool):
+    def _walk(self, sim: Sim, left: int, base: int, steps: tuple, masks: tuple[Mask, Mask], below: Mask | None):
         """`masks`: the filter's, and the one the ids are counted in."""
         if left == 0:
             yield Workload(self.seq, base, steps, ordered_setup(sim.setup), self.synced)
@@ -224,7 +244,7 @@ class Space:
         for op, persist, after in self.choices(sim, left):
             if not allowed_by(ids, op, persist):
                 continue
-            still = later and not is_later(op, persist)
+            still = still_below(below, op, persist)
             if allowed_by(mask, op, persist) and self.size(after, left - 1, mask, still):
                 yield from self._walk(after, left - 1, base, steps + (Step(op, persist),), masks, still)
             base += self.size(after, left - 1, ids, still)

@@ -24,7 +24,7 @@ from plugpull.paths import WORK_PREFIX
 SETTINGS, JOURNAL, LOG, REJECTED = "hunt.json", "hunt.jsonl", "hunt.log", "hunt.rejected"
 OWN_FILES = (SETTINGS, JOURNAL, LOG, REJECTED, "summary.txt")
 OWN_DIRS = ("failing",)
-TABLE = 2  # the operation table a new hunt takes (generate/ops.py: the first, then the later operations)
+TABLE = 3  # the operation tables a new hunt takes (generate/ops.py TABLES: the first, the later operations, rmdir)
 LEGACY = {"setup": "synced", "table": 1}  # what a hunt's settings from before these keys were had
 JUDGED_FIELDS = {"states": int, "distinct": int, "verdicts": dict, "rules": dict, "failing": bool}
 

@@ -154,6 +154,6 @@ def _filters(settings: dict) -> str:
         parts.append(f"sample {settings['sample']} seed {settings['seed']}")
     if settings.get("setup") == "unsynced":
         parts.append("setup unsynced")
-    if settings.get("table") == 1:
-        parts.append("the first operation table")
+    if settings.get("table") in (1, 2):
+        parts.append("the first operation table" if settings["table"] == 1 else "the first two operation tables")
     return f" ({'; '.join(parts)})" if parts else ""
