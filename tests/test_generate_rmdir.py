@@ -91,7 +91,7 @@ def test_the_commands_list_and_print_rmdir(capsys):
     listed = capsys.readouterr().out.splitlines()
     assert len(listed) == 52 and "seq2-168060  unlink A/foo; rmdir A, sync" in listed
     assert cli.main(["generate", "--seq", "2", "--ops", "rmdir,unlink,sync", "--show", "seq2-168060"]) == 0
-    assert "# 2: rmdir A\nrmdir A\nsync  # point 1: sync\necho 'ack 1' >&4" in capsys.readouterr().out
+    assert "# 2: rmdir A\nrmdir A\nsync  # point 1: sync\npp_acked 1" in capsys.readouterr().out
     assert "\nrmdir A\nsync .  # point 1: fsync .\n" in program(workload_of("rmdir A, fsync ."))
 
 
