@@ -60,5 +60,5 @@ def test_a_few_runs_give_a_size_each():
     out = subprocess.run([sys.executable, str(BENCH), "--variant", "second", "--runs", "2"],
                          capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr
-    sizes = [line.split()[3] for line in out.stdout.splitlines() if line.startswith("run ")]
-    assert sizes == ["20480", "20480"]
+    found = [line.split()[3:8] for line in out.stdout.splitlines() if line.startswith("run ")]
+    assert found == [["20480", "bytes,", "first", "byte", "43"]] * 2
