@@ -4,7 +4,8 @@
 
 Runs `plugpull hunt` with the given options (one kernel; `--out` a directory that does not
 exist yet) and QEMU's virtio-scsi trace events on the recording guest (`-trace EVENT -D
-FILE`, added to its command line here; the checker guests are not traced). Each disk the
+FILE`, added to its command line here, the files in OUT.trace/ beside the hunt's OUT; the
+checker guests are not traced). Each disk the
 recorder plugged in is one workload, in the journal's order. Prints each workload that failed
 or had a flush issued while one of its writes was in flight (plugpull.powerloss.scsiorder), then
 how the two go together. A crossing is not a bug by itself: it matters when the write in
