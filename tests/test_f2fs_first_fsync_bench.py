@@ -1,24 +1,17 @@
 """bench/f2fs_first_fsync.py: bad input is refused before any guest boots, and the state it
 mounts holds exactly the writes dm-log-writes logged before the mark."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from bench_module import load_bench
 
 from plugpull.errors import InfraError
 from plugpull.powerloss.writelog import LogWriter
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "f2fs_first_fsync.py"
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("f2fs_first_fsync", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("args, message", [(["--runs", "0"], "--runs"), (["--variant", "third"], "--variant")])
@@ -40,7 +33,7 @@ def test_the_state_holds_the_writes_logged_before_the_mark_only(tmp_path):
         w.write(16, b"\x62" * 4096)   # the node block, covered by no flush before the mark
         w.flush()
     image = tmp_path / "state.img"
-    assert load_bench().state_at_mark(log, image) == 1
+    assert load_bench("f2fs_first_fsync").state_at_mark(log, image) == 1
     data = image.read_bytes()
     assert data[:4096] == b"\x43" * 4096 and data[4096:8192] == b"\x61" * 4096
     assert data[8192:12288] == bytes(4096)
@@ -52,7 +45,7 @@ def test_a_log_without_the_mark_is_refused(tmp_path):
     with LogWriter(log) as w:
         w.write(0, b"\x43" * 4096)
     with pytest.raises(InfraError, match="no mark"):
-        load_bench().state_at_mark(log, tmp_path / "state.img")
+        load_bench("f2fs_first_fsync").state_at_mark(log, tmp_path / "state.img")
 
 
 @pytest.mark.vm

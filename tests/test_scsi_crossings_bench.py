@@ -1,7 +1,6 @@
 """bench/scsi_crossings.py: bad input is refused before any guest boots; a journal and a trace
 are joined disk by disk, and a trace that does not match its journal is refused."""
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -9,15 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from bench_module import load_bench
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "scsi_crossings.py"
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("scsi_crossings", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def run_bench(*args, timeout=60):
@@ -54,7 +47,7 @@ def hunt_dir(tmp_path, failing):
 def test_the_trace_is_joined_to_the_journal_disk_by_disk(tmp_path, capsys):
     out, trace = hunt_dir(tmp_path, [True, False, False])
     (trace / "recorder-0.log").write_text("\n".join(disk(0, True) + disk(1, True) + disk(2, False)))
-    assert load_bench().report(out, trace) == 0
+    assert load_bench("scsi_crossings").report(out, trace) == 0
     printed = capsys.readouterr().out
     rows = [line.split() for line in printed.splitlines()]
     assert ["seq1-000000", "op", "0", "failing", "1", "1"] in rows
@@ -71,7 +64,7 @@ def together(printed):
 def test_a_trace_that_does_not_match_the_journal_exits_3(tmp_path, capsys):
     out, trace = hunt_dir(tmp_path, [True, False])
     (trace / "recorder-0.log").write_text("\n".join(disk(0, True)))
-    assert load_bench().report(out, trace) == 3
+    assert load_bench("scsi_crossings").report(out, trace) == 3
     assert "1 disks, the journal 2" in capsys.readouterr().err
 
 
