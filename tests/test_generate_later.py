@@ -85,10 +85,9 @@ def host_tools():
         pytest.skip("needs xfs_io and dash on the host")
 
 
-@pytest.mark.parametrize("synced", [True, False])
-@pytest.mark.parametrize("text", LATER)
-def test_the_guest_program_leaves_the_models_tree(host_tools, text, synced, tmp_path):
-    """Run on the host's filesystem in an empty directory (O_DIRECT must work there)."""
+def program_leaves_the_models_tree(text: str, synced: bool, tmp_path) -> None:
+    """The workload's guest program, run by dash on the host's filesystem in an empty
+    directory (O_DIRECT must work there), leaves the model's last tree."""
     workload = workload_of(text, synced)
     (tmp_path / "prog.sh").write_text(program(workload))
     (tmp_path / "work").mkdir()
@@ -99,8 +98,9 @@ def test_the_guest_program_leaves_the_models_tree(host_tools, text, synced, tmp_
     assert seen == {p: (e.kind, e.size, e.digest) for p, e in workload.trees[-1].view().items()}
 
 
-@pytest.mark.parametrize("text", LATER)
-def test_the_reproducers_commands_leave_a_tree_its_checks_pass(host_tools, text, tmp_path):
+def reproducers_checks_pass(text: str, tmp_path) -> None:
+    """The reproducer's setup and operations, run by dash under `tmp_path`, leave a tree its
+    checks pass."""
     case = case_for(f"gen:{workload_of(text).ident}", "ext4")
     env = {**os.environ, "mnt": str(tmp_path)}
     ran = subprocess.run(["dash", "-ec", "\n".join(setup_lines(case, SH_TOOLS) + op_lines(case, SH_TOOLS)), "sh"],
@@ -108,6 +108,17 @@ def test_the_reproducers_commands_leave_a_tree_its_checks_pass(host_tools, text,
     assert ran.returncode == 0, ran.stderr
     checked = subprocess.run(["dash", "-c", f"failed=0\n{checking(case)}", "sh"], env=env, capture_output=True, text=True)
     assert (checked.returncode, checked.stdout) == (0, "PASS\n"), checked.stderr
+
+
+@pytest.mark.parametrize("synced", [True, False])
+@pytest.mark.parametrize("text", LATER)
+def test_the_guest_program_leaves_the_models_tree(host_tools, text, synced, tmp_path):
+    program_leaves_the_models_tree(text, synced, tmp_path)
+
+
+@pytest.mark.parametrize("text", LATER)
+def test_the_reproducers_commands_leave_a_tree_its_checks_pass(host_tools, text, tmp_path):
+    reproducers_checks_pass(text, tmp_path)
 
 
 def final(text: str, synced: bool = True):

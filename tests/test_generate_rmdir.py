@@ -4,11 +4,9 @@ model; the guest's and the reproducer's commands do on the host's own filesystem
 says; and what sync and the parent's fsync owe after it, with a hand-worked state that lost it
 (data-loss) and one the filesystem may give (clean). No VM."""
 
-import os
-import shutil
-import subprocess
 
 import pytest
+from test_generate_later import host_tools, program_leaves_the_models_tree, reproducers_checks_pass  # noqa: F401
 
 from plugpull import cli
 from plugpull.check.verdict import Verdict
@@ -18,10 +16,7 @@ from plugpull.generate.oracle import LINUX, PROFILES, owed
 from plugpull.generate.ops import RMDIR_OPS, up_to
 from plugpull.generate.program import program
 from plugpull.generate.space import Space, space_of, workload_of
-from plugpull.generate.tree import DIR, read_tree
-from plugpull.reproducer import case_for
-from plugpull.reproducer.sh import TOOLS as SH_TOOLS, checking
-from plugpull.reproducer.steps import op_lines, setup_lines
+from plugpull.generate.tree import DIR
 
 # ids and what they named before rmdir was added (read from the two tables' code)
 SECOND_TABLE_IDS = {
@@ -99,34 +94,15 @@ HOST = ["unlink A/foo; rmdir A, fsync .", "mkdir A; rename.dir A B; rmdir B, fsy
         "rename.file A/foo B/foo; rmdir A, sync", "rmdir B, sync; rmdir A, fsync .; mkdir B, fsync ."]
 
 
-@pytest.fixture
-def host_tools():
-    if not shutil.which("xfs_io") or not shutil.which("dash"):
-        pytest.skip("needs xfs_io and dash on the host")
-
-
 @pytest.mark.parametrize("synced", [True, False])
 @pytest.mark.parametrize("text", HOST)
 def test_the_guest_program_leaves_the_models_tree(host_tools, text, synced, tmp_path):
-    workload = workload_of(text, synced)
-    (tmp_path / "prog.sh").write_text(program(workload))
-    (tmp_path / "work").mkdir()
-    done = subprocess.run(["dash", "-c", 'dash "$1" 4>/dev/null', "sh", str(tmp_path / "prog.sh")],
-                          cwd=tmp_path / "work", capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    seen = {p: (e.kind, e.size, e.digest) for p, e in read_tree(tmp_path / "work").items()}
-    assert seen == {p: (e.kind, e.size, e.digest) for p, e in workload.trees[-1].view().items()}
+    program_leaves_the_models_tree(text, synced, tmp_path)
 
 
 @pytest.mark.parametrize("text", HOST)
 def test_the_reproducers_commands_leave_a_tree_its_checks_pass(host_tools, text, tmp_path):
-    case = case_for(f"gen:{workload_of(text).ident}", "ext4")
-    env = {**os.environ, "mnt": str(tmp_path)}
-    ran = subprocess.run(["dash", "-ec", "\n".join(setup_lines(case, SH_TOOLS) + op_lines(case, SH_TOOLS)), "sh"],
-                         env=env, capture_output=True, text=True)
-    assert ran.returncode == 0, ran.stderr
-    checked = subprocess.run(["dash", "-c", f"failed=0\n{checking(case)}", "sh"], env=env, capture_output=True, text=True)
-    assert (checked.returncode, checked.stdout) == (0, "PASS\n"), checked.stderr
+    reproducers_checks_pass(text, tmp_path)
 
 
 def view(text: str, step: int) -> dict:
