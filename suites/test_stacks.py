@@ -57,6 +57,7 @@ def write_hole_losses(run) -> int:
 
 
 @pytest.mark.skipif(not FULL, reason="the full stack suite runs with PLUGPULL_STACK_SUITE=1")
+@pytest.mark.timeout(1800)  # three runs of 100 states on four disks: 415 s when quiet, over 600 s on a busy machine
 def test_full_the_write_hole_opens_on_raid5_and_not_with_ppl_or_a_journal(crash_run):
     """Member 0 lost after the cut: its acked files, long flushed, are rebuilt from the parity
     of stripes whose other data member was being written. PPL closes the hole, and so does a

@@ -86,7 +86,7 @@ class ClusterJudge:
     address: str
     security: object = None  # distributed.Security, for tls:// addresses
     retries: int = RETRIES
-    wire: dict = field(default_factory=dict)  # payload bytes of the last run: record, tasks, results
+    wire: dict = field(default_factory=dict)  # payload bytes of the last run: record, tasks, results; the record's copies
 
     def __call__(self, rec, jobs, checker, workload, seed: int, state_dir=None, entries=None, progress=None,
                  planned=None) -> list:
@@ -134,7 +134,8 @@ class ClusterJudge:
             except BaseException:
                 client.cancel(futures)
                 raise
-            self.wire = {"record": len(bundle.data) * len(client.who_has(shipped)[shipped.key]),
+            copies = len(client.who_has(shipped)[shipped.key])
+            self.wire = {"record": len(bundle.data) * copies, "copies": copies,
                          "tasks": sum(len(pickle.dumps(b)) for b in batches),
                          "results": sum(len(pickle.dumps(a)) for a in answers), "workers": len(
                              client.scheduler_info()["workers"])}
