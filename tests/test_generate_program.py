@@ -193,3 +193,14 @@ def test_the_host_sends_each_line_back_after_its_stamp_and_never_blocks_on_a_gue
     assert [stream.get(timeout=10).text for _ in range(lines)][-1] == f"ack {lines - 1}"
     host.close()
     guest.close()
+
+
+def test_only_a_generated_program_opens_its_ack_port_to_read_the_echoes():
+    """The user's script writes to a FIFO that a `cat` relays: opened for reading too, it would
+    not wait for the relay, and acks written before the relay opened it would be lost."""
+    from plugpull.generate.workload import generated_workload
+    from plugpull.testbed.workloads.script import Script
+
+    assert "\nexec 4<>/dev/plugpull-ack\n" in generated_workload("gen:seq1-000001", "ext4").script("/mnt")
+    user = Script(text="echo 'ack 1' >&4\n", check="exit 0\n").script("/mnt", relay="/tmp/relay")
+    assert "\nexec 4>/tmp/relay\n" in user and "4<>" not in user

@@ -213,16 +213,18 @@ class ManyStates:
         return True
 
     def _slots_for(self, guest, jobs: list[tuple]) -> Slots | None:
-        """The guest's slots for these states (`slots`), plugged in at its first such check,
-        or None where the states go in plugged: `slots` off, or not all of one size."""
-        images = [state.images[0] for _, state, _ in jobs]
+        """The guest's slots for these states (`slots`), plugged in at its first check of
+        states all of one size, or None where the states go in plugged: `slots` off, or
+        states that do not fit them (`Slots.fits`)."""
         if not self.slots:
             return None
-        if getattr(guest, "slots", None) is None:
-            size = os.path.getsize(images[0])
-            if not all(os.path.getsize(image) == size for image in images):
-                return None
-            guest.slots = Slots(guest.machine, guest.scratch, size, max(self.per_command, len(images)))
+        images = [state.images[0] for _, state, _ in jobs]
+        if guest.slots is None:
+            sizes = {os.path.getsize(image) for image in images}
+            if len(sizes) > 1:
+                return None  # no slots of a size that only some states have
+            guest.slots = Slots(guest.machine, guest.scratch, sizes.pop(), max(self.per_command, len(images)))
+            return guest.slots
         return guest.slots if guest.slots.fits(images) else None
 
     def _fsck_slot(self, path, parts: dict[str, bytes]) -> dict[str, bytes]:

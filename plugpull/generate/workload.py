@@ -76,7 +76,7 @@ class GeneratedWorkload(Workload):
         return len(self.generated.steps)
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        return shell_script(mnt, ack, [program(self.generated)])
+        return shell_script(mnt, ack, [program(self.generated)], echoed=True)
 
     def examine(self, required: list[int], files: dict, committed: list[int] = ()) -> Findings:
         """The collected tree judged with acks 0..k owed, k the highest of `required`. A work

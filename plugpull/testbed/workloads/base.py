@@ -102,7 +102,11 @@ def acked(command: str, ident: int = 1) -> str:
     return f"{command} && echo 'ack {ident}' >&4 || exit 2"
 
 
-def shell_script(mnt: str, ack: str, lines: list[str]) -> str:
-    """A power-cut script: `lines` run in the work directory with fd 4 open on the ack port,
-    for reading too: the host sends each line back once it has stamped it."""
-    return "\n".join([f"cd {mnt}/{DIR} || exit 1", f"exec 4<>{ack}", *lines]) + "\n"
+def shell_script(mnt: str, ack: str, lines: list[str], echoed: bool = False) -> str:
+    """A power-cut script: `lines` run in the work directory with fd 4 open on the ack port;
+    with `echoed`, for reading too (the host sends each line back once it has stamped it, and
+    a generated program waits for it). Only the port itself is opened so: a FIFO opened for
+    reading and writing would not wait for its reader, and what was written before the reader
+    came would be lost."""
+    opened = f"exec 4<>{ack}" if echoed else f"exec 4>{ack}"
+    return "\n".join([f"cd {mnt}/{DIR} || exit 1", opened, *lines]) + "\n"
