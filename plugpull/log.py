@@ -64,10 +64,11 @@ class _LogFile(logging.FileHandler):
             self.made.append(path)
         return super()._open()
 
-    def alone(self) -> bool:
-        """Whether this handler made its file, and its directory holds nothing else."""
+    def alone(self, besides: tuple[str, ...] = ()) -> bool:
+        """Whether this handler made its file, and its directory holds nothing else (but the
+        names `besides`, which their owner removes)."""
         path = Path(self.baseFilename)
-        return path in self.made and {p.name for p in path.parent.iterdir()} == {path.name}
+        return path in self.made and {p.name for p in path.parent.iterdir()} - set(besides) == {path.name}
 
     def discard(self) -> None:
         """Close, and remove the file and directories this handler created (a refused command
@@ -128,10 +129,11 @@ def discard_log_files() -> None:
 
 
 @contextmanager
-def run_log(path: Path):
+def run_log(path: Path, besides: tuple[str, ...] = ()):
     """For the duration of a run, also its whole DEBUG log in `path` (appended: a resumed run
     adds to it). An exception that ends the run is logged there with its traceback; a refusal
-    (exit 2) removes the log, and the directories made for it, when it is all there is."""
+    (exit 2) removes the log, and the directories made for it, when it is all there is (but
+    the names `besides`, which the caller removes)."""
     logger = logging.getLogger(ROOT)
     handler = _file_handler(path)
     level = logger.level
@@ -142,7 +144,7 @@ def run_log(path: Path):
         yield path
     except BaseException as e:
         logger.debug("the run ended with %s: %s", type(e).__name__, e, exc_info=isinstance(e, Exception))
-        if isinstance(e, (UsageError, ToolMissing)) and handler.alone():
+        if isinstance(e, (UsageError, ToolMissing)) and handler.alone(besides):
             handler.discard()  # a refused run leaves nothing behind, not even an empty results/
         raise
     finally:

@@ -13,7 +13,7 @@ from plugpull import cli
 from plugpull.check.verdict import Ack
 from plugpull.cli.hunt import budget, default_out
 from plugpull.errors import UsageError
-from plugpull.hunt.journal import JOURNAL, REJECTED, SETTINGS, Journal, check_out, read_lines
+from plugpull.hunt.journal import JOURNAL, REJECTED, SETTINGS, Journal, check_out, read_lines, set_aside
 from plugpull.hunt.points import CUTS, MODELS, point_cuts, point_jobs
 from plugpull.hunt.summary import rules_broken, summary, workload_line
 from plugpull.results import StateResult
@@ -77,6 +77,7 @@ def test_the_journal_goes_on_past_a_torn_line_and_retries_the_harness_failures(t
     j.append([judged("a"), {"id": "b", "ops": "x", "infra": "QEMU died"}])
     with open(tmp_path / "h" / JOURNAL, "a") as f:
         f.write('{"id": "c", "fail')  # Ctrl-C while writing
+    assert set_aside(tmp_path / "h") == 1  # as the hunt going on does, holding the directory
     again = Journal(tmp_path / "h", SETTINGS_DOC)
     assert set(again.done) == {("a", "6.1.0-x")}  # a line without a kernel is of the hunt's one kernel
     again.append([judged("b", failing=True)])
@@ -93,7 +94,9 @@ def test_a_garbled_line_is_set_aside_and_its_workload_judged_again(tmp_path, gar
     with open(tmp_path / "h" / JOURNAL, "a") as f:
         f.write(garbled + "\n")
     again = Journal(tmp_path / "h", SETTINGS_DOC)
-    assert set(again.done) == {("a", "6.1.0-x"), ("c", "6.1.0-x")}
+    assert set(again.done) == {("a", "6.1.0-x"), ("c", "6.1.0-x")} and again.left_out == 1
+    assert not (tmp_path / "h" / REJECTED).exists()  # reading changes nothing
+    assert set_aside(tmp_path / "h") == 1
     assert (tmp_path / "h" / REJECTED).read_text() == garbled + "\n"
     assert [json.loads(t)["id"] for t in (tmp_path / "h" / JOURNAL).read_text().splitlines()] == ["a", "c"]
     assert read_lines(tmp_path / "h" / JOURNAL) == [judged("a"), judged("c")]

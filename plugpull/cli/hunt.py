@@ -95,6 +95,7 @@ def default_out(args, kernels: list) -> Path:
 def cmd_hunt(args) -> int:
     from plugpull.guest.rig import prepare_rig
     from plugpull.hunt.journal import check_out
+    from plugpull.hunt.lock import LOCK, hold
     from plugpull.hunt.run import HuntSpec, hunt
 
     target = cluster_target(args)
@@ -122,7 +123,7 @@ def cmd_hunt(args) -> int:
         from plugpull.cluster.hunt_coordinator import ClusterHunt
         hunting = ClusterHunt(*target)
         hunting.reach()  # after every other input is checked, before anything is made
-    with run_log(out / "hunt.log"), space_is_fatal(out):
+    with hold(out), run_log(out / "hunt.log", besides=(LOCK,)), space_is_fatal(out):  # a refused hunt writes nothing
         rigs = [prepare_rig(args.accel, kernel) for _, kernel in named]  # on a cluster: the release and image key
         one_name_each([(name, rig.image.kernel_release) for (name, _), rig in zip(named, rigs)])
         run = hunting(spec, space, rigs, out)

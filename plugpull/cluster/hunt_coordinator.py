@@ -145,21 +145,21 @@ class ClusterHunt:
 
     def __call__(self, spec: HuntSpec, space, rigs, out: Path) -> HuntRun:
         kernels = [rig.image.kernel_release for rig in rigs]
-        journal, ids, run = open_hunt(spec, space, kernels, out)
-        started = time.monotonic()
-        queue = deque(chunks_to_go(rigs, ids, journal, spec.chunk))
-        if queue and spent(spec, started):
-            run.stopped_by_budget = True
-        elif queue:
-            log.info(f"hunting on {self.address}: {sum(len(c.ids) for c in queue)} (workload, kernel) pairs to go "
-                     f"in {len(queue)} chunks")
-            journal.begin()
-            merge = Merge(out, journal, run, len(kernels) > 1)
-            try:
-                self._drive(queue, spec, len(kernels) > 1, merge, started)
-            finally:
-                merge.close()
-        return close_run(run, journal, ids, kernels, started)
+        with open_hunt(spec, space, kernels, out) as (journal, ids, run):
+            started = time.monotonic()
+            queue = deque(chunks_to_go(rigs, ids, journal, spec.chunk))
+            if queue and spent(spec, started):
+                run.stopped_by_budget = True
+            elif queue:
+                log.info(f"hunting on {self.address}: {sum(len(c.ids) for c in queue)} (workload, kernel) pairs to "
+                         f"go in {len(queue)} chunks")
+                journal.begin()
+                merge = Merge(out, journal, run, len(kernels) > 1)
+                try:
+                    self._drive(queue, spec, len(kernels) > 1, merge, started)
+                finally:
+                    merge.close()
+            return close_run(run, journal, ids, kernels, started)
 
     def _drive(self, queue: deque, spec: HuntSpec, several: bool, merge: Merge, started: float) -> None:
         self.reach()  # Dask's own connect waits for no answer forever

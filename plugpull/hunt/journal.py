@@ -6,10 +6,13 @@ field the release; a line without one (written before lines carried it) is of th
 kernel. A line is appended, and synced, once a workload's states are all judged, so a hunt stopped at
 any moment (Ctrl-C, a lost machine) has lost at most the workloads in hand, and the same
 command goes on from there. A workload whose line says the harness failed on it (`infra`) is
-tried again. A line that is not a whole one (torn by a stop, or garbled) is set aside in
-hunt.rejected when the hunt goes on, its workload judged again, so that the journal stays
-valid JSON lines. A directory that holds a hunt of other settings, anything but a hunt, or a
-symbolic link where the hunt keeps one of its own files, is refused before anything runs.
+tried again. A line that is not a whole one (torn by a stop, or garbled) is left out by
+every reader; only the hunt that holds the directory (`hold`) sets such lines aside, their
+bytes exactly, in hunt.rejected when it goes on, their workloads judged again, so that the
+journal stays valid JSON lines. A report, or anything else that reads a hunt, never changes
+it: a live hunt's half-written last line is only left out. A directory that holds a hunt of
+other settings, anything but a hunt, or a symbolic link where the hunt keeps one of its own
+files, is refused before anything runs.
 """
 
 import json
@@ -19,14 +22,17 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write, atomic_write_json
+from plugpull.hunt.lock import LOCK
 from plugpull.paths import WORK_PREFIX
 
 SETTINGS, JOURNAL, LOG, REJECTED = "hunt.json", "hunt.jsonl", "hunt.log", "hunt.rejected"
-OWN_FILES = (SETTINGS, JOURNAL, LOG, REJECTED, "summary.txt")
+OWN_FILES = (SETTINGS, JOURNAL, LOG, REJECTED, LOCK, "summary.txt")
 OWN_DIRS = ("failing",)
 TABLE = 3  # the operation tables a new hunt takes (generate/ops.py TABLES: the first, the later operations, rmdir)
 LEGACY = {"setup": "synced", "table": 1}  # what a hunt's settings from before these keys were had
 JUDGED_FIELDS = {"states": int, "distinct": int, "verdicts": dict, "rules": dict, "failing": bool}
+OPTIONAL_FIELDS = {"kernel": str, "ops": str, "reason": str, "artifact": (str, type(None)), "seconds": (int, float),
+                   "fscked": int, "lost_kinds": list, "lost_names": list}
 
 
 def check_out(out: Path, settings: dict | None = None, unknown: tuple[str, ...] = ()) -> None:
@@ -36,7 +42,7 @@ def check_out(out: Path, settings: dict | None = None, unknown: tuple[str, ...] 
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise UsageError(f"{out}: not a directory: --out takes a new name or a hunt's directory")
     _refuse_foreign_kinds(out)
-    if not out.exists() or all(p.name == LOG or p.name.startswith(WORK_PREFIX) for p in out.iterdir()):
+    if not out.exists() or all(p.name in (LOG, LOCK) or p.name.startswith(WORK_PREFIX) for p in out.iterdir()):
         return
     if not (out / SETTINGS).is_file():
         raise UsageError(f"{out}: not a hunt's directory (no {SETTINGS}): give a new name")
@@ -83,28 +89,50 @@ def line_kernel(line: dict, settings: dict) -> str:
 
 
 def whole_line(line) -> bool:
-    """Whether a parsed journal line is one the hunt wrote: judged, or not judged (infra)."""
+    """Whether a parsed journal line is one the hunt wrote: judged, or not judged (infra), every
+    field a reader uses of its type, and its artifact a path inside the hunt."""
     if not isinstance(line, dict) or not isinstance(line.get("id"), str):
         return False
-    if not isinstance(line.get("kernel", ""), str):
+    if not all(_typed(line[k], t) for k, t in OPTIONAL_FIELDS.items() if k in line):
+        return False
+    if not _inside(line.get("artifact")):
         return False
     if "infra" in line:
         return isinstance(line["infra"], str)
-    return all(isinstance(line.get(k), t) and not (t is int and isinstance(line.get(k), bool))
-               for k, t in JUDGED_FIELDS.items())
+    return all(_typed(line.get(k), t) for k, t in JUDGED_FIELDS.items()) and \
+        all(_counts(line[k]) for k in ("verdicts", "rules"))
+
+
+def _typed(value, kinds) -> bool:
+    """isinstance, with a bool taken for no number (JSON's true is not a count)."""
+    return isinstance(value, kinds) and not (isinstance(value, bool) and kinds is not bool)
+
+
+def _counts(table: dict) -> bool:
+    return all(isinstance(k, str) and _typed(n, int) for k, n in table.items())
+
+
+def _inside(artifact) -> bool:
+    """An artifact names a directory under the hunt's own, never outside it."""
+    if artifact is None:
+        return True
+    parts = Path(artifact).parts
+    return bool(parts) and not Path(artifact).is_absolute() and ".." not in parts
 
 
 class Journal:
     """What `out` holds of a hunt: `done`, the (id, kernel) -> line of every workload finished
-    on each kernel."""
+    on each kernel; `left_out`, the lines that are not whole (none is changed by reading)."""
 
     def __init__(self, out: Path, settings: dict):
         self.out = out
         self.settings = settings
         self.done: dict[tuple[str, str], dict] = {}
-        set_aside(out)
-        for line in read_lines(out / JOURNAL):
-            self._note(line)
+        lines = _parsed(out / JOURNAL)
+        self.left_out = sum(line is None for _, line in lines)
+        for _, line in lines:
+            if line is not None:
+                self._note(line)
 
     def key(self, line: dict) -> tuple[str, str]:
         return line["id"], line_kernel(line, self.settings)
@@ -140,37 +168,59 @@ class Journal:
 
 def read_lines(path: Path) -> list[dict]:
     """The journal's whole lines: a torn or garbled one is left out."""
-    return [line for line in _parsed(path) if line is not None]
+    return [line for _, line in _parsed(path) if line is not None]
 
 
-def _parsed(path: Path) -> list[dict | None]:
-    if not path.is_file():
+def read_regular(path: Path) -> bytes | None:
+    """The bytes of the file at `path`, None if there is none; a UsageError if it is a FIFO, a
+    socket or a device. Opened without blocking and then asked what it is, so that a FIFO
+    put there is never waited on (a check before the open could be raced)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise UsageError(f"{path}: {e.strerror}") from None
+    with open(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"{path}: not a regular file")
+        return f.read()
+
+
+def _parsed(path: Path) -> list[tuple[bytes, dict | None]]:
+    """Each line's bytes, and the line parsed if it is whole, else None."""
+    data = read_regular(path)
+    if not data:
         return []
     lines = []
-    for text in path.read_text(errors="replace").splitlines():
+    raws = data.split(b"\n")
+    if not raws[-1]:
+        raws.pop()
+    for raw in raws:
         try:
-            line = json.loads(text)
+            line = json.loads(raw)
         except ValueError:
             line = None
-        lines.append(line if whole_line(line) else None)
+        if raw.strip():
+            lines.append((raw, line if whole_line(line) else None))
     return lines
 
 
 def set_aside(out: Path) -> int:
-    """Move the journal's lines that are not whole to hunt.rejected, keeping the rest as they
-    were; the number moved."""
+    """Move the journal's lines that are not whole to hunt.rejected, their bytes as they were,
+    keeping the rest; the number moved. Only the hunt that holds `out` (`hold`) calls this."""
     path = out / JOURNAL
-    if not path.is_file():
+    data = read_regular(path)
+    if not data:
         return 0
-    texts = path.read_text(errors="replace").splitlines()
-    parsed = _parsed(path)
-    bad = [t for t, line in zip(texts, parsed) if line is None and t.strip()]
-    if not bad and all(t.strip() for t in texts):
+    lines = _parsed(path)
+    bad = [raw for raw, line in lines if line is None]
+    if not bad and data == b"".join(raw + b"\n" for raw, _ in lines):
         return 0
     fd = os.open(out / REJECTED, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    with open(fd, "a") as f:
-        f.write("".join(t + "\n" for t in bad))
+    with open(fd, "ab") as f:
+        f.write(b"".join(raw + b"\n" for raw in bad))
         f.flush()
         os.fsync(f.fileno())
-    atomic_write(path, "".join(t + "\n" for t, line in zip(texts, parsed) if line is not None))
+    atomic_write(path, b"".join(raw + b"\n" for raw, line in lines if line is not None))
     return len(bad)

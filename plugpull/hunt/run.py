@@ -23,6 +23,7 @@ import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +38,8 @@ from plugpull.generate.program import program
 from plugpull.generate.space import Space
 from plugpull.generate.workload import GeneratedWorkload, generated_workload
 from plugpull.guest.rig import Rig
-from plugpull.hunt.journal import TABLE, Journal, check_out
+from plugpull.hunt.journal import JOURNAL, REJECTED, TABLE, Journal, check_out, set_aside
+from plugpull.hunt.lock import hold
 from plugpull.hunt.points import CUTS, MODELS, point_jobs
 from plugpull.hunt.record import Failed, Recorder, formatted
 from plugpull.hunt.summary import workload_line
@@ -139,20 +141,22 @@ def hunt(spec: HuntSpec, space: Space, rigs, out: Path) -> HuntRun:
     """Every workload of the hunt judged on each rig's kernel, kernel by kernel (`rigs`: one
     Rig per kernel, their releases distinct); the budget is the whole run's."""
     kernels = [rig.image.kernel_release for rig in rigs]
-    journal, ids, run = open_hunt(spec, space, kernels, out)
-    started = time.monotonic()
-    for rig, kernel in zip(rigs, kernels):
-        todo = [i for i in ids if (i, kernel) not in journal.done]
-        run.stopped_by_budget |= bool(todo) and spent(spec, started)
-        if todo and not run.stopped_by_budget:
-            on = f" on {kernel}" if len(kernels) > 1 else ""
-            log.info(f"hunting{on}: {len(todo)} of {len(ids)} workloads to go ({len(ids) - len(todo)} done before)")
-            _hunt_on(rig, todo, spec, Place(out, kernel, len(kernels) > 1), run, journal, started)
-    return close_run(run, journal, ids, kernels, started)
+    with open_hunt(spec, space, kernels, out) as (journal, ids, run):
+        started = time.monotonic()
+        for rig, kernel in zip(rigs, kernels):
+            todo = [i for i in ids if (i, kernel) not in journal.done]
+            run.stopped_by_budget |= bool(todo) and spent(spec, started)
+            if todo and not run.stopped_by_budget:
+                on = f" on {kernel}" if len(kernels) > 1 else ""
+                log.info(f"hunting{on}: {len(todo)} of {len(ids)} workloads to go ({len(ids) - len(todo)} done before)")
+                _hunt_on(rig, todo, spec, Place(out, kernel, len(kernels) > 1), run, journal, started)
+        return close_run(run, journal, ids, kernels, started)
 
 
-def open_hunt(spec: HuntSpec, space: Space, kernels: list[str], out: Path) -> tuple[Journal, list[str], HuntRun]:
-    """The hunt in `out` checked against these settings (a new one, or one to go on with): its
+@contextmanager
+def open_hunt(spec: HuntSpec, space: Space, kernels: list[str], out: Path):
+    """The hunt in `out` checked against these settings (a new one, or one to go on with) and
+    held as its one writer for the block, its lines that are not whole set aside: yields its
     journal, its workload ids and a run that has judged none yet. A local hunt and a hunt on a
     cluster start here alike."""
     if twice := next((k for k in kernels if kernels.count(k) > 1), None):
@@ -160,7 +164,11 @@ def open_hunt(spec: HuntSpec, space: Space, kernels: list[str], out: Path) -> tu
     settings = spec.settings(*kernels)
     check_out(out, settings)
     ids = workload_ids(space, spec.sample, spec.seed)
-    return Journal(out, settings), ids, HuntRun(settings, len(ids) * len(kernels), [])
+    with hold(out):
+        if moved := set_aside(out):
+            log.warning(f"{out / JOURNAL}: {moved} line(s) not whole moved to {out / REJECTED}; their workloads "
+                        "are judged again")
+        yield Journal(out, settings), ids, HuntRun(settings, len(ids) * len(kernels), [])
 
 
 def close_run(run: HuntRun, journal: Journal, ids: list[str], kernels: list[str], started: float) -> HuntRun:

@@ -8,6 +8,7 @@ copied beside it. One directory, relative links only; every page is written whol
 pointing at a page not written.
 """
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write
 from plugpull.hunt.findings import Finding, Hunt, Member, across, families
-from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, kernels_of
+from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, kernels_of, read_regular
 from plugpull.hunt.summary import FAILING
 from plugpull.report.pages import LISTED, Section, relative, shown, slug, with_same
 from plugpull.report.states import cell_states, read_json
@@ -26,18 +27,27 @@ COPIED = ("program.sh", "kernel.txt")  # a failing workload's small files, copie
 
 
 def is_hunt(path: Path) -> bool:
-    return Path(path).is_dir() and (Path(path) / SETTINGS).is_file()
+    """A directory with a hunt.json of any kind (one that is not a regular file is refused
+    when read, not taken for a results directory)."""
+    return Path(path).is_dir() and os.path.lexists(Path(path) / SETTINGS)
 
 
 def read_hunt(path: Path) -> Hunt:
-    """A hunt's directory read; UsageError naming what it lacks."""
+    """A hunt's directory read, never changed; UsageError naming what it lacks. Lines of its
+    journal that are not whole (garbled, or the last one of a live hunt, half written) are left
+    out and said."""
     path = Path(path)
-    if not is_hunt(path) or not (path / JOURNAL).is_file():
+    if not is_hunt(path) or not (path / JOURNAL).exists():
         raise UsageError(f"{path}: not a hunt's directory (no {SETTINGS if not is_hunt(path) else JOURNAL})")
+    read_regular(path / SETTINGS)  # a FIFO named hunt.json is said, not waited on
     settings = read_json(path / SETTINGS)
-    if settings is None:
+    if not isinstance(settings, dict):
         raise UsageError(f"{path / SETTINGS}: unreadable")
-    return Hunt(path, settings, list(Journal(path, settings).done.values()))
+    journal = Journal(path, settings)
+    if journal.left_out:
+        print(f"{path / JOURNAL}: {journal.left_out} line(s) not whole left out (torn, garbled, or being written)",
+              file=sys.stderr)
+    return Hunt(path, settings, list(journal.done.values()))
 
 
 def hunt_label(hunt: Hunt) -> str:
