@@ -215,7 +215,8 @@ def test_hunt_kernel_host_without_out_gets_as_far_as_the_guest(tmp_path, monkeyp
     (["hunt", "--seq", "1", "--ops", "frobnicate"], "unknown --ops name 'frobnicate'"),
     (["hunt", "--seq", "1", "--budget", "60"], "expected a time"),
     (["hunt", "--seq", "1", "--backend", "libvirt"], "its own QEMU"),
-    (["hunt", "--seq", "1", "--fs", "zfs"], "invalid choice"),
+    (["hunt", "--seq", "1", "--fs", "zfs"], "unknown filesystem 'zfs'"),
+    (["hunt", "--seq", "1", "--fs", "ext4+compress"], "option of f2fs, not of ext4"),
     (["hunt", "--seq", "1", "--mode", "extlog"], "records one disk"),
 ])
 def test_bad_hunts_are_refused_in_one_line_before_anything_is_made(argv, words, tmp_path, monkeypatch, capsys):

@@ -11,6 +11,7 @@ from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_opti
 from plugpull.errors import UsageError
 from plugpull.files import a_path, an_output
 from plugpull.guest.rig import prepare_rig
+from plugpull.testbed.fs import check_profiles
 from plugpull.log import run_log
 from plugpull.runs.settings import add_options
 
@@ -55,6 +56,7 @@ def cmd_crash(args) -> int:
     fresh = not out.exists()
     try:
         with run_log(out / "crash.log"):
+            check_profiles([spec.fs], kernel)
             rig = prepare_rig(args.accel, kernel, backend, hosts)
             run = run_crash(spec, rig, out, **({"judging": judging} if judging else {}))
     except BaseException:

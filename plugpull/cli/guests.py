@@ -85,6 +85,8 @@ def cmd_doctor(args) -> int:
     row("image cache", f"{image_mod.cache_dir() / 'images'}: {len(cached)} image(s); current {current}")
     for name, value, ok in doctor_rows(args.backend == "libvirt"):
         row(name, value, ok)
+    for name, value in profile_rows(kernel):
+        row(name, value)
     width = max(len(r[0]) for r in rows)
     for name, value, ok in rows:
         print(f"{name:<{width}}  {value}")
@@ -92,6 +94,26 @@ def cmd_doctor(args) -> int:
         print(f"\nmissing: {', '.join(missing)}. Run `make deps` (as root).", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK
+
+
+def profile_rows(kernel) -> list[tuple[str, str]]:
+    """A row per feature option (`--fs ext4+fast_commit`): whether the guest kernel has it, and
+    what it does. Informative: an option the kernel lacks is refused when named, not here."""
+    from plugpull.testbed.features import FEATURES, check_kernel, kernel_config, read_config
+    from plugpull.testbed.fs import FILESYSTEMS
+
+    config = read_config(kernel_config(kernel.kernel, kernel.modules_dir)) if kernel is not None else None
+    rows = []
+    for feature in FEATURES.values():
+        fs = FILESYSTEMS[f"{feature.fs}+{feature.name}"]
+        try:
+            if kernel is not None:
+                check_kernel(fs, kernel.release, config)
+            has = "this kernel has it" if kernel is not None else "kernel unknown"
+        except PlugpullError as e:
+            has = "not on this kernel: " + str(e).split(": ", 1)[-1]
+        rows.append((f"--fs {fs.name}", f"{has}; {feature.summary}"))
+    return rows
 
 
 def boot_spec(args, disk_dir: Path, interactive=False) -> MachineSpec:

@@ -17,7 +17,7 @@ from plugpull.errors import UsageError
 from plugpull.files import an_output, atomic_write
 from plugpull.log import run_log
 from plugpull.space import space_is_fatal
-from plugpull.testbed.fs import FILESYSTEMS, MODES
+from plugpull.testbed.fs import FILESYSTEMS, MODES, filesystem
 from plugpull.values import COUNT_MAX, SEED_MAX
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,8 @@ def add_parsers(sub) -> None:
                    "(by --seed) instead of every one")
     h.add_argument("--seed", type=whole_option(0, SEED_MAX), default=1, help="the sample's and the models' seed "
                    "(default 1)")
-    h.add_argument("--fs", default="ext4", choices=list(FILESYSTEMS), help="filesystem under test (default ext4)")
+    h.add_argument("--fs", default="ext4", type=fs_option, help="filesystem under test (default ext4), or one "
+                   "with feature options: ext4+fast_commit (plugpull doctor lists them)")
     h.add_argument("--mode", default="barrier", choices=list(MODES), help="barrier / write-cache mode (default barrier)")
     h.add_argument("--budget", type=budget, help="stop starting workloads after this long (90s, 60m, 2h); "
                    "the same command goes on later")
@@ -65,6 +66,15 @@ def add_parsers(sub) -> None:
                    "not clean")
     add_cluster_option(h)
     h.set_defaults(func=cmd_hunt)
+
+
+def fs_option(text: str) -> str:
+    """An argparse `type`: a filesystem, or a profile of one (`ext4+fast_commit`)."""
+    try:
+        filesystem(text)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def fsck_option(text: str) -> FsckChoice:
@@ -94,6 +104,7 @@ def default_out(args, kernels: list) -> Path:
 
 def cmd_hunt(args) -> int:
     from plugpull.guest.rig import prepare_rig
+    from plugpull.testbed.fs import check_profiles
     from plugpull.hunt.journal import check_out
     from plugpull.hunt.lock import LOCK, hold
     from plugpull.hunt.run import HuntSpec, hunt
@@ -124,6 +135,8 @@ def cmd_hunt(args) -> int:
         hunting = ClusterHunt(*target)
         hunting.reach()  # after every other input is checked, before anything is made
     with hold(out), run_log(out / "hunt.log", besides=(LOCK,)), space_is_fatal(out):  # a refused hunt writes nothing
+        for _, kernel in named:
+            check_profiles([args.fs], kernel)
         rigs = [prepare_rig(args.accel, kernel) for _, kernel in named]  # on a cluster: the release and image key
         one_name_each([(name, rig.image.kernel_release) for (name, _), rig in zip(named, rigs)])
         run = hunting(spec, space, rigs, out)

@@ -12,6 +12,7 @@ from plugpull.cli.crash import add_hosts_option, checker_hosts
 from plugpull.errors import PlugpullError, ToolMissing, UsageError
 from plugpull.files import a_path, an_output, check_input
 from plugpull.guest.rig import prepare_rig
+from plugpull.testbed.fs import check_profiles
 from plugpull.log import add_log_options, run_log
 from plugpull.runs.settings import add_options
 
@@ -156,6 +157,7 @@ def run_on_kernels(args, kernels: list, backend, hosts, run) -> list:
     for i, (name, kernel) in enumerate(kernels):
         if len(kernels) > 1:
             print(f"[kernel {i + 1}/{len(kernels)}] {name}", file=sys.stderr)
+        check_profiles(getattr(args, "fs", None) or (), kernel)
         rig = prepare_rig(args.accel, kernel, backend, hosts)
         work = make_tempdir("matrix")
         try:

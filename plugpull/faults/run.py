@@ -120,7 +120,8 @@ def start(m, run: FaultRun, write_log: Path, timeout: float) -> tuple[str, "Swit
     sectors = int(m.run(f"blockdev --getsz {disk}").check().text)
     m.run(f"modprobe dm_flakey && dmsetup create {DEVICE} --table '{linear(sectors, disk)}'").check()
     dev = m.run(f"dmsetup info -c --noheadings -o blkdevname {DEVICE}").check().text.strip()
-    m.run(f"mkdir -p {MOUNTPOINT} && mount -t {case.fs.name} /dev/{dev} {MOUNTPOINT} "
+    options = f"-o {','.join(case.fs.mount_options)} " if case.fs.mount_options else ""
+    m.run(f"mkdir -p {MOUNTPOINT} && mount -t {case.fs.mount_type} {options}/dev/{dev} {MOUNTPOINT} "
           f"&& mkdir -p {MOUNTPOINT}/pp && sync && rm -f {FAULT_ON} {FAULT_OFF}").check()
     if setup := case.workload.setup(MOUNTPOINT):
         m.run(setup, timeout=timeout).check()
@@ -204,7 +205,7 @@ def _triggered(trigger: Trigger, told: Told, write_log: Path, started: float) ->
 
 def _after_window(m, case: FaultCase, rig: Rig, run: FaultRun, dev: str) -> FaultVerdict:
     options = m.run(f"awk '$2 == \"{MOUNTPOINT}\" {{print $4}}' /proc/mounts").text.strip()
-    scrub = m.run(f"btrfs scrub start -B -R {MOUNTPOINT} 2>&1", timeout=120).text if case.fs.name == "btrfs" else ""
+    scrub = m.run(f"btrfs scrub start -B -R {MOUNTPOINT} 2>&1", timeout=120).text if case.fs.mount_type == "btrfs" else ""
     kernel_log = m.run("dmesg").text
     run.shutdown = gave_up(kernel_log, options)
     umount_rc = m.run(f"umount {MOUNTPOINT}").rc

@@ -15,7 +15,7 @@ from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
 from plugpull.faults.spec import RUNS_MAX, WINDOW_MAX, FaultSpecError, parse_fault
 from plugpull.results import FAULT_VERDICTS, FaultResult
-from plugpull.runs.settings import Choice, Setting, Spelled, Whole, WorkloadName
+from plugpull.runs.settings import Choice, FilesystemName, Setting, Spelled, Whole, WorkloadName
 from plugpull.testbed.fs import FILESYSTEMS
 from plugpull.testbed.workloads import WORKLOADS
 
@@ -43,7 +43,7 @@ def _model(text: str) -> None:
 
 
 FAULT_SETTINGS = (
-    Setting("fs", Choice("filesystem", lambda: FILESYSTEMS), "filesystems under the fault", case="faults.fs",
+    Setting("fs", FilesystemName("filesystem", lambda: FILESYSTEMS), "filesystems under the fault", case="faults.fs",
             many=("case",)),
     Setting("kinds", Spelled(_kind), "fault kinds: error-writes, drop-writes, corrupt-writes[,seed=N], "
             "corrupt-reads[,seed=N], flaky:UP:DOWN", case="faults.kinds", many=("case",)),

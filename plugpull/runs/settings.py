@@ -16,7 +16,7 @@ from plugpull.errors import UsageError
 from plugpull.guest.contract.config import Bus
 from plugpull.kernels.spec import HOST, parse_debian
 from plugpull.powerloss.models import cut_points, parse_model, parse_user_model
-from plugpull.testbed.fs import FILESYSTEMS, MODES
+from plugpull.testbed.fs import FILESYSTEMS, MODES, filesystem
 from plugpull.testbed.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
 from plugpull.testbed.stack import LAYERS, Stack, check_lose_disk
 from plugpull.generate.space import space_of
@@ -46,6 +46,20 @@ class Choice:
         known = list(self.known())
         if value not in known:
             raise ValueError(f"unknown {self.what} {value!r}; known: {', '.join(known)}")
+        return value
+
+    parse = check
+
+
+@dataclass(frozen=True)
+class FilesystemName(Choice):
+    """A filesystem, or a profile of one (`ext4+fast_commit`, testbed/features.py)."""
+
+    def check(self, value):
+        try:
+            filesystem(value)
+        except UsageError as e:
+            raise ValueError(str(e)) from None
         return value
 
     parse = check
@@ -204,7 +218,8 @@ def _model(text: str) -> None:
 
 
 SETTINGS = (
-    Setting("fs", Choice("filesystem", lambda: FILESYSTEMS), "filesystem under test",
+    Setting("fs", FilesystemName("filesystem", lambda: FILESYSTEMS), "filesystem under test, or one with feature "
+            "options (ext4+fast_commit; plugpull doctor lists them)",
             {"crash": "xfs", "matrix": "xfs,ext4"}, many=("matrix",), case="matrix.fs"),
     Setting("mode", Choice("mode", lambda: MODES), "barrier / write-cache mode",
             {"crash": "barrier", "matrix": "barrier,nobarrier,nocache"}, many=("matrix",), case="matrix.modes"),

@@ -1,8 +1,10 @@
 """What plugpull knows of each filesystem and each barrier/cache mode: table rows, not branches."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from plugpull.errors import UsageError
+from plugpull.testbed.features import SEP, check_kernel, kernel_config, profile, read_config, split
 
 
 E2FSCK_BITS = 1 | 2 | 4 | 8 | 16 | 32 | 128
@@ -27,6 +29,7 @@ class Filesystem:
     summary: str = ""
     min_mib: int = 64  # the smallest disk its mkfs formats
     profile: str = ""  # the model oracle's rules it is judged by (generate/oracle.py), if not its name's
+    features: tuple[str, ...] = ()  # a profile's options (testbed/features.py), in the table's order
 
     @property
     def rules(self) -> str:
@@ -56,8 +59,42 @@ class Filesystem:
         return "failed"
 
 
-FILESYSTEMS = {
-    fs.name: fs
+class Filesystems(Mapping):
+    """The filesystems by name: the rows below, and each row with feature options
+    (`ext4+fast_commit`, testbed/features.py), made when named. Iterating gives the rows."""
+
+    def __init__(self, rows):
+        self._rows = {fs.name: fs for fs in rows}
+
+    def __getitem__(self, name):
+        if name in self._rows:
+            return self._rows[name]
+        return self.profile(name)
+
+    def profile(self, name) -> Filesystem:
+        """The row with options `name` names; KeyError for an unknown base, UsageError for
+        options that are wrong."""
+        base = self._rows.get(split(name)[0]) if isinstance(name, str) and SEP in name else None
+        if base is None:
+            raise KeyError(name)
+        return profile(base, name)
+
+    def __contains__(self, name) -> bool:
+        try:
+            self[name]
+        except (KeyError, UsageError):
+            return False
+        return True
+
+    def __iter__(self):
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+FILESYSTEMS = Filesystems(
+    fs
     for fs in (
         # xfs_repair -n: 1 = corruption found; 2 = a dirty log it will not read.
         # xfsprogs formats nothing under 300 MB; btrfs-progs 6.2 nothing under 109 MiB.
@@ -100,14 +137,16 @@ FILESYSTEMS = {
                    kernel_type="f2fs", mount_options=("fsync_mode=strict",), profile="f2fs",
                    summary="F2FS with fsync_mode=strict (generic/342's rename then new file kept)"),
     )
-}
+)
 
 
 def filesystem(name: str) -> Filesystem:
+    """The row or profile `name` names; a UsageError saying what is wrong with it."""
     try:
         return FILESYSTEMS[name]
     except KeyError:
-        raise UsageError(f"unknown filesystem {name!r}; known: {', '.join(FILESYSTEMS)}") from None
+        raise UsageError(f"unknown filesystem {name!r}; known: {', '.join(FILESYSTEMS)}, each with options "
+                         f"(FS+OPTION, e.g. ext4+fast_commit: plugpull doctor lists them)") from None
 
 
 @dataclass(frozen=True)
@@ -157,3 +196,17 @@ def mode(name: str) -> Mode:
         return MODES[name]
     except KeyError:
         raise UsageError(f"unknown mode {name!r}; known: {', '.join(MODES)}") from None
+
+
+def check_profiles(names, kernel) -> None:
+    """Every profile among the filesystems `names` checked against the kernel the guests will
+    boot (`kernel`: a KernelSource, None for the host's), before any image is made."""
+    from plugpull.guest.image.build import host_kernel
+
+    profiles = [filesystem(n) for n in dict.fromkeys(names) if SEP in n]
+    if not profiles:
+        return
+    kernel = kernel or host_kernel()
+    config = read_config(kernel_config(kernel.kernel, kernel.modules_dir))
+    for fs in profiles:
+        check_kernel(fs, kernel.release, config)
