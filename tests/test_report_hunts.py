@@ -124,7 +124,7 @@ def test_the_cli_writes_beside_the_first_hunt_and_says_where(two_hunts, capsys):
 @pytest.mark.parametrize("inputs, out, words", [
     (lambda h, t: [h[0], t / "matrix.jsonl"], None, "a results file among hunt directories"),
     (lambda h, t: [h[0], t / "plain"], None, "not a hunt's directory (no hunt.json)"),
-    (lambda h, t: [h[0], t / "half"], None, "not a hunt's directory (no hunt.jsonl)"),
+    (lambda h, t: [h[0], t / "half"], None, "nothing judged yet (no hunt.jsonl)"),
     (lambda h, t: [h[0], h[1]], lambda h, t: h[1], "the same file as RESULTS"),
     (lambda h, t: [h[0]], lambda h, t: h[0] / "report", "inside the hunt directory"),
     (lambda h, t: [h[0], h[0]], None, "given twice"),

@@ -17,6 +17,7 @@ from plugpull.errors import UsageError
 from plugpull.files import atomic_write
 from plugpull.hunt.findings import Finding, Hunt, Member, across, families
 from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, kernels_of, read_regular
+from plugpull.hunt.lock import LOCK
 from plugpull.hunt.summary import FAILING
 from plugpull.report.pages import LISTED, Section, relative, shown, slug, with_same
 from plugpull.report.states import cell_states, read_json
@@ -28,8 +29,8 @@ COPIED = ("program.sh", "kernel.txt")  # a failing workload's small files, copie
 
 def is_hunt(path: Path) -> bool:
     """A directory with a hunt.json of any kind (one that is not a regular file is refused
-    when read, not taken for a results directory)."""
-    return Path(path).is_dir() and os.path.lexists(Path(path) / SETTINGS)
+    when read, not taken for a results directory), or one a hunt holds (hunt.lock)."""
+    return Path(path).is_dir() and any(os.path.lexists(Path(path) / name) for name in (SETTINGS, LOCK))
 
 
 def read_hunt(path: Path) -> Hunt:
@@ -37,6 +38,8 @@ def read_hunt(path: Path) -> Hunt:
     journal that are not whole (garbled, or the last one of a live hunt, half written) are left
     out and said."""
     path = Path(path)
+    if is_hunt(path) and not os.path.lexists(path / JOURNAL):
+        raise UsageError(f"{path}: a hunt's directory with nothing judged yet (no {JOURNAL})")
     if not is_hunt(path) or not (path / JOURNAL).exists():
         raise UsageError(f"{path}: not a hunt's directory (no {SETTINGS if not is_hunt(path) else JOURNAL})")
     read_regular(path / SETTINGS)  # a FIFO named hunt.json is said, not waited on
