@@ -511,9 +511,9 @@ def test_the_atomic_replace_never_replaces_a_device_node_or_a_fifo(tmp_path):
         with atomic_path(tmp_path / "null", directory=True):
             pass
     (tmp_path / "link").symlink_to(tmp_path / "null")
-    with pytest.raises(NotReplaceable, match="a character device"):
+    with pytest.raises(NotReplaceable, match="a symbolic link to .*null"):
         atomic_write(tmp_path / "link", "data")
-    with pytest.raises(UsageError, match="--json .*link: a character device"):
+    with pytest.raises(UsageError, match="--json .*link: a symbolic link"):
         check_output(tmp_path / "link", "--json")
     assert (tmp_path / "link").is_symlink() and stat.S_ISCHR(os.stat(tmp_path / "null").st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link", "null"], "a temporary was left behind"
@@ -656,7 +656,7 @@ def test_the_walk_finds_every_kind_of_path_option():
 def test_an_empty_kernel_name_is_refused(argv, sandbox, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--kernel" in err and ("empty" in err or "expected host" in err)
+    assert err.count("\n") == 1 and "--kernel" in err and ("empty" in err or "expected host" in err or "a space" in err)
     assert not any(Path().iterdir())
 
 
