@@ -82,6 +82,34 @@ def atomic_path(dest: Path, directory: bool = False):
         raise
 
 
+@contextmanager
+def staged_directory(dest: Path, last: str | None = None):
+    """Yield a new empty directory beside `dest` to write a directory's worth of files in
+    (a report). When the block ends well it becomes `dest`, renamed whole, or, when `dest`
+    is there already, its entries replace their namesakes in `dest`, `last` (an index)
+    last, so that no index names a page not yet there. On an error (a full disk) it is
+    removed and `dest` is as it was: no half-written directory is left."""
+    dest = Path(dest)
+    refuse_unreplaceable(dest, directory=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp"))
+    try:
+        os.chmod(staged, 0o755)
+        yield staged
+        if not os.path.lexists(dest):
+            os.rename(staged, dest)
+            return
+        for entry in sorted(staged.iterdir(), key=lambda p: p.name == last):
+            there = dest / entry.name
+            if there.is_dir() and not there.is_symlink():
+                shutil.rmtree(there)
+            os.replace(entry, there)
+        staged.rmdir()
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+
+
 def atomic_write(dest: Path, data: bytes | str, mode: int = 0o644) -> None:
     with atomic_path(dest) as tmp:
         tmp.write_bytes(data.encode() if isinstance(data, str) else data)
@@ -181,7 +209,12 @@ def open_regular(path: Path, what: str = ""):
     of the path before the open could be answered by one file and the open by another put
     there between the two. The flag is cleared before the caller reads. Other errors (no
     such file, no permission) are the OSError of the open, for the caller to word."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno != errno.ENXIO:  # what a socket's open says
+            raise
+        raise UsageError(f"{what} {path}: {_what(os.stat(path).st_mode)}, not a regular file".lstrip()) from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)

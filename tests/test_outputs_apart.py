@@ -147,3 +147,21 @@ def test_a_kernel_file_is_an_input(tmp_path, capsys):
     refused(["reproducer", "gen:seq1-000253", "--fs", "xfs", "--run", "--kernel", tmp_path / "bz", "--modules",
              tmp_path / "m", "--out", tmp_path / "bz"], capsys, f"--kernel {tmp_path}/bz", "an output")
     assert (tmp_path / "bz").read_bytes() == b"\0" * 4096
+
+
+def test_a_report_is_never_written_inside_a_hunt_s_directory(tmp_path, capsys):
+    """Not inside the hunts it reads, nor inside any other hunt's (which only its hunt
+    writes), for a hunts' report and a matrix report alike; a dangling link at --out is
+    said in words."""
+    from test_report_hunts import make_hunt
+    from test_hunt_findings import SETTINGS as BTRFS
+    read, other = make_hunt(tmp_path / "a", BTRFS, []), make_hunt(tmp_path / "b", BTRFS, [])
+    results = tmp_path / "r.jsonl"
+    results.write_text("{}\n")
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    for source in (read, results):
+        refused(["report", source, "--out", other / "sub" / "rep"], capsys, f"--out {other}/sub/rep",
+                f"inside the hunt directory {other}")
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    refused(["report", read, "--out", tmp_path / "link"], capsys, f"--out {tmp_path}/link: a dangling symbolic link")
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == sorted(before + [str(tmp_path / "link")])
