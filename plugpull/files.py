@@ -5,12 +5,17 @@ so the rename stays on one filesystem; on failure the temporary is removed. A re
 whatever is at the path, so only a regular file (or, for a directory, a directory) is ever
 replaced: a device node such as /dev/null stays what it is.
 
+A symbolic link at an output is refused too, dangling or not: replacing it would drop the
+link, and writing through it would write somewhere the command line does not name.
+
 `check_output` tries an output path before a run starts, the way the run will write it: a
 temporary file created and removed beside it (`os.access` says yes to root everywhere).
+`open_regular` opens what plugpull reads, refusing anything but a regular file.
 """
 
 import argparse
 import errno
+import fcntl
 import json
 import os
 import shutil
@@ -35,11 +40,15 @@ def _what(mode: int) -> str:
 def refuse_unreplaceable(dest: Path, directory: bool = False, flag: str = "") -> None:
     """A NotReplaceable error if `dest` exists and is not what a write may replace."""
     try:
-        mode = os.stat(dest).st_mode
+        mode = os.lstat(dest).st_mode
     except OSError as e:
         if e.errno in (errno.ENOENT, errno.ENOTDIR):
             return
         raise UsageError(f"{flag} {dest}: {e.strerror}".lstrip()) from None
+    if stat.S_ISLNK(mode):
+        where = "a dangling symbolic link" if not os.path.exists(dest) else f"a symbolic link to {os.readlink(dest)}"
+        raise NotReplaceable(f"{flag} {dest}: {where}; plugpull never writes through or replaces a link: "
+                             "give a path that is not one".lstrip())
     if directory and not stat.S_ISDIR(mode):
         raise NotReplaceable(f"{flag} {dest}: {_what(mode)}, not a directory".lstrip())
     if not directory and not stat.S_ISREG(mode):
@@ -73,6 +82,34 @@ def atomic_path(dest: Path, directory: bool = False):
         raise
 
 
+@contextmanager
+def staged_directory(dest: Path, last: str | None = None):
+    """Yield a new empty directory beside `dest` to write a directory's worth of files in
+    (a report). When the block ends well it becomes `dest`, renamed whole, or, when `dest`
+    is there already, its entries replace their namesakes in `dest`, `last` (an index)
+    last, so that no index names a page not yet there. On an error (a full disk) it is
+    removed and `dest` is as it was: no half-written directory is left."""
+    dest = Path(dest)
+    refuse_unreplaceable(dest, directory=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp"))
+    try:
+        os.chmod(staged, 0o755)
+        yield staged
+        if not os.path.lexists(dest):
+            os.rename(staged, dest)
+            return
+        for entry in sorted(staged.iterdir(), key=lambda p: p.name == last):
+            there = dest / entry.name
+            if there.is_dir() and not there.is_symlink():
+                shutil.rmtree(there)
+            os.replace(entry, there)
+        staged.rmdir()
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+
+
 def atomic_write(dest: Path, data: bytes | str, mode: int = 0o644) -> None:
     with atomic_path(dest) as tmp:
         tmp.write_bytes(data.encode() if isinstance(data, str) else data)
@@ -84,7 +121,19 @@ def atomic_write_json(dest: Path, doc, indent: int | None = 1) -> None:
 
 
 class InputPath(type(Path())):
-    """A path given on the command line for plugpull to read."""
+    """A path given on the command line for plugpull to read; `reads`: the files a directory
+    input is read for (a state directory's state.json), each an input too."""
+
+    reads: tuple[str, ...] = ()
+
+    def inputs(self) -> list[Path]:
+        return [self, *(self / name for name in self.reads)]
+
+
+class StateDir(InputPath):
+    """A saved crash state's directory: its state.json and minimise.json are read."""
+
+    reads = ("state.json", "minimise.json")
 
 
 class OutputPath(type(Path())):
@@ -96,6 +145,11 @@ def a_path(text: str) -> InputPath:
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a path, got ''")
     return InputPath(text)
+
+
+def a_state_dir(text: str) -> StateDir:
+    """An argparse `type` for a saved state's directory (`a_path`)."""
+    return StateDir(a_path(text))
 
 
 def an_output(text: str) -> OutputPath:
@@ -118,13 +172,19 @@ def same_path(a: Path, b: Path) -> bool:
 def refuse_overlaps(named: list[tuple[str, Path]]) -> None:
     """A UsageError if an output names the same file as an input or as another output, so
     that no run writes over what it reads (`reproduce c.toml --junit c.toml`) or writes two
-    results into one file. `named`: (how the path was given, the path), in order."""
+    results into one file. `named`: (how the path was given, the path), in order; an input
+    directory's files it is read for (`InputPath.reads`) count as inputs."""
+    named = [(flag, each) for flag, path in named
+             for each in (path.inputs() if isinstance(path, InputPath) else [path])]
     for i, (flag, path) in enumerate(named):
         for other_flag, other in named[:i]:
             if (isinstance(path, OutputPath) or isinstance(other, OutputPath)) and same_path(path, other):
                 role = "output" if isinstance(other, OutputPath) else "input"
                 raise UsageError(f"{flag} {path}: the same file as {other_flag} {other}, an {role} of this "
                                  "command: give another path")
+
+
+a_path.any_text = a_state_dir.any_text = an_output.any_text = True  # a path may hold any text
 
 
 def check_input(path: Path, what: str, directory_ok: bool = False) -> Path:
@@ -138,6 +198,40 @@ def check_input(path: Path, what: str, directory_ok: bool = False) -> Path:
     if not (stat.S_ISREG(mode) or (directory_ok and stat.S_ISDIR(mode))):
         raise UsageError(f"{what} {path}: {_what(mode)}, not a regular file".lstrip())
     return Path(path)
+
+
+def open_regular(path: Path, what: str = ""):
+    """`path` opened for reading (binary), if it is a regular file; a one-line UsageError
+    naming `what` and the path if it is a FIFO, a socket, a device or a directory.
+
+    The file is opened with O_NONBLOCK and the open descriptor is asked what it is (fstat):
+    an open of a FIFO for reading would otherwise wait for a writer, for ever, and a stat
+    of the path before the open could be answered by one file and the open by another put
+    there between the two. The flag is cleared before the caller reads. Other errors (no
+    such file, no permission) are the OSError of the open, for the caller to word."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno != errno.ENXIO:  # what a socket's open says
+            raise
+        raise UsageError(f"{what} {path}: {_what(os.stat(path).st_mode)}, not a regular file".lstrip()) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise UsageError(f"{what} {path}: {_what(mode)}, not a regular file".lstrip())
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    return os.fdopen(fd, "rb")
+
+
+def read_regular(path: Path, what: str = "") -> bytes:
+    """The bytes of `path`, a regular file (`open_regular`)."""
+    with open_regular(path, what) as f:
+        return f.read()
+
+
+def read_regular_text(path: Path, what: str = "", errors: str = "strict") -> str:
+    """The text (UTF-8) of `path`, a regular file (`open_regular`)."""
+    return read_regular(path, what).decode("utf-8", errors)
 
 
 def check_output(path: Path, flag: str, directory: bool = False, parents: bool = False) -> Path:

@@ -23,7 +23,7 @@ from plugpull.crash.artifacts import load_record, saved_record
 from plugpull.crash.run import refuse_vacuous, replay, run_crash
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import LaunchError, NothingChecked, ToolMissing, UsageError
-from plugpull.files import NotReplaceable, a_path, an_output, atomic_path, atomic_write, check_output
+from plugpull.files import NotReplaceable, a_path, a_state_dir, an_output, atomic_path, atomic_write, check_output
 from plugpull.guest import rig as rig_mod
 from plugpull.guest.qemu.accel import Decision
 from plugpull.guest.contract.config import Accel
@@ -511,9 +511,9 @@ def test_the_atomic_replace_never_replaces_a_device_node_or_a_fifo(tmp_path):
         with atomic_path(tmp_path / "null", directory=True):
             pass
     (tmp_path / "link").symlink_to(tmp_path / "null")
-    with pytest.raises(NotReplaceable, match="a character device"):
+    with pytest.raises(NotReplaceable, match="a symbolic link to .*null"):
         atomic_write(tmp_path / "link", "data")
-    with pytest.raises(UsageError, match="--json .*link: a character device"):
+    with pytest.raises(UsageError, match="--json .*link: a symbolic link"):
         check_output(tmp_path / "link", "--json")
     assert (tmp_path / "link").is_symlink() and stat.S_ISCHR(os.stat(tmp_path / "null").st_mode)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link", "null"], "a temporary was left behind"
@@ -637,7 +637,7 @@ def path_options(output: bool) -> list[tuple[str, str]]:
     """(command, option) for every option or argument of every subcommand that takes a path
     (`output`: a path plugpull writes), read from the parser."""
     sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
-    kinds = (an_output,) if output else (a_path, an_output)
+    kinds = (an_output,) if output else (a_path, a_state_dir, an_output)
     return [(command, (action.option_strings or [action.dest])[-1]) for command, p in sub.choices.items()
             for action in p._actions if action.type in kinds]
 
@@ -654,9 +654,13 @@ def test_the_walk_finds_every_kind_of_path_option():
 @pytest.mark.parametrize("argv", [["crash", "--kernel", ""], ["crash", "--kernel", " "],
                                   ["matrix", "--kernel", ""], ["matrix", "--kernel", "host,,debian:6.12"]])
 def test_an_empty_kernel_name_is_refused(argv, sandbox, capsys):
-    assert cli.main(argv) == 2
+    try:
+        code = cli.main(argv)
+    except SystemExit as e:  # argparse's refusal of a blank value
+        code = e.code
+    assert code == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--kernel" in err and ("empty" in err or "expected host" in err)
+    assert err.count("\n") == 1 and "--kernel" in err and ("empty" in err or "expected host" in err or "a space" in err)
     assert not any(Path().iterdir())
 
 

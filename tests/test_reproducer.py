@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from plugpull import cli
-from plugpull.errors import InfraError
+from plugpull.errors import InfraError, UsageError
 from plugpull.reproducer import case_for, state_target
 from plugpull.reproducer.checks import checks
 from plugpull.reproducer.fstests import TOOLS as FSTESTS_TOOLS, golden, printing, test as fstests_test
@@ -245,3 +245,38 @@ def test_a_saved_state_is_reproduced_at_its_point(tmp_path, capsys):
     assert code == 0 and out == script(case_for("gen:seq2-080435", "btrfs", 1))
     code, out, _ = run([str(state), "--fs", "xfs", "--point", "2"], capsys)
     assert code == 0 and out == script(case_for("gen:seq2-080435", "xfs", 2))
+
+
+def test_a_refused_run_writes_no_out(tmp_path, capsys, monkeypatch):
+    """--run with a kernel that is refused (not in the archive, or a file that is no kernel)
+    says so before --out is written."""
+    import plugpull.kernels
+
+    (tmp_path / "bz").write_bytes(b"not a kernel\n" * 400)
+    (tmp_path / "m").mkdir()
+    out = tmp_path / "repro.sh"
+    code, _, err = run(["gen:seq1-000253", "--fs", "xfs", "--run", "--kernel", str(tmp_path / "bz"), "--modules",
+                        str(tmp_path / "m"), "--out", str(out)], capsys)
+    assert code == 2 and "not a kernel" in err and len(err.splitlines()) == 1 and not out.exists()
+
+    def no_such_kernel(kernel, modules):
+        raise UsageError(f"--kernel {kernel}: no such kernel in the archive")
+    monkeypatch.setattr(plugpull.kernels, "kernel_option", no_such_kernel)
+    code, _, err = run(["gen:seq1-000253", "--fs", "xfs", "--run", "--kernel", "debian:9.9", "--out", str(out)], capsys)
+    assert code == 2 and "no such kernel" in err and len(err.splitlines()) == 1 and not out.exists()
+
+
+def test_messages_blame_what_was_given(tmp_path, capsys):
+    """--fs missing names every filesystem the reproducer makes; a state's own bad fs or
+    point is said of its state.json, not of the --fs or --point the user did not give."""
+    from plugpull.reproducer import FILESYSTEMS
+    code, _, err = run(["gen:seq1-000253"], capsys)
+    assert code == 2 and all(fs in err for fs in FILESYSTEMS), err
+    state = a_state(tmp_path / "many", "gen:seq2-080435", required=9)
+    code, _, err = run([str(state)], capsys)
+    assert code == 2 and f"{state}/state.json: acks_required is 9" in err and "--point 8" not in err, err
+    (tmp_path / "zfs").mkdir()
+    (tmp_path / "zfs" / "state.json").write_text(json.dumps({"fs": "zfs", "workload": "gen:seq2-080435",
+                                                               "acks_required": 2}))
+    code, _, err = run([str(tmp_path / "zfs")], capsys)
+    assert code == 2 and "state.json: its fs is 'zfs'" in err and "--fs 'zfs'" not in err, err

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from plugpull import __version__
 from plugpull.cli import cluster, crash, faults, generate, guests, hunt, kernels, matrix, minimise, reproducer
-from plugpull.cli.common import EXIT_INFRA, EXIT_OK, EXIT_USAGE, describe
+from plugpull.cli.common import EXIT_INFRA, EXIT_OK, EXIT_USAGE, describe, no_blank_edges
 from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError
 from plugpull.files import InputPath, OutputPath, refuse_overlaps
 from plugpull.log import discard_log_files, setup_logging
@@ -32,6 +32,10 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     for commands in (guests, crash, matrix, minimise, faults, generate, hunt, kernels, cluster, reproducer):
         commands.add_parsers(sub)
+    for command in sub.choices.values():
+        for action in command._actions:
+            if action.nargs != 0 and not isinstance(action, argparse._HelpAction):
+                action.type = no_blank_edges(action.type)
     return p
 
 
@@ -58,16 +62,20 @@ def _command_parser(p: argparse.ArgumentParser, args) -> argparse.ArgumentParser
 
 
 def given_paths(p: argparse.ArgumentParser, args) -> list[tuple[str, Path]]:
-    """Every path the command line gave (files.InputPath or OutputPath), with the option or
-    the argument's name that gave it, in the command's order."""
+    """Every path the command line gave (files.InputPath or OutputPath, or the paths an
+    option's `type.paths` finds in a value that is not always one, as --kernel's), with the
+    option or the argument's name that gave it, in the command's order; then the outputs the
+    command derives from them (`args.derived_paths`, as reproducer's FILE.out)."""
     command = _command_parser(p, args)
     named = []
     for action in command._actions:
         values = getattr(args, action.dest, None)
+        paths_in = getattr(action.type, "paths", lambda value: [value])
         for value in values if isinstance(values, list) else [values]:
-            if isinstance(value, (InputPath, OutputPath)):
-                named.append(((action.option_strings or [action.metavar or action.dest.upper()])[-1], value))
-    return named
+            for path in paths_in(value) if value is not None else ():
+                if isinstance(path, (InputPath, OutputPath)):
+                    named.append(((action.option_strings or [action.metavar or action.dest.upper()])[-1], path))
+    return named + getattr(args, "derived_paths", lambda args: [])(args)
 
 
 def _terminate(signum, frame):

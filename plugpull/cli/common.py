@@ -1,11 +1,12 @@
 """What every command shares: exit codes, guest options, workload parameters, tables."""
 
 import argparse
+import functools
 import re
 from pathlib import Path
 
 from plugpull.errors import UsageError
-from plugpull.files import a_path, check_output
+from plugpull.files import InputPath, a_path, check_output
 from plugpull.values import WHOLE_TEXT, shown, whole
 from plugpull.guest.contract.config import Accel
 from plugpull.log import add_log_options
@@ -27,6 +28,24 @@ def one_of(kind):
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected one of {', '.join(kind)}, got {shown(text)}") from None
     return parse
+
+
+BLANK_EDGE = re.compile(r"^\s|\s$|\s,|,\s")
+
+
+def no_blank_edges(kind):
+    """An argparse `type` wrapping `kind` (None: the text itself): a value with a space at an
+    end or beside a comma is refused (`--fsck 'every:1 '`, `--kernel 'debian:6.12 ,host'`),
+    as `--seq ' 1'` is, never read as the value without it. Paths (`any_text`) are exempt."""
+    if getattr(kind, "any_text", False):
+        return kind
+
+    def parse(text: str):
+        if isinstance(text, str) and BLANK_EDGE.search(text):
+            raise argparse.ArgumentTypeError(f"{shown(text)} has a space at an end or beside a comma: "
+                                             "write the value without it")
+        return kind(text) if kind is not None else text
+    return functools.update_wrapper(parse, kind) if kind is not None else parse
 
 
 def describe(error: BaseException) -> str:
@@ -108,7 +127,7 @@ def parse_params(items: list[str]) -> list[tuple[str, object]]:
 
 def add_guest_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accel", type=one_of(Accel), choices=list(Accel), default=Accel.AUTO)
-    p.add_argument("--kernel", metavar="debian:VERSION|PATH|host",
+    p.add_argument("--kernel", type=kernel_name, metavar="debian:VERSION|PATH|host",
                    help="the guests' kernel: Debian's by version (debian:6.12, the newest 6.12.x; debian:7.3; "
                         "an exact package version), a kernel image file (with --modules), or the host's (default)")
     p.add_argument("--modules", type=a_path, help="with --kernel PATH: its lib/modules/RELEASE tree")
@@ -116,6 +135,20 @@ def add_guest_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--connect", metavar="URI", type=_libvirt_uri, help="with --backend libvirt: the libvirt URI "
                    "(default qemu:///system)")
     add_log_options(p)
+
+
+def kernel_name(text: str) -> str:
+    """An argparse `type` for --kernel: the text; the kernel file it may name is an input
+    (`paths`), so that no output of the command is written over it."""
+    return text
+
+
+def _kernel_paths(value: str) -> list[Path]:
+    from plugpull.kernels.spec import HOST, is_debian
+    return [] if value == HOST or is_debian(value) or "," in value else [InputPath(value)]
+
+
+kernel_name.paths = _kernel_paths
 
 
 def _libvirt_uri(text: str) -> str:

@@ -9,7 +9,7 @@ from plugpull.cli.cluster import add_cluster_option, cluster_judging
 from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output,
                                  guest_backend, kernel_source, parse_params, print_table)
 from plugpull.errors import UsageError
-from plugpull.files import a_path, an_output
+from plugpull.files import a_state_dir, an_output, check_input
 from plugpull.guest.rig import prepare_rig
 from plugpull.testbed.fs import check_profiles
 from plugpull.log import run_log
@@ -31,7 +31,7 @@ def add_parsers(sub) -> None:
 
     r = sub.add_parser("replay", help="rebuild a saved crash state, verify its hash, recheck it")
     add_guest_options(r)
-    r.add_argument("dir", type=a_path, help="a state directory (results/.../states/NAME)")
+    r.add_argument("dir", type=a_state_dir, help="a state directory (results/.../states/NAME)")
     r.set_defaults(func=cmd_replay)
 
 
@@ -137,6 +137,7 @@ def cmd_replay(args) -> int:
     from plugpull.crash.run import replay
     from plugpull.paths import make_tempdir
 
+    check_input(args.dir / "state.json", "")  # a FIFO is said as one
     if not (args.dir / "state.json").is_file():
         raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
     kernel, backend = kernel_source(args), guest_backend(args)

@@ -14,7 +14,7 @@ from plugpull.cli.cluster import add_cluster_option, cluster_target
 from plugpull.cli.generate import add_setup_option, check_sample, names_option, seq_option, space_of_options
 from plugpull.check.fsckchoice import FsckChoice, fsck_choice
 from plugpull.errors import UsageError
-from plugpull.files import an_output, atomic_write
+from plugpull.files import an_output, atomic_write, check_input, read_regular_text
 from plugpull.log import run_log
 from plugpull.space import space_is_fatal
 from plugpull.testbed.fs import FILESYSTEMS, MODES, filesystem
@@ -150,7 +150,7 @@ def held_table(out: Path) -> int:
     from plugpull.hunt.journal import LEGACY, SETTINGS, TABLE
 
     try:
-        held = json.loads((out / SETTINGS).read_text())
+        held = json.loads(read_regular_text(out / SETTINGS))
     except (OSError, ValueError):
         return TABLE
     table = held.get("table", LEGACY["table"]) if isinstance(held, dict) else TABLE
@@ -182,9 +182,10 @@ def early_settings(spec, named: list, out: Path) -> dict:
 
 
 def _check_out(out: Path) -> None:
-    from plugpull.hunt.journal import check_out
+    from plugpull.hunt.journal import SETTINGS, check_out
 
     checked_output(out, "--out", parent_must_exist=False, directory=True)
+    check_input(out / SETTINGS, "")  # a FIFO there would hold the reading of it
     check_out(out)
 
 

@@ -361,8 +361,8 @@ def cmd_report(args) -> int:
     hunts = checked_report_inputs(args.results)
     if hunts and args.reference:
         raise UsageError("--reference is for a matrix results file, not for hunts")
-    if hunts and args.out:
-        checked_out(args.results, args.out)
+    if args.out:
+        checked_out(args.results if hunts else [], args.out)
     if args.out:
         checked_output(args.out, "--out", parent_must_exist=False, directory=True)
     if hunts:

@@ -6,7 +6,7 @@ import shutil
 from plugpull.cli.common import (EXIT_FOUND, EXIT_OK, add_guest_options, checked_output, guest_backend,
                                  kernel_source, whole_option)
 from plugpull.errors import UsageError
-from plugpull.files import a_path, an_output
+from plugpull.files import a_state_dir, an_output, check_input, read_regular_text
 from plugpull.runs.settings import MAX_WORKERS
 
 
@@ -14,7 +14,7 @@ def add_parsers(sub) -> None:
     m = sub.add_parser("minimise", aliases=["minimize"],
                        help="find the culprit writes of a saved failing crash state (delta debugging)")
     add_guest_options(m)
-    m.add_argument("dir", type=a_path, help="a saved state directory (results/.../states/NAME)")
+    m.add_argument("dir", type=a_state_dir, help="a saved state directory (results/.../states/NAME)")
     m.add_argument("--out", type=an_output, help="the minimised artifact (default: DIR/minimised)")
     m.add_argument("--workers", type=whole_option(0, MAX_WORKERS), default=0,
                    help="checker guests at once (default: one per core, at most 2)")
@@ -26,7 +26,7 @@ def add_parsers(sub) -> None:
 def _minimised(path) -> bool:
     """Whether `path` holds an earlier minimised artifact, which a new one may replace."""
     try:
-        return "minimised" in json.loads((path / "state.json").read_text())
+        return "minimised" in json.loads(read_regular_text(path / "state.json"))
     except (OSError, ValueError, TypeError):
         return False
 
@@ -38,6 +38,7 @@ def cmd_minimise(args) -> int:
     from plugpull.minimise.explain import meanings as explained
     from plugpull.paths import make_tempdir
 
+    check_input(args.dir / "state.json", "")  # a FIFO is said as one
     if not (args.dir / "state.json").is_file():
         raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
     checked_output(args.out or args.dir / "minimised", "--out", parent_must_exist=False, directory=True)

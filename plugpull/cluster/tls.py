@@ -21,9 +21,9 @@ def _reason(e: Exception) -> str:
 def check_tls_files(ca: Path, cert: Path, key: Path) -> None:
     """Refuse TLS files that no member could use: a `UsageError` naming the option."""
     for path, flag in ((ca, "--tls-ca-file"), (cert, "--tls-cert"), (key, "--tls-key")):
+        check_input(Path(path), flag)  # a FIFO is said as one, not as missing
         if not Path(path).is_file():
             raise UsageError(f"{flag} {path}: no such file")
-        check_input(Path(path), flag)
     contexts = []
     for side in (ssl.PROTOCOL_TLS_SERVER, ssl.PROTOCOL_TLS_CLIENT):
         ctx = ssl.SSLContext(side)

@@ -12,7 +12,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from plugpull.check.verdict import Verdict
 from plugpull.errors import UsageError
-from plugpull.files import check_input
+from plugpull.files import read_regular_text
 from plugpull.powerloss.models import parse_model
 from plugpull.testbed.fs import FILESYSTEMS
 from plugpull.testbed.stack import Stack
@@ -96,9 +96,8 @@ def _message(e: dict) -> str:
 
 def read_saved(path: Path, schema: type[BaseModel], what: str) -> dict:
     """`path`'s JSON object, validated by `schema`: a UsageError naming the file and field."""
-    check_input(path, "")
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read_regular_text(path))
     except (OSError, UnicodeDecodeError, ValueError) as e:
         detail = e.strerror if isinstance(e, OSError) else str(e).splitlines()[0]
         raise UsageError(f"{path}: not readable as JSON ({detail})") from None

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 
+from plugpull.files import read_regular_text
 from plugpull.hunt.journal import line_kernel
 from plugpull.hunt.rules import rules_broken
 
@@ -118,7 +119,7 @@ def saved_damage(line: dict, hunt_dir: Path | None) -> dict | None:
     states = []
     for path in sorted((Path(hunt_dir) / line["artifact"] / "states").glob("*/state.json")):
         try:
-            doc = json.loads(path.read_text())
+            doc = json.loads(read_regular_text(path))
         except (OSError, UnicodeDecodeError, ValueError):
             continue
         if isinstance(doc, dict) and isinstance(doc.get("verdict"), str):

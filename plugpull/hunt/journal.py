@@ -21,6 +21,7 @@ import stat
 from pathlib import Path
 
 from plugpull.errors import UsageError
+from plugpull import files
 from plugpull.files import atomic_write, atomic_write_json
 from plugpull.hunt.lock import LOCK
 from plugpull.paths import WORK_PREFIX
@@ -172,19 +173,14 @@ def read_lines(path: Path) -> list[dict]:
 
 
 def read_regular(path: Path) -> bytes | None:
-    """The bytes of the file at `path`, None if there is none; a UsageError if it is a FIFO, a
-    socket or a device. Opened without blocking and then asked what it is, so that a FIFO
-    put there is never waited on (a check before the open could be raced)."""
+    """The bytes of the file at `path` (`files.read_regular`: a FIFO is said, not waited on),
+    None if there is none."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        return files.read_regular(path)
     except FileNotFoundError:
         return None
     except OSError as e:
         raise UsageError(f"{path}: {e.strerror}") from None
-    with open(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UsageError(f"{path}: not a regular file")
-        return f.read()
 
 
 def _parsed(path: Path) -> list[tuple[bytes, dict | None]]:

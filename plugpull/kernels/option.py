@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 
 from plugpull.errors import UsageError
-from plugpull.files import check_input
+from plugpull.files import open_regular
 from plugpull.values import once_each
 from plugpull.guest.image.build import KernelSource
 from plugpull.guest.image.kernel import kernel_format
@@ -74,9 +74,8 @@ def kernel_file(kernel: Path, modules: Path | None) -> KernelSource:
     for p in (kernel, modules):
         if not p.exists():
             raise UsageError(f"{p} does not exist")
-    check_input(kernel, "--kernel")
     try:
-        with open(kernel, "rb") as f:
+        with open_regular(kernel, "--kernel") as f:
             head = f.read(4096)
     except OSError as e:
         raise UsageError(f"--kernel {kernel}: {e.strerror}") from None

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from plugpull.errors import UsageError
-from plugpull.files import atomic_write
+from plugpull.files import atomic_write, staged_directory
 from plugpull.report.faults import PAGE as FAULT_PAGE, render_faults
 from plugpull.report.html import render_html
 from plugpull.report.pages import STATES_DIR
 from plugpull.report.plot import render_plot
 from plugpull.report.tables import render_table, render_text
+from plugpull.report.unwritten import unwritten
 from plugpull.results import CellResult, FaultResult, read_cells, read_faults
 
 
@@ -92,17 +93,29 @@ def default_out_dir(results: Path) -> Path:
     return results / "report" if results.is_dir() else results.with_name(results.stem + "-report")
 
 
+def _written(cells, warnings, out_dir: Path, faults, results: Path) -> dict[str, Path]:
+    """write_report into a directory staged beside `out_dir` that replaces it whole at the
+    end (`files.staged_directory`): a full disk leaves no half report, and is exit 3."""
+    try:
+        with staged_directory(out_dir, last="report.html") as staged:
+            paths = write_report(cells, warnings, staged, faults, results)
+    except OSError as e:
+        raise unwritten(out_dir, e) from None
+    return {kind: out_dir / path.relative_to(staged) for kind, path in paths.items()}
+
+
 def report_main(results: Path, out: Path | None, reference: Path | None = None) -> int:
     """`plugpull report RESULTS [--out DIR] [--reference REF]`: 0 done; 2 no results file, no
     cells, a bad output directory or matplotlib missing. The default DIR is RESULTS' stem +
     "-report"; REF's ratios go beside RESULTS' in the seed sections of the terminal table."""
     results = Path(results)
+    out_dir = Path(out) if out else default_out_dir(results)
     try:
         cells, faults, warnings = to_report(results)
         earlier = cells_to_report(Path(reference))[0] if reference else None
         for warning in warnings:
             print(f"plugpull: warning: {warning}", file=sys.stderr)
-        paths = write_report(cells, warnings, Path(out) if out else default_out_dir(results), faults, results)
+        paths = _written(cells, warnings, out_dir, faults, results)
     except UsageError as e:
         print(f"plugpull: {e}", file=sys.stderr)
         return 2

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.errors import UsageError
-from plugpull.files import atomic_write
+from plugpull.files import atomic_write, staged_directory
 from plugpull.hunt.findings import Finding, Hunt, Member, across, families
 from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, kernels_of, read_regular
 from plugpull.hunt.lock import LOCK
 from plugpull.hunt.summary import FAILING
+from plugpull.report.unwritten import unwritten
 from plugpull.report.pages import LISTED, Section, relative, shown, slug, with_same
 from plugpull.report.states import cell_states, read_json
 
@@ -78,11 +79,15 @@ class WorkloadPage:
 
 
 def checked_out(hunt_dirs: list[Path], out: Path) -> None:
-    """UsageError if `out` is one of the hunt directories or lies inside one."""
+    """UsageError if `out` is one of the hunt directories or lies inside one, or inside any
+    other hunt's directory: a hunt's directory has one writer, the hunt."""
     target = Path(out).resolve()
     for d in hunt_dirs:
         if target == Path(d).resolve() or target.is_relative_to(Path(d).resolve()):
             raise UsageError(f"--out {out}: inside the hunt directory {d}: give a directory outside it")
+    if other := next((d for d in (target, *target.parents) if is_hunt(d)), None):
+        raise UsageError(f"--out {out}: inside the hunt directory {other}, which only its hunt writes: "
+                         "give a directory outside it")
 
 
 def default_out(hunt_dirs: list[Path]) -> Path:
@@ -169,15 +174,18 @@ def hunt_report(hunt_dirs: list[Path], out_dir: Path) -> dict[str, Path]:
 
 def hunt_report_main(hunt_dirs: list[Path], out: Path | None) -> int:
     """`plugpull report HUNT_DIR... [--out DIR]`: 0 done, 2 a bad input or output."""
+    out_dir = Path(out) if out else default_out(hunt_dirs)
     try:
-        out_dir = Path(out) if out else default_out(hunt_dirs)
         checked_out(hunt_dirs, out_dir)
         for d in hunt_dirs:
             read_hunt(d)
-        paths = hunt_report(hunt_dirs, out_dir)
-    except (UsageError, OSError) as e:
+        with staged_directory(out_dir, last=INDEX) as staged:
+            hunt_report(hunt_dirs, staged)
+    except UsageError as e:
         print(f"plugpull: {e}", file=sys.stderr)
         return 2
-    print(f"findings  {paths['html']}")
-    print(f"report    {paths['html'].parent}/ (one directory: copy it whole, its links are relative)")
+    except OSError as e:
+        raise unwritten(out_dir, e) from None
+    print(f"findings  {out_dir / INDEX}")
+    print(f"report    {out_dir}/ (one directory: copy it whole, its links are relative)")
     return 0

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.check.writehole import write_hole_losses
+from plugpull.files import read_regular_text
 from plugpull.results import CellResult
 
 HEAD_LINES = 12  # the first lines of fsck's output and of a mount error
@@ -72,7 +73,7 @@ def tail(text: str | None, lines: int = KERNEL_LINES) -> str:
 
 def read_json(path: Path) -> dict | None:
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read_regular_text(path))  # a FIFO is a UsageError, never a hang
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None

@@ -13,6 +13,7 @@ from functools import cached_property
 from pathlib import Path
 
 from plugpull.errors import UsageError
+from plugpull.files import read_regular_text
 from plugpull.generate.space import Workload, space_of
 from plugpull.generate.workload import PREFIX
 from plugpull.testbed.fs import FILESYSTEMS as FILESYSTEM_ROWS
@@ -73,7 +74,7 @@ def state_target(state_dir: Path) -> tuple[str, str, int]:
     UsageError for a state of any other workload, or one that owes no ack."""
     path = Path(state_dir) / "state.json"
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read_regular_text(path))
     except (OSError, UnicodeDecodeError, ValueError) as e:
         detail = e.strerror if isinstance(e, OSError) else "not JSON"
         raise UsageError(f"{path}: not a saved crash state ({detail})") from None
