@@ -89,6 +89,12 @@ test-all: deps
 	PLUGPULL_FAULTS_ALL=1 PLUGPULL_STACK_SUITE=1 PLUGPULL_LIBVIRT_HOSTS=1 PLUGPULL_LIBVIRT_STEPS=1 \
 		$(PY) -m pytest --junitxml=results/junit-all.xml --durations=15
 
+# suites/reproducers/: each live finding's sh reproducer and fstests test, as `plugpull
+# reproducer` writes them (tests/test_reproducer_suite.py checks they are current).
+.PHONY: reproducers
+reproducers: deps
+	$(PY) -m plugpull.reproducer.suite suites/reproducers
+
 # The main job: xfs and ext4, three modes, one metadata and one fsync workload, throughput
 # and crash safety per cell. Resumable: cells already in results/run.jsonl are skipped.
 RUN_ARGS := --fs xfs,ext4 --mode barrier,nobarrier,nocache --workload tree-extract,fsync-files \
