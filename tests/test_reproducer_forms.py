@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from plugpull import cli
 from plugpull.errors import UsageError
 from plugpull.minimise.explain import xfs_layout, xfs_log_bytes
 from plugpull.powerloss.writelog import LogWriter
@@ -25,6 +24,7 @@ from plugpull.reproducer.fstests import test as fstests_test
 from plugpull.reproducer.loghole import FAR, crafting, fstests_test as loghole_test, record_bytes, \
     script as loghole_script
 from plugpull.reproducer.sh import script
+from tests.test_reproducer import parses, run
 
 ROOT = Path(__file__).resolve().parent.parent
 W, F = (True, False), (False, True)  # a write, a flush, as a window holds them
@@ -88,15 +88,6 @@ def test_the_case_of_the_xfs_log_hole_is_one(tmp_path):
         case_choice(clean)
 
 
-def run(argv, capsys):
-    try:
-        code = cli.main(["reproducer", *argv])
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_the_command_says_the_form_it_chose(tmp_path, capsys):
     state = saved_state(tmp_path, list("wwfwfwfw"), [5, 8])
     code, out, err = run([str(state)], capsys)
@@ -114,12 +105,6 @@ def test_the_command_says_the_form_it_chose(tmp_path, capsys):
 def test_a_form_the_finding_cannot_take_exits_2(argv, capsys):
     code, out, err = run(argv, capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
-
-
-def parses(shell: str, text: str, tmp_path: Path) -> bool:
-    path = tmp_path / "script"
-    path.write_text(text)
-    return subprocess.run([*shell.split(), "-n", str(path)], capture_output=True).returncode == 0
 
 
 def test_every_form_parses(tmp_path):
