@@ -83,10 +83,17 @@ test-hosts: deps
 	PLUGPULL_LIBVIRT_HOSTS=1 $(PY) -m pytest -m vm tests/test_libvirt_hosts_vm.py tests/test_libvirt_remote_vm.py
 
 # Every test, the opt-in ones too: each variable of fixtures/opt_in.py's OPT_IN set (long; the
-# times measured are in docs/make-targets.md).
+# times measured are in docs/make-targets.md). PLUGPULL_FSTESTS=DIR, a real fstests tree, adds
+# the check of the exported fstests tests against its helpers (tests/test_reproducer_fstests.py).
 test-all: deps
 	PLUGPULL_FAULTS_ALL=1 PLUGPULL_STACK_SUITE=1 PLUGPULL_LIBVIRT_HOSTS=1 PLUGPULL_LIBVIRT_STEPS=1 \
 		$(PY) -m pytest --junitxml=results/junit-all.xml --durations=15
+
+# suites/reproducers/: each live finding's sh reproducer and fstests test, as `plugpull
+# reproducer` writes them (tests/test_reproducer_suite.py checks they are current).
+.PHONY: reproducers
+reproducers: deps
+	$(PY) -m plugpull.reproducer.suite suites/reproducers
 
 # The main job: xfs and ext4, three modes, one metadata and one fsync workload, throughput
 # and crash safety per cell. Resumable: cells already in results/run.jsonl are skipped.

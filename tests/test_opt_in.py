@@ -11,6 +11,7 @@ from fixtures.opt_in import OPT_IN, left_to_test_all
 ROOT = Path(__file__).resolve().parent.parent
 NOT_OPT_IN = {
     "PLUGPULL_REGEN_GOLDEN": "rewrites the golden files instead of comparing with them",
+    "PLUGPULL_FSTESTS": "a real fstests tree the developer points at (make test-all PLUGPULL_FSTESTS=DIR)",
     "PLUGPULL_REPORT_RESULTS": "an earlier run's results for the report's browser test (make test-report)",
 }
 _READ = re.compile(r"os\.environ(?:\.get\(|\[)\s*[\"'](PLUGPULL_[A-Z0-9_]+)")

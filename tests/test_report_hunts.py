@@ -88,6 +88,20 @@ def test_every_link_resolves_inside_the_report_and_a_workload_opens_its_states(t
     assert copied["record"].startswith("../hunt-btrfs-61/failing/") and not Path(copied["artifact"]).is_absolute()
 
 
+def test_a_findings_page_gives_its_reproducer_and_the_report_that_names_it(two_hunts, tmp_path):
+    out = tmp_path / "rep"
+    hunt_report(list(two_hunts), out)
+    pages = {p.name: p.read_text() for p in (out / "findings").glob("*.html")}
+    [link_unlink] = [t for t in pages.values() if "link X/f Y/g; unlink X/f, fsync X" in t]
+    assert "plugpull reproducer gen:seq2-056383 --fs btrfs --form flakey" in link_unlink
+    assert 'href="../docs/btrfs-link-unlink-report.md"' in link_unlink
+    assert (out / "docs" / "btrfs-link-unlink-report.md").read_text().startswith("# btrfs: a file hard-linked")
+    [renames] = [t for t in pages.values() if "rename X/f Y/g, fsync Y" in t]
+    assert "plugpull reproducer gen:seq1-000234 --fs btrfs</code>" in renames  # the smallest; not a live one
+    assert 'href="../docs/' not in renames  # no report names its workloads
+    assert broken_links(out) == []
+
+
 def test_a_workload_the_harness_failed_on_then_judged_counts_once(two_hunts, tmp_path):
     first, _ = two_hunts
     lines = [json.loads(t) for t in (first / JOURNAL).read_text().splitlines()]

@@ -6,6 +6,7 @@ fstests form prints its golden output on that tree. Bad input exits 2 and writes
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,9 +15,9 @@ import pytest
 
 from plugpull import cli
 from plugpull.errors import InfraError, UsageError
-from plugpull.reproducer import case_for, state_target
+from plugpull.reproducer import case_for, flushes, loghole, state_target
 from plugpull.reproducer.checks import checks
-from plugpull.reproducer.fstests import TOOLS as FSTESTS_TOOLS, golden, printing, test as fstests_test
+from plugpull.reproducer.fstests import FLAKEY_MOUNT, TOOLS as FSTESTS_TOOLS, golden, printing, test as fstests_test
 from plugpull.reproducer.run import verdict_of
 from plugpull.reproducer.sh import TOOLS as SH_TOOLS, checking, script
 from plugpull.reproducer.steps import op_lines, setup_lines
@@ -166,6 +167,87 @@ def test_the_fstests_form_shows_a_lost_fact(host_tools, tmp_path):
     assert "QA output created by 999\n" + out != golden(case, "999")
 
 
+SHIM = Path(__file__).parent / "data" / "fstests-shim"
+CALL = re.compile(r"(?:^|[;&|]\s*|\bthen\s+|\belse\s+)\s*(_[a-z_]+)\b", re.M)
+
+
+def helpers_defined(where: Path) -> set[str]:
+    """The functions the files of `where` define (`name()` at a line's start)."""
+    return {m for f in where.iterdir() if f.is_file() for m in re.findall(r"^(_[a-z_]+)\(\)", f.read_text(), re.M)}
+
+
+def helpers_called(text: str) -> set[str]:
+    """The fstests helpers a test calls, the old tree's branch of its mount left out."""
+    return set(CALL.findall(text.replace(FLAKEY_MOUNT, ""))) - set(re.findall(r"^(_?[a-z_]+)\(\)", text, re.M))
+
+
+def every_fstests_form(ident: str, fs: str) -> list[str]:
+    """The fstests tests of `ident` on `fs` in every form, and the XFS log hole's."""
+    case = case_for(ident, fs)
+    return [fstests_test(case, "901"), fstests_test(case, "901", "delay"), flushes.fstests_test(case, "901"),
+            loghole.fstests_test("901")]
+
+
+@pytest.mark.parametrize("ident", [*FINDINGS, "gen:seq1-000345"])
+@pytest.mark.parametrize("fs", ["btrfs", "f2fs-strict"])
+def test_the_fstests_form_calls_only_helpers_of_todays_fstests(ident, fs):
+    flakey, *others = every_fstests_form(ident, fs)
+    assert {"_begin_fstest", "_init_flakey", "_flakey_drop_and_remount", "_scratch_mkfs"} <= helpers_called(flakey)
+    for text in (flakey, *others):
+        called = helpers_called(text)
+        assert called <= helpers_defined(SHIM / "common"), called - helpers_defined(SHIM / "common")
+    assert not {"_mount_flakey", "_unmount_flakey"} & helpers_defined(SHIM / "common")
+
+
+def test_the_fstests_form_is_named_as_fstests_names_it(capsys, tmp_path):
+    text = fstests_test(case_for("gen:seq2-080435", "btrfs"), "901")
+    assert "YEAR NAME" not in text and "Copyright (c) 20" in text and "common/filter" not in text
+    assert '[ "$FSTYP" = "btrfs" ] && _fixed_by_kernel_commit 953902e4fb4c' in text
+    assert "_fixed_by_kernel_commit" not in fstests_test(case_for("gen:seq2-056383", "btrfs"), "901")
+    code, out, err = run(["gen:seq2-080435", "--fs", "btrfs", "--style", "fstests", "--out", str(tmp_path / "btrfs_900")],
+                         capsys)
+    assert code == 2 and "NNN" in err and list(tmp_path.iterdir()) == []
+
+
+def fake_fstests(tmp_path: Path, mount_rc: int, today: bool = True) -> dict:
+    """The stand-in's helpers with stub programs (no disk, no dm): every step works but
+    `mount`, which exits `mount_rc`; `today` False: the tree before eb2ad950."""
+    root = tmp_path / "fstests"
+    shutil.copytree(SHIM, root)
+    (root / "common" / "preamble").write_text((root / "common/preamble").read_text() + "_require_scratch() { :; }\n")
+    if not today:
+        flakey = (root / "common/dmflakey").read_text().replace("NON_FLAKEY_DEV=$SCRATCH_DEV", "old=$SCRATCH_DEV")
+        (root / "common/dmflakey").write_text(flakey + "_mount_flakey() { mount; }\n_unmount_flakey() { :; }\n")
+    stubs = root / "bin"
+    stubs.mkdir()
+    for name, body in {"dmsetup": '[ "$1" != targets ] || echo "flakey v1"', "blockdev": "echo 1048576", "modprobe": ":", "mkfs.xfs": ":",
+                       "mount": f"exit {mount_rc}", "umount": ":"}.items():
+        (stubs / name).write_text(f"#!/bin/sh\n{body}\n")
+        (stubs / name).chmod(0o755)
+    (tmp_path / "mnt").mkdir()
+    return {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "SCRATCH_DEV": "/dev/fake", "FSTYP": "xfs",
+            "SCRATCH_MNT": str(tmp_path / "mnt"), "RESULT_DIR": str(tmp_path)}
+
+
+@pytest.mark.parametrize("today", [True, False])
+def test_a_mount_that_fails_stops_the_fstests_form(host_tools, today, tmp_path):
+    env = fake_fstests(tmp_path, mount_rc=1, today=today)
+    (tmp_path / "fstests" / "901").write_text(fstests_test(case_for("gen:seq1-000253", "xfs"), "901"))
+    done = subprocess.run(["bash", "./901"], cwd=tmp_path / "fstests", env=env, capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] in ("mount /dev/mapper/flakey-test.901 failed", "mounting the flakey device failed")
+    assert list((tmp_path / "mnt").iterdir()) == []  # the workload did not run elsewhere
+
+
+def test_a_helper_todays_fstests_lacks_stops_the_test(host_tools, tmp_path):
+    env = fake_fstests(tmp_path, mount_rc=0)
+    text = fstests_test(case_for("gen:seq1-000253", "xfs"), "901").replace("\nmount_flakey\n", "\n_mount_flakey\n")
+    (tmp_path / "fstests" / "901").write_text(text)
+    done = subprocess.run(["bash", "./901"], cwd=tmp_path / "fstests", env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "_mount_flakey: command not found" in done.stderr
+    assert list((tmp_path / "mnt").iterdir()) == []
+
+
 def test_the_verdict_line_is_read():
     assert verdict_of(0, "PASS\n", "").passed
     failed = verdict_of(1, "FAIL: A/bar: nlink is 2\nFAIL: 1 owed fact(s) wrong\n", "")
@@ -195,7 +277,8 @@ def run(argv, capsys):
 
 def a_state(where: Path, workload: str, required: int = 2) -> Path:
     where.mkdir()
-    (where / "state.json").write_text(json.dumps({"fs": "btrfs", "workload": workload, "acks_required": required}))
+    (where / "state.json").write_text(json.dumps({"fs": "btrfs", "workload": workload, "acks_required": required,
+                                                  "model": "prefix"}))
     return where
 
 

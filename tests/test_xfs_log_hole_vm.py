@@ -4,21 +4,18 @@ recovery takes it as a torn write and mounts; 4032 blocks past it (as in the min
 bonnie++ state), the record ends 4096 blocks past a lost block and recovery fails."""
 
 import shutil
-import struct
 import subprocess
 
 import pytest
 
 from plugpull.check.checker import Checker
 from plugpull.minimise.explain import xfs_layout, xfs_log_bytes
-from plugpull.minimise.xfslog import XLOG_MAGIC
 from plugpull.powerloss.crashstate import CrashState
 from plugpull.powerloss.writelog import SECTOR
+from plugpull.reproducer.loghole import FAR, HEAD, record_bytes
 from plugpull.testbed.fs import filesystem
 
 pytestmark = pytest.mark.vm
-HEAD = 2  # where a fresh log's head is: after mkfs's unmount record
-RECORD_BB = 64  # a 32 KiB iclog
 
 
 def with_record(tmp_path, name: str, block: int):
@@ -30,18 +27,14 @@ def with_record(tmp_path, name: str, block: int):
         f.truncate(1 << 30)
     subprocess.run(["mkfs.xfs", "-q", "-f", str(image)], check=True, capture_output=True)
     start, _ = xfs_log_bytes(xfs_layout(image))
-    lsn = (1 << 32) | block
-    header = struct.pack(">IIIiQQIIi", XLOG_MAGIC, 1, 2, (RECORD_BB - 1) * SECTOR, lsn, (1 << 32) | HEAD, 0, HEAD, 0)
-    data = header.ljust(SECTOR, b"\0") + b"".join(struct.pack(">I", 1).ljust(SECTOR, b"\0")
-                                                  for _ in range(RECORD_BB - 1))
     with open(image, "r+b") as f:
         f.seek(start + block * SECTOR)
-        f.write(data)
+        f.write(record_bytes(block))
     return CrashState.of(image)
 
 
 def test_a_record_4096_blocks_past_a_lost_one_makes_the_log_unrecoverable(rig, tmp_path):
-    near, far = with_record(tmp_path, "near", HEAD), with_record(tmp_path, "far", HEAD + 4032 + 4)
+    near, far = with_record(tmp_path, "near", HEAD), with_record(tmp_path, "far", FAR)
     checker = Checker(rig, filesystem("xfs"), batch=2, workers=1)
     seen_near, seen_far = checker.check([near, far], collect=["none", "none"])
     assert seen_near.mount_rc == 0, seen_near.kernel_log[-2000:]

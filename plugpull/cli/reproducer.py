@@ -1,6 +1,7 @@
-"""`plugpull reproducer (gen:ID | STATE_DIR) --fs FS`: a generated workload's finding as a
-script a maintainer runs without plugpull (fstests' dm-flakey method), or as an fstests test;
-with --run, the script run in a plugpull guest."""
+"""`plugpull reproducer (gen:ID | STATE_DIR | CASE.toml) [--fs FS]`: a finding as a script a
+maintainer runs without plugpull, or as an fstests test, in the form that shows it every time
+(plugpull/reproducer/forms.py: dm-flakey, dm-delay above dm-flakey, the flush count, the
+crafted XFS log); with --run, the script run in a plugpull guest."""
 
 import sys
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 from plugpull.cli.common import EXIT_FOUND, EXIT_OK, add_guest_options, guest_backend, kernel_source, \
     whole_option
 from plugpull.errors import UsageError
-from plugpull.files import OutputPath, a_state_dir, an_output, atomic_write, check_output
+from plugpull.files import OutputPath, a_path, a_state_dir, an_output, atomic_write, check_output
 from plugpull.values import COUNT_MAX, shown
 
 STYLES = ("sh", "fstests")
@@ -16,14 +17,19 @@ STYLES = ("sh", "fstests")
 
 def add_parsers(sub) -> None:
     from plugpull.reproducer import FILESYSTEMS
-    r = sub.add_parser("reproducer", help="a finding as a dm-flakey script or fstests test, runnable without plugpull")
-    r.add_argument("target", type=a_target, metavar="gen:ID|STATE_DIR",
-                   help="a generated workload, or a saved crash state of one")
+    from plugpull.reproducer.forms import FORMS
+    r = sub.add_parser("reproducer", help="a finding as a script or fstests test that shows it every time, "
+                                          "runnable without plugpull")
+    r.add_argument("target", type=a_target, metavar="gen:ID|STATE_DIR|CASE", help="a generated workload, a saved "
+                   "crash state of one, or a case file replaying XFS's unmountable log state")
     r.add_argument("--fs", choices=FILESYSTEMS, help="the filesystem (default: a state's own; needed with gen:ID)")
+    r.add_argument("--form", choices=("auto", *FORMS), default="auto", help="auto (default): from what the finding "
+                   "is; flakey: dm-flakey's drop; delay: dm-delay above dm-flakey; flushes: the device's flush count "
+                   "(fstests: dm-log-writes); log-hole: the crafted XFS log")
     r.add_argument("--style", choices=STYLES, default="sh", help="sh: a POSIX sh script taking the scratch device "
-                   "(default); fstests: a test for tests/generic/ and its golden .out")
-    r.add_argument("--out", type=an_output, metavar="FILE", help="write FILE (with --style fstests, FILE.out too) "
-                   "instead of printing")
+                   "(default); fstests: a test for tests/generic/ (tests/xfs/ for log-hole) and its golden .out")
+    r.add_argument("--out", type=an_output, metavar="FILE", help="write FILE instead of printing (with --style "
+                   "fstests: DIR/NNN, a test number, and NNN.out beside it)")
     r.add_argument("--point", type=whole_option(0, COUNT_MAX), metavar="K",
                    help="drop writes after persistence point K (default: the last; a state's own ack)")
     r.add_argument("--run", action="store_true", help="run the sh script in a plugpull guest and report its verdict")
@@ -32,9 +38,12 @@ def add_parsers(sub) -> None:
 
 
 def a_target(text: str):
-    """gen:ID as it is, else a saved state's directory (an input, with the files read in it)."""
+    """gen:ID as it is; a case file (CASE.toml) an input; else a saved state's directory (an
+    input, with the files read in it)."""
     from plugpull.generate.workload import PREFIX
-    return text if text.startswith(PREFIX) else a_state_dir(text)
+    if text.startswith(PREFIX):
+        return text
+    return a_path(text) if text.endswith(".toml") else a_state_dir(text)
 
 
 a_target.any_text = True
@@ -47,15 +56,17 @@ def golden_output(args) -> list:
     return [("--out", OutputPath(f"{args.out}.out"))]
 
 
-def _case(args):
+def _gen_target(args):
+    from plugpull.reproducer import FILESYSTEMS, case_for
+    from plugpull.reproducer.forms import gen_choice
+    if args.fs is None:
+        raise UsageError(f"--fs is needed with gen:ID ({', '.join(FILESYSTEMS[:-1])} or {FILESYSTEMS[-1]})")
+    return case_for(args.target, args.fs, args.point), gen_choice()
+
+
+def _state_target(where: Path, args):
     from plugpull.reproducer import FILESYSTEMS, case_for, state_target
-    if isinstance(args.target, str):
-        if args.fs is None:
-            raise UsageError(f"--fs is needed with gen:ID ({', '.join(FILESYSTEMS[:-1])} or {FILESYSTEMS[-1]})")
-        return case_for(args.target, args.fs, args.point)
-    where = Path(args.target)
-    if not where.is_dir():
-        raise UsageError(f"{args.target}: neither gen:ID nor a saved state directory")
+    from plugpull.reproducer.forms import state_choice
     workload, fs, point = state_target(where)
     if args.fs is None and fs not in FILESYSTEMS:
         raise UsageError(f"{where / 'state.json'}: its fs is {shown(fs)}, not one the reproducer makes "
@@ -64,7 +75,36 @@ def _case(args):
     if args.point is None and point > last:
         raise UsageError(f"{where / 'state.json'}: acks_required is {point + 1}, more than {workload} has "
                          f"(its setup and {last} persistence points): give --point")
-    return case_for(workload, args.fs or fs, point if args.point is None else args.point)
+    case = case_for(workload, args.fs or fs, point if args.point is None else args.point)
+    return case, state_choice(where, case.point) if args.form == "auto" else None
+
+
+def _target(args):
+    from plugpull.reproducer.forms import Target, case_choice
+    where = Path(args.target)
+    if isinstance(args.target, str):
+        case, choice = _gen_target(args)
+    elif where.is_file() and where.suffix == ".toml":
+        case, choice = None, case_choice(where)
+    elif where.is_dir():
+        case, choice = _state_target(where, args)
+    else:
+        raise UsageError(f"{args.target}: neither gen:ID, a saved state directory nor a case file")
+    form, why = (choice.form, choice.why) if args.form == "auto" else (args.form, "asked for (--form)")
+    return _checked(Target(case, form, why), args)
+
+
+def _checked(t, args):
+    from plugpull.reproducer.forms import Target
+    if t.form == "log-hole":
+        if t.case is not None and t.case.fs != "xfs":
+            raise UsageError(f"--form log-hole is XFS's finding: not for {t.case.fs}")
+        return Target(None, t.form, t.why)
+    if t.case is None:
+        raise UsageError(f"--form {t.form}: {args.target} has no generated workload to run")
+    if t.form == "flushes" and t.case.point == 0:
+        raise UsageError("--form flushes needs a persistence point after the setup (--point 1 or more)")
+    return t
 
 
 def _check_options(args) -> None:
@@ -75,40 +115,41 @@ def _check_options(args) -> None:
     if args.out is not None:
         check_output(args.out, "--out")
         if args.style == "fstests":
+            from plugpull.reproducer.fstests import test_number
+            test_number(args.out.name)
             check_output(Path(f"{args.out}.out"), "--out")
 
 
-def _write(args, case) -> None:
-    if args.style == "fstests":
-        from plugpull.reproducer.fstests import golden, test
-        number = args.out.name if args.out is not None else "NNN"
-        files = [(args.out, test(case, number), 0o755), (Path(f"{args.out}.out"), golden(case, number), 0o644)]
-    else:
-        from plugpull.reproducer.sh import script
-        files = [(args.out, script(case), 0o755)]
+def _write(args, t) -> None:
+    from plugpull.reproducer.forms import texts
+    number = args.out.name if args.out is not None and args.style == "fstests" else "NNN"
+    text, golden = texts(t, args.style, number)
     if args.out is None:
-        print(files[0][1], end="")
+        print(text, end="")
         return
-    for path, text, mode in files:
-        atomic_write(path, text, mode)
+    files = [(args.out, text, 0o755)] + ([(Path(f"{args.out}.out"), golden, 0o644)] if golden is not None else [])
+    for path, body, mode in files:
+        atomic_write(path, body, mode)
         print(f"wrote {path}", file=sys.stderr)
 
 
 def cmd_reproducer(args) -> int:
     _check_options(args)
-    case = _case(args)
+    t = _target(args)
+    print(f"form: {t.form} ({t.why})", file=sys.stderr)
     if not args.run:
-        _write(args, case)
+        _write(args, t)
         return EXIT_OK
     kernel, backend = kernel_source(args), guest_backend(args)  # refused before --out is written
     if args.out is not None:
-        _write(args, case)
+        _write(args, t)
     from plugpull.guest.rig import prepare_rig
+    from plugpull.reproducer.forms import texts
     from plugpull.reproducer.run import run_in_guest
-    from plugpull.reproducer.sh import script
     rig = prepare_rig(args.accel, kernel, backend)
-    print(f"running the reproducer of {case.title()} in a guest ...", file=sys.stderr)
-    outcome = run_in_guest(rig, script(case))
+    what = t.case.title() if t.case is not None else "the XFS log hole"
+    print(f"running the reproducer of {what} in a guest ...", file=sys.stderr)
+    outcome = run_in_guest(rig, texts(t, "sh")[0])
     for line in outcome.lines:
         print(line)
     return EXIT_OK if outcome.passed else EXIT_FOUND

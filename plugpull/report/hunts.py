@@ -9,6 +9,7 @@ pointing at a page not written.
 """
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,8 @@ from plugpull.report.pages import LISTED, Section, relative, shown, slug, with_s
 from plugpull.report.states import cell_states, read_json
 
 INDEX = "findings.html"
-FINDINGS_DIR, WORKLOADS_DIR = "findings", "workloads"
+FINDINGS_DIR, WORKLOADS_DIR, DOCS_DIR = "findings", "workloads", "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"  # the reports written for findings, in a checkout
 COPIED = ("program.sh", "kernel.txt")  # a failing workload's small files, copied beside its page
 
 
@@ -133,6 +135,40 @@ def workload_page(member: Member, hunt: Hunt, out_dir: Path, back: str) -> Workl
                         workload_sections(line, states), tuple(files))
 
 
+def reproducer_command(f: Finding) -> str:
+    """The command that writes the finding's reproducer: of its smallest workload, in the
+    form suites/reproducers/ uses where the finding is one of them."""
+    from plugpull.reproducer.findings import LIVE
+    member = f.representative
+    target, fs = f"gen:{member.line['id']}", f.hunts[member.hunt].settings.get("fs", "FS")
+    live = next((live for live in LIVE if (live.target, live.fs) == (target, fs)), None)
+    return live.command() if live else f"plugpull reproducer {target} --fs {fs}"
+
+
+def naming_report(f: Finding, docs: Path = DOCS) -> Path | None:
+    """The report written for the finding: a docs/FS-*-report.md that names one of its
+    workloads (None if none does, or the docs are not there)."""
+    from plugpull.testbed.fs import FILESYSTEMS
+    ids = {m.line.get("id") for m in f.workloads}
+    for fs in f.filesystems:
+        prefix = FILESYSTEMS[fs].mount_type if fs in FILESYSTEMS else fs
+        for doc in sorted(Path(docs).glob(f"{prefix}-*report.md")):
+            text = doc.read_text(errors="replace")
+            if any(i and re.search(rf"\b{re.escape(i)}\b", text) for i in ids):
+                return doc
+    return None
+
+
+def copied_report(f: Finding, out_dir: Path) -> str | None:
+    """The finding's report copied into the report's docs/, its href from a finding's page."""
+    doc = naming_report(f)
+    if doc is None:
+        return None
+    (out_dir / DOCS_DIR).mkdir(exist_ok=True)
+    atomic_write(out_dir / DOCS_DIR / doc.name, doc.read_bytes())
+    return f"../{DOCS_DIR}/{doc.name}"
+
+
 def render(env, template: str, path: Path, **values) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, env.get_template(template).render(**values).encode("utf-8"))
@@ -165,7 +201,8 @@ def hunt_report(hunt_dirs: list[Path], out_dir: Path) -> dict[str, Path]:
                 render(env, "states.html.j2", out_dir / page.href, page=page)
             workloads.append((m, page, sum(n for v, n in (m.line.get("verdicts") or {}).items() if v in FAILING)))
         render(env, "finding.html.j2", out_dir / row["href"], row=row, workloads=workloads,
-               labels=[hunt_label(h) for h in hunts])
+               labels=[hunt_label(h) for h in hunts], reproducer=reproducer_command(row["finding"]),
+               report=copied_report(row["finding"], out_dir))
     summaries = [(i + 1, hunt_label(h), relative(Path(h.dir).resolve(), out_dir), h) for i, h in enumerate(hunts)]
     render(env, "findings.html.j2", out_dir / INDEX, rows=rows, hunts=summaries,
            failing=[sum(bool(line.get("failing")) for line in h.lines) for h in hunts])

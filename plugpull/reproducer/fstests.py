@@ -6,14 +6,26 @@ setup, `sync` and the operations, and right after the point's persistence call
 checked fact: a fact owed as one value prints that value (`B/bar kind: file`), one owed as
 any of several prints them all (`A/bar kind: absent or file`) when it holds, and a fact of a
 regular file or a symlink is judged only where the path is one (`A/bar nlink (if a file)`).
-What a correct filesystem prints is thus fixed: that is the golden `.out` file."""
+What a correct filesystem prints is thus fixed: that is the golden `.out` file.
 
+It is written for fstests as of 2025-12-18 (commit eb2ad950), where `_init_flakey` points
+SCRATCH_DEV at the flakey device and `_scratch_mount` mounts it; on an older tree, where
+`_mount_flakey` did, it takes that path instead (`FLAKEY_MOUNT`). Every mount that fails
+stops the test, so the workload never runs on the root filesystem's mount point."""
+
+import re
+
+from plugpull.errors import UsageError
 from plugpull.reproducer import Case
 from plugpull.reproducer.checks import Checks, check_calls, checks, comment, reader_functions
+from plugpull.reproducer.findings import fix_lines
+from plugpull.reproducer.sh import DELAY_MS
 from plugpull.reproducer.steps import Tools, needs_setfattr, op_lines, setup_lines
 from plugpull.testbed.fs import FILESYSTEMS
 
 TOOLS = Tools("$SCRATCH_MNT", "$XFS_IO_PROG", "$SETFATTR_PROG", "rm -f")
+YEAR = 2026  # the year this form of the test was written, for its copyright line
+NUMBER = re.compile(r"[0-9]{3,4}")
 
 SHOW = r"""show() {  # show PATH FACT NEED WHY ALLOWED...: one line, the same on every correct filesystem
 	local path=$1 fact=$2 need=$3 why=$4 label value ok
@@ -49,6 +61,49 @@ show_held() {  # show_held KIND MD5 WHY NAME...: is the KIND owed at the first N
 }
 """
 
+FLAKEY_MOUNT = r"""# fstests since eb2ad950 (2025-12-18): _init_flakey points SCRATCH_DEV at the flakey device
+# and _scratch_mount mounts it. Before, SCRATCH_DEV stayed the disk and _mount_flakey mounted
+# the flakey device (without stopping the test when it failed).
+mount_flakey()
+{
+	if [ -n "$NON_FLAKEY_DEV" ]; then
+		_scratch_mount
+	else
+		_mount_flakey || _fail "mounting the flakey device failed"
+	fi
+}
+
+unmount_flakey()
+{
+	if [ -n "$NON_FLAKEY_DEV" ]; then
+		_scratch_unmount
+	else
+		_unmount_flakey
+	fi
+}
+"""
+
+
+HOLD_WRITES = r"""# Writes held %d ms in the delay device, reads and flushes not (dm-delay's third group): a
+# write the persistence call did not wait for is still held when it returns.
+hold_writes()
+{
+	local size=$(blockdev --getsz $SCRATCH_DEV)
+	local table="0 $size delay $SCRATCH_DEV 0 0 $SCRATCH_DEV 0 %d $SCRATCH_DEV 0 0"
+
+	$DMSETUP_PROG suspend --nolockfs $DELAY_NAME && $DMSETUP_PROG load $DELAY_NAME --table "$table" && \
+		$DMSETUP_PROG resume $DELAY_NAME || _fail "could not load the write delay"
+}
+""" % (DELAY_MS, DELAY_MS)
+
+
+def test_number(name: str) -> str:
+    """The test's number, as fstests names a test (`tests/generic/NNN`); UsageError if `name`
+    is not one."""
+    if not NUMBER.fullmatch(name):
+        raise UsageError(f"--out {name!r}: fstests names a test by its number: give --out DIR/NNN (3 or 4 digits)")
+    return name
+
 
 def _either(words) -> str:
     return " or ".join(w or "none" for w in words)
@@ -64,28 +119,56 @@ def golden_lines(found: Checks) -> list[str]:
     return lines
 
 
-def header(case: Case, found: Checks, number: str) -> list[str]:
-    return ["#! /bin/bash", "# SPDX-License-Identifier: GPL-2.0", "# Copyright (c) YEAR NAME.  All Rights Reserved.",
-            "#", f"# FS QA Test No. {number}", "#",
+def copyright_lines(number: str) -> list[str]:
+    return ["#! /bin/bash", "# SPDX-License-Identifier: GPL-2.0",
+            f"# Copyright (c) {YEAR} plugpull.  All Rights Reserved.", "#", f"# FS QA Test No. {number}", "#"]
+
+
+METHOD = {
+    "flakey": ["# Right after the persistence call, writes are dropped (dm-flakey) and the filesystem is",
+               "# remounted: what it shows must be what the persistence calls made durable."],
+    "delay": [f"# The filesystem sits on dm-delay (writes held {DELAY_MS} ms, reads and flushes not) above",
+              "# dm-flakey. Right after the persistence call, writes are dropped, those still held",
+              "# too, and the filesystem is remounted: what it shows must be what the persistence",
+              "# calls made durable, which a write they did not wait for is not."],
+}
+
+
+def header(case: Case, found: Checks, number: str, form: str = "flakey") -> list[str]:
+    return [*copyright_lines(number),
             f"# {case.title()}, found by plugpull's generated workloads.",
-            f"# Workload: {case.whole.text()}",
-            "# Right after the persistence call, writes are dropped (dm-flakey) and the filesystem is",
-            "# remounted: what it shows must be what the persistence calls made durable.",
+            f"# Workload: {case.whole.text()}", *METHOD[form],
             *comment(found, case), "#"]
 
 
-def preamble(case: Case) -> list[str]:
+def cleanup_lines(*helpers: str) -> list[str]:
+    return ["_cleanup()", "{", *(f"\t{h}" for h in helpers), "\tcd /", "\trm -r -f $tmp.*", "}", ""]
+
+
+def requirements(case: Case, targets: tuple[str, ...]) -> list[str]:
+    """The test's `_require_*` lines and the fix line of a known finding."""
     attrs = needs_setfattr(case)
-    return [". ./common/preamble", "_begin_fstest auto quick log", "",
-            "_cleanup()", "{", "\t_cleanup_flakey", "\tcd /", "\trm -r -f $tmp.*", "}", "",
-            ". ./common/filter", ". ./common/dmflakey", *([". ./common/attr"] if attrs else []), "",
-            "_require_scratch", "_require_dm_target flakey", *(["_require_attrs user"] if attrs else []), "",
+    return ["_require_scratch", *(f"_require_dm_target {t}" for t in targets),
+            *(["_require_attrs user"] if attrs else []), *fix_lines(case), ""]
+
+
+def preamble(case: Case, form: str = "flakey") -> list[str]:
+    attrs = needs_setfattr(case)
+    delay = form == "delay"
+    cleanup = ("_cleanup_delay", "_cleanup_flakey") if delay else ("_cleanup_flakey",)
+    stack = ["_init_flakey",
+             "# fstests before eb2ad950 (2025-12-18) left SCRATCH_DEV the disk: the delay goes above the flakey device",
+             '[ -n "$NON_FLAKEY_DEV" ] || SCRATCH_DEV=$FLAKEY_DEV', "_init_delay", "hold_writes",
+             '_mount_delay || _fail "mounting the delay device failed"'] if delay else ["_init_flakey", "mount_flakey"]
+    return [". ./common/preamble", "_begin_fstest auto quick log", "", *cleanup_lines(*cleanup),
+            ". ./common/dmflakey", *([". ./common/dmdelay"] if delay else []), *([". ./common/attr"] if attrs else []),
+            "", *requirements(case, ("flakey", "delay") if delay else ("flakey",)), HOLD_WRITES if delay else FLAKEY_MOUNT,
             '_scratch_mkfs >>$seqres.full 2>&1 || _fail "mkfs failed"',
-            "_require_metadata_journaling $SCRATCH_DEV", *_own_mount_options(case), "_init_flakey", "_mount_flakey", ""]
+            "_require_metadata_journaling $SCRATCH_DEV", *own_mount_options(case), *stack, ""]
 
 
-def _own_mount_options(case: Case) -> list[str]:
-    """The configuration's mount options (f2fs-strict's fsync_mode), which _mount_flakey takes
+def own_mount_options(case: Case) -> list[str]:
+    """The configuration's mount options (f2fs-strict's fsync_mode), which fstests' mounts take
     from MOUNT_OPTIONS."""
     options = FILESYSTEMS[case.fs].mount_options
     return [f'MOUNT_OPTIONS="$MOUNT_OPTIONS -o {",".join(options)}"'] if options else []
@@ -99,11 +182,24 @@ def printing(case: Case) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test(case: Case, number: str = "NNN") -> str:
-    """The fstests test of `case`, numbered `number`."""
-    body = [*header(case, checks(case), number), *preamble(case), *setup_lines(case, TOOLS), *op_lines(case, TOOLS),
-            "", "# Drop every write from here on (a power cut), unmount, mount again.", "_flakey_drop_and_remount", "",
-            printing(case), "_unmount_flakey", "", "# success, all done", "status=0", "exit"]
+def ending(unmount: str) -> list[str]:
+    return [unmount, "", "# success, all done", "status=0", "exit"]
+
+
+CRASH = {
+    "flakey": ["# Drop every write from here on (a power cut), unmount, mount again.", "_flakey_drop_and_remount",
+               'grep -q " $SCRATCH_MNT " /proc/mounts || _fail "the recovery mount failed"'],
+    "delay": ["# Drop every write from here on and those still held (a power cut), unmount, mount again.",
+              "_load_flakey_table $FLAKEY_DROP_WRITES", "_unmount_delay", "_load_flakey_table $FLAKEY_ALLOW_WRITES",
+              "_load_delay_table $DELAY_NONE", '_mount_delay || _fail "the recovery mount failed"'],
+}
+
+
+def test(case: Case, number: str = "NNN", form: str = "flakey") -> str:
+    """The fstests test of `case`, numbered `number`, in the `flakey` or `delay` form."""
+    body = [*header(case, checks(case), number, form), *preamble(case, form), *setup_lines(case, TOOLS),
+            *op_lines(case, TOOLS), "", *CRASH[form], "", printing(case),
+            *ending("_unmount_delay" if form == "delay" else "unmount_flakey")]
     return "\n".join(body) + "\n"
 
 

@@ -6,8 +6,13 @@ makes the flakey device drop every write (`dmsetup suspend --nolockfs`, a `drop_
 table, resume), unmounts, loads the pass-through table, mounts (the filesystem recovers as
 after a power cut) and checks what the point owes. It prints `PASS`, or one `FAIL:` line per
 wrong fact and a `FAIL:` summary. Exit: 0 PASS, 1 FAIL, 2 bad usage or a missing tool, 3 a
-step before the check failed (no verdict). The mount point and the flakey device go on every
-path out."""
+step before the check failed (no verdict). The mount point and the dm devices go on every
+path out.
+
+The `delay` form puts a dm-delay device above the flakey one and the filesystem on it: writes
+wait `DELAY_MS` there, reads and flushes do not. A write the persistence call did not wait
+for is still held in it when the call returns, and the drop loses it every time; a call that
+waits for its writes takes longer instead and keeps them (DESIGN.md fact 17)."""
 
 from plugpull.reproducer import Case
 from plugpull.reproducer.checks import Checks, check_calls, checks, comment, reader_functions
@@ -16,12 +21,20 @@ from plugpull.testbed.fs import FILESYSTEMS
 
 TOOLS = Tools('"$mnt"', "xfs_io", "setfattr", "rm -f")
 EXIT_FOUND, EXIT_USAGE, EXIT_NO_VERDICT = 1, 2, 3
+DELAY_MS = 600  # longer than any write takes under TCG; a call that waits for its writes waits this long
 
 PRELUDE = r"""set -u
 name=plugpull-repro-$$
 mnt=
 created=
+delayed=
 failed=0
+
+remove() {  # a dm device, and its /dev/mapper node (without udev nothing else drops it)
+	dmsetup resume "$1" 2>/dev/null
+	dmsetup remove --retry "$1"
+	dmsetup mknodes "$1" 2>/dev/null
+}
 
 cleanup() {
 	cd /
@@ -29,10 +42,8 @@ cleanup() {
 		if grep -q " $mnt " /proc/mounts; then umount "$mnt"; fi
 		rmdir "$mnt"
 	fi
-	if [ -n "$created" ]; then
-		dmsetup remove --retry "$name"
-		dmsetup mknodes "$name" 2>/dev/null  # without udev: drop its /dev/mapper node
-	fi
+	if [ -n "$delayed" ]; then remove "$name-delay"; fi
+	if [ -n "$created" ]; then remove "$name"; fi
 }
 trap cleanup EXIT
 trap 'exit 3' HUP INT TERM
@@ -81,49 +92,83 @@ held() {  # held KIND MD5 WHY NAME...: one of the NAMEs is a KIND (with contents
 """
 
 
-def header(case: Case, found: Checks) -> list[str]:
+METHOD = {
+    "flakey": ["# Method (fstests' dm-flakey): right after the point's persistence call every write is",
+               "# dropped, the filesystem is unmounted and mounted again: what the disk had then is",
+               "# what a power cut would have left."],
+    "delay": ["# Method: the filesystem sits on dm-delay (writes held %d ms, reads and flushes not) above" % DELAY_MS,
+              "# dm-flakey. Right after the point's persistence call every write is dropped: a write",
+              "# the call did not wait for is still held then and is lost, as a disk cache may lose a",
+              "# write no flush covered. The filesystem is unmounted and mounted again (recovery)."],
+}
+
+
+def header(case: Case, found: Checks, form: str = "flakey") -> list[str]:
+    targets = "dm-flakey and dm-delay targets" if form == "delay" else "dm-flakey target"
     return ["#!/bin/sh",
             f"# Reproducer: {case.title()}.",
             f"# Workload: {case.whole.text()}",
             "# Usage, as root: sh THIS_SCRIPT DEVICE",
             "# EVERYTHING ON DEVICE IS ERASED: the script makes a new filesystem on it.",
-            f"# Needs: dmsetup and the dm-flakey target, xfs_io, {' '.join(FILESYSTEMS[case.fs].mkfs[:1])}, mount,",
+            f"# Needs: dmsetup and the {targets}, xfs_io, {' '.join(FILESYSTEMS[case.fs].mkfs[:1])}, mount,",
             "# and stat, readlink, md5sum, blockdev, mktemp" + (", setfattr, getfattr." if needs_setfattr(case) else "."),
-            "# Method (fstests' dm-flakey): right after the point's persistence call every write is",
-            "# dropped, the filesystem is unmounted and mounted again: what the disk had then is",
-            "# what a power cut would have left.",
+            *METHOD[form],
             *comment(found, case),
             "# Prints PASS or FAIL lines; exit 0 PASS, 1 FAIL, 2 bad usage or a missing tool,",
             "# 3 a step before the check failed (no verdict)."]
 
 
-def preflight(case: Case) -> list[str]:
-    tools = ["dmsetup", "xfs_io", FILESYSTEMS[case.fs].mkfs[0], "mount", "umount", "stat", "readlink", "md5sum",
-             "cut", "grep", "blockdev", "mktemp"] + (["setfattr", "getfattr"] if needs_setfattr(case) else [])
+def usage_and_tools(tools: list[str]) -> list[str]:
+    """The script's first checks: one block device, root, every tool there (else exit 2)."""
     return [
         'if [ $# -ne 1 ] || [ ! -b "$1" ]; then',
         '\techo "usage: sh $0 DEVICE (a block device; everything on it is erased)" >&2',
         f"\texit {EXIT_USAGE}",
         "fi",
         'dev=$1',
-        f'if [ "$(id -u)" != 0 ]; then echo "run as root (dmsetup, mkfs, mount)" >&2; exit {EXIT_USAGE}; fi',
+        f'if [ "$(id -u)" != 0 ]; then echo "run as root (mkfs, mount)" >&2; exit {EXIT_USAGE}; fi',
         f"for tool in {' '.join(tools)}; do",
         f'\tcommand -v "$tool" >/dev/null 2>&1 || {{ echo "missing tool: $tool" >&2; exit {EXIT_USAGE}; }}',
-        "done",
-        "modprobe dm-flakey 2>/dev/null",
-        "if ! dmsetup targets | grep -q '^flakey'; then",
-        f'\techo "missing: the dm-flakey target (CONFIG_DM_FLAKEY)" >&2; exit {EXIT_USAGE}',
-        "fi"]
+        "done"]
 
 
-def mount_command(fs) -> str:
+def dm_targets(*targets: str) -> list[str]:
+    lines = []
+    for target in targets:
+        lines += [f"modprobe dm-{target} 2>/dev/null",
+                  f"if ! dmsetup targets | grep -q '^{target}'; then",
+                  f'\techo "missing: the dm-{target} target (CONFIG_DM_{target.upper()})" >&2; exit {EXIT_USAGE}',
+                  "fi"]
+    return lines
+
+
+def case_tools(case: Case) -> list[str]:
+    return ["xfs_io", FILESYSTEMS[case.fs].mkfs[0], "mount", "umount", "stat", "readlink", "md5sum", "cut", "grep",
+            "blockdev", "mktemp"] + (["setfattr", "getfattr"] if needs_setfattr(case) else [])
+
+
+def preflight(case: Case, form: str = "flakey") -> list[str]:
+    return [*usage_and_tools(["dmsetup", *case_tools(case)]),
+            *dm_targets("flakey", *(["delay"] if form == "delay" else []))]
+
+
+def mount_command(fs, device: str = '"/dev/mapper/$name"') -> str:
     options = f" -o {','.join(fs.mount_options)}" if fs.mount_options else ""
-    return f'mount -t {fs.mount_type}{options} "/dev/mapper/$name" "$mnt"'
+    return f'mount -t {fs.mount_type}{options} {device} "$mnt"'
 
 
-def make_and_mount(case: Case) -> list[str]:
+def delay_device() -> list[str]:
+    """A dm-delay device over the flakey one: writes held DELAY_MS, reads and flushes not."""
+    lower = '/dev/mapper/$name'
+    return [f'held="0 $size delay {lower} 0 0 {lower} 0 {DELAY_MS} {lower} 0 0"',
+            'dmsetup create "$name-delay" --table "$held" || die "dmsetup create (dm-delay) failed"',
+            "delayed=1",
+            'dmsetup mknodes "$name-delay"']
+
+
+def make_and_mount(case: Case, form: str = "flakey") -> list[str]:
     fs = FILESYSTEMS[case.fs]
-    mount = mount_command(fs)
+    top = '"/dev/mapper/$name-delay"' if form == "delay" else '"/dev/mapper/$name"'
     return [
         'size=$(blockdev --getsz "$dev") || die "blockdev --getsz $dev failed"',
         'live="0 $size flakey $dev 0 180 0"',
@@ -132,8 +177,9 @@ def make_and_mount(case: Case) -> list[str]:
         'dmsetup create "$name" --table "$live" || die "dmsetup create failed"',
         "created=1",
         'dmsetup mknodes "$name"  # without udev there is no /dev/mapper node otherwise',
+        *(delay_device() if form == "delay" else []),
         'mnt=$(mktemp -d) || die "mktemp failed"',
-        f'{mount} || die "mount failed"']
+        f'{mount_command(fs, top)} || die "mount failed"']
 
 
 def guarded(lines: list[str]) -> list[str]:
@@ -149,12 +195,14 @@ def guarded(lines: list[str]) -> list[str]:
     return out
 
 
-def crash_and_remount(case: Case) -> list[str]:
+def crash_and_remount(case: Case, form: str = "flakey") -> list[str]:
     mount = mount_command(FILESYSTEMS[case.fs])
+    undelay = ['remove "$name-delay" || die "could not remove the dm-delay device"', "delayed="]
     return [
-        "# the power cut: every write from here on is dropped",
+        "# the power cut: every write from here on is dropped" + (", and those still held" if form == "delay" else ""),
         'table "$drop" || die "could not load the drop_writes table"',
         'umount "$mnt" || die "umount failed"',
+        *(undelay if form == "delay" else []),
         'table "$live" || die "could not load the pass-through table"',
         f"if ! {mount}; then",
         f'\techo "FAIL: the recovery mount failed"; exit {EXIT_FOUND}',
@@ -180,8 +228,8 @@ def checking(case: Case) -> str:
     return "\n".join(lines) + "\n"
 
 
-def script(case: Case) -> str:
-    """The sh reproducer of `case`."""
-    body = [*header(case, checks(case)), "", PRELUDE, *preflight(case), "", *make_and_mount(case), "",
-            *guarded(setup_lines(case, TOOLS) + op_lines(case, TOOLS)), "", *crash_and_remount(case), ""]
+def script(case: Case, form: str = "flakey") -> str:
+    """The sh reproducer of `case`, in the `flakey` or `delay` form."""
+    body = [*header(case, checks(case), form), "", PRELUDE, *preflight(case, form), "", *make_and_mount(case, form),
+            "", *guarded(setup_lines(case, TOOLS) + op_lines(case, TOOLS)), "", *crash_and_remount(case, form), ""]
     return "\n".join(body) + "\n" + checking(case)

@@ -1,0 +1,168 @@
+#!/bin/sh
+# Reproducer: gen:seq2-056383 on btrfs, writes dropped after point 1 (fsync A).
+# Workload: link A/foo B/bar; unlink A/foo, fsync A
+# Usage, as root: sh THIS_SCRIPT DEVICE
+# EVERYTHING ON DEVICE IS ERASED: the script makes a new filesystem on it.
+# Needs: dmsetup and the dm-flakey target, xfs_io, mkfs.btrfs, mount,
+# and stat, readlink, md5sum, blockdev, mktemp.
+# Method (fstests' dm-flakey): right after the point's persistence call every write is
+# dropped, the filesystem is unmounted and mounted again: what the disk had then is
+# what a power cut would have left.
+# Checked: what the model oracle says a crash right after this point owes on btrfs, and nothing more
+# (a name's kind, a file's size, md5, link count, a symlink's target; xattrs only where
+# the workload sets some). A fact owed as one of several values accepts any of them.
+# Xattrs are not checked: no operation sets or removes one.
+# Prints PASS or FAIL lines; exit 0 PASS, 1 FAIL, 2 bad usage or a missing tool,
+# 3 a step before the check failed (no verdict).
+
+set -u
+name=plugpull-repro-$$
+mnt=
+created=
+delayed=
+failed=0
+
+remove() {  # a dm device, and its /dev/mapper node (without udev nothing else drops it)
+	dmsetup resume "$1" 2>/dev/null
+	dmsetup remove --retry "$1"
+	dmsetup mknodes "$1" 2>/dev/null
+}
+
+cleanup() {
+	cd /
+	if [ -n "$mnt" ]; then
+		if grep -q " $mnt " /proc/mounts; then umount "$mnt"; fi
+		rmdir "$mnt"
+	fi
+	if [ -n "$delayed" ]; then remove "$name-delay"; fi
+	if [ -n "$created" ]; then remove "$name"; fi
+}
+trap cleanup EXIT
+trap 'exit 3' HUP INT TERM
+
+die() {  # a step before the check failed: no verdict
+	echo "ERROR: $*" >&2
+	exit 3
+}
+
+table() {  # load dm table $1 into the flakey device, the filesystem left unfrozen (as fstests does)
+	dmsetup suspend --nolockfs "$name" && dmsetup load "$name" --table "$1" && dmsetup resume "$name"
+}
+
+if [ $# -ne 1 ] || [ ! -b "$1" ]; then
+	echo "usage: sh $0 DEVICE (a block device; everything on it is erased)" >&2
+	exit 2
+fi
+dev=$1
+if [ "$(id -u)" != 0 ]; then echo "run as root (mkfs, mount)" >&2; exit 2; fi
+for tool in dmsetup xfs_io mkfs.btrfs mount umount stat readlink md5sum cut grep blockdev mktemp; do
+	command -v "$tool" >/dev/null 2>&1 || { echo "missing tool: $tool" >&2; exit 2; }
+done
+modprobe dm-flakey 2>/dev/null
+if ! dmsetup targets | grep -q '^flakey'; then
+	echo "missing: the dm-flakey target (CONFIG_DM_FLAKEY)" >&2; exit 2
+fi
+
+size=$(blockdev --getsz "$dev") || die "blockdev --getsz $dev failed"
+live="0 $size flakey $dev 0 180 0"
+drop="0 $size flakey $dev 0 0 180 1 drop_writes"
+mkfs.btrfs -q -f "$dev" >/dev/null || die "mkfs failed"
+dmsetup create "$name" --table "$live" || die "dmsetup create failed"
+created=1
+dmsetup mknodes "$name"  # without udev there is no /dev/mapper node otherwise
+mnt=$(mktemp -d) || die "mktemp failed"
+mount -t btrfs "/dev/mapper/$name" "$mnt" || die "mount failed"
+
+# setup, made durable by sync (point 0)
+mkdir "$mnt"/A || die "setup, made durable by sync (point 0): failed"
+mkdir "$mnt"/B || die "setup, made durable by sync (point 0): failed"
+xfs_io -f -c "pwrite -q -S 0x41 0 16384" "$mnt"/A/foo || die "setup, made durable by sync (point 0): failed"
+sync || die "setup, made durable by sync (point 0): failed"
+# 1: link A/foo B/bar
+ln "$mnt"/A/foo "$mnt"/B/bar || die "1: link A/foo B/bar: failed"
+# 2: unlink A/foo
+rm -f "$mnt"/A/foo || die "2: unlink A/foo: failed"
+# point 1: fsync A
+xfs_io -c fsync "$mnt"/A || die "point 1: fsync A: failed"
+
+# the power cut: every write from here on is dropped
+table "$drop" || die "could not load the drop_writes table"
+umount "$mnt" || die "umount failed"
+table "$live" || die "could not load the pass-through table"
+if ! mount -t btrfs "/dev/mapper/$name" "$mnt"; then
+	echo "FAIL: the recovery mount failed"; exit 1
+fi
+
+kind_of() {  # the kind of PATH: absent, file, dir, symlink or other
+	if [ -L "$mnt/$1" ]; then echo symlink
+	elif [ -f "$mnt/$1" ]; then echo file
+	elif [ -d "$mnt/$1" ]; then echo dir
+	elif [ -e "$mnt/$1" ]; then echo other
+	else echo absent
+	fi
+}
+
+fact_of() {  # fact_of PATH FACT: size, nlink, md5 (of the contents), target or xattr (user.pp's value)
+	case $2 in
+	size) stat -c %s "$mnt/$1" ;;
+	nlink) stat -c %h "$mnt/$1" ;;
+	md5) md5sum <"$mnt/$1" | cut -d' ' -f1 ;;
+	target) readlink "$mnt/$1" ;;
+	xattr) getfattr --only-values -n user.pp "$mnt/$1" 2>/dev/null ;;
+	esac
+}
+
+either() {  # the words given, joined by "or" ("none" for an empty one)
+	e_out=
+	for e_word in "$@"; do e_out="${e_out:+$e_out or }${e_word:-none}"; done
+	echo "$e_out"
+}
+
+wrong() {
+	echo "FAIL: $*"
+	failed=$((failed + 1))
+}
+
+check() {  # check PATH FACT NEED WHY ALLOWED...: FACT of PATH is one of ALLOWED (judged where PATH is a NEED)
+	c_path=$1 c_fact=$2 c_need=$3 c_why=$4
+	shift 4
+	if [ "$c_fact" = kind ]; then
+		c_value=$(kind_of "$c_path")
+	elif [ "$(kind_of "$c_path")" != "$c_need" ]; then
+		return 0
+	else
+		c_value=$(fact_of "$c_path" "$c_fact")
+	fi
+	for c_ok in "$@"; do
+		if [ "$c_value" = "$c_ok" ]; then return 0; fi
+	done
+	wrong "$c_path: $c_fact is ${c_value:-none}, owed $(either "$@") ($c_why)"
+}
+
+held() {  # held KIND MD5 WHY NAME...: one of the NAMEs is a KIND (with contents MD5, unless -)
+	h_kind=$1 h_md5=$2 h_why=$3
+	shift 3
+	for h_name in "$@"; do
+		if [ "$(kind_of "$h_name")" = "$h_kind" ]; then
+			if [ "$h_md5" = - ] || [ "$(fact_of "$h_name" md5)" = "$h_md5" ]; then return 0; fi
+		fi
+	done
+	wrong "the $h_kind owed at $1 is under none of $* ($h_why)"
+}
+
+# what the point owes
+check A kind - 'sync-all, point 0' dir
+check B kind - 'sync-all, point 0' dir
+check A/foo kind - 'fsync-dir-entries, point 1' absent
+check A/foo nlink file 'sync-all, point 0' 1 2
+check A/bar kind - 'fsync-dir-entries, point 1' absent
+check B/foo kind - 'sync-all, point 0' absent
+check B/bar kind - 'sync-all, point 0' absent file
+held file 4534f12102d235344cf8dda748f0cabf 'sync-all, point 0' A/foo B/bar
+
+if [ "$failed" -gt 0 ]; then
+	echo "FAIL: $failed owed fact(s) wrong after a crash right after point 1 of gen:seq2-056383 on btrfs"
+	exit 1
+fi
+echo PASS
+exit 0
