@@ -16,6 +16,7 @@ import pytest
 
 from plugpull.errors import UsageError
 from plugpull.minimise.explain import xfs_layout, xfs_log_bytes
+from plugpull.minimise.xfslog import XLOG_MAGIC
 from plugpull.powerloss.writelog import LogWriter
 from plugpull.reproducer import case_for
 from plugpull.reproducer.flushes import FLUSH_COUNT, fstests_test as flushes_test, script as flushes_script
@@ -132,6 +133,7 @@ def test_the_crafted_record_lands_where_the_vm_test_puts_it(tmp_path):
         assert f.read(512) == bytes(512)  # nothing before it: the hole
         assert f.read(len(record_bytes(FAR))) == record_bytes(FAR)
     assert record_bytes(FAR) != record_bytes(FAR + 1)
+    assert record_bytes(FAR)[:4] == XLOG_MAGIC.to_bytes(4, "big")  # the magic minimise reads records by
 
 
 @pytest.mark.parametrize("fields, count", [(17, "9"), (11, "")])

@@ -13,10 +13,10 @@ same with `_scratch_mkfs`, `_scratch_xfs_db` and `_try_scratch_mount`."""
 
 import struct
 
-from plugpull.minimise.xfslog import XLOG_MAGIC
 from plugpull.reproducer.fstests import cleanup_lines, copyright_lines, ending
 from plugpull.reproducer.sh import EXIT_FOUND, PRELUDE, usage_and_tools
 
+XLOG_MAGIC = 0xFEEDBABE  # XFS's XLOG_HEADER_MAGIC_NUM (minimise.xfslog reads it; a later stage than this)
 HEAD = 2  # a fresh log's head: right after mkfs's unmount record
 RECORD_BB = 64  # a 32 KiB iclog, in 512-byte log blocks
 FAR = HEAD + 4032 + 4  # the record then ends 4096 blocks past the hole's first block (block 6)
@@ -32,14 +32,17 @@ zeros() {
 }
 
 record() {  # record BLOCK: a log record header of cycle 1 (CRC 0: wrong) at BLOCK, then its @DATA@ data blocks
-	be32 4276992702; be32 1; be32 2; be32 @LENGTH@  # XLOG_HEADER_MAGIC_NUM, cycle, version 2, h_len
+	be32 @MAGIC@; be32 1; be32 2; be32 @LENGTH@  # XLOG_HEADER_MAGIC_NUM, cycle, version 2, h_len
 	be32 1; be32 "$1"; be32 1; be32 @HEAD@  # h_lsn 1:BLOCK, h_tail_lsn 1:@HEAD@
 	be32 0; be32 @HEAD@; be32 0  # h_crc, h_prev_block, h_num_logops
 	zeros 468
 	r_i=0
 	while [ $r_i -lt @DATA@ ]; do be32 1; zeros 508; r_i=$((r_i + 1)); done  # each block starts with its cycle
 }
-""".replace("@DATA@", str(RECORD_BB - 1)).replace("@LENGTH@", str((RECORD_BB - 1) * 512)).replace("@HEAD@", str(HEAD))
+"""
+for _word, _value in (("@MAGIC@", XLOG_MAGIC), ("@DATA@", RECORD_BB - 1), ("@LENGTH@", (RECORD_BB - 1) * 512),
+                      ("@HEAD@", HEAD)):
+    RECORD = RECORD.replace(_word, str(_value))
 
 
 def record_bytes(block: int) -> bytes:
