@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from plugpull.errors import UsageError
+from plugpull.values import shown
 from plugpull.kernels.versions import series_of, upstream_numbers
 
 DEBIAN = "debian:"
 HOST = "host"
 FLAVOUR = "amd64"
 EXAMPLES = "debian:6.12, debian:7.3, debian:6.12.117-1"
+VERSION_MAX = 64  # Debian's kernel versions are half that; no 5000-digit number is read
 _SERIES = re.compile(r"^\d+\.\d+$")
 _UPSTREAM = re.compile(r"^\d+\.\d+\.\d+$")
 _VERSION_CHARS = re.compile(r"^(\d+:)?\d[0-9A-Za-z.+~-]*$")
@@ -66,8 +68,9 @@ def parse_debian(text: str) -> DebianKernel:
     version = text[len(DEBIAN):].strip()
     if not version:
         raise UsageError(f"--kernel {text} names no version (e.g. {EXAMPLES})")
-    if not _VERSION_CHARS.match(version) or not upstream_numbers(version):
-        raise UsageError(f"--kernel {text}: {version!r} is not a kernel version (e.g. {EXAMPLES})")
+    if len(version) > VERSION_MAX or not _VERSION_CHARS.match(version) or not upstream_numbers(version):
+        raise UsageError(f"--kernel {text if len(text) <= 80 else shown(text)}: {shown(version)} is not a kernel "
+                         f"version (e.g. {EXAMPLES})")
     if _SERIES.match(version):
         return DebianKernel(version, Match.SERIES)
     if _UPSTREAM.match(version):
