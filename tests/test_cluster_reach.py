@@ -5,6 +5,7 @@ import asyncio
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -60,6 +61,42 @@ def test_a_listener_that_never_answers_ends_the_probe_in_the_time_said():
         with pytest.raises(SchedulerUnreachable, match=r"no Dask scheduler answered within 2 s"):
             probe(f"tcp://127.0.0.1:{port}", None, "--cluster", timeout=2)
         assert time.monotonic() - started < 5
+
+
+@contextmanager
+def answering(reply: bytes):
+    """A port on 127.0.0.1 that sends `reply` to each connection and closes it."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn = server.accept()[0]
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(reply)
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+
+
+@pytest.mark.parametrize("reply", [b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+                                   struct.pack("Q", 2**31) + b"\0" * 64], ids=["http", "a-2-GiB-frame"])
+def test_a_port_answering_something_else_is_not_a_dask_scheduler(reply):
+    """Dask would take the first 8 bytes as a frame's size and allocate it (3 EiB for HTTP)."""
+    with answering(reply) as port:
+        with pytest.raises(SchedulerUnreachable, match=f"--cluster tcp://127.0.0.1:{port}: not a Dask scheduler"):
+            probe(f"tcp://127.0.0.1:{port}", None, "--cluster", timeout=5)
 
 
 def test_a_refused_port_is_said_as_refused():

@@ -162,14 +162,17 @@ def one_name_each(named: list[tuple[str, str | None]]) -> None:
 
 def early_settings(spec, named: list, out: Path) -> dict:
     """The hunt's settings as far as they are known before any image is made. The host
-    kernel's release is not: where the hunt in `out` has as many kernels, its kernel at the
-    host's place stands in (the release is checked once the image is made); else `host`."""
+    kernel's release is not: where the hunt in `out` has the same other kernels at the same
+    places, its kernel at the host's place stands in (the release is checked once the image
+    is made); else `host`, as a refusal then shows it."""
     from plugpull.hunt.journal import SETTINGS, kernels_of
 
-    held = json.loads((out / SETTINGS).read_text()) if (out / SETTINGS).is_file() else {}  # check_out read it
+    held = json.loads(read_regular_text(out / SETTINGS)) if (out / SETTINGS).is_file() else {}  # check_out read it
     there = kernels_of(held)
-    return spec.settings(*(k.release if k is not None else there[i] if len(there) == len(named) else "host"
-                           for i, (_, k) in enumerate(named)))
+    releases = [k.release if k is not None else None for _, k in named]
+    same_others = len(there) == len(named) and all(r in (None, t) for r, t in zip(releases, there))
+    return spec.settings(*(r if r is not None else there[i] if same_others else "host"
+                           for i, r in enumerate(releases)))
 
 
 def _check_out(out: Path) -> None:

@@ -21,6 +21,7 @@ from plugpull.cluster.tls import check_tls_files
 from plugpull.cluster.workdir import worker_dir
 from plugpull.errors import InfraError, UsageError
 from plugpull.paths import make_tempdir
+from plugpull.values import shown
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,13 @@ def is_loopback(host: str) -> bool:
 
 
 def check_bind(host: str, sec) -> None:
-    """Refuse to listen on an address other machines can reach without TLS."""
+    """Refuse a host that names no address, and listening on an address other machines can
+    reach without TLS."""
+    try:
+        socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError) as e:
+        reason = getattr(e, "strerror", None) or str(e)
+        raise UsageError(f"--host {shown(host)}: not a host name or address this machine knows ({reason})") from None
     if sec is None and not is_loopback(host):
         raise UsageError(f"--host {host} is not a loopback address: a scheduler listening there needs TLS "
                          "(--tls-ca-file, --tls-cert, --tls-key)")
