@@ -21,19 +21,18 @@ from plugpull.errors import UsageError
 
 
 @contextmanager
-def silent_listener():
-    """A port on 127.0.0.1 that accepts connections and never says a word; closed on leaving."""
+def listening(on_accept):
+    """A port on 127.0.0.1 whose connections are handed to `on_accept`; closed on leaving."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(16)
-    held = []
     stop = threading.Event()
 
     def accept():
         server.settimeout(0.2)
         while not stop.is_set():
             try:
-                held.append(server.accept()[0])
+                on_accept(server.accept()[0])
             except OSError:
                 continue
 
@@ -44,9 +43,19 @@ def silent_listener():
     finally:
         stop.set()
         thread.join()
-        for conn in held:
-            conn.close()
         server.close()
+
+
+@contextmanager
+def silent_listener():
+    """A port on 127.0.0.1 that accepts connections and never says a word; closed on leaving."""
+    held = []
+    with listening(held.append) as port:
+        try:
+            yield port
+        finally:
+            for conn in held:
+                conn.close()
 
 
 def free_port() -> int:
@@ -66,28 +75,11 @@ def test_a_listener_that_never_answers_ends_the_probe_in_the_time_said():
 @contextmanager
 def answering(reply: bytes):
     """A port on 127.0.0.1 that sends `reply` to each connection and closes it."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            try:
-                conn = server.accept()[0]
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(reply)
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join()
-        server.close()
+    def send(conn):
+        with conn:
+            conn.sendall(reply)
+    with listening(send) as port:
+        yield port
 
 
 @pytest.mark.parametrize("reply", [b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
