@@ -25,13 +25,24 @@ def cache_dir() -> Path:
 
 
 def check_cache_dir() -> None:
-    """A UsageError if the cache is set to something that is not a directory (checked before
-    any work: each stage reaches the cache at its own time)."""
+    """A UsageError if the cache is set to something that is not a directory, or to a place
+    plugpull cannot write in (checked before any work: each stage reaches the cache at its
+    own time). Nothing is made: a missing cache is tried in its nearest existing parent."""
     path = cache_dir()
     if path.is_symlink() and not path.exists():
         raise UsageError(f"PLUGPULL_CACHE {path}: a dangling link, not a directory")
     if path.exists() and not path.is_dir():
         raise UsageError(f"the cache {path} is not a directory: set PLUGPULL_CACHE to a directory")
+    where = path
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    if not where.is_dir():
+        raise UsageError(f"the cache {path}: {where} is not a directory: set PLUGPULL_CACHE to a directory")
+    try:
+        tempfile.TemporaryFile(dir=where).close()
+    except OSError as e:
+        raise UsageError(f"the cache {path}: cannot write in {where} ({e.strerror}): set PLUGPULL_CACHE to a "
+                         "directory plugpull may write in") from None
 
 
 def temp_root() -> Path:

@@ -64,6 +64,7 @@ PROBES = [
     Probe("scheduler-host-twice", ["scheduler", "--host", "127.0.0.1", "--host", "::1"], "--host: given twice"),
     Probe("scheduler-port-arabic", ["scheduler", "--port", "٨٧٨٦"], "--port"),
     Probe("scheduler-port-fullwidth", ["scheduler", "--port", "８７８６"], "--port"),
+    Probe("scheduler-host-no-such", ["scheduler", "--host", "bad host!"], "--host 'bad host!': not a host name"),
     Probe("scheduler-port-in-use", ["scheduler", "--port", "{port}"], "port {port} is in use on 127.0.0.1"),
     Probe("scheduler-tls-ca-junk", ["scheduler", *_tls(ca="junk")], "--tls-ca-file {tls}/junk: not a CA"),
     Probe("scheduler-tls-cert-junk", ["scheduler", *_tls(cert="junk")], "--tls-cert {tls}/junk"),

@@ -58,6 +58,18 @@ def refused(tmp_path, capsys, argv, *words) -> None:
     (["scheduler", "--port", "0", "--port", "1"], ["--port", "given twice"]),
     (["hunt", "--seq", "1", "--fs", "ext4", "--fs", "xfs"], ["--fs is given twice"]),
     (["hunt", "--seq", "1", "--connect", "qemu:///session"], ["--connect is not for it"]),
+    # round four: a space in a value, a budget too small to judge anything, options without their partner
+    (["hunt", "--seq", "1", "--fsck", "every:1 "], ["--fsck", "'every:1 ' has a space"]),
+    (["hunt", "--seq", "1", "--kernel", "debian:6.12 ,host"], ["--kernel", "has a space"]),
+    (["crash", "--kernel", "host "], ["--kernel", "has a space"]),
+    (["generate", "--seq", "1", "--sample", " 3"], ["--sample", "has a space"]),
+    (["generate", "--seq", "1", "--ops", "rename, fsync"], ["--ops", "has a space"]),
+    (["matrix", "--fs", "xfs ,ext4"], ["--fs", "has a space"]),
+    (["hunt", "--seq", "1", "--budget", "0.001s"], ["--budget", "from 30s"]),
+    (["hunt", "--seq", "1", "--budget", "29s"], ["--budget", "from 30s"]),
+    (["generate", "--seq", "1", "--fs", "xfs"], ["--fs goes with --owed"]),
+    (["generate", "--seq", "1", "--list", "--seed", "3"], ["--seed goes with --sample"]),
+    (["generate", "--seq", "1", "--seed", "3"], ["--seed goes with --sample"]),
 ])
 def test_bad_options_are_refused_in_one_line(tmp_path, capsys, argv, words):
     refused(tmp_path, capsys, argv, *words)

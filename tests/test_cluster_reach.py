@@ -5,6 +5,7 @@ import asyncio
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -20,19 +21,18 @@ from plugpull.errors import UsageError
 
 
 @contextmanager
-def silent_listener():
-    """A port on 127.0.0.1 that accepts connections and never says a word; closed on leaving."""
+def listening(on_accept):
+    """A port on 127.0.0.1 whose connections are handed to `on_accept`; closed on leaving."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(16)
-    held = []
     stop = threading.Event()
 
     def accept():
         server.settimeout(0.2)
         while not stop.is_set():
             try:
-                held.append(server.accept()[0])
+                on_accept(server.accept()[0])
             except OSError:
                 continue
 
@@ -43,9 +43,19 @@ def silent_listener():
     finally:
         stop.set()
         thread.join()
-        for conn in held:
-            conn.close()
         server.close()
+
+
+@contextmanager
+def silent_listener():
+    """A port on 127.0.0.1 that accepts connections and never says a word; closed on leaving."""
+    held = []
+    with listening(held.append) as port:
+        try:
+            yield port
+        finally:
+            for conn in held:
+                conn.close()
 
 
 def free_port() -> int:
@@ -60,6 +70,25 @@ def test_a_listener_that_never_answers_ends_the_probe_in_the_time_said():
         with pytest.raises(SchedulerUnreachable, match=r"no Dask scheduler answered within 2 s"):
             probe(f"tcp://127.0.0.1:{port}", None, "--cluster", timeout=2)
         assert time.monotonic() - started < 5
+
+
+@contextmanager
+def answering(reply: bytes):
+    """A port on 127.0.0.1 that sends `reply` to each connection and closes it."""
+    def send(conn):
+        with conn:
+            conn.sendall(reply)
+    with listening(send) as port:
+        yield port
+
+
+@pytest.mark.parametrize("reply", [b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+                                   struct.pack("Q", 2**31) + b"\0" * 64], ids=["http", "a-2-GiB-frame"])
+def test_a_port_answering_something_else_is_not_a_dask_scheduler(reply):
+    """Dask would take the first 8 bytes as a frame's size and allocate it (3 EiB for HTTP)."""
+    with answering(reply) as port:
+        with pytest.raises(SchedulerUnreachable, match=f"--cluster tcp://127.0.0.1:{port}: not a Dask scheduler"):
+            probe(f"tcp://127.0.0.1:{port}", None, "--cluster", timeout=5)
 
 
 def test_a_refused_port_is_said_as_refused():

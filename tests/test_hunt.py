@@ -161,12 +161,12 @@ def test_the_summary_lists_the_failing_workloads_as_findings():
     assert "seq1-000002" not in text
 
 
-@pytest.mark.parametrize("text, seconds", [("90s", 90), ("60m", 3600), ("1.5h", 5400)])
+@pytest.mark.parametrize("text, seconds", [("90s", 90), ("60m", 3600), ("1.5h", 5400), ("30s", 30), ("0.5m", 30)])
 def test_a_budget_is_a_time_with_its_unit(text, seconds):
     assert budget(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["60", "0m", "-5m", "1d", "m", "8000h", "9" * 50 + "s"])
+@pytest.mark.parametrize("text", ["60", "0m", "-5m", "1d", "m", "8000h", "9" * 50 + "s", "0.001s", "29s", "0.4m"])
 def test_a_budget_without_a_unit_or_out_of_range_is_refused(text):
     with pytest.raises(argparse.ArgumentTypeError):
         budget(text)

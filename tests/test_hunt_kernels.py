@@ -295,3 +295,15 @@ def test_the_report_of_a_hunt_of_two_kernels_has_a_page_per_kernel_of_a_workload
     pages = sorted(p.name for p in (tmp_path / "report" / "workloads").glob("*.html"))
     assert pages == [f"1-{IDS[1]}-{OLD}.html", f"1-{IDS[1]}-{NEW}.html"]
     assert f"kernels {OLD}, {NEW}" in (tmp_path / "report" / "findings.html").read_text()
+
+
+def test_the_host_stands_in_for_a_held_kernel_only_where_the_others_match(tmp_path):
+    """Before the host's image is made, a hunt going on puts the held kernel at the host's
+    place; where the other kernels differ, the refusal shows `host`, not that release."""
+    from plugpull.cli.hunt import early_settings
+    (tmp_path / SETTINGS).write_text(json.dumps(HuntSpec(1).settings(OLD, NEW)))
+    spec, third = HuntSpec(1), SimpleNamespace(release="6.12.117-z")
+    assert early_settings(spec, [("host", None), ("debian:7.3", SimpleNamespace(release=NEW))], tmp_path)["kernels"] \
+        == [OLD, NEW]
+    assert early_settings(spec, [("host", None), ("debian:6.12", third)], tmp_path)["kernels"] == ["host", third.release]
+    assert early_settings(spec, [("host", None)], tmp_path)["kernel"] == "host"

@@ -10,6 +10,7 @@ import pytest
 from fake_apt import NEW, OLD
 from fake_archive import fake_archive
 from plugpull.cli.kernels import print_offered
+from plugpull.errors import UsageError
 from plugpull.kernels.apt import ArchiveUnreachable
 from plugpull.kernels.resolve import Kernels
 
@@ -31,12 +32,15 @@ def _releases(kernels) -> set:
     return {o.release for o in kernels.offers()}
 
 
-def test_a_failed_refresh_leaves_the_last_good_lists_in_use(archive, tmp_path, capsys):
+def test_a_failed_refresh_leaves_the_last_good_lists_in_use(tmp_path, capsys, monkeypatch):
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        monkeypatch.delenv(name, raising=False)
     root = tmp_path / "kernels"
-    good = Kernels(root, archive=archive)
-    assert good.refresh(force=True) and _releases(good) == {OLD, NEW}
-    age = good.apt.index_age()
-    bad = Kernels(root, archive=replace(archive, uri=UNREACHABLE))
+    with fake_archive(tmp_path / "archive") as archive:
+        good = Kernels(root, archive=archive)
+        assert good.refresh(force=True) and _releases(good) == {OLD, NEW}
+        age = good.apt.index_age()
+    bad = Kernels(root, archive=archive)  # the same archive, no longer answering
     assert bad.refresh(force=True) is False  # a warning: the old lists serve
     assert _releases(bad) == {OLD, NEW} and bad.apt.archive.uri == archive.uri
     later = Kernels(root, archive=archive)
@@ -46,7 +50,21 @@ def test_a_failed_refresh_leaves_the_last_good_lists_in_use(archive, tmp_path, c
     out = capsys.readouterr().out
     assert f"offered by {archive.uri} " in out and "2 kernels in 2 series" in out
     assert [p.name for p in root.joinpath("apt").iterdir() if p.name.startswith("gen-")] != []
-    assert not list(root.joinpath("apt").glob("gen-*/state/lists/127.0.0.1:9*"))
+
+
+def test_lists_of_another_archive_are_never_used_for_this_one(archive, tmp_path, monkeypatch):
+    """Fresh lists fetched from one archive are none for another (PLUGPULL_DEBIAN_MIRROR set
+    since): the other's are fetched, and a bad or unreachable address is said, not ignored."""
+    root = tmp_path / "kernels"
+    assert Kernels(root, archive=archive).refresh(force=True)
+    other = Kernels(root, archive=replace(archive, uri=UNREACHABLE))
+    assert other.apt.index_age() is None
+    with pytest.raises(ArchiveUnreachable, match=UNREACHABLE):
+        other.refresh()
+    monkeypatch.setenv("PLUGPULL_DEBIAN_MIRROR", "nonsense")
+    with pytest.raises(UsageError, match="PLUGPULL_DEBIAN_MIRROR='nonsense'"):
+        Kernels(root).refresh()
+    assert _releases(Kernels(root, archive=archive)) == {OLD, NEW}  # the good lists are still there
 
 
 def test_a_failed_first_refresh_leaves_no_lists(archive, tmp_path):
@@ -91,3 +109,19 @@ def test_a_table_without_rows_is_its_header(capsys):
     from plugpull.cli.common import print_table
     print_table(("spec", "newest"), [])  # was TypeError: 'int' object is not iterable
     assert capsys.readouterr().out == "spec  newest\n"
+
+
+@pytest.mark.parametrize("specs, words", [(["debian:6.12", "debian:6.12"], "kernels: debian:6.12 is given twice"),
+                                          (["debian:6.12", "debian:6.12.117-1"],
+                                           f"kernels: debian:6.12 and debian:6.12.117-1 are one kernel ({OLD})"),
+                                          (["host"], "kernels host: not a Debian kernel")])
+def test_kernels_refuses_a_kernel_named_twice_before_fetching(specs, words, archive, tmp_path, capsys, monkeypatch):
+    import functools
+    import plugpull.kernels
+    from plugpull import cli
+    root = tmp_path / "kernels"
+    monkeypatch.setattr(plugpull.kernels, "Kernels", functools.partial(Kernels, root, archive=archive))
+    assert cli.main(["kernels", *specs]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err and "--kernel" not in err, err
+    assert not (root / "trees").exists()

@@ -3,6 +3,8 @@ missing tool (nothing was changed), 3 the harness failed (QEMU died, a tool fail
 of the guest kernel under test is a verdict, never exit code 3."""
 
 import argparse
+import errno
+import io
 import os
 import select
 import signal
@@ -82,7 +84,25 @@ def _terminate(signum, frame):
     raise SystemExit(128 + signum)
 
 
+class _ClosedStdout(io.TextIOBase):
+    """sys.stdout when plugpull starts with its stdout closed (`>&-`). Python leaves it None
+    and print() then writes nothing, so a listing would end 0 having shown nothing; here a
+    write fails instead, and the command ends with exit 3 and says why."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "stdout is closed: nothing can be printed")
+
+
+def _guard_stdout() -> None:
+    """With fd 1 closed, /dev/null takes it (so that no file plugpull opens becomes a child's
+    stdout) and print() fails (`_ClosedStdout`)."""
+    if sys.stdout is None:
+        os.open(os.devnull, os.O_WRONLY)  # the lowest free descriptor: 1
+        sys.stdout = _ClosedStdout()
+
+
 def main(argv=None) -> int:
+    _guard_stdout()
     p = parser()
     args = p.parse_args(argv)
     for signum in (signal.SIGTERM, signal.SIGHUP):  # a lost terminal cleans up as a kill does

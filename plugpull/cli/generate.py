@@ -31,13 +31,13 @@ def add_parsers(sub) -> None:
     g.add_argument("--ops", type=names_option, help="only workloads whose operations and persistence points are all "
                    "of these (e.g. rename,link,fsync,sync); ids stay those of the whole space")
     g.add_argument("--sample", type=whole_option(1, COUNT_MAX), metavar="K", help="K workloads drawn at random (by --seed)")
-    g.add_argument("--seed", type=whole_option(0, SEED_MAX), default=1, help="the sample's seed (default 1)")
+    g.add_argument("--seed", type=whole_option(0, SEED_MAX), help="with --sample: the sample's seed (default 1)")
     add_setup_option(g, "(default synced; with --show or --owed: the id's)")
     what = g.add_mutually_exclusive_group()
     what.add_argument("--list", action="store_true", help="one line per workload: its id and operations")
     what.add_argument("--show", metavar="ID", help="the workload's guest program (a POSIX sh script)")
     what.add_argument("--owed", metavar="ID", help="what each persistence point of the workload owes, by rule")
-    g.add_argument("--fs", default="ext4", choices=PROFILES, help="with --owed: whose rules (default ext4)")
+    g.add_argument("--fs", choices=PROFILES, help="with --owed: whose rules (default ext4)")
     g.set_defaults(func=cmd_generate)
 
 
@@ -80,15 +80,20 @@ def check_sample(space, sample: int | None) -> None:
 
 
 def cmd_generate(args) -> int:
+    if args.fs is not None and not args.owed:
+        raise UsageError("--fs goes with --owed ID: it names whose rules say what is owed")
+    if args.seed is not None and args.sample is None:
+        raise UsageError("--seed goes with --sample K: it draws the sample")
     space = _space(args)
     if args.show:
         from plugpull.generate.program import program
         print(program(space.parse(args.show)), end="")
     elif args.owed:
-        _print_owed(space.parse(args.owed), args.fs)
+        _print_owed(space.parse(args.owed), args.fs or "ext4")
     elif args.list or args.sample is not None:
         check_sample(space, args.sample)
-        indexes = space.sample(args.sample, args.seed) if args.sample is not None else None
+        seed = 1 if args.seed is None else args.seed
+        indexes = space.sample(args.sample, seed) if args.sample is not None else None
         workloads = (space.workload(i) for i in indexes) if indexes is not None else space.workloads()
         for workload in workloads:
             print(f"{workload.ident}  {workload.text()}")

@@ -18,22 +18,27 @@ from plugpull.files import an_output, atomic_write, check_input, read_regular_te
 from plugpull.log import run_log
 from plugpull.space import space_is_fatal
 from plugpull.testbed.fs import FILESYSTEMS, MODES, filesystem
-from plugpull.values import COUNT_MAX, SEED_MAX
+from plugpull.values import COUNT_MAX, SEED_MAX, shown
 
 log = logging.getLogger(__name__)
 
 BUDGET = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smh])")  # ASCII digits only, as everywhere
 UNIT = {"s": 1, "m": 60, "h": 3600}
 BUDGET_MAX_S = 7 * 86400
+BUDGET_MIN_S = 30
 CHUNK_MAX = 256
 
 
 def budget(text: str) -> float:
-    """An argparse `type`: a time such as 90s, 60m or 1.5h, in seconds."""
+    """An argparse `type`: a time such as 90s, 60m or 1.5h, in seconds, from 30 s to 7 days.
+    A budget only stops chunks from starting, and the first starts once the hunt's disk is
+    formatted (a few seconds): a smaller budget could be spent before it and judge nothing,
+    so it is refused rather than run."""
     m = BUDGET.fullmatch(text.strip()) if len(text) < 20 else None
     seconds = float(m.group(1)) * UNIT[m.group(2)] if m else 0
-    if not 0 < seconds <= BUDGET_MAX_S:
-        raise argparse.ArgumentTypeError(f"expected a time such as 90s, 60m or 2h (at most 7 days), not {text!r}")
+    if not BUDGET_MIN_S <= seconds <= BUDGET_MAX_S:
+        raise argparse.ArgumentTypeError(f"expected a time such as 90s, 60m or 2h (from {BUDGET_MIN_S}s to 7 days), "
+                                         f"not {shown(text)}")
     return seconds
 
 
@@ -171,14 +176,17 @@ def one_name_each(named: list[tuple[str, str | None]]) -> None:
 
 def early_settings(spec, named: list, out: Path) -> dict:
     """The hunt's settings as far as they are known before any image is made. The host
-    kernel's release is not: where the hunt in `out` has as many kernels, its kernel at the
-    host's place stands in (the release is checked once the image is made); else `host`."""
+    kernel's release is not: where the hunt in `out` has the same other kernels at the same
+    places, its kernel at the host's place stands in (the release is checked once the image
+    is made); else `host`, as a refusal then shows it."""
     from plugpull.hunt.journal import SETTINGS, kernels_of
 
-    held = json.loads((out / SETTINGS).read_text()) if (out / SETTINGS).is_file() else {}  # check_out read it
+    held = json.loads(read_regular_text(out / SETTINGS)) if (out / SETTINGS).is_file() else {}  # check_out read it
     there = kernels_of(held)
-    return spec.settings(*(k.release if k is not None else there[i] if len(there) == len(named) else "host"
-                           for i, (_, k) in enumerate(named)))
+    releases = [k.release if k is not None else None for _, k in named]
+    same_others = len(there) == len(named) and all(r in (None, t) for r, t in zip(releases, there))
+    return spec.settings(*(r if r is not None else there[i] if same_others else "host"
+                           for i, r in enumerate(releases)))
 
 
 def _check_out(out: Path) -> None:

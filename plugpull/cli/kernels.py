@@ -19,14 +19,14 @@ def add_parsers(sub) -> None:
 
 def cmd_kernels(args) -> int:
     from plugpull.kernels import Kernels, parse_debian
+    from plugpull.kernels.option import offered_once
 
-    specs = [parse_debian(s) for s in args.specs]
+    specs = [parse_debian(s, "kernels") for s in args.specs]
     kernels = Kernels()
     kernels.apt.archive  # no archive known: one line before anything is listed or made
     if args.refresh:
         kernels.refresh(force=True)
-    for spec in specs:  # every spec offered before anything is fetched
-        kernels.choose(spec)
+    offered_once(args.specs, "kernels", kernels)  # every spec offered, once, before anything is fetched
     for spec in specs:
         started = time.monotonic()
         got = kernels.resolve(spec)

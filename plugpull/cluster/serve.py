@@ -11,6 +11,7 @@ import asyncio
 import errno
 import ipaddress
 import logging
+import shutil
 import signal
 import socket
 from pathlib import Path
@@ -19,6 +20,8 @@ from plugpull.cluster.reach import SchedulerUnreachable, probe
 from plugpull.cluster.tls import check_tls_files
 from plugpull.cluster.workdir import worker_dir
 from plugpull.errors import InfraError, UsageError
+from plugpull.paths import make_tempdir
+from plugpull.values import shown
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +53,13 @@ def is_loopback(host: str) -> bool:
 
 
 def check_bind(host: str, sec) -> None:
-    """Refuse to listen on an address other machines can reach without TLS."""
+    """Refuse a host that names no address, and listening on an address other machines can
+    reach without TLS."""
+    try:
+        socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError) as e:
+        reason = getattr(e, "strerror", None) or str(e)
+        raise UsageError(f"--host {shown(host)}: not a host name or address this machine knows ({reason})") from None
     if sec is None and not is_loopback(host):
         raise UsageError(f"--host {host} is not a loopback address: a scheduler listening there needs TLS "
                          "(--tls-ca-file, --tls-cert, --tls-key)")
@@ -88,23 +97,28 @@ def check_port_free(host: str, port: int) -> None:
 
 
 def run_scheduler(host: str = LOOPBACK, port: int = 8786, sec=None, announce=print) -> None:
-    """A scheduler until the process is stopped; `announce` gets its address once it listens."""
+    """A scheduler until the process is stopped; `announce` gets its address once it listens.
+    Dask's scratch space is a temp dir of plugpull's own, removed when the scheduler stops
+    (and by a later run if it was killed), never `$TMPDIR/dask-scratch-space`."""
     check_bind(host, sec)
     check_port_free(host, port)
     from distributed import Scheduler
 
-    async def serve():
+    async def serve(scratch: Path):
         protocol = "tls" if sec else "tcp"
         async with Scheduler(host=host, port=port, protocol=protocol, security=sec, dashboard=False,
-                             dashboard_address=f"{LOOPBACK}:0") as s:
+                             dashboard_address=f"{LOOPBACK}:0", local_directory=str(scratch)) as s:
             announce(s.address)
             await s.finished()
 
+    scratch = make_tempdir("scheduler")
     try:
-        asyncio.run(serve())
+        asyncio.run(serve(scratch))
     except RuntimeError as e:  # Dask's "Scheduler failed to start": its cause is the message
         cause = e.__cause__ or e
         raise InfraError(f"the scheduler on {host}:{port} failed to start: {cause}") from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def run_worker(scheduler: str, workdir: Path, rig, sec=None, nthreads: int = 1, announce=print) -> None:

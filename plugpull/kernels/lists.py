@@ -64,8 +64,11 @@ class AptLists:
         return live.archive if live else self.wanted
 
     def index_age(self) -> float | None:
+        """The age of the live lists; None without lists of the wanted archive: lists fetched
+        from another one (`PLUGPULL_DEBIAN_MIRROR` set or changed since) are none, so that a
+        refresh fetches the wanted archive's, and a bad address is said, never ignored."""
         live = self.current()
-        return live.index_age() if live else None
+        return live.index_age() if live and live.archive.uri == self.wanted.uri else None
 
     def update(self, anew: bool = False) -> None:
         """Fetch the lists into a new generation and make it live; `ArchiveUnreachable` (and

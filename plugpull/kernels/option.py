@@ -52,18 +52,40 @@ def kernel_options(texts, modules: Path | None, kernels=None) -> list[tuple[str,
     chosen: dict[str, str] = {}
     for text in texts:
         if is_debian(text):
-            from plugpull.kernels.resolve import Kernels
-            kernels = kernels or Kernels()
-            release = kernels.choose(parse_debian(text)).release
-            if release in chosen:
-                raise UsageError(f"--kernel: {chosen[release]} and {text} are one kernel ({release}): name it once")
-            chosen[release] = text
+            kernels = _chosen_once(text, "--kernel", kernels, chosen)
         elif text != HOST:
             if "," in text or len(texts) > 1:
                 raise UsageError(f"--kernel {text}: a kernel file goes alone, with --modules; "
                                  f"a list names host and debian:VERSION kernels")
             kernel_file(Path(text), modules)
     return [(text, kernel_option(text, modules, kernels)) for text in texts]
+
+
+def offered_once(texts: list[str], flag: str, kernels=None):
+    """Debian kernels as `plugpull kernels` takes them: each name given once, each offered by
+    the archive (the lists fetched if stale, nothing else), no two of them one kernel; a
+    UsageError naming `flag` otherwise (refused, never merged: `once_each`). The `Kernels`
+    asked, made if needed."""
+    try:
+        once_each(texts)
+    except ValueError as e:
+        raise UsageError(f"{flag}: {e}") from None
+    chosen: dict[str, str] = {}
+    for text in texts:
+        kernels = _chosen_once(text, flag, kernels, chosen)
+    return kernels
+
+
+def _chosen_once(text: str, flag: str, kernels, chosen: dict[str, str]):
+    """The archive's kernel `text` names, refused if another name in `chosen` (release ->
+    name) is the same kernel; the `Kernels` asked."""
+    from plugpull.kernels.resolve import Kernels
+    kernels = kernels or Kernels()
+    release = kernels.choose(parse_debian(text, flag)).release
+    if release in chosen:
+        raise UsageError(f"{flag}: {chosen[release]} and {text} are one kernel ({release}): name it once")
+    chosen[release] = text
+    return kernels
 
 
 def kernel_file(kernel: Path, modules: Path | None) -> KernelSource:

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from plugpull.errors import UsageError
+from plugpull.values import shown
 from plugpull.kernels.versions import series_of, upstream_numbers
 
 DEBIAN = "debian:"
 HOST = "host"
 FLAVOUR = "amd64"
 EXAMPLES = "debian:6.12, debian:7.3, debian:6.12.117-1"
+VERSION_MAX = 64  # Debian's kernel versions are half that; no 5000-digit number is read
 _SERIES = re.compile(r"^\d+\.\d+$")
 _UPSTREAM = re.compile(r"^\d+\.\d+\.\d+$")
 _VERSION_CHARS = re.compile(r"^(\d+:)?\d[0-9A-Za-z.+~-]*$")
@@ -59,15 +61,17 @@ def is_debian(text: str | None) -> bool:
     return text is not None and text.startswith(DEBIAN)
 
 
-def parse_debian(text: str) -> DebianKernel:
-    """`debian:VERSION` -> a `DebianKernel`; a one-line `UsageError` for anything else."""
+def parse_debian(text: str, flag: str = "--kernel") -> DebianKernel:
+    """`debian:VERSION` -> a `DebianKernel`; a one-line `UsageError` for anything else, naming
+    `flag` (what gave the text: `--kernel`, or `kernels` for its arguments)."""
     if not is_debian(text):
-        raise UsageError(f"--kernel {text}: not a Debian kernel (e.g. {EXAMPLES})")
+        raise UsageError(f"{flag} {text}: not a Debian kernel (e.g. {EXAMPLES})")
     version = text[len(DEBIAN):].strip()
     if not version:
-        raise UsageError(f"--kernel {text} names no version (e.g. {EXAMPLES})")
-    if not _VERSION_CHARS.match(version) or not upstream_numbers(version):
-        raise UsageError(f"--kernel {text}: {version!r} is not a kernel version (e.g. {EXAMPLES})")
+        raise UsageError(f"{flag} {text} names no version (e.g. {EXAMPLES})")
+    if len(version) > VERSION_MAX or not _VERSION_CHARS.match(version) or not upstream_numbers(version):
+        raise UsageError(f"{flag} {text if len(text) <= 80 else shown(text)}: {shown(version)} is not a kernel "
+                         f"version (e.g. {EXAMPLES})")
     if _SERIES.match(version):
         return DebianKernel(version, Match.SERIES)
     if _UPSTREAM.match(version):
@@ -76,5 +80,5 @@ def parse_debian(text: str) -> DebianKernel:
         return DebianKernel(version, Match.RELEASE)
     if "-" in version:
         return DebianKernel(version, Match.VERSION)
-    raise UsageError(f"--kernel {text}: {version!r} is neither a series (6.12), a release (6.12.117) "
+    raise UsageError(f"{flag} {text}: {version!r} is neither a series (6.12), a release (6.12.117) "
                      f"nor a package version (6.12.117-1)")
