@@ -108,10 +108,10 @@ def test_a_reproducer_never_writes_over_its_state(tmp_path, capsys, style):
 
 def test_fstests_golden_output_is_checked_as_an_output(tmp_path, capsys):
     (tmp_path / "kept").write_text("kept\n")
-    (tmp_path / "t.out").symlink_to(tmp_path / "kept")
-    refused(["reproducer", "gen:seq1-000253", "--fs", "xfs", "--style", "fstests", "--out", tmp_path / "t"], capsys,
-            f"--out {tmp_path}/t.out", "symbolic link")
-    assert (tmp_path / "kept").read_text() == "kept\n" and not (tmp_path / "t").exists()
+    (tmp_path / "900.out").symlink_to(tmp_path / "kept")
+    refused(["reproducer", "gen:seq1-000253", "--fs", "xfs", "--style", "fstests", "--out", tmp_path / "900"], capsys,
+            f"--out {tmp_path}/900.out", "symbolic link")
+    assert (tmp_path / "kept").read_text() == "kept\n" and not (tmp_path / "900").exists()
 
 
 LINKED = [["reproducer", "gen:seq1-000253", "--fs", "xfs", "--out"], ["crash", "--json"],

@@ -83,10 +83,8 @@ def cmd_doctor(args) -> int:
         except PlugpullError as e:
             row("image", f"cannot be built: {e}", False)
     row("image cache", f"{image_mod.cache_dir() / 'images'}: {len(cached)} image(s); current {current}")
-    for name, value, ok in doctor_rows(args.backend == "libvirt"):
+    for name, value, ok in [*doctor_rows(args.backend == "libvirt"), *profile_rows(kernel)]:
         row(name, value, ok)
-    for name, value in profile_rows(kernel):
-        row(name, value)
     width = max(len(r[0]) for r in rows)
     for name, value, ok in rows:
         print(f"{name:<{width}}  {value}")
@@ -96,7 +94,7 @@ def cmd_doctor(args) -> int:
     return EXIT_OK
 
 
-def profile_rows(kernel) -> list[tuple[str, str]]:
+def profile_rows(kernel) -> list[tuple[str, str, bool]]:
     """A row per feature option (`--fs ext4+fast_commit`): whether the guest kernel has it, and
     what it does. Informative: an option the kernel lacks is refused when named, not here."""
     from plugpull.testbed.features import FEATURES, check_kernel, kernel_config, read_config
@@ -112,7 +110,7 @@ def profile_rows(kernel) -> list[tuple[str, str]]:
             has = "this kernel has it" if kernel is not None else "kernel unknown"
         except PlugpullError as e:
             has = "not on this kernel: " + str(e).split(": ", 1)[-1]
-        rows.append((f"--fs {fs.name}", f"{has}; {feature.summary}"))
+        rows.append((f"--fs {fs.name}", f"{has}; {feature.summary}", True))
     return rows
 
 

@@ -136,11 +136,12 @@ def _write(args, t) -> None:
 def cmd_reproducer(args) -> int:
     _check_options(args)
     t = _target(args)
+    if args.run:
+        kernel, backend = kernel_source(args), guest_backend(args)  # refused before anything is said or written
     print(f"form: {t.form} ({t.why})", file=sys.stderr)
     if not args.run:
         _write(args, t)
         return EXIT_OK
-    kernel, backend = kernel_source(args), guest_backend(args)  # refused before --out is written
     if args.out is not None:
         _write(args, t)
     from plugpull.guest.rig import prepare_rig
