@@ -86,7 +86,7 @@ test-hosts: deps
 # Every test, the opt-in ones too: each variable of fixtures/opt_in.py's OPT_IN set (long; the
 # times measured are in docs/make-targets.md).
 test-all: deps
-	PLUGPULL_FAULTS_ALL=1 PLUGPULL_STACK_SUITE=1 PLUGPULL_LIBVIRT_HOSTS=1 PLUGPULL_LIBVIRT_STEPS=1 \
+	PLUGPULL_FAULTS_ALL=1 PLUGPULL_STACK_SUITE=1 PLUGPULL_LIBVIRT_HOSTS=1 PLUGPULL_LIBVIRT_STEPS=1 PLUGPULL_KERNEL_BUILD=1 \
 		$(PY) -m pytest --junitxml=results/junit-all.xml --durations=15
 
 # The main job: xfs and ext4, three modes, one metadata and one fsync workload, throughput

@@ -2,7 +2,6 @@
 few lines (its "kernel" is a copy of fs/a.c, so what a build compiled can be read back), and
 records each call in the object folder. The user's tree must come out as it went in."""
 
-import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from plugpull.kernels.build import BuildRequest, BuildStore, build_kernel, parse
 from plugpull.kernels.build import preflight, run as runmod
 from plugpull.kernels.build.make import BuildFailed
 from plugpull.kernels.option import kernel_option
+from plugpull.paths import cache_dir
 from tests.test_kernels_build import a_patch, kernel_tree
 
 FAKE_MAKEFILE = r"""
@@ -58,7 +58,7 @@ def build(tree, patches=(), name=None, config=None):
 
 
 def store() -> BuildStore:
-    return BuildStore(Path(os.environ["PLUGPULL_CACHE"]) / "kernels" / "builds")
+    return BuildStore(cache_dir() / "kernels" / "builds")
 
 
 def calls() -> list[str]:
