@@ -148,3 +148,14 @@ def test_the_command_ends_with_the_spec(tree, tmp_path, capsys):
     assert main(["kernels", "build", f"src:{tree}", "--patch", str(tmp_path / "none.patch")]) == 2
     assert "--patch" in capsys.readouterr().err
     assert main(["kernels", "build", "src:"]) == 2
+
+
+def test_the_builds_are_listed_with_their_source_and_patches(tree, tmp_path, capsys):
+    from plugpull.cli.kernels import print_built
+    from plugpull.kernels import Kernels
+    patch = a_patch(tmp_path / "fix-it.patch", "int line3;", "int line3 = 1;")
+    build(tree, [patch], name="fixed")
+    print_built(Kernels())
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("build:fixed"))
+    assert f"src:{tree}" in row and "fix-it.patch" in row
