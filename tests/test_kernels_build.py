@@ -7,6 +7,10 @@ from pathlib import Path
 import pytest
 
 from plugpull.errors import ToolMissing, UsageError
+from plugpull.kernels.apt import Apt
+from plugpull.kernels.build.debsrc import source_lists
+from plugpull.kernels.lists import AptLists
+from plugpull.kernels.sources import SUITES, Archive, parse_sources
 from plugpull.kernels.build import config as kconfig
 from plugpull.kernels.build.patches import check_patches, read_patch, touched_files, why_not
 from plugpull.kernels.build.preflight import check_disk, check_tools, missing_tools
@@ -179,3 +183,16 @@ def test_too_little_disk_is_refused_saying_how_much_is_needed(tmp_path):
 
 def test_the_patch_tool_is_the_one_the_check_uses():
     assert subprocess.run(["patch", "--version"], capture_output=True).returncode == 0
+
+
+def test_the_source_lists_are_a_deb_src_apt_of_the_kernels_suite_only(tmp_path):
+    archive = Archive("http://mirror.invalid/debian", Path("/usr/share/keyrings/debian-archive-keyring.gpg"), SUITES)
+    kernels = type("K", (), {"root": tmp_path, "apt": AptLists(tmp_path / "apt", archive)})()
+    lists = source_lists(kernels, ("trixie-backports",))
+    assert lists.root == tmp_path / "apt-src" / "trixie-backports"
+    assert lists.wanted.suites == ("trixie-backports",) and lists.types == ("deb-src",)
+    text = Apt(tmp_path / "x", lists.wanted, lists.types).sources_text()
+    assert text.startswith("Types: deb-src\n") and "Suites: trixie-backports\n" in text
+    assert parse_sources(text, deb822=True) == []  # never read as the binary lists' archive
+    assert parse_sources(text, deb822=True, kind="deb-src")[0]["uris"] == ["http://mirror.invalid/debian"]
+    assert parse_sources("deb-src http://m.invalid/debian sid main\n", deb822=False) == []
