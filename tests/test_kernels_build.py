@@ -196,3 +196,11 @@ def test_the_source_lists_are_a_deb_src_apt_of_the_kernels_suite_only(tmp_path):
     assert parse_sources(text, deb822=True) == []  # never read as the binary lists' archive
     assert parse_sources(text, deb822=True, kind="deb-src")[0]["uris"] == ["http://mirror.invalid/debian"]
     assert parse_sources("deb-src http://m.invalid/debian sid main\n", deb822=False) == []
+
+
+def test_a_case_file_and_the_kernel_list_take_a_build_name():
+    from plugpull.runs.settings import kernel_name
+    kernel_name("build:7.3.4-1-fixed")
+    kernel_name("debian:7.3")
+    with pytest.raises(UsageError, match="a build's name"):
+        kernel_name("build:a/b")
