@@ -2,6 +2,7 @@
 few lines (its "kernel" is a copy of fs/a.c, so what a build compiled can be read back), and
 records each call in the object folder. The user's tree must come out as it went in."""
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,19 @@ def test_the_builds_are_listed_with_their_source_and_patches(tree, tmp_path, cap
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("build:fixed"))
     assert f"src:{tree}" in row and "fix-it.patch" in row
+
+
+def test_an_interrupted_make_leaves_no_process(tmp_path, monkeypatch):
+    """Stopped at its first line (as by Ctrl-C or a SIGTERM), make and its recipe are killed,
+    not waited for: the recipe never gets to its last command."""
+    from plugpull.kernels.build import make as makemod
+    (tmp_path / "Makefile").write_text("slow:\n\t@echo started; sleep 30; touch finished\n")
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(makemod.Lines, "advance", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        makemod.Make(tmp_path, tmp_path / "out", tmp_path / "log").run("slow")
+    assert not (tmp_path / "finished").exists()
+    assert subprocess.run(["pgrep", "-f", f"make -C {tmp_path}"], capture_output=True).returncode == 1
