@@ -204,3 +204,45 @@ def test_a_case_file_and_the_kernel_list_take_a_build_name():
     kernel_name("debian:7.3")
     with pytest.raises(UsageError, match="a build's name"):
         kernel_name("build:a/b")
+
+
+def test_a_git_trees_identity_is_its_head_and_its_changes(tmp_path):
+    from plugpull.kernels.build.worktree import tree_identity
+    tree = kernel_tree(tmp_path / "linux")
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "one"]):
+        subprocess.run([*git, *args], check=True)
+    clean = tree_identity(tree)
+    assert clean == tree_identity(tree) and len(clean["head"]) == 40
+    index = (tree / ".git" / "index").stat().st_mtime_ns
+    (tree / "fs" / "a.c").write_text("int changed;\n")
+    changed = tree_identity(tree)
+    (tree / "fs" / "new.c").write_text("int new;\n")
+    untracked = tree_identity(tree)
+    assert len({clean["dirty"], changed["dirty"], untracked["dirty"]}) == 3
+    assert (tree / ".git" / "index").stat().st_mtime_ns == index  # asking git wrote nothing
+
+
+def test_a_tree_outside_git_is_known_by_its_files(tmp_path):
+    from plugpull.kernels.build.worktree import tree_identity
+    tree = kernel_tree(tmp_path / "linux")
+    first = tree_identity(tree)
+    assert "head" not in first and first == tree_identity(tree)
+    (tree / "fs" / "a.c").write_text("int other_size;\n")
+    assert tree_identity(tree) != first
+
+
+def test_a_debian_work_copy_patches_its_own_files_never_the_source(tmp_path):
+    from plugpull.kernels.build.worktree import Workspace
+    source = kernel_tree(tmp_path / "source")
+    before = (source / "fs" / "a.c").read_text()
+    work = Workspace(tmp_path / "work", source, copied=True, pristine=True)
+    work.prepare([a_patch(tmp_path / "one.patch", "int line3;", "int line3 = 1;")])
+    assert (source / "fs" / "a.c").read_text() == before
+    assert "line3 = 1;" in (work.tree / "fs" / "a.c").read_text()
+    assert (work.tree / "Makefile").stat().st_ino == (source / "Makefile").stat().st_ino  # linked, not copied
+    patched = (work.tree / "fs" / "a.c").stat().st_mtime_ns
+    work.prepare([])
+    assert (work.tree / "fs" / "a.c").read_text() == before
+    assert (work.tree / "fs" / "a.c").stat().st_mtime_ns >= patched  # make sees it change again
+    assert (work.tree / "fs" / "a.c").stat().st_ino != (source / "fs" / "a.c").stat().st_ino
