@@ -119,6 +119,7 @@ def test_a_config_kconfig_drops_is_refused_and_nothing_cached(tree, tmp_path):
     with pytest.raises(UsageError, match=r"CONFIG_FAKE_DROPPED=y \(got not set\)"):
         build(tree, name="dropped", config=mine)
     assert not (store().root / "entries").exists() and store().named("dropped") is None
+    assert not list((store().root / "logs").iterdir())
 
 
 def test_a_tree_configured_in_place_is_refused(tree):
