@@ -6,7 +6,8 @@ PLUGPULL := $(VENV)/bin/plugpull
 # Everything the host and the guest image need, from Debian 12's archive.
 DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs btrfs-progs f2fs-tools \
 	fio bonnie++ hdparm dmsetup busybox-static kmod cpio sqlite3 rsync procps python3-venv \
-	gcc libc6-dev python3-dev libvirt-daemon-system libvirt-dev pkg-config lvm2 cryptsetup-bin mdadm
+	gcc libc6-dev python3-dev libvirt-daemon-system libvirt-dev pkg-config lvm2 cryptsetup-bin mdadm \
+	make binutils flex bison bc perl patch xz-utils libelf-dev libssl-dev dpkg-dev
 STAMP := $(VENV)/.installed
 
 .PHONY: debs test-report chromium test-fresh faults-sweep test-stacks test-hosts deps image test test-unit test-all test-vm run cases bench bench-boot bench-crash bench-fidelity bench-upload bench-hunt doctor shell clean
@@ -86,7 +87,7 @@ test-hosts: deps
 # times measured are in docs/make-targets.md). PLUGPULL_FSTESTS=DIR, a real fstests tree, adds
 # the check of the exported fstests tests against its helpers (tests/test_reproducer_fstests.py).
 test-all: deps
-	PLUGPULL_FAULTS_ALL=1 PLUGPULL_STACK_SUITE=1 PLUGPULL_LIBVIRT_HOSTS=1 PLUGPULL_LIBVIRT_STEPS=1 \
+	PLUGPULL_FAULTS_ALL=1 PLUGPULL_STACK_SUITE=1 PLUGPULL_LIBVIRT_HOSTS=1 PLUGPULL_LIBVIRT_STEPS=1 PLUGPULL_KERNEL_BUILD=1 \
 		$(PY) -m pytest --junitxml=results/junit-all.xml --durations=15
 
 # suites/reproducers/: each live finding's sh reproducer and fstests test, as `plugpull

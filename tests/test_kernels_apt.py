@@ -78,7 +78,7 @@ def test_host_paths_passes_a_private_root(apt):
 
 DEB822 = """\
 Types: deb
-# http://snapshot.invalid/archive/debian/20250520T000000Z
+# a comment line inside a stanza is not a field
 URIs: http://mirror.example/debian
 Suites: bookworm bookworm-updates
 Components: main

@@ -127,9 +127,10 @@ def parse_params(items: list[str]) -> list[tuple[str, object]]:
 
 def add_guest_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accel", type=one_of(Accel), choices=list(Accel), default=Accel.AUTO)
-    p.add_argument("--kernel", type=kernel_name, metavar="debian:VERSION|PATH|host",
+    p.add_argument("--kernel", type=kernel_name, metavar="debian:VERSION|build:NAME|PATH|host",
                    help="the guests' kernel: Debian's by version (debian:6.12, the newest 6.12.x; debian:7.3; "
-                        "an exact package version), a kernel image file (with --modules), or the host's (default)")
+                        "an exact package version), one built here (build:NAME, plugpull kernels build), "
+                        "a kernel image file (with --modules), or the host's (default)")
     p.add_argument("--modules", type=a_path, help="with --kernel PATH: its lib/modules/RELEASE tree")
     p.add_argument("--backend", default="qemu", choices=("qemu", "libvirt"), help="what runs the guests")
     p.add_argument("--connect", metavar="URI", type=_libvirt_uri, help="with --backend libvirt: the libvirt URI "
@@ -144,8 +145,9 @@ def kernel_name(text: str) -> str:
 
 
 def _kernel_paths(value: str) -> list[Path]:
+    from plugpull.kernels.build.spec import is_build
     from plugpull.kernels.spec import HOST, is_debian
-    return [] if value == HOST or is_debian(value) or "," in value else [InputPath(value)]
+    return [] if value == HOST or is_debian(value) or is_build(value) or "," in value else [InputPath(value)]
 
 
 kernel_name.paths = _kernel_paths

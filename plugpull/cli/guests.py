@@ -56,13 +56,8 @@ def cmd_doctor(args) -> int:
     except ToolMissing as e:
         kernel = None
         row("guest kernel", f"missing: {e.hint}", False)
-    packages = ("xfsprogs", "e2fsprogs", "btrfs-progs", "f2fs-tools", "fio", "busybox-static")
-    versions = image_mod.package_versions(list(packages))
-    for package in packages:
-        if package in versions:
-            row(package, versions[package])
-        else:
-            row(package, f"missing: install {package} (make deps)", False)
+    package_rows(row, image_mod.package_versions)
+    build_row(row)
     device_ok, reason = kvm_device_usable()
     probe = cached_probe() if device_ok else None
     if not device_ok:
@@ -112,6 +107,29 @@ def profile_rows(kernel) -> list[tuple[str, str, bool]]:
             has = "not on this kernel: " + str(e).split(": ", 1)[-1]
         rows.append((f"--fs {fs.name}", f"{has}; {feature.summary}", True))
     return rows
+
+
+def package_rows(row, package_versions) -> None:
+    packages = ("xfsprogs", "e2fsprogs", "btrfs-progs", "f2fs-tools", "fio", "busybox-static")
+    versions = package_versions(list(packages))
+    for package in packages:
+        if package in versions:
+            row(package, versions[package])
+        else:
+            row(package, f"missing: install {package} (make deps)", False)
+
+
+def build_row(row) -> None:
+    """What `kernels build` needs of the host (plugpull.kernels.build.preflight)."""
+    from plugpull.kernels.build.preflight import TOOLS, missing_tools
+
+    missing = missing_tools()
+    if missing:
+        packages = " ".join(sorted({package for _, package in missing}))
+        row("kernels build", f"missing {', '.join(t.rsplit('/', 1)[-1] for t, _ in missing)}: install {packages} "
+                             f"(make deps)", False)
+    else:
+        row("kernels build", f"{len(TOOLS)} tools and the libelf and openssl headers present")
 
 
 def boot_spec(args, disk_dir: Path, interactive=False) -> MachineSpec:

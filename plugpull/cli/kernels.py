@@ -1,18 +1,33 @@
-"""`plugpull kernels`: the Debian kernels cached here and those the archive offers; with specs,
-fetch them (a CI job's warm-up)."""
+"""`plugpull kernels`: the Debian kernels cached here, the kernels built here and those the archive
+offers; with specs, fetch them (a CI job's warm-up). `plugpull kernels build SPEC`: build one
+from source (plugpull.kernels.build)."""
 
 import sys
 import time
 
 from plugpull.cli.common import EXIT_OK, print_table
+from plugpull.errors import UsageError
+from plugpull.files import a_path
 from plugpull.log import add_log_options
+
+BUILD_USAGE = "kernels build SPEC [--patch FILE]... [--name NAME] [--config FRAGMENT]"
 
 
 def add_parsers(sub) -> None:
-    k = sub.add_parser("kernels", help="Debian kernels: what is cached, what the archive offers; fetch some")
+    k = sub.add_parser("kernels", help="kernels: what is cached and built here, what the archive offers; "
+                                       "fetch some, or build one from source (kernels build SPEC)",
+                       usage=f"%(prog)s [debian:VERSION ...] [--refresh]\n       plugpull {BUILD_USAGE}")
     k.add_argument("specs", nargs="*", metavar="debian:VERSION",
-                   help="fetch and unpack these (e.g. debian:6.12 debian:7.3), then list")
+                   help="fetch and unpack these (e.g. debian:6.12 debian:7.3), then list; or `build SPEC`: "
+                        "build a kernel from source, SPEC debian:VERSION (Debian's source, its patches applied) "
+                        "or src:DIR (a kernel tree, built out of tree and left untouched)")
     k.add_argument("--refresh", action="store_true", help="fetch the archive's package lists even if recent")
+    k.add_argument("--patch", action="append", type=a_path, default=[], metavar="FILE",
+                   help="kernels build: a -p1 patch applied on the source, in the order given (repeatable)")
+    k.add_argument("--name", help="kernels build: the build's name, booted as --kernel build:NAME "
+                                  "(default: the version and the patches' names)")
+    k.add_argument("--config", type=a_path, metavar="FRAGMENT",
+                   help="kernels build: a config fragment (CONFIG_X=y lines) merged after plugpull's own")
     add_log_options(k)
     k.set_defaults(func=cmd_kernels)
 
@@ -21,6 +36,12 @@ def cmd_kernels(args) -> int:
     from plugpull.kernels import Kernels, parse_debian
     from plugpull.kernels.option import offered_once
 
+    if args.specs[:1] == ["build"]:
+        return cmd_build(args)
+    given = [flag for flag, value in (("--patch", args.patch), ("--name", args.name), ("--config", args.config))
+             if value]
+    if given:
+        raise UsageError(f"{given[0]} goes with `plugpull {BUILD_USAGE}`")
     specs = [parse_debian(s, "kernels") for s in args.specs]
     kernels = Kernels()
     kernels.apt.archive  # no archive known: one line before anything is listed or made
@@ -36,7 +57,26 @@ def cmd_kernels(args) -> int:
               f"{time.monotonic() - started:.1f} s ({times})", file=sys.stderr)
     print_cached(kernels)
     print()
+    print_built(kernels)
+    print()
     print_offered(kernels)
+    return EXIT_OK
+
+
+def cmd_build(args) -> int:
+    """Build, then say what was built; the last line on stdout is its spec (build:NAME)."""
+    from plugpull.kernels.build import BuildRequest, build_kernel, parse_build_source
+
+    if len(args.specs) != 2:
+        raise UsageError(f"expected one SPEC: plugpull {BUILD_USAGE} (SPEC: debian:VERSION or src:DIR)")
+    if args.refresh:
+        raise UsageError("--refresh goes with `plugpull kernels`, not with kernels build")
+    request = BuildRequest(parse_build_source(args.specs[1]), list(args.patch), args.name, args.config)
+    result = build_kernel(request)
+    how = "cached" if result.cached else "built"
+    times = ", ".join(f"{k} {v:.0f} s" for k, v in result.seconds.items())
+    print(f"{request.source}: {result.built.release} {how} in {times} ({result.built.entry})", file=sys.stderr)
+    print(result.spec)
     return EXIT_OK
 
 
@@ -47,6 +87,19 @@ def print_cached(kernels) -> None:
         rows = [(k.release, k.version, ",".join(k.manifest.get("suites", [])), f"{k.bytes() / 2**20:.0f} MiB",
                  f"debian:{k.version}") for k in cached]
         print_table(("release", "version", "suite", "size", "spec"), rows)
+
+
+def print_built(kernels) -> None:
+    from plugpull.kernels.build import BuildStore
+
+    store = BuildStore(kernels.root / "builds")
+    built = store.names()
+    print(f"built ({store.root}): {len(built) or 'none'}")
+    if built:
+        rows = [(f"build:{name}", b.release, b.manifest.get("spec", "?"),
+                 " ".join(p["file"] for p in b.manifest.get("patches", [])) or "-",
+                 b.manifest.get("config") or "-", f"{b.bytes() / 2**20:.0f} MiB") for name, b in built]
+        print_table(("spec", "release", "source", "patches", "config", "size"), rows)
 
 
 def print_offered(kernels) -> None:

@@ -41,6 +41,7 @@ class Apt:
 
     root: Path
     archive: Archive
+    types: tuple[str, ...] = ("deb",)  # ("deb-src",): the source packages' lists
 
     @property
     def config_file(self) -> Path:
@@ -76,7 +77,7 @@ class Apt:
         return "".join(f"{key} {_quote(value)};\n" for key, value in self.settings())
 
     def sources_text(self) -> str:
-        return (f"Types: deb\nURIs: {self.archive.uri}\nSuites: {' '.join(self.archive.suites)}\n"
+        return (f"Types: {' '.join(self.types)}\nURIs: {self.archive.uri}\nSuites: {' '.join(self.archive.suites)}\n"
                 f"Components: main\nArchitectures: {ARCH}\nSigned-By: {self.archive.keyring}\n")
 
     def setup(self) -> None:

@@ -32,9 +32,10 @@ OLD_LAYOUT = ("etc", "state", "cache", "log")  # one apt folder, refreshed in pl
 class AptLists:
     """plugpull's apt under `root`, one generation of package lists live at a time."""
 
-    def __init__(self, root: Path, archive: Archive | None = None):
+    def __init__(self, root: Path, archive: Archive | None = None, types: tuple[str, ...] = ("deb",)):
         self.root = Path(root)
         self._wanted = archive
+        self.types = types
 
     @cached_property
     def wanted(self) -> Archive:
@@ -50,9 +51,11 @@ class AptLists:
         folder = self.root / name
         if "/" in name or not name.startswith(PREFIX) or not (folder / "state" / "updated").is_file():
             return None
-        listed = Apt(folder, self._wanted or Archive(""))
+        listed = Apt(folder, self._wanted or Archive(""), self.types)
         try:
-            found = main_archive(parse_sources(listed.sources_file.read_text(errors="replace"), deb822=True))
+            text = listed.sources_file.read_text(errors="replace")
+            entries = parse_sources(text, deb822=True, kind=self.types[0])
+            found = main_archive(entries) if self.types == ("deb",) else [e["uris"][0] for e in entries if e["uris"]]
         except OSError:
             return None
         return replace(listed, archive=replace(listed.archive, uri=found[0])) if found else None
@@ -76,7 +79,7 @@ class AptLists:
         copied in first, so that apt fetches only what changed, unless `anew`."""
         archive = self.wanted
         self.root.mkdir(parents=True, exist_ok=True)
-        staged = Apt(Path(tempfile.mkdtemp(prefix=PREFIX, dir=self.root)), archive)
+        staged = Apt(Path(tempfile.mkdtemp(prefix=PREFIX, dir=self.root)), archive, self.types)
         try:
             os.chmod(staged.root, 0o755)
             live = self.current()

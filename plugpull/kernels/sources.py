@@ -36,8 +36,8 @@ class Archive:
     carried: tuple[tuple[str, str], ...] = ()  # the host's Acquire:: settings, as (key, value)
 
 
-def parse_sources(text: str, deb822: bool) -> list[dict]:
-    """The `deb` entries of a sources file: {uris, suites, components, signed_by}."""
+def parse_sources(text: str, deb822: bool, kind: str = "deb") -> list[dict]:
+    """The `deb` (or `kind`) entries of a sources file: {uris, suites, components, signed_by}."""
     entries = []
     if deb822:
         for stanza in re.split(r"\n\s*\n", text):
@@ -47,13 +47,13 @@ def parse_sources(text: str, deb822: bool) -> list[dict]:
                     continue
                 key, _, value = line.partition(":")
                 fields[key.strip().lower()] = value.split()
-            if "deb" in fields.get("types", ()) and fields.get("enabled", ["yes"]) != ["no"]:
+            if kind in fields.get("types", ()) and fields.get("enabled", ["yes"]) != ["no"]:
                 entries.append({"uris": fields.get("uris", []), "suites": fields.get("suites", []),
                                 "components": fields.get("components", []),
                                 "signed_by": (fields.get("signed-by") or [None])[0]})
         return entries
     for line in text.splitlines():
-        m = re.match(r"\s*deb\s+(?:\[([^]]*)\]\s+)?(\S+)\s+(\S+)\s*(.*)", line)
+        m = re.match(rf"\s*{kind}\s+(?:\[([^]]*)\]\s+)?(\S+)\s+(\S+)\s*(.*)", line)
         if m:
             opts = dict(o.split("=", 1) for o in (m.group(1) or "").split() if "=" in o)
             entries.append({"uris": [m.group(2)], "suites": [m.group(3)], "components": m.group(4).split(),

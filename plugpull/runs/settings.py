@@ -14,6 +14,7 @@ from plugpull.crash.cutorder import EXHAUSTIVE_MAX
 from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
 from plugpull.guest.contract.config import Bus
+from plugpull.kernels.build.spec import is_build, parse_build
 from plugpull.kernels.spec import HOST, parse_debian
 from plugpull.powerloss.models import cut_points, parse_model, parse_user_model
 from plugpull.testbed.fs import FILESYSTEMS, MODES, filesystem
@@ -202,10 +203,11 @@ def _cuts(text: str) -> None:
 
 
 def kernel_name(text: str) -> None:
-    """A case file's kernel: `host` or `debian:VERSION` (a kernel file needs --modules: CLI only)."""
+    """A case file's kernel: `host`, `debian:VERSION` or `build:NAME` (a kernel file needs --modules:
+    CLI only)."""
     if text != HOST:
         try:
-            parse_debian(text)
+            parse_build(text) if is_build(text) else parse_debian(text)
         except UsageError as e:  # said where the name stands: the option or the case's field
             raise UsageError(str(e).removeprefix("--kernel ")) from None
 
@@ -267,7 +269,7 @@ SETTINGS = (
             case_default=DEFAULT_PROFILE, option="--disk-profile"),
     # The CLI's --kernel (every guest command has it) takes the matrix's list; in the results,
     # a cell's "kernel" is the release the name resolved to ("" for the host's).
-    Setting("kernel", Spelled(kernel_name), "the guests' kernels: host, debian:VERSION", many=("matrix",),
+    Setting("kernel", Spelled(kernel_name), "the guests' kernels: host, debian:VERSION, build:NAME", many=("matrix",),
             case="matrix.kernels", case_default=(HOST,)),
 )
 
