@@ -210,7 +210,7 @@ def test_hunt_kernel_host_without_out_gets_as_far_as_the_guest(tmp_path, monkeyp
 @pytest.mark.parametrize("argv, words", [
     (["hunt", "--seq", "4"], "expected 1, 2 or 3"),
     (["hunt"], "--seq"),
-    (["hunt", "--seq", "1", "--sample", "417"], "only 416 workloads"),
+    (["hunt", "--seq", "1", "--sample", "477"], "only 476 workloads"),
     (["hunt", "--seq", "1", "--setup", "half"], "invalid choice"),
     (["hunt", "--seq", "1", "--ops", "frobnicate"], "unknown --ops name 'frobnicate'"),
     (["hunt", "--seq", "1", "--budget", "60"], "expected a time"),
@@ -364,16 +364,16 @@ def test_a_hunt_says_its_setup_and_one_from_before_the_key_goes_on_as_synced_wit
     from plugpull.hunt.run import HuntSpec
 
     synced, unsynced = HuntSpec(seq=1).settings("6.1"), HuntSpec(seq=1, setup="unsynced").settings("6.1")
-    assert (synced["setup"], synced["table"], unsynced["setup"]) == ("synced", 3, "unsynced")
+    assert (synced["setup"], synced["table"], unsynced["setup"]) == ("synced", 4, "unsynced")
     out = tmp_path / "old-hunt"
     out.mkdir()
     old = {k: v for k, v in HuntSpec(seq=1, table=1).settings("6.1").items() if k not in ("setup", "table")}
     (out / SETTINGS).write_text(json.dumps(old))
-    assert held_table(out) == 1 and held_table(tmp_path / "new") == 3
+    assert held_table(out) == 1 and held_table(tmp_path / "new") == 4
     check_out(out, HuntSpec(seq=1, table=1).settings("6.1"))  # goes on as synced, first table
     with pytest.raises(UsageError, match="setup 'synced' there, 'unsynced' here"):
         check_out(out, HuntSpec(seq=1, setup="unsynced", table=1).settings("6.1"))
-    with pytest.raises(UsageError, match="table 1 there, 3 here"):
+    with pytest.raises(UsageError, match="table 1 there, 4 here"):
         check_out(out, synced)
 
 
@@ -389,16 +389,38 @@ def test_a_hunt_started_before_rmdir_goes_on_with_the_two_tables_it_had(tmp_path
     (out / SETTINGS).write_text(json.dumps(HuntSpec(seq=1, table=2).settings("6.1")))
     assert held_table(out) == 2
     check_out(out, HuntSpec(seq=1, table=2).settings("6.1"))
-    with pytest.raises(UsageError, match="table 2 there, 3 here"):
+    with pytest.raises(UsageError, match="table 2 there, 4 here"):
         check_out(out, HuntSpec(seq=1).settings("6.1"))
-    two, three = space_of_options(1, (), table=2), space_of_options(1, ())
+    two, three = space_of_options(1, (), table=2), space_of_options(1, (), table=3)
     assert (two.total(), three.total()) == (412, 416)
     assert [w.ident for w in two.workloads()] == [f"seq1-{i:06d}" for i in range(412)]
     assert max(two.sample(100, seed=3)) < 412 and max(three.sample(416, seed=3)) == 415
     assert space_of_options(1, ("rmdir", "sync"), table=2).total() == 2  # named ops are taken as named
     assert "(the first two operation tables)" in summary(HuntSpec(seq=1, table=2).settings("6.1"), [], 412)
-    assert "operation table" not in summary(HuntSpec(seq=1).settings("6.1"), [], 416)
+    assert "operation table" not in summary(HuntSpec(seq=1).settings("6.1"), [], 476)
     (out / SETTINGS).write_text(json.dumps({**HuntSpec(seq=1).settings("6.1"), "table": "x"}))
-    assert held_table(out) == 3
-    with pytest.raises(UsageError, match="table 'x' there, 3 here"):
+    assert held_table(out) == 4
+    with pytest.raises(UsageError, match="table 'x' there, 4 here"):
         check_out(out, HuntSpec(seq=1, table=held_table(out)).settings("6.1"))
+
+
+def test_a_hunt_started_before_the_fourth_table_goes_on_with_the_three_it_had(tmp_path):
+    """Its settings say table 3: the workloads and ids it had, rmdir's among them; fallocate at
+    the end of the file, collapse and insert come only to a new hunt."""
+    from plugpull.cli.generate import space_of_options
+    from plugpull.cli.hunt import held_table
+    from plugpull.hunt.run import HuntSpec
+
+    out = tmp_path / "hunt-three-tables"
+    out.mkdir()
+    (out / SETTINGS).write_text(json.dumps(HuntSpec(seq=1, table=3).settings("6.1")))
+    assert held_table(out) == 3
+    check_out(out, HuntSpec(seq=1, table=3).settings("6.1"))
+    with pytest.raises(UsageError, match="table 3 there, 4 here"):
+        check_out(out, HuntSpec(seq=1).settings("6.1"))
+    three, four = space_of_options(1, (), table=3), space_of_options(1, ())
+    assert (three.total(), four.total()) == (416, 476)
+    assert [w.ident for w in three.workloads()] == [f"seq1-{i:06d}" for i in range(416)]
+    assert max(three.sample(200, seed=3)) < 416 and max(four.sample(476, seed=3)) == 475
+    assert space_of_options(1, ("collapse", "fsync"), table=3).total() == 4  # named ops are taken as named
+    assert "(the first three operation tables)" in summary(HuntSpec(seq=1, table=3).settings("6.1"), [], 416)
