@@ -6,6 +6,7 @@ filesystem what the model says; a filesystem that refuses an operation (EOPNOTSU
 without it, and its model does too; and what fsync and fdatasync owe after each, with a
 hand-worked state that lost it (data-loss) and one the filesystem may give (clean). No VM."""
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -126,14 +127,14 @@ def run_in(directory, script: str) -> subprocess.CompletedProcess:
 @pytest.fixture
 def refusing_dir():
     """A directory on tmpfs, which refuses collapse and insert range (EOPNOTSUPP)."""
-    if not shutil.which("xfs_io") or not shutil.which("dash") or not shutil.os.path.isdir("/dev/shm"):
+    if not shutil.which("xfs_io") or not shutil.which("dash") or not os.path.isdir("/dev/shm"):
         pytest.skip("needs xfs_io, dash and /dev/shm")
     with tempfile.TemporaryDirectory(dir="/dev/shm") as d:
         probe = subprocess.run(["xfs_io", "-f", "-c", "pwrite -q 0 16384", "-c", "fcollapse 4096 4096", f"{d}/probe"],
                                capture_output=True, text=True)
         if "Operation not supported" not in probe.stderr:
             pytest.skip("tmpfs here does not refuse collapse range")
-        shutil.os.unlink(f"{d}/probe")
+        os.unlink(f"{d}/probe")
         yield d
 
 
@@ -146,7 +147,7 @@ def test_a_refused_operation_is_not_done_and_the_program_goes_on(refusing_dir):
     assert done.returncode == 0, done.stderr
     seen = {p: (e.kind, e.size, e.digest) for p, e in read_tree(refusing_dir).items()}
     assert seen == {p: (e.kind, e.size, e.digest) for p, e in refused.trees[-1].view().items()}
-    assert seen["A/foo"][1] == INITIAL_SIZE + BLOCK != workload.trees[-1].inode("A/foo").data.__len__()
+    assert seen["A/foo"][1] == INITIAL_SIZE + BLOCK != len(workload.trees[-1].inode("A/foo").data)
 
 
 def test_a_refusal_the_profile_does_not_expect_and_a_refused_operation_done_fail_the_program(refusing_dir, tmp_path):

@@ -47,7 +47,8 @@ class Tools:
 GUEST = Tools()
 
 
-def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = False, refused: bool = False) -> str:
+def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = False,
+               refused: bool = False) -> str:
     """The shell command for `op`, operation number `step`, on the tree `before` it; `msync`:
     an mmap write followed by its msync(MS_SYNC), which only the same process can do;
     `refused`: the filesystem refuses it (EOPNOTSUPP), and the workload goes on without it."""

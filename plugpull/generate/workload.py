@@ -75,8 +75,12 @@ class GeneratedWorkload(Workload):
     def ops(self) -> int:
         return len(self.generated.steps)
 
+    def program(self) -> str:
+        """The guest program as this profile's filesystem runs it: what it refuses not done."""
+        return program(on_profile(self.generated, self.profile))
+
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        return shell_script(mnt, ack, [program(on_profile(self.generated, self.profile))], echoed=True)
+        return shell_script(mnt, ack, [self.program()], echoed=True)
 
     def examine(self, required: list[int], files: dict, committed: list[int] = ()) -> Findings:
         """The collected tree judged with acks 0..k owed, k the highest of `required`. A work
