@@ -37,7 +37,8 @@ def add_parsers(sub) -> None:
     what.add_argument("--list", action="store_true", help="one line per workload: its id and operations")
     what.add_argument("--show", metavar="ID", help="the workload's guest program (a POSIX sh script)")
     what.add_argument("--owed", metavar="ID", help="what each persistence point of the workload owes, by rule")
-    g.add_argument("--fs", choices=PROFILES, help="with --owed: whose rules (default ext4)")
+    g.add_argument("--fs", choices=PROFILES, help="with --owed: whose rules; with --show and --owed: "
+                   "the operations its filesystem refuses not done (default ext4)")
     g.set_defaults(func=cmd_generate)
 
 
@@ -80,14 +81,16 @@ def check_sample(space, sample: int | None) -> None:
 
 
 def cmd_generate(args) -> int:
-    if args.fs is not None and not args.owed:
-        raise UsageError("--fs goes with --owed ID: it names whose rules say what is owed")
+    if args.fs is not None and not (args.owed or args.show):
+        raise UsageError("--fs goes with --owed ID or --show ID: it names whose rules say what is owed, and what "
+                         "its filesystem refuses")
     if args.seed is not None and args.sample is None:
         raise UsageError("--seed goes with --sample K: it draws the sample")
     space = _space(args)
     if args.show:
+        from plugpull.generate.oracle import on_profile
         from plugpull.generate.program import program
-        print(program(space.parse(args.show)), end="")
+        print(program(on_profile(space.parse(args.show), args.fs or "ext4")), end="")
     elif args.owed:
         _print_owed(space.parse(args.owed), args.fs or "ext4")
     elif args.list or args.sample is not None:
@@ -104,9 +107,12 @@ def cmd_generate(args) -> int:
 
 
 def _print_owed(workload, fs: str) -> None:
-    from plugpull.generate.oracle import owed, rules_for
+    from plugpull.generate.oracle import on_profile, owed, rules_for
     rules = {r.name: r.source for r in rules_for(fs)}
     print(f"{workload.ident}: {workload.text()}")
+    refused = on_profile(workload, fs).refused
+    if refused:
+        print(f"refused on {fs} (EOPNOTSUPP), so not done: {', '.join(sorted(refused))}")
     for k in range(len(workload.points()) + 1):
         print(f"after ack {k} ({'setup' if k == 0 else workload.steps[workload.points()[k - 1] - 1].text()}):")
         rows = [(o.path, o.name, " or ".join(sorted(_short(v) for v in o.values)), o.rule, o.point)

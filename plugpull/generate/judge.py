@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from plugpull.check.verdict import Verdict
-from plugpull.generate.oracle import Held, Owed, held, owed
+from plugpull.generate.oracle import Held, Owed, held, on_profile, owed
 from plugpull.generate.space import Workload, setup_tree
 from plugpull.generate.tree import DIR, FILE, SYMLINK, Entry, Tree
 
@@ -92,6 +92,7 @@ def broken_by(workload: Workload, recovered: dict[str, Entry]) -> list[str]:
 
 def judge(workload: Workload, fs: str, k: int | None, recovered: dict[str, Entry]) -> Judgement:
     """The verdict on `recovered`, a state in which the acks 0..k completed (k None: none)."""
+    workload = on_profile(workload, fs)
     broken = broken_by(workload, recovered)
     facts = owed(workload, fs, k)
     lost = lost_facts(facts, held(workload, fs, k), recovered)

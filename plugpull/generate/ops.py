@@ -4,7 +4,8 @@
 its persistence points (`FIRST_FAMILIES`, `FIRST_PERSISTENCE`) are their ranks in its
 enumeration, so changing it (an operation added, removed or moved, a size changed) changes ids;
 `test_generate.py` pins its digest. `LATER_OPS` (direct-I/O and mmap writes) and the `msync`
-point came second, `RMDIR_OPS` third (`TABLES`): the workloads that use a table's operations
+point came second, `RMDIR_OPS` third, `RANGE_OPS` (fallocate at the end of the file, collapse and
+insert range) fourth (`TABLES`): the workloads that use a table's operations
 are numbered after all of the tables' before it (space.py), so no earlier id moved. Each row is
 an operation family (the name `--ops` takes), a variant and its operands, all among the fixed
 names of `tree`.
@@ -36,15 +37,23 @@ BLOCK = 4096  # the direct-I/O and mmap writes' length and alignment
 DWRITES = {"overwrite": lambda size: 0, "append": lambda size: -(-size // BLOCK) * BLOCK}
 # mmap write variants: offset from the size; `extend` first extends the file by ftruncate
 MMAPWRITES = {"overwrite": lambda size: 0, "extend": lambda size: size}
+# fallocate at the end of the file (offset: its size): the xfs_io command, the length, and whether
+# the size stays (FALLOC_FL_KEEP_SIZE: the blocks past the end are allocated, the size not changed)
+EOF_FALLOCS = {"keep-size": ("falloc -k", 2 * BLOCK, True), "zero": ("fzero", BLOCK, False),
+               "zero-keep-size": ("fzero -k", BLOCK, True)}
+# collapse and insert range (FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE): the xfs_io command;
+# both take the block at offset BLOCK, BLOCK long (block-aligned, as both require)
+SHIFTS = {"collapse": "fcollapse", "insert": "finsert"}
 
 FIRST_FAMILIES = ("creat", "mkdir", "write", "falloc", "truncate", "link", "unlink", "symlink", "rename",
                   "setxattr", "removexattr")
 FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
 # what each table added, in the order they came: (operation families, persistence points)
-TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()))
+TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()),
+          (("falloc-eof", "collapse", "insert"), ()))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
-DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate")
+DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert")
 
 
 @dataclass(frozen=True)
@@ -89,7 +98,10 @@ CORE_OPS = _table()
 LATER_OPS = tuple([Op("dwrite", v, (f,)) for f in FILES for v in DWRITES] +
                   [Op("mmapwrite", v, (f,)) for f in FILES for v in MMAPWRITES])
 RMDIR_OPS = tuple(Op("rmdir", "", (d,)) for d in DIRS)  # of an empty directory: ACE's remove(3) of one
-OPS = CORE_OPS + LATER_OPS + RMDIR_OPS
+SIZED = ("collapse", "insert")  # the families whose validity needs a file's exact size (`fits`)
+RANGE_OPS = tuple([Op("falloc-eof", v, (f,)) for f in FILES for v in EOF_FALLOCS] +
+                  [Op(family, "", (f,)) for f in FILES for family in SHIFTS])
+OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS
 
 
 def up_to(table: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -113,7 +125,7 @@ class Sim:
         self.tree = tree or Tree()
         self.known = set(NAMES) if tree is not None and known is None else (known or set())
         self.setup = setup or []
-        self._key = None
+        self._keys: dict[bool, tuple] = {}
 
     def copy(self) -> "Sim":
         return Sim(self.tree.copy(), set(self.known), list(self.setup))
@@ -145,29 +157,30 @@ class Sim:
         self.touch(path)
         return self.exists(parent(path), (DIR,))
 
-    def key(self) -> tuple:
+    def key(self, sized: bool = True) -> tuple:
         """What decides which operations are valid from here on: each name's state, hard
-        links told apart by the order their inodes first appear. Taken once: a Sim is not
-        changed after its operation was applied (`Space.choices` applies to copies)."""
-        if self._key is None:
-            self._key = self._shape()
-        return self._key
+        links told apart by the order their inodes first appear, and each file's size (`sized`:
+        collapse and insert range may come, whose validity the exact size decides; else only
+        whether it holds a whole page, which is all the other operations ask and counts many
+        fewer shapes). Taken once: a Sim is not changed after its operation was applied
+        (`Space.choices` applies to copies)."""
+        if sized not in self._keys:
+            self._keys[sized] = self._shape(sized)
+        return self._keys[sized]
 
-    def _shape(self) -> tuple:
+    def _shape(self, sized: bool) -> tuple:
         order: dict[int, int] = {}
         out = []
         for p in NAMES:
             kind = self.tree.kind(p) if p in self.known else "u"
             if kind == FILE:
                 ino = self.tree.paths[p]
+                size = len(self.tree.inodes[ino].data)
                 out.append((order.setdefault(ino, len(order)), bool(self.tree.inodes[ino].xattrs),
-                            self._full_page(p)))
+                            size if sized else size >= BLOCK))
             else:
                 out.append(kind)
         return tuple(out)
-
-    def _full_page(self, p: str) -> bool:
-        return len(self.tree.inode(p).data) >= BLOCK
 
 
 def pwrite(data: bytes, offset: int, length: int, fill: int) -> bytes:
@@ -198,11 +211,31 @@ def new_data(op: Op, data: bytes, fill: int) -> bytes:
         return pwrite(data, *write_range(op, len(data)), fill)
     if op.family == "truncate":
         return data[:TRUNCATE_TO].ljust(TRUNCATE_TO, b"\0")
+    if op.family == "falloc-eof":
+        _, length, keep_size = EOF_FALLOCS[op.variant]
+        return data if keep_size else data + bytes(length)
+    if op.family == "collapse":
+        return data[:BLOCK] + data[2 * BLOCK:]
+    if op.family == "insert":
+        return data[:BLOCK] + bytes(BLOCK) + data[BLOCK:]
     if op.variant == "default":
         return data.ljust(max(len(data), 8192 + 32768), b"\0")
     if op.variant == "keep-size":
         return data
     return zero(data, 4096, 8192, keep_size=op.variant == "punch-hole")
+
+
+def fits(op: Op, size: int) -> bool:
+    """Whether `op` can run on a file of `size` bytes: an mmap write over a page wholly past the
+    end is SIGBUS (no page of the file); collapse range must leave data after the range, and
+    insert range must start inside the file, else EINVAL (fallocate(2))."""
+    if op.family == "mmapwrite" and op.variant == "overwrite":
+        return size >= BLOCK
+    if op.family == "collapse":
+        return size > 2 * BLOCK
+    if op.family == "insert":
+        return size > BLOCK
+    return True
 
 
 def fill_byte(step: int) -> int:
@@ -217,8 +250,8 @@ def apply(sim: Sim, op: Op, step: int) -> bool:
         if not sim.exists(args[0]):
             return False
         node = tree.inode(args[0])
-        if op.family == "mmapwrite" and op.variant == "overwrite" and len(node.data) < BLOCK:
-            return False  # a page wholly past the end is not the file's: writing it is SIGBUS
+        if not fits(op, len(node.data)):
+            return False
         if op.family == "setxattr":
             tree.set_inode(args[0], with_xattr(node, XATTR, f"v{step}"))
         else:

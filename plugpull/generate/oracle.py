@@ -13,7 +13,8 @@ file's directory changed since the last one (so a rename in it persists with a n
 the old name, fstests generic/342), which no rule here owes."""
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from plugpull.errors import UsageError
 from plugpull.generate.space import Workload
@@ -23,6 +24,22 @@ PROFILES = ("posix", "ext4", "xfs", "btrfs", "f2fs")
 LINUX = ("ext4", "xfs", "btrfs", "f2fs")
 FIELDS = ("kind", "size", "digest", "nlink", "xattrs", "target")
 DATA = ("size", "digest")  # owed no more once a later operation changes them
+
+
+# the operation families each profile's filesystem refuses with EOPNOTSUPP: the program goes on
+# with the operation not done, and the model does the same (space.Workload.refused)
+REFUSED = {
+    # btrfs_fallocate (fs/btrfs/file.c) takes only KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE: any other
+    # mode, COLLAPSE_RANGE and INSERT_RANGE among them, is -EOPNOTSUPP before anything is done
+    "btrfs": frozenset({"collapse", "insert"}),
+}
+
+
+@lru_cache(maxsize=256)
+def on_profile(workload: Workload, fs: str) -> Workload:
+    """`workload` as it runs on `fs`'s filesystem: the operations it refuses not done."""
+    refused = frozenset(REFUSED.get(fs, ())) & {s.op.family for s in workload.steps}
+    return workload if refused == workload.refused else replace(workload, refused=refused)
 
 
 class AnyOf(frozenset):
@@ -262,6 +279,7 @@ def owed(workload: Workload, fs: str, k: int | None) -> list[Owed]:
     A fact owed at point j accepts the values later operations give it (from j on)."""
     if k is None:
         return []
+    workload = on_profile(workload, fs)
     if not 0 <= k <= len(workload.points()):
         raise UsageError(f"{workload.ident} has no persistence point {k}")
     out = []
@@ -278,6 +296,7 @@ def owed(workload: Workload, fs: str, k: int | None) -> list[Owed]:
 def held(workload: Workload, fs: str, k: int | None) -> list[Held]:
     """The files and directories a point up to k owed by name that the operations after it move
     (or put another file under that name) but never remove."""
+    workload = on_profile(workload, fs)
     out = {}
     for point in range(k + 1 if k is not None else 0):
         trees = workload.trees[end_step(workload, point):]

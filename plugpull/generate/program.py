@@ -15,8 +15,8 @@ nothing comes back (fd 4 on a file, /dev/null), the read ends at once and the pr
 
 from dataclasses import dataclass
 
-from plugpull.generate.ops import FALLOCS, INITIAL_SIZE, SETUP_BYTE, TRUNCATE_TO, XATTR, Op, Persist, \
-    fill_byte, sibling, write_range
+from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, TRUNCATE_TO, \
+    XATTR, Op, Persist, fill_byte, sibling, write_range
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import Tree
 
@@ -47,10 +47,14 @@ class Tools:
 GUEST = Tools()
 
 
-def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = False) -> str:
+def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = False,
+               refused: bool = False) -> str:
     """The shell command for `op`, operation number `step`, on the tree `before` it; `msync`:
-    an mmap write followed by its msync(MS_SYNC), which only the same process can do."""
+    an mmap write followed by its msync(MS_SYNC), which only the same process can do;
+    `refused`: the filesystem refuses it (EOPNOTSUPP), and the workload goes on without it."""
     args = [t.at(a) for a in op.args]
+    if op.family in ("falloc-eof", *SHIFTS):
+        return _range_command(op, len(before.inode(op.args[0]).data), t, args[0], refused)
     if op.family in ("write", "dwrite", "mmapwrite"):
         size = len(before.inode(op.args[0]).data)
         offset, length = write_range(op, size)
@@ -83,11 +87,30 @@ def _mmap_write(t: Tools, path: str, size: int, offset: int, length: int, fill: 
     return f"{t.xfs_io} " + " ".join(f'-c "{c}"' for c in cmds) + f" {path}"
 
 
+REFUSAL = "Operation not supported"  # strerror(EOPNOTSUPP), which xfs_io prints
+
+
+def _range_command(op: Op, size: int, t: Tools, path: str, refused: bool) -> str:
+    """A fallocate at the end of the file, or collapse or insert range, through xfs_io, whose
+    exit code does not always say that the call failed (`fzero`'s does not): anything it prints
+    is a failure, but where the filesystem refuses the operation (`refused`), which is then
+    the operation not done and nothing else; a refused operation that was done fails too."""
+    if op.family == "falloc-eof":
+        command, length, _ = EOF_FALLOCS[op.variant]
+        call = f'{t.xfs_io} -c "{command} {size} {length}" {path}'
+    else:
+        call = f'{t.xfs_io} -c "{SHIFTS[op.family]} {BLOCK} {BLOCK}" {path}'
+    if refused:
+        return (f'pp_said=$({call} 2>&1) || :; case $pp_said in *"{REFUSAL}"*) ;; '
+                f'*) echo "not refused: $pp_said" >&2; false;; esac  # EOPNOTSUPP here: not done')
+    return f'pp_said=$({call} 2>&1) && [ -z "$pp_said" ] || {{ echo "$pp_said" >&2; false; }}'
+
+
 def step_command(workload: Workload, i: int, t: Tools = GUEST) -> str:
     """Operation number `i` of `workload` (1-based), with the msync that follows it if any."""
     step = workload.steps[i - 1]
     msync = step.persist is not None and step.persist.kind == "msync"
-    return op_command(step.op, i, workload.trees[i - 1], t, msync)
+    return op_command(step.op, i, workload.trees[i - 1], t, msync, step.op.family in workload.refused)
 
 
 def persist_command(persist: Persist) -> str | None:

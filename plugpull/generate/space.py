@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 
 from plugpull.errors import UsageError
-from plugpull.generate.ops import FAMILIES, INITIAL_SIZE, OPS, PERSISTENCE, SETUP_BYTE, TABLES, Op, Persist, \
-    Sim, apply, persistence_choices, up_to
+from plugpull.generate.ops import FAMILIES, INITIAL_SIZE, OPS, PERSISTENCE, SETUP_BYTE, SIZED, TABLES, Op, \
+    Persist, Sim, apply, persistence_choices, up_to
 from plugpull.generate.tree import DIR, FILE, Inode, Tree
 from plugpull.values import shown
 
@@ -42,6 +42,7 @@ class Workload:
     steps: tuple[Step, ...]
     setup: tuple[str, ...]  # the names the setup creates, parents first
     synced: bool = True  # the setup ends with sync; else it is in the same transaction as the operations
+    refused: frozenset = frozenset()  # operation families the filesystem refuses (EOPNOTSUPP): not done
 
     @property
     def ident(self) -> str:
@@ -56,10 +57,14 @@ class Workload:
 
     @cached_property
     def trees(self) -> list[Tree]:
-        """The model tree after the setup (index 0) and after each operation (index i)."""
+        """The model tree after the setup (index 0) and after each operation (index i); an
+        operation the filesystem refuses leaves the tree as it was."""
         sim = Sim(setup_tree(self.setup))
         out = [sim.tree.copy()]
         for i, step in enumerate(self.steps, 1):
+            if step.op.family in self.refused:
+                out.append(sim.tree.copy())
+                continue
             if not apply(sim, step.op, i):
                 raise ValueError(f"{self.ident}: step {i} ({step.op.text()}) is invalid")
             out.append(sim.tree.copy())
@@ -152,7 +157,7 @@ class Space:
         left = self.seq if left is None else left
         if left == 0:
             return 1
-        key = (sim.key(), left, mask)
+        key = (sim.key(sized=not mask[0].isdisjoint(SIZED)), left, mask)
         if key not in self._memo:
             self._memo[key] = sum(self.count(after, left - 1, mask) for op, persist, after in
                                   self.choices(sim, left) if allowed_by(mask, op, persist))

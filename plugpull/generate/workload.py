@@ -13,7 +13,7 @@ from functools import cache
 from plugpull.check.checker import TREE
 from plugpull.errors import UsageError
 from plugpull.generate.judge import judge
-from plugpull.generate.oracle import PROFILES
+from plugpull.generate.oracle import PROFILES, on_profile
 from plugpull.generate.program import program
 from plugpull.generate.space import Workload as Generated, space_of
 from plugpull.generate.tree import DIR, FILE, NAMES, SYMLINK, Entry
@@ -75,8 +75,12 @@ class GeneratedWorkload(Workload):
     def ops(self) -> int:
         return len(self.generated.steps)
 
+    def program(self) -> str:
+        """The guest program as this profile's filesystem runs it: what it refuses not done."""
+        return program(on_profile(self.generated, self.profile))
+
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
-        return shell_script(mnt, ack, [program(self.generated)], echoed=True)
+        return shell_script(mnt, ack, [self.program()], echoed=True)
 
     def examine(self, required: list[int], files: dict, committed: list[int] = ()) -> Findings:
         """The collected tree judged with acks 0..k owed, k the highest of `required`. A work

@@ -34,7 +34,6 @@ from plugpull.crash.judge import Batch, judge_many, remove_states
 from plugpull.crash.record import Record
 from plugpull.crash.artifacts import state_results
 from plugpull.errors import GuestError, InfraError, LaunchError, UsageError
-from plugpull.generate.program import program
 from plugpull.generate.space import Space
 from plugpull.generate.workload import GeneratedWorkload, generated_workload
 from plugpull.guest.rig import Rig
@@ -322,7 +321,7 @@ def _unrecorded_line(workload: GeneratedWorkload, failed: Failed, place: Place) 
         return {"id": workload.ident, "kernel": place.kernel, "ops": text, "infra": failed.why}
     where = place.failing(workload.ident)
     where.mkdir(parents=True, exist_ok=True)
-    (where / "program.sh").write_text(program(workload.generated))
+    (where / "program.sh").write_text(workload.program())
     (where / "kernel.txt").write_text(failed.kernel["excerpt"] or failed.kernel["line"])
     line = {"id": workload.ident, "kernel": place.kernel, "ops": text, "states": 0, "distinct": 0,
             "verdicts": {"kernel-crash": 1}, "rules": {"kernel": 1}, "lost_kinds": ["kernel"], "lost_names": [],
@@ -340,6 +339,6 @@ def _judged_line(workload: GeneratedWorkload, rec: Record, batch: Batch, judged,
     if not spec.fsck.always:
         line["fscked"] = len({j.distinct for j in judged if j.observation.fsck_rc is not None})
     if any(r.artifact for r in results):
-        (where / "program.sh").write_text(program(workload.generated))
+        (where / "program.sh").write_text(workload.program())
         line["artifact"] = str(where.relative_to(place.out))
     return line

@@ -154,6 +154,7 @@ def _filters(settings: dict) -> str:
         parts.append(f"sample {settings['sample']} seed {settings['seed']}")
     if settings.get("setup") == "unsynced":
         parts.append("setup unsynced")
-    if settings.get("table") in (1, 2):
-        parts.append("the first operation table" if settings["table"] == 1 else "the first two operation tables")
+    held = {1: "the first operation table", 2: "the first two operation tables", 3: "the first three operation tables"}
+    if settings.get("table") in held and not isinstance(settings["table"], bool):
+        parts.append(held[settings["table"]])
     return f" ({'; '.join(parts)})" if parts else ""

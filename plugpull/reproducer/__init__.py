@@ -14,6 +14,7 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.files import read_regular_text
+from plugpull.generate.oracle import on_profile
 from plugpull.generate.space import Workload, space_of
 from plugpull.generate.workload import PREFIX
 from plugpull.testbed.fs import FILESYSTEMS as FILESYSTEM_ROWS
@@ -42,9 +43,10 @@ class Case:
     @cached_property
     def workload(self) -> Workload:
         """The workload up to the point's persistence call: what the reproducer runs, and
-        what the oracle is asked about, so that no later operation relaxes what is owed."""
+        what the oracle is asked about, so that no later operation relaxes what is owed; the
+        operations the filesystem refuses are not done."""
         end = self.whole.points()[self.point - 1] if self.point else 0
-        return replace(self.whole, steps=self.whole.steps[:end])
+        return on_profile(replace(self.whole, steps=self.whole.steps[:end]), self.rules)
 
     def title(self) -> str:
         setup = "the setup's sync" if self.whole.synced else "the setup, not synced"
