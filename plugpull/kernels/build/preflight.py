@@ -1,0 +1,53 @@
+"""What a build needs of the host, checked before anything is fetched or built: the tools
+(a `doctor` row too) and the free disk.
+
+The disk a build needs was measured on Debian's 7.3 with plugpull's config (docs/kernels.md):
+the unpacked source, the objects of a cold build, and the kernel and modules kept.
+"""
+
+import shutil
+from pathlib import Path
+
+from plugpull.errors import ToolMissing, UsageError
+
+GiB = 2**30
+SOURCE_BYTES = 2 * GiB        # Debian's unpacked source (1.8 GiB for 7.3) and its download
+COLD_BYTES = 3 * GiB          # a cold build's objects
+WARM_BYTES = 1 * GiB          # an incremental build, the kernel and modules kept
+
+# program (or header) -> the Debian package that gives it
+TOOLS = {
+    "gcc": "gcc", "make": "make", "ld": "binutils", "flex": "flex", "bison": "bison", "bc": "bc",
+    "perl": "perl", "patch": "patch", "cpio": "cpio", "rsync": "rsync", "depmod": "kmod",
+    "dpkg-source": "dpkg-dev", "dpkg-deb": "dpkg", "xz": "xz-utils",
+}
+HEADERS = {"/usr/include/gelf.h": "libelf-dev", "/usr/include/openssl/opensslv.h": "libssl-dev"}
+
+
+def missing_tools(which=shutil.which, exists=lambda p: Path(p).is_file()) -> list[tuple[str, str]]:
+    """(program or header, Debian package) for each one the host lacks."""
+    found = [(tool, package) for tool, package in TOOLS.items() if which(tool) is None]
+    return found + [(header, package) for header, package in HEADERS.items() if not exists(header)]
+
+
+def check_tools() -> None:
+    missing = missing_tools()
+    if missing:
+        names = ", ".join(tool.rsplit("/", 1)[-1] for tool, _ in missing)
+        packages = " ".join(sorted({package for _, package in missing}))
+        raise ToolMissing(names, f"building a kernel needs them: install the Debian packages {packages}")
+
+
+def needed_bytes(source_fetched: bool, cold: bool) -> int:
+    return (0 if source_fetched else SOURCE_BYTES) + (COLD_BYTES if cold else 0) + WARM_BYTES
+
+
+def check_disk(where: Path, needed: int, free=None) -> None:
+    """A one-line `UsageError` when the filesystem of `where` has less than `needed` free."""
+    where = Path(where)
+    while not where.exists():
+        where = where.parent
+    have = free if free is not None else shutil.disk_usage(where).free
+    if have < needed:
+        raise UsageError(f"too little free disk for this build in {where}: {have / GiB:.1f} GiB free, "
+                         f"{needed / GiB:.1f} GiB needed (free some, or set PLUGPULL_CACHE elsewhere)")
