@@ -143,6 +143,11 @@ def test_a_patch_that_does_not_apply_names_the_file_and_the_hunk(tmp_path):
         check_patches(tree, [first, stale])
     with pytest.raises(UsageError, match=r"second.patch: fs/a.c: already applied"):
         check_patches(tree, [first, a_patch(tmp_path / "second.patch", "int line3;", "int line3 = 1;")])
+    fuzzy = tmp_path / "fuzzy.patch"  # one context line differs: GNU patch's default fuzz would take it
+    fuzzy.write_text("--- a/fs/a.c\n+++ b/fs/a.c\n@@ -2,3 +2,3 @@\n int line2_other;\n-int line3;\n+int line3 = 1;\n"
+                     " int line4;\n")
+    with pytest.raises(UsageError, match=r"fuzzy.patch: hunk #1 of fs/a.c does not apply"):
+        check_patches(tree, [fuzzy])
     with pytest.raises(UsageError, match="a file the tree does not have"):
         check_patches(tree, [a_patch(tmp_path / "other.patch", "int line3;", "int x;", "fs/b.c")])
     assert (tree / "fs" / "a.c").read_text().count("line3;") == 1

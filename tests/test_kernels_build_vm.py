@@ -8,6 +8,7 @@ import os
 import pytest
 
 from plugpull.guest.contract.config import Accel, DiskSpec, MachineSpec
+from plugpull.guest.image.build import Recipe
 from plugpull.guest.qemu.machine import create_disk
 from plugpull.guest.rig import prepare_rig
 from plugpull.kernels import ArchiveUnreachable
@@ -18,8 +19,7 @@ pytestmark = [pytest.mark.vm, pytest.mark.slow,
                                  reason="a kernel built from source: PLUGPULL_KERNEL_BUILD=1 (make test-all)"),
               pytest.mark.timeout(4 * 3600)]
 
-LOADED = ("dm_flakey", "dm_log_writes", "dm_delay", "dm_crypt", "dm_snapshot", "raid1", "raid456", "xfs",
-          "btrfs", "f2fs", "ext4", "loop")
+LOADED = (*Recipe.load().modules, "f2fs")  # every module the image recipe requires, and f2fs
 
 
 @pytest.fixture(scope="module")

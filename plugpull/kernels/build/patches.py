@@ -2,9 +2,11 @@
 
 A patch is checked on a scratch copy of the files it touches (taken from the source tree), with
 the patches before it applied first, so that a series of patches that build on each other is
-checked as it will be applied. `patch -p1 --forward` refuses a patch already applied (or
-reversed) instead of guessing, and its rejects are thrown away. A patch that does not apply is
-a one-line `UsageError` naming the file, the hunk and the file of the tree it failed on.
+checked as it will be applied. `patch -p1 --forward --fuzz=0` refuses a patch already applied
+(or reversed) instead of guessing, and a hunk whose context lines differ from the tree's instead
+of applying it with fuzz (GNU patch's default ignores up to two of them: a patch written for
+another version could land in the wrong place); its rejects are thrown away. A patch that does
+not apply is a one-line `UsageError` naming the file, the hunk and the file of the tree it failed on.
 """
 
 import re
@@ -52,7 +54,7 @@ def touched_files(data: bytes) -> list[str]:
 
 def apply_patch(tree: Path, patch: Path, dry_run: bool = False) -> None:
     """`patch -p1 --forward` in `tree`; a `UsageError` naming the hunk that did not apply."""
-    argv = ["patch", "-p1", "--forward", "--batch", "--no-backup-if-mismatch", "-r", "-", "-d", str(tree),
+    argv = ["patch", "-p1", "--forward", "--fuzz=0", "--batch", "--no-backup-if-mismatch", "-r", "-", "-d", str(tree),
             "-i", str(Path(patch).absolute())]
     try:
         result = subprocess.run([*argv, *(["--dry-run"] if dry_run else [])], capture_output=True, text=True,

@@ -11,9 +11,9 @@ from pathlib import Path
 from plugpull.errors import ToolMissing, UsageError
 
 GiB = 2**30
-SOURCE_BYTES = 2 * GiB        # Debian's unpacked source (1.8 GiB for 7.3) and its download
-COLD_BYTES = 3 * GiB          # a cold build's objects
-WARM_BYTES = 1 * GiB          # an incremental build, the kernel and modules kept
+SOURCE_BYTES = int(2.5 * GiB)  # Debian's unpacked source (1.8 GiB for 7.3) and its tarball while unpacking
+COLD_BYTES = int(1.5 * GiB)    # a cold build's objects (1.2 GiB for 7.3)
+WARM_BYTES = GiB // 2          # an incremental build's changes, the kernel and modules kept (34 MiB)
 
 # program (or header) -> the Debian package that gives it
 TOOLS = {

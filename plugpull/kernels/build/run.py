@@ -95,18 +95,20 @@ def build_kernel(request: BuildRequest, kernels=None, store: BuildStore | None =
     store = store or BuildStore(kernels.root / "builds")
     started = time.monotonic()
     plan = plan_build(request, kernels, store)
+    workspace = workspace_for(plan, kernels, store)
+    source_ready = isinstance(request.source, TreeSource) or (workspace.source / "Makefile").is_file()
+    if source_ready:  # checked again even when cached: a build made before a stricter check stays refused
+        check_patches(workspace.source, request.patches)
     cached = store.load(plan.key)
     if cached is not None:
         store.name(plan.name, plan.key)
         return BuildResult(plan.name, cached, True, {"total": time.monotonic() - started})
-    workspace = workspace_for(plan, kernels, store)
-    source_ready = isinstance(request.source, TreeSource) or (workspace.source / "Makefile").is_file()
     check_disk(store.root, needed_bytes(source_ready, not (workspace.out / ".config").is_file()))
     seconds = {}
     if not source_ready:
         _, how = source_tree(kernels, plan.version, plan.suites, progress=say)
         seconds["source"] = how.get("seconds", 0)
-    check_patches(workspace.source, request.patches)
+        check_patches(workspace.source, request.patches)
     with locked(workspace.root):
         built = store.load(plan.key)  # built meanwhile by another process
         if built is None:
