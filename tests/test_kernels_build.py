@@ -251,3 +251,11 @@ def test_a_debian_work_copy_patches_its_own_files_never_the_source(tmp_path):
     assert (work.tree / "fs" / "a.c").read_text() == before
     assert (work.tree / "fs" / "a.c").stat().st_mtime_ns >= patched  # make sees it change again
     assert (work.tree / "fs" / "a.c").stat().st_ino != (source / "fs" / "a.c").stat().st_ino
+
+
+def test_only_options_the_tree_declares_are_asked(tmp_path):
+    (tmp_path / "arch").mkdir()
+    (tmp_path / "Kconfig").write_text("config OLD\n\tbool \"old\"\nmenuconfig MENU\n\tbool\n")
+    (tmp_path / "arch" / "Kconfig.debug").write_text("  config  DEEP \n")
+    asked = ["CONFIG_OLD", "CONFIG_MENU", "CONFIG_DEEP", "CONFIG_DEBUG_INFO_NONE", "CONFIG_OLDER"]
+    assert kconfig.defined(tmp_path, asked) == {"CONFIG_OLD", "CONFIG_MENU", "CONFIG_DEEP"}

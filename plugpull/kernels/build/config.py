@@ -2,7 +2,8 @@
 (`vmconfig/kernel.config`, the one place that says what the guests need) and the user's
 `--config` fragment after it, merged, then `make olddefconfig`; then every option the
 fragments ask for is checked in the final .config, and a build whose Kconfig would not give
-one is refused, naming them.
+one is refused, naming them. An option the tree's Kconfig does not define at all (one added
+after that kernel, `CONFIG_DEBUG_INFO_NONE` before 5.18) cannot be had there and is not asked.
 
 A fragment holds `CONFIG_X=VALUE` lines and `# CONFIG_X is not set` lines (or `CONFIG_X=n`);
 other comments and blank lines are ignored, anything else is refused.
@@ -48,6 +49,17 @@ def fragment_text(user: Path | None) -> str:
         raise UsageError(f"--config {user}: {e.strerror}") from None
     parse_fragment(theirs, f"--config {user}")
     return f"{ours}\n# --config {Path(user).name}\n{theirs}"
+
+
+def defined(tree: Path, options) -> set[str]:
+    """Those of `options` some Kconfig file of `tree` declares (`config X` or `menuconfig X`)."""
+    names = {option.removeprefix("CONFIG_") for option in options}
+    declared = re.compile(r"^\s*(?:menu)?config\s+(\w+)\s*$", re.MULTILINE)
+    found = set()
+    for kconfig in tree.rglob("Kconfig*"):
+        if kconfig.is_file():
+            found |= names & set(declared.findall(kconfig.read_text(errors="replace")))
+    return {f"CONFIG_{name}" for name in found}
 
 
 def merge(config: Path, wanted: dict[str, str | None]) -> None:

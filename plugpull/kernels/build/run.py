@@ -154,6 +154,10 @@ def _build(plan: Plan, workspace: Workspace, store: BuildStore, seconds: dict) -
     make.run(kconfig.BASE, label="defconfig")
     wanted = {**kconfig.parse_fragment(plan.fragment, "the config fragments"),
               "CONFIG_LOCALVERSION": f'"-{plan.key[:8]}"', "CONFIG_LOCALVERSION_AUTO": None}
+    unknown = sorted(set(wanted) - kconfig.defined(workspace.tree, wanted))
+    if unknown:
+        say(f"not in this tree's Kconfig, not asked: {', '.join(unknown)}")
+        wanted = {option: value for option, value in wanted.items() if option not in unknown}
     kconfig.merge(workspace.out / ".config", wanted)
     make.run("olddefconfig", label="olddefconfig")
     kconfig.check_config(workspace.out / ".config", wanted, str(plan.request.source))
