@@ -10,7 +10,7 @@ import pytest
 from plugpull.cli import main
 from plugpull.errors import UsageError
 from plugpull.kernels.build import BuildRequest, BuildStore, build_kernel, parse_build_source
-from plugpull.kernels.build import preflight, run as runmod
+from plugpull.kernels.build import config as kconfig, preflight, run as runmod
 from plugpull.kernels.build.make import BuildFailed
 from plugpull.kernels.option import kernel_option
 from plugpull.paths import cache_dir
@@ -25,7 +25,7 @@ defconfig:
 	@printf 'CONFIG_64BIT=y\nCONFIG_EXT4_FS=y\n' > $(O)/.config
 olddefconfig:
 	@echo olddefconfig >> $(O)/calls
-	@sed -i '/CONFIG_FAKE_DROPPED/d' $(O)/.config
+	@sed -i '/CONFIG_FAKE_DROPPED/d; /CONFIG_ADDED_IN_A_LATER_KERNEL/d' $(O)/.config
 bzImage:
 	@echo bzImage >> $(O)/calls
 	@! grep -q BROKEN fs/a.c || (echo "fs/a.c:1: error: broken" && false)
@@ -47,6 +47,9 @@ def tree(tmp_path, monkeypatch):
     monkeypatch.setattr(runmod, "check_tools", lambda: None)  # the fake tree needs only make
     root = kernel_tree(tmp_path / "linux")
     (root / "Makefile").write_text(FAKE_MAKEFILE)
+    declared = [*kconfig.parse_fragment(kconfig.FRAGMENT.read_text(), "ours"),
+                "CONFIG_LOCALVERSION", "CONFIG_LOCALVERSION_AUTO", "CONFIG_FAKE_DROPPED"]
+    (root / "Kconfig").write_text("".join(f"config {option.removeprefix('CONFIG_')}\n" for option in declared))
     return root
 
 
@@ -177,3 +180,9 @@ def test_an_interrupted_make_leaves_no_process(tmp_path, monkeypatch):
         makemod.Make(tmp_path, tmp_path / "out", tmp_path / "log").run("slow")
     assert not (tmp_path / "finished").exists()
     assert subprocess.run(["pgrep", "-f", f"make -C {tmp_path}"], capture_output=True).returncode == 1
+
+
+def test_an_option_the_tree_does_not_declare_is_not_asked(tree, tmp_path):
+    mine = tmp_path / "mine.config"
+    mine.write_text("CONFIG_ADDED_IN_A_LATER_KERNEL=y\n")
+    assert build(tree, name="older", config=mine).built.release.startswith("1.0.0-")

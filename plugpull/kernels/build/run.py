@@ -145,7 +145,7 @@ def _build(plan: Plan, workspace: Workspace, store: BuildStore, seconds: dict) -
     log = store.log(plan.key)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(f"plugpull kernels build {plan.request.source} -> {BUILD}{plan.name} (key {plan.key})\n")
-    cold = not (workspace.out / ".config").is_file()
+    cold = not (workspace.out / "vmlinux").is_file()  # a configure that failed leaves .config
     step = time.monotonic()
     workspace.prepare(plan.request.patches)
     make = Make(workspace.tree, workspace.out, log)
