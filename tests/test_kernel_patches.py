@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PATCHES = sorted((ROOT / "suites" / "patches").glob("*"))
+PATCHES = sorted((ROOT / "suites" / "patches").rglob("*.patch"))  # culprits/ too
 
 _SUBJECT = re.compile(r"^Subject: (?:\[PATCH[^\]]*\] )?([a-z0-9_.-]+(?:/[a-z0-9_.-]+)*): \S")
 _FIXES = re.compile(r'^Fixes: [0-9a-f]{12,40} \("[^\n]+"\)$')
