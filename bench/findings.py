@@ -8,7 +8,7 @@ point), each tree judged by the real oracle under the btrfs rules, the journal l
 
 Prints, for all of them and for a seeded sample (as many as a 2,000-workload hunt holds),
 the failing workloads, the findings and families, and the biggest of each. Run by hand; the
-figures are in docs/hunt.md#findings.
+figures are in docs/hunt-results.md#findings-on-a-real-hunt.
 """
 
 import argparse

@@ -1,6 +1,6 @@
 """Findings: a hunt's failing workloads grouped by what they lost, under which rules, after
 which operations, whatever the names. The lines are judged by the real oracle on trees that
-model what btrfs gave in the seq-2 hunt of docs/hunt.md; no VM."""
+model what btrfs gave in the seq-2 hunt of docs/hunt-results.md; no VM."""
 
 import json
 import random
