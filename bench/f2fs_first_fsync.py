@@ -19,7 +19,7 @@ write-log reader reads dm-log-writes' format), the guest mounts that image (f2fs
 recovery) and prints B/foo's size and first byte: 20480 is what the fsync owed, 16384 the
 setup's. `strict` mounts with fsync_mode=strict. `overwrite` rewrites B/foo's first 4 KiB with
 0x61 and fdatasyncs instead of the O_DIRECT extension: its first byte 61 is what fdatasync
-owed, 43 the setup's; `strict-overwrite` does so with fsync_mode=strict. docs/f2fs-first-fsync-report.md says what this shows.
+owed, 43 the setup's; `strict-overwrite` does so with fsync_mode=strict. docs/findings/f2fs-first-fsync-report.md says what this shows.
 
 Exits 0 when every run gave a size, 2 on bad input, 3 when the guest or a run failed.
 """

@@ -1,5 +1,5 @@
 """How findings group a hunt's failures, on modelled states (no VM): the btrfs rename bug of
-docs/btrfs-rename-both-names.md applied by hand to every seq-2 workload that moves a file to
+docs/findings/btrfs-rename-both-names.md applied by hand to every seq-2 workload that moves a file to
 the other directory and then fsyncs the new one (the old name left on the inode at that
 point), each tree judged by the real oracle under the btrfs rules, the journal lines made by
 `workload_line`, then grouped by `findings`.
@@ -8,7 +8,7 @@ point), each tree judged by the real oracle under the btrfs rules, the journal l
 
 Prints, for all of them and for a seeded sample (as many as a 2,000-workload hunt holds),
 the failing workloads, the findings and families, and the biggest of each. Run by hand; the
-figures are in docs/hunt.md#findings.
+figures are in docs/hunt-results.md#findings-on-a-real-hunt.
 """
 
 import argparse

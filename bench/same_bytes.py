@@ -11,7 +11,7 @@ twice (the baseline: the same workload recorded again).
 that mounts each workload's disk, before the mount. Prints per flush and record whether the
 state is the same as the first record's, and the numbers of the blocks that differ; the
 records are kept under `--keep` (a new directory) for debugfs, xfs_logprint or btrfs
-inspect-internal. Run by hand; never asserted in tests (docs/hunt.md: states shared across
+inspect-internal. Run by hand; never asserted in tests (docs/hunt-results.md: states shared across
 workloads).
 """
 

@@ -9,7 +9,7 @@ checker guests are not traced). Each disk the
 recorder plugged in is one workload, in the journal's order. Prints each workload that failed
 or had a flush issued while one of its writes was in flight (plugpull.powerloss.scsiorder), then
 how the two go together. A crossing is not a bug by itself: it matters when the write in
-flight is one the flush was there to make durable (docs/f2fs-first-fsync-report.md).
+flight is one the flush was there to make durable (docs/findings/f2fs-first-fsync-report.md).
 
 Exits 0 when the table was printed, 2 on bad input, 3 when the hunt failed or the trace does
 not match its journal.

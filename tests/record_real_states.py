@@ -36,7 +36,7 @@ HUNTS = (("ext4", 1, (), 100), ("xfs", 1, (), 100), ("btrfs", 1, (), 100),
          ("ext4", 2, ("rename", "write", "fsync"), 60))
 # (fs, workload, disk MiB), each run by `crash`: ext4's rename over a file with and without a
 # write to it after the rename (what auto_da_alloc forces out, and what it does not), and the
-# btrfs findings of docs/findings.md and docs/hunt.md, whose failing states must stay failing
+# btrfs findings of docs/findings.md and docs/hunt-results.md, whose failing states must stay failing
 BY_ID = (("ext4", "seq2-101917", 64), ("ext4", "seq3-28798802", 64), ("ext4", "seq3-28799706", 64),
          ("ext4", "seq3-28801514", 64), ("ext4", "seq3-28799254", 64), ("ext4", "seq3-28800158", 64),
          ("btrfs", "seq2-056383", 128), ("btrfs", "seq2-055855", 128),

@@ -478,7 +478,7 @@ def sandbox(tmp_path, monkeypatch):
     work.mkdir()
     monkeypatch.chdir(work)
     monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
-    for module in (cli.crash, cli.matrix, cli.guests, rig_mod):
+    for module in (cli.crash, cli.matrix, cli.reproduce, cli.guests, rig_mod):
         monkeypatch.setattr(module, "prepare_rig", _no_boot)
     monkeypatch.setattr("plugpull.guest.image.build.build_image", _no_boot)
     return work
@@ -766,6 +766,7 @@ def test_a_refusal_after_the_run_log_began_leaves_no_empty_results_dir(argv, san
     monkeypatch.setattr(rig_mod, "prepare_rig", _raising(ToolMissing("qemu-img", "make deps")))
     monkeypatch.setattr(cli.crash, "prepare_rig", rig_mod.prepare_rig)
     monkeypatch.setattr(cli.matrix, "prepare_rig", rig_mod.prepare_rig)
+    monkeypatch.setattr(cli.reproduce, "prepare_rig", rig_mod.prepare_rig)
     assert cli.main(argv) == 2
     assert "qemu-img is missing" in capsys.readouterr().err
     assert list(sandbox.iterdir()) == []

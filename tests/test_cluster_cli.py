@@ -31,8 +31,8 @@ def workdir(tmp_path, monkeypatch):
     monkeypatch.chdir(work)
     monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
     (tmp_path / "case.toml").write_text(CASE)
-    monkeypatch.setattr(cli.matrix, "prepare_rig", _no_rig)
-    monkeypatch.setattr(cli.crash, "prepare_rig", _no_rig)
+    for module in (cli.matrix, cli.reproduce, cli.crash):
+        monkeypatch.setattr(module, "prepare_rig", _no_rig)
     return work
 
 
@@ -109,7 +109,8 @@ def judged(workdir, monkeypatch):
     monkeypatch.setattr(runs_matrix, "environment", lambda *a: Env())
     monkeypatch.setattr(runs_matrix, "run_crash", run_crash)
     monkeypatch.setattr(runs_matrix, "measure_throughput", lambda *a: None)
-    monkeypatch.setattr(cli.matrix, "finish_matrix", lambda *a, **kw: None)
+    for module in (cli.matrix, cli.reproduce):
+        monkeypatch.setattr(module, "finish_matrix", lambda *a, **kw: None)
     return calls
 
 
@@ -131,7 +132,7 @@ def test_reproduce_checks_on_the_cluster_instead_of_the_cases_hosts(judged, work
     def no_hosts(*args):
         raise AssertionError("the case's [hosts] were connected")
 
-    monkeypatch.setattr(cli.matrix, "checker_hosts", no_hosts)
+    monkeypatch.setattr(cli.reproduce, "checker_hosts", no_hosts)
     case = workdir.parent / "hosts.toml"
     case.write_text(CASE + HOSTS)
     assert _exit_code(["reproduce", str(case), "--cluster", LOOPBACK, "--results", "r.jsonl"]) == 3

@@ -46,13 +46,13 @@ def test_the_page_shows_reproduce_with_junit_in_both_jobs():
 
 @pytest.mark.parametrize("line", sorted(set(reproduce_lines())))
 def test_each_command_is_accepted_before_a_run(line, tmp_path, monkeypatch):
-    import plugpull.cli.matrix as matrix_cli
+    import plugpull.cli.reproduce as reproduce_cli
 
     monkeypatch.chdir(tmp_path)
     named = []
-    monkeypatch.setattr(matrix_cli, "kernel_list", lambda args, default: named.append(args.kernel) or [("host", None)])
+    monkeypatch.setattr(reproduce_cli, "kernel_list", lambda args, default: named.append(args.kernel) or [("host", None)])
     args = cli.parser().parse_args(argv_of(line))
-    planned = matrix_cli.checked_cases(args)
+    planned = reproduce_cli.checked_cases(args)
     assert planned and args.junit and named == [args.kernel] == ["host,debian:6.12"]
     if "seed-*" in line:
         assert len(planned) == len(list(ROOT.glob("suites/cases/seed-*.toml"))) > 5

@@ -1,5 +1,5 @@
-"""The README is a front door: at most 200 lines, and every link from it and from docs/ to a
-file of the repository resolves, down to the heading an #anchor names (GitHub's anchors).
+"""The README is a front door: at most 200 lines, and every link from it, from docs/ (findings/
+too) and from suites/' READMEs to a file of the repository resolves, down to the heading an #anchor names (GitHub's anchors).
 
 No VM, no plugpull import: plain text checks, fast."""
 import re
@@ -9,8 +9,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-DOCS = sorted((ROOT / "docs").glob("*.md"))
-PAGES = [README, *DOCS]
+DOCS = sorted((ROOT / "docs").rglob("*.md"))
+PAGES = [README, *DOCS, *sorted((ROOT / "suites").rglob("README.md"))]
 
 _FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.S | re.M)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
@@ -83,14 +83,21 @@ def test_the_readme_links_into_docs_and_every_doc_is_reachable():
     index = ROOT / "docs" / "README.md"
     assert index.resolve() in targets
     reachable = targets | {(index.parent / t.partition("#")[0]).resolve() for t in links(index.read_text())}
-    assert [d.name for d in DOCS if d.resolve() not in reachable] == []
+    assert [str(d.relative_to(ROOT)) for d in DOCS if d.resolve() not in reachable] == []
+
+
+def test_the_findings_index_links_every_write_up_in_findings():
+    index = ROOT / "docs" / "findings.md"
+    linked = {(index.parent / t.partition("#")[0]).resolve() for t in links(index.read_text())}
+    unlisted = [p.name for p in sorted((ROOT / "docs" / "findings").glob("*.md")) if p.resolve() not in linked]
+    assert unlisted == [], "add a row for each to the table at the top of docs/findings.md"
 
 
 def test_the_readme_states_the_test_command():
     assert "make test " in README.read_text() or "make test`" in README.read_text()
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT / "docs")))
 def test_each_doc_begins_with_the_question_it_answers(doc):
     lines = [line for line in doc.read_text().splitlines() if line.strip()]
     assert lines[0].startswith("# ")

@@ -1,4 +1,4 @@
-"""The btrfs rename case holds per kernel what was measured (docs/btrfs-rename-both-names.md):
+"""The btrfs rename case holds per kernel what was measured (docs/findings/btrfs-rename-both-names.md):
 on the host (6.1) an inconsistent state is expected; on 5.10, whose fsync of the new directory
 commits the transaction, only clean states."""
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from plugpull.cli.matrix import fs_lines
+from plugpull.cli.reproduce import fs_lines
 from plugpull.paths import ROOT
 from plugpull.runs.cases import load_case, replay_failures
 from plugpull.runs.replaycase import run_replay

@@ -1,4 +1,4 @@
-"""The XFS log-hole cases hold per kernel what was measured on each (docs/xfs-log-hole-report.md):
+"""The XFS log-hole cases hold per kernel what was measured on each (docs/findings/xfs-log-hole-report.md):
 a 5.10 recording (every iclog write PREFLUSH+FUA) leaves only clean states; 6.1, 6.12 and 7.3
 recordings leave unmountable ones; the kept state is unmountable on every kernel."""
 

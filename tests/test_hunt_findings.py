@@ -1,6 +1,6 @@
 """Findings: a hunt's failing workloads grouped by what they lost, under which rules, after
 which operations, whatever the names. The lines are judged by the real oracle on trees that
-model what btrfs gave in the seq-2 hunt of docs/hunt.md; no VM."""
+model what btrfs gave in the seq-2 hunt of docs/hunt-results.md; no VM."""
 
 import json
 import random
@@ -38,7 +38,7 @@ def judged_line(workload, k: int, tree, artifact: str | None = None) -> dict:
 
 def both_names(workload) -> dict:
     """The rename of the step followed by an fsync of the new directory half done: the old
-    name still on the inode (docs/btrfs-rename-both-names.md)."""
+    name still on the inode (docs/findings/btrfs-rename-both-names.md)."""
     i = next(i for i, s in enumerate(workload.steps) if s.op.family == "rename" and s.persist)
     src, dst = workload.steps[i].op.args
     tree = workload.trees[i + 1].copy()

@@ -182,6 +182,7 @@ def test_the_file_is_written_whole_and_its_directory_made(tmp_path):
 def fake_runs(monkeypatch):
     """`reproduce` with no guest: each cell 'runs' by writing the CellResult `outcome` makes of it."""
     import plugpull.cli.matrix as matrix_cli
+    import plugpull.cli.reproduce as reproduce_cli
     import plugpull.runs.matrix as runs_matrix
     from plugpull.results import append_line
 
@@ -196,7 +197,7 @@ def fake_runs(monkeypatch):
 
     fake_runs.outcome = lambda c: result(c, summary(20))
     monkeypatch.setattr(matrix_cli, "prepare_rig", lambda *a: None)
-    monkeypatch.setattr(matrix_cli, "finish_matrix", lambda *a: None)
+    monkeypatch.setattr(reproduce_cli, "finish_matrix", lambda *a: None)
     monkeypatch.setattr(runs_matrix, "run_matrix", run_matrix)
     fake_runs.ran = ran
     return fake_runs

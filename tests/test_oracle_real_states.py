@@ -20,7 +20,7 @@ from plugpull.generate.workload import GeneratedWorkload
 from plugpull.paths import ROOT
 
 DATA_FILE = ROOT / "tests" / "data" / "real-states.jsonl.gz"
-# the workloads whose recorded states may fail: btrfs findings (docs/findings.md, docs/hunt.md)
+# the workloads whose recorded states may fail: btrfs findings (docs/findings.md, docs/hunt-results.md)
 KNOWN_FAILING = {
     ("btrfs", "seq2-056383"): "link into B, unlink from A, fsync A: the file under neither name",
     ("btrfs", "seq2-055855"): "the same, with an fsync of A after the link",

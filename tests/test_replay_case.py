@@ -204,7 +204,7 @@ def answer(verdict: str, digest: str = "a" * 64) -> dict:
     (answer("infra-error"), 3, "verdict infra-error"),
 ])
 def test_reproduce_says_and_exits_as_the_replay_bears_out_the_case(case_dir, capsys, r, code, said):
-    from plugpull.cli.matrix import _replayed
+    from plugpull.cli.reproduce import _replayed
 
     case = load_case(write(case_dir, CASE.replace("seed = 1", f'seed = 1\ndigest = "{"a" * 64}"')))
     assert _replayed(case, r) == code
@@ -213,7 +213,7 @@ def test_reproduce_says_and_exits_as_the_replay_bears_out_the_case(case_dir, cap
 
 
 def test_only_the_filesystems_own_kernel_lines_are_shown():
-    from plugpull.cli.matrix import fs_lines
+    from plugpull.cli.reproduce import fs_lines
 
     log = ("[ 1.0]  xfs_log_mount+0xfb/0x220 [xfs]\n[ 1.1] XFS (sda): log mount failed\n"
            "[ 2.0] EXT4-fs (sdb): mounted\n[ 3.0] sd 0:0:0:0: [sda] ok")

@@ -48,3 +48,8 @@ def test_a_script_takes_one_block_device(live, tmp_path):
         done = subprocess.run(["dash", str(path), *argv], capture_output=True, text=True, cwd=tmp_path)
         assert done.returncode == 2 and "usage: sh" in done.stderr and done.stdout == ""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_each_live_finding_names_a_report_that_is_there():
+    docs = Path(__file__).resolve().parent.parent / "docs" / "findings"
+    assert [live.report for live in LIVE if not (docs / live.report).is_file()] == []

@@ -26,7 +26,7 @@ from plugpull.report.states import cell_states, read_json
 
 INDEX = "findings.html"
 FINDINGS_DIR, WORKLOADS_DIR, DOCS_DIR = "findings", "workloads", "docs"
-DOCS = Path(__file__).resolve().parents[2] / "docs"  # the reports written for findings, in a checkout
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "findings"  # the reports written for findings, in a checkout
 COPIED = ("program.sh", "kernel.txt")  # a failing workload's small files, copied beside its page
 
 
@@ -146,7 +146,7 @@ def reproducer_command(f: Finding) -> str:
 
 
 def naming_report(f: Finding, docs: Path = DOCS) -> Path | None:
-    """The report written for the finding: a docs/FS-*-report.md that names one of its
+    """The report written for the finding: a docs/findings/FS-*-report.md that names one of its
     workloads (None if none does, or the docs are not there)."""
     from plugpull.testbed.fs import FILESYSTEMS
     ids = {m.line.get("id") for m in f.workloads}

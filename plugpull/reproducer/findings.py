@@ -38,7 +38,7 @@ class Live:
     fs: str  # the filesystem (the reproducer's --fs), "" for a case file
     form: str
     number: str
-    report: str  # under docs/
+    report: str  # under docs/findings/
 
     def command(self) -> str:
         fs = f" --fs {self.fs}" if self.fs else ""
