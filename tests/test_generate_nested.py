@@ -12,14 +12,14 @@ from dataclasses import replace
 
 import pytest
 from test_generate_later import host_tools, program_leaves_the_models_tree, reproducers_checks_pass  # noqa: F401
-from test_generate_oracle import assert_own_states_clean
+from test_generate_oracle import assert_own_states_clean, table_block
 
 from plugpull.check.verdict import Verdict
 from plugpull.errors import UsageError
 from plugpull.generate.judge import judge
 from plugpull.generate.oracle import LINUX, PROFILES
 from plugpull.generate.ops import NESTED_OPS, up_to
-from plugpull.generate.space import GROWN, Space, workload_of
+from plugpull.generate.space import Space, workload_of
 from plugpull.generate.tree import DIR, FILE
 
 # sha256 of "ID TEXT | SETUP\n" for every workload of the first four tables (seq 1 and 2), and
@@ -226,21 +226,14 @@ def test_an_old_workloads_owed_facts_name_no_nested_name():
         assert not [o for o in owed(workload_of(text), "ext4", 1) if "/C" in o.path or o.path.endswith("C")]
 
 
-def nested_block(seq: int, k: int | None, seed: int) -> list[int]:
-    """`k` ids (None: all) of the workloads with a nested operation (the fifth table's)."""
-    space = Space(seq)
-    block = range(space.count(mask=GROWN[3]), space.count())
-    return list(block) if k is None else sorted(random.Random(seed).sample(block, k))
-
-
 @pytest.mark.parametrize("synced", [True, False], ids=["synced", "unsynced"])
 @pytest.mark.parametrize("seq, k", [(1, None), (2, 40), (3, 15)])
 def test_the_models_own_states_after_nested_operations_are_clean(seq, k, synced):
-    assert_own_states_clean(Space(seq, synced=synced), nested_block(seq, k, seed=14))
+    assert_own_states_clean(Space(seq, synced=synced), table_block(seq, 5, k, seed=14))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("synced", [True, False], ids=["synced", "unsynced"])
 @pytest.mark.parametrize("seq, k", [(2, 1500), (3, 300)])
 def test_the_models_own_states_over_thousands_of_nested_workloads_are_clean(seq, k, synced):
-    assert_own_states_clean(Space(seq, synced=synced), nested_block(seq, k, seed=15))
+    assert_own_states_clean(Space(seq, synced=synced), table_block(seq, 5, k, seed=15))
