@@ -323,11 +323,17 @@ def later_block(seq: int, k: int, seed: int) -> list[int]:
     return sorted(random.Random(seed).sample(range(space.count(mask=FIRST), space.count(mask=GROWN[1])), k))
 
 
-def rmdir_block(seq: int, k: int | None, seed: int) -> list[int]:
-    """`k` ids (None: all) of the workloads with an rmdir (the third table's, numbered last)."""
+def table_block(seq: int, table: int, k: int | None, seed: int) -> list[int]:
+    """`k` ids (None: all) of the workloads of table `table` (1-based, from 2): those with one of
+    its operations or points, numbered after the tables before it."""
     space = Space(seq)
-    block = range(space.count(mask=GROWN[1]), space.count(mask=GROWN[2]))
+    block = range(space.count(mask=GROWN[table - 2]), space.count(mask=GROWN[table - 1]))
     return list(block) if k is None else sorted(random.Random(seed).sample(block, k))
+
+
+def rmdir_block(seq: int, k: int | None, seed: int) -> list[int]:
+    """`k` ids (None: all) of the workloads with an rmdir (the third table's)."""
+    return table_block(seq, 3, k, seed)
 
 
 @pytest.mark.parametrize("synced", [True, False], ids=["synced", "unsynced"])
@@ -338,10 +344,8 @@ def test_the_models_own_states_after_rmdir_are_clean(seq, k, synced):
 
 def range_block(seq: int, k: int | None, seed: int) -> list[int]:
     """`k` ids (None: all) of the workloads with a fallocate at the end of a file, a collapse or
-    an insert range (the fourth table's, numbered last)."""
-    space = Space(seq)
-    block = range(space.count(mask=GROWN[2]), space.count())
-    return list(block) if k is None else sorted(random.Random(seed).sample(block, k))
+    an insert range (the fourth table's)."""
+    return table_block(seq, 4, k, seed)
 
 
 @pytest.mark.parametrize("synced", [True, False], ids=["synced", "unsynced"])

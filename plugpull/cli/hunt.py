@@ -151,7 +151,8 @@ def cmd_hunt(args) -> int:
 def held_table(out: Path) -> int:
     """How many operation tables the hunt in `out` has (1: one started before the later
     operations, which goes on with the first table's alone; 2: one started before `rmdir`; 3:
-    one started before the fourth table's fallocate, collapse and insert), else the current count."""
+    one started before the fourth table's fallocate, collapse and insert; 4: one started before
+    the nested directory), else the current count."""
     from plugpull.hunt.journal import LEGACY, SETTINGS, TABLE
 
     try:

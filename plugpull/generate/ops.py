@@ -18,11 +18,11 @@ durable by `sync` (ack 0), unless it is unsynced (space.py)."""
 
 from dataclasses import dataclass
 
-from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, ROOT, SYMLINK, Inode, Tree, parent, under, \
-    with_data, with_xattr
+from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED_DIR, NESTED_FILES, ROOT, SYMLINK, Inode, \
+    Tree, parent, under, with_data, with_xattr
 
 INITIAL_SIZE = 16384
-SETUP_BYTE = {"A/foo": 0x41, "A/bar": 0x42, "B/foo": 0x43, "B/bar": 0x44}  # each setup file's fill
+SETUP_BYTE = {"A/foo": 0x41, "A/bar": 0x42, "B/foo": 0x43, "B/bar": 0x44, "A/C/foo": 0x45, "A/C/bar": 0x46}  # each setup file's fill
 XATTR = "user.pp"
 
 # write variants: offset from the file's size, length
@@ -50,7 +50,7 @@ FIRST_FAMILIES = ("creat", "mkdir", "write", "falloc", "truncate", "link", "unli
 FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
 # what each table added, in the order they came: (operation families, persistence points)
 TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()),
-          (("falloc-eof", "collapse", "insert"), ()))
+          (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert")
@@ -101,7 +101,19 @@ RMDIR_OPS = tuple(Op("rmdir", "", (d,)) for d in DIRS)  # of an empty directory:
 SIZED = ("collapse", "insert")  # the families whose validity needs a file's exact size (`fits`)
 RANGE_OPS = tuple([Op("falloc-eof", v, (f,)) for f in FILES for v in EOF_FALLOCS] +
                   [Op(family, "", (f,)) for f in FILES for family in SHIFTS])
-OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS
+# the nested directory A/C (ACE's): made, a file made in it, moved into it from A or B and out of
+# it back, and unlinked in it; each is its plain twin (`plain`) on the nested names
+NESTED_MOVES = tuple((src, f"{NESTED_DIR}/{src.rpartition('/')[2]}") for src in FILES)
+NESTED_OPS = tuple([Op("nested", "mkdir", (NESTED_DIR,))] + [Op("nested", "creat", (f,)) for f in NESTED_FILES] +
+                   [Op("nested", "rename", move) for move in NESTED_MOVES] +
+                   [Op("nested", "rename", move[::-1]) for move in NESTED_MOVES] +
+                   [Op("nested", "unlink", (f,)) for f in NESTED_FILES])
+OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS
+
+
+def plain(op: Op) -> Op:
+    """A nested operation as the first table's operation it is (a rename: to a free name)."""
+    return Op(op.variant, "file" if op.variant == "rename" else "", op.args) if op.family == "nested" else op
 
 
 def up_to(table: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -116,6 +128,11 @@ def sibling(path: str) -> str:
     return "bar" if name == "foo" else "foo"
 
 
+def sibling_path(path: str) -> str:
+    """The other file name in the same directory, as a path: A/C/foo's is A/C/bar."""
+    return f"{parent(path)}/{sibling(path)}"
+
+
 class Sim:
     """A tree while a workload is being built: which names are still untouched, and what the
     setup had to create. `apply` returns False, leaving the Sim half changed, when the
@@ -125,7 +142,7 @@ class Sim:
         self.tree = tree or Tree()
         self.known = set(NAMES) if tree is not None and known is None else (known or set())
         self.setup = setup or []
-        self._keys: dict[bool, tuple] = {}
+        self._keys: dict[tuple[bool, bool], tuple] = {}
 
     def copy(self) -> "Sim":
         return Sim(self.tree.copy(), set(self.known), list(self.setup))
@@ -157,21 +174,22 @@ class Sim:
         self.touch(path)
         return self.exists(parent(path), (DIR,))
 
-    def key(self, sized: bool = True) -> tuple:
+    def key(self, sized: bool = True, nested: bool = True) -> tuple:
         """What decides which operations are valid from here on: each name's state, hard
         links told apart by the order their inodes first appear, and each file's size (`sized`:
         collapse and insert range may come, whose validity the exact size decides; else only
         whether it holds a whole page, which is all the other operations ask and counts many
-        fewer shapes). Taken once: a Sim is not changed after its operation was applied
-        (`Space.choices` applies to copies)."""
-        if sized not in self._keys:
-            self._keys[sized] = self._shape(sized)
-        return self._keys[sized]
+        fewer shapes). The nested names only where nested operations may come (`nested`):
+        no other operation makes them. Taken once: a Sim is not changed after its operation
+        was applied (`Space.choices` applies to copies)."""
+        if (sized, nested) not in self._keys:
+            self._keys[sized, nested] = self._shape(sized, NAMES if nested else DIRS + FILES)
+        return self._keys[sized, nested]
 
-    def _shape(self, sized: bool) -> tuple:
+    def _shape(self, sized: bool, names: tuple[str, ...]) -> tuple:
         order: dict[int, int] = {}
         out = []
-        for p in NAMES:
+        for p in names:
             kind = self.tree.kind(p) if p in self.known else "u"
             if kind == FILE:
                 ino = self.tree.paths[p]
@@ -266,6 +284,7 @@ def apply(sim: Sim, op: Op, step: int) -> bool:
 
 
 def _namespace(sim: Sim, op: Op) -> bool:
+    op = plain(op)
     tree, args = sim.tree, op.args
     if op.family in ("creat", "mkdir", "symlink"):
         if not sim.absent(args[0]):
@@ -325,6 +344,8 @@ def _rename(sim: Sim, op: Op) -> bool:
 def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The files and the directories a persistence point after `op` may name."""
     args = op.args
+    if op.family == "nested":
+        return _nested_subjects(op)
     if op.family in (*DATA_FAMILIES, "setxattr", "removexattr"):
         return args, ()
     if op.family == "creat":
@@ -339,10 +360,28 @@ def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return files, tuple(dict.fromkeys(parent(a) for a in args))
 
 
+def _nested_subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """As its plain twin's, with the parent of A/C (A) among the directories: ACE's fsync of
+    the parent; after mkdir A/C, A/C and A."""
+    if op.variant == "mkdir":
+        return (), (NESTED_DIR, parent(NESTED_DIR))
+    files = op.args[-1:] if op.variant in ("creat", "rename") else ()
+    return files, tuple(dict.fromkeys([*(parent(a) for a in op.args), parent(NESTED_DIR)]))
+
+
+def siblings(op: Op) -> tuple[str, ...]:
+    """The files a persistence point after a nested operation may fsync besides those it
+    touched: the sibling of each name it used, in that name's directory (ACE's fsync of a
+    sibling)."""
+    if op.family != "nested" or op.variant == "mkdir":
+        return ()
+    return tuple(dict.fromkeys(sibling_path(a) for a in op.args))
+
+
 def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None, ...]:
     """What may follow `op`: nothing (not after the last operation), sync, fsync or fdatasync
     of a file it touched, fsync of a directory it touched; in this order. After an mmap write,
-    msync of its file last."""
+    msync of its file last; after a nested operation, fsync of a sibling file last."""
     files, dirs = subjects(op)
     out: list[Persist | None] = [] if last else [None]
     out.append(Persist("sync"))
@@ -350,6 +389,7 @@ def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None,
         if tree.kind(f) == FILE:
             out += [Persist("fsync", f), Persist("fdatasync", f)]
     out += [Persist("fsync", d) for d in dirs if tree.kind(d) == DIR]
+    out += [Persist("fsync", s) for s in siblings(op) if tree.kind(s) == FILE]
     if op.family == "mmapwrite":
         out.append(Persist("msync", op.args[0]))
     return tuple(out)

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from plugpull.errors import UsageError
 from plugpull.generate.space import Workload
-from plugpull.generate.tree import DIR, FILE, NAMES, SYMLINK, Tree, digest, parent, under
+from plugpull.generate.tree import DIR, FILE, NAMES, NESTED, SYMLINK, Tree, digest, parent, under
 
 PROFILES = ("posix", "ext4", "xfs", "btrfs", "f2fs")
 LINUX = ("ext4", "xfs", "btrfs", "f2fs")
@@ -66,6 +66,12 @@ class Context:
         return any(under(path, d) for pair in renames for d in pair)
 
 
+def named(workload: Workload) -> tuple[str, ...]:
+    """The names whose facts a point may owe: the first table's, and a nested one only where a
+    tree of the workload has it (one that never has it owes of it what it owed before)."""
+    return tuple(p for p in NAMES if p not in NESTED or any(p in t.paths for t in workload.trees))
+
+
 def fact(tree: Tree, path: str, name: str):
     """The value of fact `name` of `path` in `tree` (None where it does not apply)."""
     kind = tree.kind(path)
@@ -83,7 +89,7 @@ def _all_facts(tree: Tree, path: str):
 
 
 def sync_all(ctx: Context):
-    return [f for path in NAMES for f in _all_facts(ctx.tree, path)]
+    return [f for path in named(ctx.workload) for f in _all_facts(ctx.tree, path)]
 
 
 def file_data(ctx: Context):
@@ -129,7 +135,7 @@ def dir_entries(ctx: Context):
     if ctx.moved_with_a_dir(ctx.path):
         return []
     out = []
-    for p in NAMES:
+    for p in named(ctx.workload):
         if parent(p) == ctx.path:
             out.append((p, "kind", ctx.tree.kind(p)))
             if ctx.tree.kind(p) == SYMLINK:

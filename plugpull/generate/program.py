@@ -16,7 +16,7 @@ nothing comes back (fd 4 on a file, /dev/null), the read ends at once and the pr
 from dataclasses import dataclass
 
 from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, TRUNCATE_TO, \
-    XATTR, Op, Persist, fill_byte, sibling, write_range
+    XATTR, Op, Persist, fill_byte, plain, sibling, write_range
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import Tree
 
@@ -52,6 +52,7 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = 
     """The shell command for `op`, operation number `step`, on the tree `before` it; `msync`:
     an mmap write followed by its msync(MS_SYNC), which only the same process can do;
     `refused`: the filesystem refuses it (EOPNOTSUPP), and the workload goes on without it."""
+    op = plain(op)
     args = [t.at(a) for a in op.args]
     if op.family in ("falloc-eof", *SHIFTS):
         return _range_command(op, len(before.inode(op.args[0]).data), t, args[0], refused)

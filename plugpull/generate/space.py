@@ -141,10 +141,13 @@ class Space:
     def allowed(self, op: Op, persist: Persist | None) -> bool:
         return allowed_by(self.mask, op, persist)
 
-    def choices(self, sim: Sim, left: int):
-        """(op, persistence point, the Sim after them) for every valid next step, in order."""
+    def choices(self, sim: Sim, left: int, families: frozenset = frozenset(FAMILIES)):
+        """(op, persistence point, the Sim after them) for every valid next step whose operation
+        is of `families`, in order."""
         step = self.seq - left + 1
         for op in OPS:
+            if op.family not in families:
+                continue
             after = sim.copy()
             if apply(after, op, step):
                 for persist in persistence_choices(after.tree, op, last=left == 1):
@@ -157,10 +160,10 @@ class Space:
         left = self.seq if left is None else left
         if left == 0:
             return 1
-        key = (sim.key(sized=not mask[0].isdisjoint(SIZED)), left, mask)
+        key = (sim.key(sized=not mask[0].isdisjoint(SIZED), nested="nested" in mask[0]), left, mask)
         if key not in self._memo:
             self._memo[key] = sum(self.count(after, left - 1, mask) for op, persist, after in
-                                  self.choices(sim, left) if allowed_by(mask, op, persist))
+                                  self.choices(sim, left, mask[0]) if allowed_by(mask, op, persist))
         return self._memo[key]
 
     def size(self, sim: Sim, left: int, mask: Mask, below: Mask | None) -> int:

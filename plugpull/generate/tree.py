@@ -3,7 +3,8 @@ targets. Generated workloads are simulated on it (which operations are valid, wh
 and a recovered filesystem is compared with it in the same shape, `Entry`.
 
 Paths are relative to the workload's work directory, "." is that directory itself. The names a
-workload may use are fixed: `DIRS` and `FILES` (see docs/generate.md)."""
+workload may use are fixed: `DIRS` and `FILES`, and the nested directory `A/C` with its files
+(`NESTED`; under `B` once `A` is renamed to it), see docs/generate.md."""
 
 import hashlib
 from dataclasses import dataclass, field, replace
@@ -11,7 +12,10 @@ from dataclasses import dataclass, field, replace
 ROOT = "."
 DIRS = ("A", "B")
 FILES = ("A/foo", "A/bar", "B/foo", "B/bar")
-NAMES = DIRS + FILES
+NESTED_DIR = "A/C"  # ACE's nested directory: a subdirectory of A
+NESTED_FILES = ("A/C/foo", "A/C/bar")
+NESTED = (NESTED_DIR, *NESTED_FILES, "B/C", "B/C/foo", "B/C/bar")  # B/C: where a rename of A takes A/C
+NAMES = DIRS + FILES + NESTED
 
 FILE, DIR, SYMLINK = "file", "dir", "symlink"
 

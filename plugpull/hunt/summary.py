@@ -154,7 +154,8 @@ def _filters(settings: dict) -> str:
         parts.append(f"sample {settings['sample']} seed {settings['seed']}")
     if settings.get("setup") == "unsynced":
         parts.append("setup unsynced")
-    held = {1: "the first operation table", 2: "the first two operation tables", 3: "the first three operation tables"}
+    held = {1: "the first operation table", 2: "the first two operation tables", 3: "the first three operation tables",
+            4: "the first four operation tables"}
     if settings.get("table") in held and not isinstance(settings["table"], bool):
         parts.append(held[settings["table"]])
     return f" ({'; '.join(parts)})" if parts else ""
