@@ -13,8 +13,9 @@ from plugpull.crash.record import Record
 from plugpull.crash.run import crash_jobs, pair_cuts, state_cuts
 from plugpull.crash.spec import CrashSpec
 from plugpull.hunt.points import point_cuts
-from plugpull.powerloss.models import cut_points, parse_model, plan, stable_rng
+from plugpull.powerloss.models import cut_points, parse_model, plan
 from plugpull.powerloss.writelog import FLUSH, LogEntry
+from plugpull.rng import stable_rng
 
 # 31 entries, six flushes (at 2, 6, 8, 13, 20 and 24) among 25 writes
 SHAPE = "WWFWWWFWFWWWWFWWWWWWFWWWFWWWWWW"

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from plugpull.crash.judge import StateJob, disk_plans, plan_key
 from plugpull.crash.record import Record
 from plugpull.errors import UsageError
-from plugpull.powerloss.models import stable_rng
+from plugpull.rng import stable_rng
 from plugpull.powerloss.writelog import iter_entries
 
 # Cuts x models that --exhaustive checks without a budget: about ten minutes of checking

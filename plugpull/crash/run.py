@@ -23,16 +23,17 @@ from plugpull.crash.record import Record, record
 from plugpull.crash.spec import CrashSpec, recorded_workload
 from plugpull.errors import NothingChecked, UsageError
 from plugpull.guest.rig import Rig
-from plugpull.workdirs import make_workdir
-from plugpull.powerloss.models import cut_points, stable_rng
+from plugpull.powerloss.models import cut_points
 from plugpull.powerloss.writelog import iter_entries
 from plugpull.progress import Progress
 from plugpull.results import CrashRun, CrashTiming, StateResult
+from plugpull.rng import stable_rng
 from plugpull.space import MIB, allocated_bytes, require_free, space_is_fatal
 from plugpull.testbed.bed import disk_mibs
 from plugpull.testbed.fs import filesystem
 from plugpull.testbed.stack import Stack
 from plugpull.testbed.workloads.params import promised_acks
+from plugpull.workdirs import make_workdir
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from plugpull.faults.verdict import FaultVerdict, gave_up, judge
 from plugpull.guest.contract.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.qemu.machine import create_disk
 from plugpull.guest.rig import Rig
-from plugpull.powerloss.crashstate import copy_sparse
 from plugpull.powerloss.writelog import entry_index_at
 from plugpull.results.faults import FaultResult, fault_key
+from plugpull.sparse import copy_sparse
 from plugpull.testbed.bed import MOUNTPOINT, format_disks
 from plugpull.testbed.fs import MODES, Filesystem
 from plugpull.testbed.workloads.faulty import FAULT_OFF, FAULT_ON

@@ -25,7 +25,7 @@ from plugpull.errors import GuestError
 from plugpull.guest.contract.backend import await_disk_command
 from plugpull.guest.contract.config import Bus, DiskSpec
 from plugpull.guest.rig import Rig
-from plugpull.powerloss.crashstate import copy_sparse
+from plugpull.sparse import copy_sparse
 from plugpull.testbed.bed import MOUNTPOINT, format_disks, mount_command
 from plugpull.testbed.fs import Filesystem, Mode
 from plugpull.testbed.workloads.base import Workload

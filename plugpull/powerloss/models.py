@@ -22,13 +22,13 @@ is the same on every run and every machine.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import heapq
 import random
 from dataclasses import dataclass
 from typing import Sequence
 
 from plugpull.powerloss.writelog import LogEntry
+from plugpull.rng import stable_rng
 from plugpull.values import COUNT_MAX, MIB_MAX, shown, whole
 
 MODEL_NAMES = ("prefix", "drop-unflushed", "reorder", "cache", "torn")
@@ -104,12 +104,6 @@ def parse_user_model(text: str) -> ModelSpec:
     """A model as a user names one: `parse_model`, and no cache of 0 MiB (it holds nothing
     back: every write persists in order, which `prefix` says plainly)."""
     return parse_model(text, smallest_cache=1)
-
-
-def stable_rng(*parts) -> random.Random:
-    """A Random seeded from parts' text, identical across runs (unlike hash())."""
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return random.Random(int.from_bytes(digest, "big"))
 
 
 def _is_update(e: LogEntry) -> bool:
