@@ -3,17 +3,15 @@ seeds, so that the same seeds keep giving the same cuts (and so the same states)
 choosing code lives. No VM."""
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from plugpull.check.verdict import Ack
-from plugpull.crash.cutorder import spending_order
 from plugpull.crash.record import Record
-from plugpull.crash.run import crash_jobs, pair_cuts, state_cuts
+from plugpull.crash.run import crash_jobs
 from plugpull.crash.spec import CrashSpec
-from plugpull.hunt.points import point_cuts
-from plugpull.powerloss.models import cut_points, parse_model, plan
+from plugpull.powerloss.cuts import cut_points, pair_cuts, point_cuts, spending_order, state_cuts
+from plugpull.powerloss.models import parse_model, plan
 from plugpull.powerloss.writelog import FLUSH, LogEntry
 from plugpull.rng import stable_rng
 
@@ -74,7 +72,7 @@ def test_a_budget_spends_the_pairs_in_the_same_order():
 
 
 def test_a_hunt_cuts_at_the_same_points():
-    assert point_cuts(SimpleNamespace(acks=ACKS), ENTRIES) == [4, 6, 8, 9, 13, 17, 20, 24, 25, 31]
+    assert point_cuts(ENTRIES, ACKS) == [4, 6, 8, 9, 13, 17, 20, 24, 25, 31]
 
 
 def jobs(spec: CrashSpec, meta: dict | None = None) -> list[tuple]:
