@@ -23,9 +23,9 @@ from pathlib import Path
 from plugpull.check.checker import state_disk
 from plugpull.crash.judge import build_state, plan_states
 from plugpull.crash.record import Trigger, record
-from plugpull.crash.run import state_cuts
 from plugpull.guest.contract.config import Accel, MachineSpec
 from plugpull.guest.rig import prepare_rig
+from plugpull.powerloss.cuts import state_cuts
 from plugpull.powerloss.writelog import iter_entries
 from plugpull.testbed.bed import BedSpec
 from plugpull.testbed.fs import filesystem, mode

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from plugpull.check.checker import Checker, Plug
 from plugpull.cluster.bundle import pack
-from plugpull.cluster.coordinator import ClusterJudge
+from plugpull.cluster.crash_coordinator import ClusterJudge
 from plugpull.cluster.spawn import spawned
 from plugpull.crash.judge import build_state, judge, plan_states, remove_states
 from plugpull.crash.record import record

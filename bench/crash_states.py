@@ -25,10 +25,10 @@ from plugpull.check.checker import Checker, Plug, default_workers
 from plugpull.check.hotguest import HotGuest
 from plugpull.crash.judge import StateJob, judge, remove_states
 from plugpull.crash.record import Trigger, record
-from plugpull.crash.run import state_cuts
 from plugpull.guest.contract.config import Accel
 from plugpull.guest.rig import prepare_rig
 from plugpull.guest.qemu.snapshot import ensure_saved
+from plugpull.powerloss.cuts import state_cuts
 from plugpull.powerloss.writelog import iter_entries
 from plugpull.testbed.bed import BedSpec
 from plugpull.testbed.fs import filesystem, mode

@@ -14,7 +14,7 @@ from test_hot_checker import EXPECTED, attached, hot_judged, verdicts
 from plugpull.check import hostfsck
 from plugpull.check.slots import Slots, lun
 from plugpull.check.verdict import Verdict
-from plugpull.powerloss.crashstate import copy_sparse
+from plugpull.sparse import copy_sparse
 
 WITH_HOST_FSCK = [Verdict.CLEAN, Verdict.FS_CORRUPT] + EXPECTED[2:]
 

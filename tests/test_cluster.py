@@ -18,8 +18,8 @@ from plugpull.check.verdict import Observation
 from plugpull.cli import main
 from plugpull.cluster import worker as cluster_worker
 from plugpull.cluster.bundle import CorruptRecord, install, pack, verify
+from plugpull.cluster.crash_task import in_order, state_names, task_batches
 from plugpull.cluster.serve import check_bind, check_reach, host_of, is_loopback, security
-from plugpull.cluster.tasks import in_order, state_names, task_batches
 from plugpull.crash.judge import StateJob, build_state, plan_states
 from plugpull.crash.record import Record
 from plugpull.errors import InfraError, UsageError
@@ -151,8 +151,8 @@ def test_cluster_refuses_the_local_checkers_spreading_options(extra, said, capsy
 
 
 def test_an_unreachable_scheduler_fails_before_anything_is_recorded(capsys, monkeypatch):
-    from plugpull.cluster import coordinator
-    monkeypatch.setattr(coordinator, "REACH_TIMEOUT", 1.0)
+    from plugpull.cluster import crash_coordinator
+    monkeypatch.setattr(crash_coordinator, "REACH_TIMEOUT", 1.0)
     with socket.socket() as s:  # a loopback port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -191,7 +191,7 @@ def tls_files(where: Path) -> tuple[Path, Path, Path]:
 @pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
 def test_a_cluster_round_trip_gives_each_state_its_observation_and_digest(tmp_path, monkeypatch, tls):
     distributed = pytest.importorskip("distributed")
-    from plugpull.cluster.coordinator import ClusterJudge
+    from plugpull.cluster.crash_coordinator import ClusterJudge
     sec = security(*tls_files(tmp_path / "tls")) if tls else None
     rec = make_record(tmp_path / "rec")
     jobs, planned = planned_of(rec)

@@ -78,8 +78,8 @@ def test_what_the_cluster_would_leave_idle_is_refused(argv, said, workdir, capsy
 
 @pytest.mark.parametrize("command", ["matrix", "reproduce"])
 def test_an_unreachable_scheduler_fails_before_any_result_or_log_is_made(command, workdir, capsys, monkeypatch):
-    from plugpull.cluster import coordinator
-    monkeypatch.setattr(coordinator, "REACH_TIMEOUT", 1.0)
+    from plugpull.cluster import crash_coordinator
+    monkeypatch.setattr(crash_coordinator, "REACH_TIMEOUT", 1.0)
     with socket.socket() as s:  # a loopback port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -95,7 +95,7 @@ def judged(workdir, monkeypatch):
     from types import SimpleNamespace
 
     import plugpull.runs.matrix as runs_matrix
-    from plugpull.cluster.coordinator import ClusterJudge
+    from plugpull.cluster.crash_coordinator import ClusterJudge
     from plugpull.results import Env
 
     calls = []
@@ -115,7 +115,7 @@ def judged(workdir, monkeypatch):
 
 
 def test_matrix_hands_the_clusters_judge_to_every_cells_run_crash(judged, workdir):
-    from plugpull.cluster.coordinator import ClusterJudge
+    from plugpull.cluster.crash_coordinator import ClusterJudge
     argv = ["matrix", "--fs", "ext4", "--mode", "barrier,nobarrier", "--workload", "fsync-files", "--no-throughput",
             "--results", "r.jsonl"]
     assert _exit_code([*argv, "--cluster", LOOPBACK]) == 3  # every cell 'checked nothing'

@@ -249,7 +249,7 @@ def test_a_scheduler_out_of_reach_stops_the_hunt_before_anything_is_made(tmp_pat
 
 def test_the_only_worker_lost_mid_chunk_is_named_and_what_was_judged_is_kept(tmp_path, monkeypatch):
     from plugpull.cluster import hunt_coordinator
-    from plugpull.cluster.coordinator import WorkerLost
+    from plugpull.cluster.lost import WorkerLost
     fake, started = FakeChunks(), threading.Event()
     judge = fake.judge_chunks
 

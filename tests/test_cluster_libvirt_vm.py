@@ -14,7 +14,7 @@ import pytest
 from test_cluster_vm import SPEC, processes_under, verdicts
 
 from plugpull.check.checker import Checker, Plug
-from plugpull.cluster.coordinator import ClusterJudge
+from plugpull.cluster.crash_coordinator import ClusterJudge
 from plugpull.cluster.spawn import spawned, stop
 from plugpull.crash.judge import judge
 from plugpull.crash.record import record

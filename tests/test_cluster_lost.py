@@ -10,8 +10,9 @@ import pytest
 from plugpull.check.verdict import Observation
 from plugpull.cluster import worker as cluster_worker
 from plugpull.cluster.bundle import pack
-from plugpull.cluster.coordinator import ClusterJudge, WorkerLost
-from plugpull.cluster.tasks import state_names
+from plugpull.cluster.crash_coordinator import ClusterJudge
+from plugpull.cluster.crash_task import state_names
+from plugpull.cluster.lost import WorkerLost
 from test_cluster import make_record, planned_of
 
 distributed = pytest.importorskip("distributed")

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import pytest
 
 from plugpull.cluster import workdir as wd
-from plugpull.cluster.coordinator import lost_message
+from plugpull.cluster.lost import lost_message
 from plugpull.cluster.reach import SchedulerUnreachable, _first_cause, checked_address, probe
 from plugpull.errors import UsageError
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from plugpull.check.checker import Checker, Plug
-from plugpull.cluster.coordinator import ClusterJudge
+from plugpull.cluster.crash_coordinator import ClusterJudge
 from plugpull.cluster.spawn import spawned, stop
 from plugpull.crash.judge import judge, remove_states
 from plugpull.crash.record import Record, record

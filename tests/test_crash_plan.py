@@ -4,9 +4,9 @@ import pytest
 
 from plugpull.cli import main
 from plugpull.crash.record import Trigger
-from plugpull.crash.run import state_cuts
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import UsageError
+from plugpull.powerloss.cuts import state_cuts
 from plugpull.powerloss.writelog import LogEntry
 
 
@@ -76,7 +76,7 @@ def test_cli_bad_input_exits_2(argv, capsys):
 
 
 def test_pair_cuts_are_sampled_pairs_with_the_last():
-    from plugpull.crash.run import pair_cuts
+    from plugpull.powerloss.cuts import pair_cuts
     pairs = [[i, i + 3] for i in range(40)]
     cuts = pair_cuts(pairs, 10, seed=1)
     assert len(cuts) == 10 and (39, 42) in cuts and all((a, b) in map(tuple, pairs) for a, b in cuts)

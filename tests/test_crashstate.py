@@ -4,9 +4,10 @@ import os
 
 import pytest
 
-from plugpull.powerloss.crashstate import content_digest, copy_sparse, image_sha256, materialize
+from plugpull.powerloss.crashstate import content_digest, image_sha256, materialize
 from plugpull.powerloss.models import Piece, plan
 from plugpull.powerloss.writelog import LogWriter, iter_entries
+from plugpull.sparse import copy_sparse
 
 MIB = 1 << 20
 

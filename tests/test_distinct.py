@@ -10,13 +10,13 @@ from fake_backend import FakeBackend, Outcome
 
 from plugpull.check.checker import Checker
 from plugpull.check.verdict import Ack, Verdict
-from plugpull.crash.cutorder import EXHAUSTIVE_MAX, candidates, near_events, spending_order, within_budget
 from plugpull.crash.judge import StateJob, judge, plan_states
 from plugpull.crash.record import Record
-from plugpull.crash.run import CrashSpec, check_states, crash_jobs
+from plugpull.crash.run import CrashSpec, candidates, check_states, crash_jobs, within_budget
 from plugpull.errors import UsageError
 from plugpull.guest.contract.config import Accel
 from plugpull.guest.rig import Rig
+from plugpull.powerloss.cuts import EXHAUSTIVE_MAX, near_events, spending_order
 from plugpull.powerloss.writelog import FLUSH, LogEntry, LogWriter, iter_entries
 from plugpull.results import CrashRun, CrashSummary, CrashTiming
 from test_backend import IMAGE, SECTOR, WL, XFS, label

@@ -14,12 +14,13 @@ from plugpull.check.verdict import Ack
 from plugpull.cli.hunt import budget, default_out
 from plugpull.errors import UsageError
 from plugpull.hunt.journal import JOURNAL, REJECTED, SETTINGS, Journal, check_out, read_lines, set_aside
-from plugpull.hunt.points import CUTS, MODELS, point_cuts, point_jobs
+from plugpull.hunt.run import MODELS, point_jobs
 from plugpull.hunt.summary import rules_broken, summary, workload_line
+from plugpull.powerloss.cuts import POINT_CUTS, point_cuts
 from plugpull.results import StateResult
 
 SETTINGS_DOC = {"seq": 1, "ops": [], "sample": None, "seed": 1, "fs": "ext4", "mode": "barrier", "disk_mib": 64,
-                "kernel": "6.1.0-x", "models": list(MODELS), "cuts": CUTS}
+                "kernel": "6.1.0-x", "models": list(MODELS), "cuts": POINT_CUTS}
 
 
 def entry(flush: bool = False):
@@ -29,14 +30,14 @@ def entry(flush: bool = False):
 def test_the_cuts_are_the_acks_the_flushes_and_the_end_from_ack_0_on():
     entries = [entry(True), entry(), entry(True), entry(), entry(True), entry(), entry(True), entry()]
     rec = SimpleNamespace(acks=[Ack(0, 0, 3), Ack(1, 0, 7)])
-    assert point_cuts(rec, entries) == [3, 4, 6, 7, 8]  # the setup's flushes (0, 2) are before ack 0
+    assert point_cuts(entries, rec.acks) == [3, 4, 6, 7, 8]  # the setup's flushes (0, 2) are before ack 0
     jobs = point_jobs(rec, entries)
     assert len(jobs) == 5 * len(MODELS) and {j.model for j in jobs} == set(MODELS)
 
 
 def test_with_no_flushes_the_cuts_are_the_acks_and_the_end():
     rec = SimpleNamespace(acks=[Ack(0, 0, 1), Ack(1, 0, 3)])
-    assert point_cuts(rec, [entry()] * 4) == [1, 3, 4]
+    assert point_cuts([entry()] * 4, rec.acks) == [1, 3, 4]
 
 
 def tree(root: Path) -> dict[str, bytes | None]:

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.powerloss.models import ModelSpec, Piece, cut_points, parse_model, plan
+from plugpull.powerloss.cuts import cut_points
+from plugpull.powerloss.models import ModelSpec, Piece, parse_model, plan
 from plugpull.powerloss.writelog import FLUSH, LogEntry, LogWriter, iter_entries
 
 REPO = Path(__file__).resolve().parent.parent

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from plugpull.check.verdict import Ack, required_acks
-from plugpull.crash.cutorder import within_budget
+from plugpull.crash.run import within_budget
 from plugpull.crash.judge import StateJob, build_state, plan_states
 from plugpull.crash.record import Record, Sampler, _indexer, consistent_cuts
 from plugpull.crash.run import CrashSpec, crash_jobs, saved_others

@@ -18,7 +18,7 @@ import shlex
 from pathlib import Path
 
 from plugpull.guest.contract.config import Bus, DiskSpec
-from plugpull.powerloss.crashstate import copy_sparse
+from plugpull.sparse import copy_sparse
 
 
 class Slots:

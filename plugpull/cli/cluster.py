@@ -72,7 +72,7 @@ def cluster_judging(args, reach: bool = True):
     target = cluster_target(args)
     if target is None:
         return None
-    from plugpull.cluster.coordinator import ClusterJudge
+    from plugpull.cluster.crash_coordinator import ClusterJudge
     judging = ClusterJudge(*target)
     if reach:
         judging.reach()

@@ -30,8 +30,8 @@ from distributed.client import FutureCancelledError, FuturesCancelledError
 from distributed.scheduler import KilledWorker
 
 from plugpull.cluster.bundle import unpack_tree
-from plugpull.cluster.coordinator import REACH_TIMEOUT, RETRIES, WorkerLost, lost_message, wait_for_a_worker
 from plugpull.cluster.hunt_task import ChunkResult, hunt_chunk
+from plugpull.cluster.lost import REACH_TIMEOUT, RETRIES, WorkerLost, lost_message, wait_for_a_worker, workers_now
 from plugpull.cluster.reach import SchedulerUnreachable, probe
 from plugpull.cluster.worker import image_resource
 from plugpull.errors import InfraError
@@ -177,7 +177,7 @@ class ClusterHunt:
                             continue
                         merge(answer, running.pop(future)[0])
             except (FutureCancelledError, FuturesCancelledError, KilledWorker) as e:
-                raise WorkerLost(lost_message(self.address, before, _workers_now(client), e, hunt=True)) from None
+                raise WorkerLost(lost_message(self.address, before, workers_now(client), e, hunt=True)) from None
             finally:
                 client.cancel(list(running))
 
@@ -227,10 +227,3 @@ class ClusterHunt:
 def _holding(info: dict, resource: str) -> list[str]:
     """The workers (scheduler_info's) that hold `resource`."""
     return [w for w, about in info.items() if resource in (about.get("resources") or {})]
-
-
-def _workers_now(client) -> set | None:
-    try:
-        return set(client.scheduler_info()["workers"])
-    except Exception:  # the scheduler gone too: the message says what it can
-        return None

@@ -23,7 +23,7 @@ from distributed import WorkerPlugin, get_worker
 from plugpull.check.checker import Checker
 from plugpull.check.hotguest import KeptGuests
 from plugpull.cluster.bundle import install
-from plugpull.cluster.tasks import StateName
+from plugpull.cluster.crash_task import StateName
 from plugpull.crash.judge import build_state, disk_plans, plan_key
 from plugpull.crash.record import Record
 from plugpull.errors import InfraError

@@ -7,7 +7,8 @@ artifact for every state that is not clean, which `replay` rebuilds and rechecks
     spec        the run as the user names it (`CrashSpec`) and as it runs (`CrashPlan`)
     record      the workload on the test bed, recorded: base image + write log + stamped acks
     judge       states built from a record, checked in checker guests, classified
-    cutorder    which cuts a run checks when it has a budget
     artifacts   a state that is not clean saved with its recording, and read back
     run         the engine: record, judge, save results and artifacts; `replay`
+
+Where power is cut is chosen in `powerloss.cuts`.
 """

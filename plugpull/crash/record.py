@@ -3,6 +3,11 @@
 The disk is formatted on the host (the same Debian xfsprogs/e2fsprogs the guest has) and a
 sparse copy kept as the base; QEMU's blklogwrites driver then logs every write and flush the
 guest makes while it writes through to the disk. A trigger decides when the plug is pulled.
+
+What every recording shares is here too: the `Record`, the `Trigger`, the workload started
+in the guest (`START_WORKLOAD`), acks read until the trigger (`acks_until`) and stamped with
+their log positions (`stamped_acks`), and the record's `recording_meta`. A hunt's recorder
+(`hunt.record`, many workloads in one guest) and a fault run build on them.
 """
 
 import bisect
@@ -31,6 +36,10 @@ TROUBLE_ON_THE_CONSOLE = ("echo 5 > /proc/sys/kernel/printk; "
                           "echo 60 > /proc/sys/kernel/hung_task_timeout_secs 2>/dev/null")
 
 TIME_MAX = 86400  # seconds: a day
+# The workload's script started in the background, its exit status sent on the ack stream as
+# `done N`; the same in every recording guest (a crash run's, a hunt's, a fault run's).
+START_WORKLOAD = ("(sh /tmp/workload.sh > /tmp/workload.out 2>&1; echo \"done $?\" > /dev/plugpull-ack) "
+                  "</dev/null >/dev/null 2>&1 &")
 
 
 @dataclass(frozen=True)
@@ -115,12 +124,8 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
     directory.mkdir(parents=True, exist_ok=True)
     write_log = directory / "write.log"
     logs = [nth(write_log, i) for i in range(disk_count(bed))]
-    meta = {
-        "fs": fs.name, "mode": mode.name, "workload": workload.name, "params": workload.params(),
-        "trigger": str(trigger), "disk_mib": bed.disk_mib, "bus": str(bed.bus), "image": rig.image.key,
-        "kernel": rig.image.kernel_release, "packages": rig.image.manifest.get("packages", {}),
-        **({"stack": str(bed.stack)} if bed.stack else {}),
-    }
+    meta = {**recording_meta(fs, mode, workload, trigger, bed.disk_mib, bed.bus, rig.image),
+            **({"stack": str(bed.stack)} if bed.stack else {})}
     with testbed(directory, bed, rig, write_log=write_log, base_copy=directory / "base.img",
                  timeout=timeout) as running:
         m = running.machine
@@ -135,8 +140,7 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
         m.write_file("/tmp/workload.sh", workload.script(MOUNTPOINT))
         console.set_mark()
         started = time.monotonic()
-        m.run("(sh /tmp/workload.sh > /tmp/workload.out 2>&1; echo \"done $?\" > /dev/plugpull-ack) "
-              "</dev/null >/dev/null 2>&1 &").check()
+        m.run(START_WORKLOAD).check()
         acks, finished, trouble = acks_until(m, trigger, write_log, started, timeout, progress, console)
         trouble = trouble or console.trouble()
         detail = m.run("tail -n 20 /tmp/workload.out").text if finished not in (None, 0) and not trouble else ""
@@ -148,7 +152,7 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
             sampler.stop()
     if trouble:
         log.warning("the guest kernel failed while the workload ran: %s", trouble.summary)
-        meta["kernel_crash"] = {"kind": trouble.kind, "line": trouble.line, "excerpt": trouble.excerpt}
+        meta["kernel_crash"] = asdict(trouble)
     elif finished not in (None, 0) and workload.user_supplied:
         last = detail.strip().splitlines()[-1:] or ["no output"]
         raise UsageError(f"the workload script exited {finished} in the guest: {last[0][:200]}")
@@ -158,6 +162,13 @@ def record(directory: Path, bed: BedSpec, trigger: Trigger, rig: Rig, timeout: f
     rec = Record(directory, meta, stamped_acks(meta, acks, logs, sampler, sizes))
     rec.save()
     return rec
+
+
+def recording_meta(fs, mode, workload, trigger, disk_mib: int, bus, image) -> dict:
+    """What a record's record.json says of how it was made, a crash run's and a hunt's alike."""
+    return {"fs": fs.name, "mode": mode.name, "workload": workload.name, "params": workload.params(),
+            "trigger": str(trigger), "disk_mib": disk_mib, "bus": str(bus), "image": image.key,
+            "kernel": image.kernel_release, "packages": image.manifest.get("packages", {})}
 
 
 def acks_until(m, trigger: Trigger, write_log: Path, started: float, timeout: float, progress, console):

@@ -11,20 +11,19 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
 from plugpull.check.checker import Checker, Plug, default_workers
 from plugpull.check.verdict import Verdict
 from plugpull.crash.artifacts import load_state, saved_others, state_results
-from plugpull.crash.cutorder import candidates, refuse_too_big, spending_order, within_budget
-from plugpull.crash.judge import Planned, StateJob, judge, plan_states, remove_states
+from plugpull.crash.judge import Planned, StateJob, disk_plans, judge, plan_key, plan_states, remove_states
 from plugpull.crash.record import Record, record
 from plugpull.crash.spec import CrashSpec, recorded_workload
 from plugpull.errors import NothingChecked, UsageError
 from plugpull.guest.rig import Rig
-from plugpull.workdirs import make_workdir
-from plugpull.powerloss.models import cut_points, stable_rng
+from plugpull.powerloss.cuts import cut_points, pair_cuts, refuse_too_big, spending_order, state_cuts
 from plugpull.powerloss.writelog import iter_entries
 from plugpull.progress import Progress
 from plugpull.results import CrashRun, CrashTiming, StateResult
@@ -33,25 +32,11 @@ from plugpull.testbed.bed import disk_mibs
 from plugpull.testbed.fs import filesystem
 from plugpull.testbed.stack import Stack
 from plugpull.testbed.workloads.params import promised_acks
+from plugpull.workdirs import make_workdir
 
 log = logging.getLogger(__name__)
 
 RECORDING = "recording"  # the model of the one result of a run whose recording guest crashed
-
-
-def state_cuts(entries, n: int, seed: int) -> list[int]:
-    """N distinct cut points (fewer if the log is shorter): the live kill point, the end of
-    the log, and N-1 others drawn without replacement, seeded."""
-    end = len(entries)
-    others = stable_rng(seed, "cuts", end).sample(range(end), min(n - 1, end))
-    return sorted({end, *others})
-
-
-def pair_cuts(pairs: list, n: int, seed: int) -> list[tuple[int, ...]]:
-    """N of the consistent cuts sampled across the disks' logs, always with the last."""
-    pairs = [tuple(p) for p in pairs]
-    others = stable_rng(seed, "pair-cuts", len(pairs)).sample(pairs[:-1], min(n - 1, len(pairs) - 1))
-    return sorted({pairs[-1], *others})
 
 
 def run_crash(spec: CrashSpec, rig: Rig, out_dir: Path, keep_record: bool = False, judging=judge) -> CrashRun:
@@ -158,7 +143,7 @@ def crash_cuts(rec: Record, entries, spec: CrashSpec) -> list[tuple[int, ...]]:
 
 def crash_jobs(rec: Record, entries, spec: CrashSpec, models) -> list[StateJob]:
     """The states of a run, by model then cut. With --budget N, the cuts in the order a budget
-    spends them (cutorder), as far as N distinct states take them; with --exhaustive alone,
+    spends them (`cuts.spending_order`), as far as N distinct states take them; with --exhaustive alone,
     every cut under every model, refused (UsageError) on a log too big for that."""
     pool = crash_cuts(rec, entries, spec)
     if spec.budget:
@@ -169,6 +154,28 @@ def crash_jobs(rec: Record, entries, spec: CrashSpec, models) -> list[StateJob]:
     if spec.exhaustive:
         refuse_too_big(len(pool), len(models))
     return [StateJob(str(model), cut, tuple(others)) for model in models for cut, *others in pool]
+
+
+def candidates(models, order: Sequence) -> list[StateJob]:
+    """Every model at each cut in turn, so that a budget is shared between the models."""
+    return [StateJob(str(model), *((cut[0], tuple(cut[1:])) if isinstance(cut, tuple) else (cut,)))
+            for cut in order for model in models]
+
+
+def within_budget(rec: Record, entries, jobs: Sequence[StateJob], budget: int, seed: int) -> list[StateJob]:
+    """The leading jobs that need at most `budget` distinct states: a job whose state is
+    already in is free, and the walk stops at the first that would need one more."""
+    every_entries = [entries] + [list(iter_entries(log)) for log in rec.logs[1:]]
+    seen: set[bytes] = set()
+    kept = []
+    for job in jobs:
+        key = plan_key(*disk_plans(every_entries, job, seed))
+        if key not in seen:
+            if len(seen) == budget:
+                break
+            seen.add(key)
+        kept.append(job)
+    return kept
 
 
 def check_states(rec: Record, entries, jobs, spec: CrashSpec, rig: Rig, state_dir: Path, wl, fs,

@@ -12,7 +12,8 @@ from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
 from plugpull.generate.workload import PREFIX as GEN_PREFIX, GeneratedWorkload, generated_workload
 from plugpull.guest.contract.config import Bus
-from plugpull.powerloss.models import ModelSpec, cut_points, parse_model
+from plugpull.powerloss.cuts import cut_points
+from plugpull.powerloss.models import ModelSpec, parse_model
 from plugpull.testbed.bed import BedSpec
 from plugpull.testbed.fs import Filesystem, Mode, filesystem, mode as mode_named
 from plugpull.testbed.stack import Stack
@@ -31,11 +32,11 @@ class CrashSpec:
     trigger: str = "acks:30"
     disk_mib: int = 512
     bus: Bus = Bus.AHCI
-    cuts: str = ""  # cut points: "" = `states` seeded ones and the kill point; else a cut_points spec
+    cuts: str = ""  # cut points: "" = `states` seeded ones and the kill point; else a `cuts.cut_points` spec
     batch: int = 0  # crash states per checker guest boot; 0: hot-plugged (`Plug.HOT`)
     workers: int = 0  # checker guests at once; 0: one per core (at most 2)
     check_script: str = ""  # the path, until `load_user_scripts` reads it into `params`
-    budget: int = 0  # distinct states per run, drawn from every cut (cutorder); 0: no budget
+    budget: int = 0  # distinct states per run, drawn from every cut (`cuts.spending_order`); 0: no budget
     exhaustive: bool = False  # every cut under every model
     stack: str = ""  # layers between the filesystem and the disks, from the disks up (testbed/stack)
     lose_disk: str = ""  # the stack's member left out after the cut: N, random (seeded) or ""

@@ -10,7 +10,7 @@ from pathlib import Path
 from plugpull.check.checker import Checker
 from plugpull.check.console import ConsoleWatch
 from plugpull.check.verdict import Verdict
-from plugpull.crash.record import TROUBLE_ON_THE_CONSOLE, Trigger
+from plugpull.crash.record import START_WORKLOAD, TROUBLE_ON_THE_CONSOLE, Trigger
 from plugpull.errors import GuestTimeout, InfraError
 from plugpull.faults.evidence import Corruption, corruption
 from plugpull.faults.powercut import PowerCuts, judge_power_cuts
@@ -21,9 +21,9 @@ from plugpull.faults.verdict import FaultVerdict, gave_up, judge
 from plugpull.guest.contract.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.qemu.machine import create_disk
 from plugpull.guest.rig import Rig
-from plugpull.powerloss.crashstate import copy_sparse
 from plugpull.powerloss.writelog import entry_index_at
 from plugpull.results.faults import FaultResult, fault_key
+from plugpull.sparse import copy_sparse
 from plugpull.testbed.bed import MOUNTPOINT, format_disks
 from plugpull.testbed.fs import MODES, Filesystem
 from plugpull.testbed.workloads.faulty import FAULT_OFF, FAULT_ON
@@ -133,8 +133,7 @@ def start(m, run: FaultRun, write_log: Path, timeout: float) -> tuple[str, "Swit
     switch = Switch(m, run, sectors, disk, write_log)
     if case.fault.trigger is None:
         switch.on()
-    m.run("(sh /tmp/workload.sh > /tmp/workload.out 2>&1; echo \"done $?\" > /dev/plugpull-ack) "
-          "</dev/null >/dev/null 2>&1 &").check()
+    m.run(START_WORKLOAD).check()
     return dev, switch, console
 
 

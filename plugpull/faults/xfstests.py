@@ -18,9 +18,10 @@ from plugpull.faults.spec import parse_fault
 from plugpull.guest.contract.config import DiskSpec, MachineSpec
 from plugpull.guest.qemu.machine import create_disk
 from plugpull.guest.rig import Rig
-from plugpull.powerloss.crashstate import CrashState, copy_sparse, materialize
+from plugpull.powerloss.crashstate import CrashState, materialize
 from plugpull.powerloss.models import plan
 from plugpull.powerloss.writelog import entry_index_at, iter_entries
+from plugpull.sparse import copy_sparse
 from plugpull.testbed.bed import MOUNTPOINT, format_disks
 from plugpull.testbed.fs import MODES, Filesystem
 

@@ -16,16 +16,17 @@ import base64
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from plugpull.check.hotguest import HotGuest
-from plugpull.crash.record import TROUBLE_ON_THE_CONSOLE, Record, Trigger, acks_until, stamped_acks
+from plugpull.crash.record import (START_WORKLOAD, TROUBLE_ON_THE_CONSOLE, Record, Trigger, acks_until,
+                                   recording_meta, stamped_acks)
 from plugpull.errors import GuestError
 from plugpull.guest.contract.backend import await_disk_command
 from plugpull.guest.contract.config import Bus, DiskSpec
 from plugpull.guest.rig import Rig
-from plugpull.powerloss.crashstate import copy_sparse
+from plugpull.sparse import copy_sparse
 from plugpull.testbed.bed import MOUNTPOINT, format_disks, mount_command
 from plugpull.testbed.fs import Filesystem, Mode
 from plugpull.testbed.workloads.base import Workload
@@ -33,7 +34,6 @@ from plugpull.testbed.workloads.base import Workload
 log = logging.getLogger(__name__)
 
 BUS = Bus.SCSI
-RUN = "(sh /tmp/workload.sh > /tmp/workload.out 2>&1; echo \"done $?\" > /dev/plugpull-ack) </dev/null >/dev/null 2>&1 &"
 
 
 @dataclass(frozen=True)
@@ -110,8 +110,7 @@ class Recorder:
             trouble = trouble or guest.console.trouble()
             if trouble:
                 unplug = False
-                return Failed(f"kernel {trouble.kind}: {trouble.line}",
-                              {"kind": trouble.kind, "line": trouble.line, "excerpt": trouble.excerpt})
+                return Failed(f"kernel {trouble.kind}: {trouble.line}", asdict(trouble))
             if finished != 0:
                 detail = m.run("tail -n 5 /tmp/workload.out").text.strip().splitlines()
                 return Failed(f"the workload exited {finished} in the guest: {(detail or ['no output'])[-1][:200]}")
@@ -131,14 +130,11 @@ class Recorder:
         script = base64.b64encode(workload.script(MOUNTPOINT).encode()).decode()
         steps = [*self.mode.guest_setup(self.fs, "$dev"), mount_command(self.fs, self.mode, "$dev"),
                  f"echo {script} | base64 -d > /tmp/workload.sh", "echo queue=$(cat /sys/block/$dev/queue/write_cache)",
-                 "{ " + RUN + " }"]
+                 "{ " + START_WORKLOAD + " }"]
         return await_disk_command(serial, "dev") + " && ".join(steps)
 
     def _meta(self, workload: Workload, guest: HotGuest) -> dict:
-        image = self.rig.image
-        return {"fs": self.fs.name, "mode": self.mode.name, "workload": workload.name, "params": workload.params(),
-                "trigger": "end", "disk_mib": self.disk_mib, "bus": str(BUS), "image": image.key,
-                "kernel": image.kernel_release, "packages": image.manifest.get("packages", {}),
+        return {**recording_meta(self.fs, self.mode, workload, Trigger("end"), self.disk_mib, BUS, self.rig.image),
                 "accel": str(guest.machine.accel)}
 
     def _started(self) -> HotGuest:

@@ -3,7 +3,7 @@
     result = hunt(HuntSpec(seq=1, fs="ext4"), space, [rig], Path("results/hunt-ext4"))
 
 Per chunk, each workload is recorded on its own copy of one formatted image (`record`), the
-states around its persistence points are built (`points`), every state of the chunk is checked
+states around its persistence points are built (`cuts.point_cuts`), every state of the chunk is checked
 in one pass of the checker guests (`judge_many`) and judged by the workload's model oracle,
 and each workload's line goes to the journal. A workload with a state that is not clean keeps
 its record and those states under `failing/ID/`, ready for `replay` and `minimise`. With a
@@ -30,7 +30,7 @@ from pathlib import Path
 from plugpull.check.checker import Checker, Plug, default_workers
 from plugpull.check.fsckchoice import CheckTiming, FsckChoice
 from plugpull.check.hotguest import KeptGuests
-from plugpull.crash.judge import Batch, judge_many, remove_states
+from plugpull.crash.judge import Batch, StateJob, judge_many, remove_states
 from plugpull.crash.record import Record
 from plugpull.crash.artifacts import state_results
 from plugpull.errors import GuestError, InfraError, LaunchError, UsageError
@@ -39,10 +39,10 @@ from plugpull.generate.workload import GeneratedWorkload, generated_workload
 from plugpull.guest.rig import Rig
 from plugpull.hunt.journal import JOURNAL, REJECTED, TABLE, Journal, check_out, set_aside
 from plugpull.hunt.lock import hold
-from plugpull.hunt.points import CUTS, MODELS, point_jobs
 from plugpull.hunt.record import Failed, Recorder, formatted
 from plugpull.hunt.summary import workload_line
 from plugpull.workdirs import make_workdir
+from plugpull.powerloss.cuts import POINT_CUTS, point_cuts
 from plugpull.powerloss.writelog import iter_entries
 from plugpull.progress import Progress
 from plugpull.testbed.fs import filesystem, mode as mode_named
@@ -51,6 +51,10 @@ log = logging.getLogger(__name__)
 
 DISK_MIB = {"xfs": 300, "btrfs": 128}  # mkfs's smallest; 64 MiB for the rest
 INFRA_IN_A_ROW = 3  # workloads the harness failed on in a row, after which the hunt stops (exit 3)
+# Each cut taken as a prefix, and under `reorder` (any subset of the open epoch persists) and
+# `drop-unflushed` (none of it does). Cuts whose states persist the same pieces are one state,
+# checked once (`plan_states`).
+MODELS = ("prefix", "reorder", "drop-unflushed")
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ class HuntSpec:
         on = {"kernel": kernels[0]} if len(kernels) == 1 else {"kernels": list(kernels)}
         fsck = {} if self.fsck.always else {"fsck": self.fsck.text}  # hunts from before the choice resume
         return {"seq": self.seq, "ops": list(self.ops), "sample": self.sample, "seed": self.seed, "fs": self.fs,
-                "mode": self.mode, "disk_mib": self.mib, **on, "models": list(self.models), "cuts": CUTS, **fsck,
+                "mode": self.mode, "disk_mib": self.mib, **on, "models": list(self.models), "cuts": POINT_CUTS, **fsck,
                 "setup": self.setup, "table": self.table}
 
 
@@ -275,6 +279,11 @@ def record_chunk(ids: list[str], spec: HuntSpec, recorder: Recorder, work: Path,
     seconds = time.monotonic() - t0
     run.record_s += seconds
     return recorded, lines, seconds / max(1, len(ids))
+
+
+def point_jobs(rec: Record, entries, models=MODELS) -> list[StateJob]:
+    """The states a hunt checks of a workload: each model at each of its `point_cuts`."""
+    return [StateJob(model, cut) for model in models for cut in point_cuts(entries, rec.acks)]
 
 
 def judge_chunk(recorded: list, record_share: float, spec: HuntSpec, checker: Checker, place: Place,

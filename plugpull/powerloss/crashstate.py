@@ -1,8 +1,7 @@
 """Building a crash-state image: the base image plus the pieces a power-loss model kept.
 
-Images are raw and mostly empty, so everything here walks data extents with
-SEEK_DATA/SEEK_HOLE and leaves holes alone: copying a fresh 512 MiB image costs a few
-system calls, and zeros (discards, write-zeroes) are only written where data exists.
+Images are raw and mostly empty, so everything here walks data extents (`sparse`) and leaves
+holes alone: zeros (discards, write-zeroes) are only written where data exists.
 """
 
 from __future__ import annotations
@@ -13,93 +12,18 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from plugpull.files import atomic_path
 from plugpull.powerloss.models import Piece
 from plugpull.powerloss.writelog import SECTOR, LogEntry, iter_entries
-
-CHUNK = 1 << 20
-ZEROS = bytes(CHUNK)
-COPY_FALLBACK_ERRNOS = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM, errno.EBADF}
-
-
-def _data_extents(fd: int, start: int, end: int) -> Iterator[tuple[int, int]]:
-    """(from, to) byte ranges within [start, end) that may hold data; holes are skipped.
-
-    Without SEEK_DATA support the whole range is reported as data.
-    """
-    if not hasattr(os, "SEEK_DATA"):
-        if start < end:
-            yield start, end
-        return
-    pos = start
-    while pos < end:
-        try:
-            data = os.lseek(fd, pos, os.SEEK_DATA)
-        except OSError as err:
-            if err.errno == errno.ENXIO:
-                return
-            if err.errno == errno.EINVAL and pos == start:
-                yield start, end
-                return
-            raise
-        if data >= end:
-            return
-        hole = min(os.lseek(fd, data, os.SEEK_HOLE), end)
-        yield data, hole
-        pos = hole
-
-
-def _copy_by_reading(src: int, dst: int, start: int, end: int) -> None:
-    """Plain copy that still skips all-zero chunks; dst must already hold holes there."""
-    pos = start
-    while pos < end:
-        chunk = os.pread(src, min(CHUNK, end - pos), pos)
-        if not chunk:
-            raise OSError(errno.EIO, f"source ended at byte {pos}, expected {end}")
-        if chunk != ZEROS[:len(chunk)]:
-            _pwrite_all(dst, chunk, pos)
-        pos += len(chunk)
-
-
-def _copy_range(src: int, dst: int, start: int, end: int) -> None:
-    pos = start
-    if hasattr(os, "copy_file_range"):
-        try:
-            while pos < end:
-                copied = os.copy_file_range(src, dst, end - pos, pos, pos)
-                if copied == 0:
-                    break
-                pos += copied
-        except OSError as err:
-            if err.errno not in COPY_FALLBACK_ERRNOS:
-                raise
-    _copy_by_reading(src, dst, pos, end)
-
-
-def _pwrite_all(fd: int, data, offset: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, offset)
-        view = view[written:]
-        offset += written
-
-
-def copy_sparse(src, dst) -> None:
-    """Copy a raw image to dst (replacing it), keeping its holes and its size."""
-    with open(src, "rb") as fin, open(dst, "wb") as fout:
-        size = os.fstat(fin.fileno()).st_size
-        os.ftruncate(fout.fileno(), size)
-        for start, end in _data_extents(fin.fileno(), 0, size):
-            _copy_range(fin.fileno(), fout.fileno(), start, end)
-
+from plugpull.sparse import CHUNK, ZEROS, copy_sparse, data_extents, pwrite_all
 
 def _zero_range(fd: int, start: int, end: int) -> None:
     """Make [start, end) read as zeros, writing only where data is."""
-    for data, hole in list(_data_extents(fd, start, end)):
+    for data, hole in list(data_extents(fd, start, end)):
         for pos in range(data, hole, CHUNK):
-            _pwrite_all(fd, ZEROS[:min(CHUNK, hole - pos)], pos)
+            pwrite_all(fd, ZEROS[:min(CHUNK, hole - pos)], pos)
 
 
 def _hash_zeros(h, length: int) -> None:
@@ -116,7 +40,7 @@ def image_sha256(path) -> str:
         fd = f.fileno()
         size = os.fstat(fd).st_size
         pos = 0
-        for start, end in _data_extents(fd, 0, size):
+        for start, end in data_extents(fd, 0, size):
             _hash_zeros(h, start - pos)
             for offset in range(start, end, CHUNK):
                 chunk = os.pread(fd, min(CHUNK, end - offset), offset)
@@ -143,7 +67,7 @@ def content_digest(path) -> str:
         size = os.fstat(fd).st_size
         h.update(size.to_bytes(8, "little"))
         offset = 0
-        for start, end in _data_extents(fd, 0, size):
+        for start, end in data_extents(fd, 0, size):
             offset = max(offset, start - start % CHUNK)
             while offset < end:
                 chunk = os.pread(fd, min(CHUNK, size - offset), offset)
@@ -209,7 +133,7 @@ def apply_pieces(image_path, log_path, pieces: Iterable[Piece]) -> None:
                 if chunk == ZEROS[:length]:
                     _zero_range(out, pos, pos + length)
                 else:
-                    _pwrite_all(out, chunk, pos)
+                    pwrite_all(out, chunk, pos)
 
 
 def materialize(base_image, log_path, pieces: Iterable[Piece], out_path, digest: bool = True) -> str | None:

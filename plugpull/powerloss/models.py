@@ -1,6 +1,7 @@
 """Power-loss models: which logged writes survive a power cut.
 
-A crash state is the base image plus the writes a model lets persist up to a cut point.
+A crash state is the base image plus the writes a model lets persist up to a cut point
+(chosen in `cuts`).
 `cut` is an entry count: entries[:cut] were issued when power was lost. A plan is the
 list of pieces to apply, in order; later pieces overwrite earlier ones.
 
@@ -22,14 +23,14 @@ is the same on every run and every machine.
 from __future__ import annotations
 
 import bisect
-import hashlib
 import heapq
 import random
 from dataclasses import dataclass
 from typing import Sequence
 
 from plugpull.powerloss.writelog import LogEntry
-from plugpull.values import COUNT_MAX, MIB_MAX, shown, whole
+from plugpull.rng import stable_rng
+from plugpull.values import MIB_MAX, shown, whole
 
 MODEL_NAMES = ("prefix", "drop-unflushed", "reorder", "cache", "torn")
 DESTAGE_POLICIES = ("fifo", "elevator", "random")
@@ -104,12 +105,6 @@ def parse_user_model(text: str) -> ModelSpec:
     """A model as a user names one: `parse_model`, and no cache of 0 MiB (it holds nothing
     back: every write persists in order, which `prefix` says plainly)."""
     return parse_model(text, smallest_cache=1)
-
-
-def stable_rng(*parts) -> random.Random:
-    """A Random seeded from parts' text, identical across runs (unlike hash())."""
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return random.Random(int.from_bytes(digest, "big"))
 
 
 def _is_update(e: LogEntry) -> bool:
@@ -319,41 +314,3 @@ def plan(entries: Sequence[LogEntry], cut: int, model: ModelSpec | str, seed: in
         raise ValueError(f"cut {cut} is outside 0..{len(entries)}")
     rng = stable_rng(seed, cut, spec)
     return PLANNERS[spec.name](entries[:cut], spec, rng)
-
-
-def _positive(arg: str, part: str) -> int:
-    try:
-        return whole(arg, 1, COUNT_MAX)
-    except ValueError as e:
-        raise ValueError(f"{shown(part)}: after ':' {e}") from None
-
-
-def cut_points(entries: Sequence[LogEntry], spec: str, seed: int) -> list[int]:
-    """Cut points named by spec, sorted and without repeats.
-
-    "flushes": just after each flush entry; "every:N": after every Nth write; "random:N":
-    N distinct cuts in 1..len(entries) (all of them if fewer); "end": len(entries), the
-    live kill point. A comma-separated list is the union.
-    """
-    cuts: set[int] = set()
-    for part in (p.strip() for p in spec.split(",")):
-        kind, colon, arg = part.partition(":")
-        if kind == "flushes" and not colon:
-            cuts.update(pos + 1 for pos, e in enumerate(entries) if e.is_flush)
-        elif kind == "end" and not colon:
-            cuts.add(len(entries))
-        elif kind == "every" and colon:
-            n = _positive(arg, part)
-            writes = 0
-            for pos, e in enumerate(entries):
-                if e.is_write:
-                    writes += 1
-                    if writes % n == 0:
-                        cuts.add(pos + 1)
-        elif kind == "random" and colon:
-            n = _positive(arg, part)
-            candidates = range(1, len(entries) + 1)
-            cuts.update(stable_rng(seed, part).sample(candidates, min(n, len(candidates))))
-        else:
-            raise ValueError(f"bad cut spec {part!r} in {spec!r}; expected flushes, every:N, random:N or end")
-    return sorted(cuts)

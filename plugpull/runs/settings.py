@@ -10,13 +10,13 @@ import argparse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from plugpull.crash.cutorder import EXHAUSTIVE_MAX
 from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
 from plugpull.guest.contract.config import Bus
 from plugpull.kernels.build.spec import is_build, parse_build
 from plugpull.kernels.spec import HOST, parse_debian
-from plugpull.powerloss.models import cut_points, parse_model, parse_user_model
+from plugpull.powerloss.cuts import EXHAUSTIVE_MAX, cut_points
+from plugpull.powerloss.models import parse_model, parse_user_model
 from plugpull.testbed.fs import FILESYSTEMS, MODES, filesystem
 from plugpull.testbed.profiles import DEFAULT as DEFAULT_PROFILE, load_profiles
 from plugpull.testbed.stack import LAYERS, Stack, check_lose_disk

@@ -12,7 +12,7 @@ from plugpull.guest.contract.backend import Guest
 from plugpull.guest.contract.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.qemu.machine import create_disk
 from plugpull.guest.rig import Rig
-from plugpull.powerloss.crashstate import copy_sparse
+from plugpull.sparse import copy_sparse
 from plugpull.testbed.fs import Filesystem, Mode
 from plugpull.testbed.profiles import DiskProfile
 from plugpull.testbed.stack import Stack, top_of

@@ -12,7 +12,7 @@ from the disks as they are.
 from dataclasses import dataclass
 
 from plugpull.errors import UsageError
-from plugpull.powerloss.models import stable_rng
+from plugpull.rng import stable_rng
 from plugpull.values import shown, whole
 
 MEMBERS_MAX = 64  # disks under a stack: far more than an md array here ever has

@@ -6,7 +6,7 @@ Dask cluster check the states.
 
 The record is packed once (`bundle.pack`) and scattered to every worker (broadcast: one copy
 each, and a worker that dies takes only its copy with it); each task names a few distinct
-states (`tasks`) and depends on the scattered record, so the wire carries the record once per
+states (`crash_task`) and depends on the scattered record, so the wire carries the record once per
 worker and then names and observations only. A task whose worker dies is run elsewhere by
 the scheduler; one that raises is retried `retries` times. The observations land at their
 states' indexes and are classified here, as a local run classifies them (`judged_jobs`).
@@ -22,50 +22,13 @@ from distributed.scheduler import KilledWorker
 
 from plugpull.cluster.bundle import pack
 from plugpull.cluster.reach import SchedulerUnreachable, probe
-from plugpull.cluster.tasks import in_order, state_names, task_batches
+from plugpull.cluster.crash_task import in_order, state_names, task_batches
+from plugpull.cluster.lost import REACH_TIMEOUT, RETRIES, WorkerLost, lost_message, wait_for_a_worker, workers_now
 from plugpull.cluster.worker import check_named, checker_settings
 from plugpull.crash.judge import StateJob, debts, judged_jobs, plan_states, shared_collects
 from plugpull.errors import InfraError
 
 log = logging.getLogger(__name__)
-
-RETRIES = 2
-WORKER_WAIT = 60.0  # seconds a run waits for the cluster's first worker
-REACH_TIMEOUT = 10.0  # seconds `reach` tries to connect
-
-
-class WorkerLost(InfraError):
-    """A worker died (or left) while it held the record or a task: no verdict for the run."""
-
-
-def lost_message(address: str, before: set, after: set | None, error: BaseException, hunt: bool = False) -> str:
-    """One line that names the workers lost (those gone from the scheduler since the run
-    began), instead of Dask's `FutureCancelledError: ... already forgotten`. A hunt's journal
-    keeps what was judged: run again, it goes on from there."""
-    gone = sorted(before - after) if after is not None else []
-    named = (f"worker {gone[0]}" if len(gone) == 1 else f"workers {', '.join(gone)}") if gone else "a worker"
-    left = "" if after is None else f"; {len(after)} worker(s) left"
-    then = ("the workloads judged are in the journal, run the hunt again to go on" if hunt
-            else "no verdict, rerun the check")
-    return (f"the cluster {address} lost {named} in the middle of the {'hunt' if hunt else 'check'} "
-            f"(stopped or killed){left}: {then} ({type(error).__name__})")
-
-
-def wait_for_a_worker(client, address: str) -> None:
-    """Until the cluster has a worker; an InfraError, saying what to start, after WORKER_WAIT s."""
-    try:
-        client.wait_for_workers(1, timeout=WORKER_WAIT)
-    except TimeoutError:
-        raise InfraError(f"the cluster's scheduler {address} has had no worker for "
-                         f"{WORKER_WAIT:.0f} s: start one (plugpull worker --scheduler ...)") from None
-
-
-def _workers_now(client) -> set | None:
-    try:
-        return set(client.scheduler_info()["workers"])
-    except Exception:  # the scheduler gone too: the message says what it can
-        return None
-
 
 @dataclass(frozen=True)
 class ShippedState:
@@ -130,7 +93,7 @@ class ClusterJudge:
                             progress()
             except (FutureCancelledError, KilledWorker) as e:
                 client.cancel(futures)
-                raise WorkerLost(lost_message(self.address, workers, _workers_now(client), e)) from None
+                raise WorkerLost(lost_message(self.address, workers, workers_now(client), e)) from None
             except BaseException:
                 client.cancel(futures)
                 raise
