@@ -13,7 +13,7 @@ import traceback
 from pathlib import Path
 
 from plugpull import __version__
-from plugpull.cli import cluster, crash, faults, generate, guests, hunt, kernels, matrix, minimise, reproducer
+from plugpull.cli import bisect, cluster, crash, faults, generate, guests, hunt, kernels, matrix, minimise, reproducer
 from plugpull.cli.common import EXIT_INFRA, EXIT_OK, EXIT_USAGE, describe, no_blank_edges
 from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError
 from plugpull.files import InputPath, OutputPath, refuse_overlaps
@@ -32,7 +32,8 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="plugpull", description=" ".join(__doc__.split()))
     p.add_argument("--version", action="version", version=f"plugpull {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for commands in (guests, crash, matrix, minimise, faults, generate, hunt, kernels, cluster, reproducer):
+    for commands in (guests, crash, matrix, minimise, faults, generate, hunt, kernels, bisect, cluster,
+                     reproducer):
         commands.add_parsers(sub)
     for command in sub.choices.values():
         for action in command._actions:
