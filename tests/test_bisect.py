@@ -129,3 +129,111 @@ def test_a_harness_error_stops_with_no_mark_and_the_rerun_goes_on(repo, tmp_path
     assert result.first == ids[5]
     assert not set(again.built) & {int(s.subject[1:]) for s in judged}  # judged steps not rebuilt
     assert said[0].startswith(f"resumed: {len(judged)} steps")
+
+
+@pytest.fixture
+def cli(repo, tmp_path, monkeypatch):
+    """`plugpull bisect` with the fakes in place of the kernel build, the guest and the backend."""
+    import plugpull.bisect.testers as testers
+    import plugpull.cli.bisect as command
+    made = {}
+
+    def builder(clone):
+        made["fakes"] = Fakes(clone, broke=6)
+        return made["fakes"].build
+
+    monkeypatch.setattr(testers, "builder", builder)
+    monkeypatch.setattr(testers, "script_judge", lambda text, runs, accel, backend: lambda k: made["fakes"].judge(k))
+    monkeypatch.setattr(command, "guest_backend", lambda args: None)
+    test = tmp_path / "repro.sh"
+    test.write_text("#!/bin/sh\necho PASS\n")
+    monkeypatch.chdir(tmp_path)
+    return repo, test, made
+
+
+def test_the_command_names_the_commit_and_leaves_the_tree_as_it_was(cli, tmp_path, capsys):
+    (tree, ids), test, made = cli
+    before = snapshot(tree)
+    argv = ["bisect", str(test), "--tree", str(tree), "--good", ids[0], "--bad", "main"]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines()[-2] == f'first bad commit: {ids[5]} "c6"'
+    assert "step 1 of ~" in out.err
+    result = json.loads((tmp_path / "results" / "bisect-repro" / "bisect.json").read_text())
+    assert (result["first"], result["bad"], result["runs"]) == (ids[5], ids[-1], 3)
+    assert snapshot(tree) == before
+    assert main(argv) == 0
+    assert made["fakes"].built == [] and "resumed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda a, t, ids: a.__setitem__(3, str(t / "nowhere")), "not a directory"),
+    (lambda a, t, ids: a.__setitem__(3, str(t)), "not a git work tree"),
+    (lambda a, t, ids: a.__setitem__(5, "v9.9"), "no such commit"),
+    (lambda a, t, ids: (a.__setitem__(5, ids[-1]), a.__setitem__(7, ids[0])), "not an ancestor of --bad"),
+    (lambda a, t, ids: a.__setitem__(1, str(t / "missing.sh")), "no such file"),
+    (lambda a, t, ids: a.__setitem__(1, str(t / "linux" / "level")), "expected a reproducer script"),
+    (lambda a, t, ids: a.append("--kernel=host"), "leave them out"),
+])
+def test_bad_input_exits_2_and_makes_nothing(cli, tmp_path, capsys, change, says):
+    (tree, ids), test, _ = cli
+    argv = ["bisect", str(test), "--tree", str(tree), "--good", ids[0], "--bad", ids[-1]]
+    change(argv, tmp_path, ids)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(argv) == 2
+    assert says in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no results/, no cache/
+
+
+def test_an_out_dir_of_another_bisect_is_refused(cli, tmp_path, capsys):
+    (tree, ids), test, _ = cli
+    argv = ["bisect", str(test), "--tree", str(tree), "--good", ids[0], "--bad", ids[-1], "--out", "b"]
+    assert main(argv) == 0
+    before = snapshot(tmp_path / "b")
+    assert main([*argv[:-2], "--runs", "1", "--out", "b"]) == 2
+    assert "holds another bisect (its runs differ)" in capsys.readouterr().err
+    assert snapshot(tmp_path / "b") == before
+
+
+@pytest.mark.parametrize("outcome, expect", [
+    ("pass", "PASS 3/3"),
+    ("fail", "FAIL at run 1 of 3: FAIL: the file is gone"),
+    ("panic", "Untestable: the kernel under test failed in run 1: panicked"),
+    ("hang", "Untestable: the guest died or hung in run 1: no answer"),
+    ("harness", "InfraError"),
+])
+def test_the_script_judge_keeps_fail_kernel_failure_and_harness_apart(monkeypatch, outcome, expect):
+    import plugpull.bisect.testers as testers
+    import plugpull.reproducer.run as run
+    from plugpull.errors import GuestTimeout
+
+    def run_in_guest(rig, text):
+        if outcome == "hang":
+            raise GuestTimeout("no answer")
+        if outcome == "harness":
+            raise InfraError("the reproducer gave no verdict")
+        return {"pass": run.Outcome(True, ("PASS",)), "fail": run.Outcome(False, ("FAIL: the file is gone",)),
+                "panic": run.verdict_of(-1, "", "", "Kernel panic - not syncing: x\n")}[outcome]
+
+    monkeypatch.setattr(testers, "booted", lambda spec, accel, backend: "rig")
+    monkeypatch.setattr(run, "run_in_guest", run_in_guest)
+    judge = testers.script_judge("echo PASS", 3, None, None)
+    try:
+        said = judge("build:bisect-x").detail
+    except (Untestable, InfraError) as e:
+        said = f"{type(e).__name__}: {e}" if isinstance(e, Untestable) else type(e).__name__
+    assert said.startswith(expect.split(": panicked")[0])
+
+
+def test_a_failed_build_is_untestable_and_a_missing_tool_is_not(monkeypatch, tmp_path):
+    import plugpull.bisect.testers as testers
+    from plugpull.errors import ToolMissing
+    from plugpull.kernels.build.make import BuildFailed
+
+    for error, kind in ((BuildFailed("make bzImage failed"), Untestable), (ToolMissing("make"), ToolMissing)):
+        def build_kernel(request, error=error):
+            assert request.name == "bisect-0123456789ab" and request.patches == []
+            raise error
+        monkeypatch.setattr(testers, "build_kernel", build_kernel)
+        with pytest.raises(kind):
+            testers.builder(tmp_path)("0123456789abcdef" * 2 + "01234567")
