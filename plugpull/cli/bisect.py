@@ -16,7 +16,7 @@ RUNS_MAX = 100
 
 def add_parsers(sub) -> None:
     b = sub.add_parser("bisect", help="the commit of a kernel tree that broke (or fixed) a reproducer or a case")
-    b.add_argument("test", type=a_path, metavar="TEST", help="a reproducer script (suites/reproducers/*.sh) or a "
+    b.add_argument("test", type=a_path, help="a reproducer script (suites/reproducers/*.sh) or a "
                    "case file (suites/cases/*.toml): its FAIL (a case not reproduced) is bad, its PASS good")
     b.add_argument("--tree", type=a_path, required=True, metavar="DIR",
                    help="a git work tree of a kernel; only read (the bisect runs in a clone in plugpull's cache)")
@@ -106,6 +106,8 @@ def cmd_bisect(args) -> int:
 
     if args.kernel is not None or args.modules is not None:
         raise UsageError("--kernel and --modules: bisect builds each commit's kernel; leave them out")
+    if args.out is not None:
+        checked_output(args.out, "--out", parent_must_exist=False, directory=True)
     rev = revisions(args.tree, args.good, args.bad, args.fixed)
     (kind, test), data = test_of(args.test, args.fs)
     recorded = settings(rev, args.test, data, args.runs, args.fs)
