@@ -539,7 +539,8 @@ BAD_NUMBERS = {"minus-one": "-1", "superscript": "\u00b2", "double-dash": "--5",
 POSITIONALS = {"replay": ["x"], "minimise": ["x"], "minimize": ["x"], "reproduce": ["x.toml"],
                "report": ["x.jsonl"], "faults": ["--fault", "error-writes"],
                "worker": ["--scheduler", "tcp://127.0.0.1:8786"], "hunt": ["--seq", "1"],
-               "reproducer": ["gen:seq1-000253", "--fs", "xfs"]}
+               "reproducer": ["gen:seq1-000253", "--fs", "xfs"],
+               "bisect": ["x.sh", "--tree", "x", "--good", "a", "--bad", "b"]}
 RANGE = re.compile(r"from \d+ to \d+|above 0 and at most 1")
 
 

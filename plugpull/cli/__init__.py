@@ -13,8 +13,8 @@ import traceback
 from pathlib import Path
 
 from plugpull import __version__
-from plugpull.cli import (cluster, crash, faults, generate, guests, hunt, kernels, matrix, minimise, report, reproduce,
-                          reproducer)
+from plugpull.cli import (bisect, cluster, crash, faults, generate, guests, hunt, kernels, matrix, minimise, report,
+                          reproduce, reproducer)
 from plugpull.cli.common import EXIT_INFRA, EXIT_OK, EXIT_USAGE, describe, no_blank_edges
 from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError
 from plugpull.files import InputPath, OutputPath, refuse_overlaps
@@ -33,7 +33,7 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="plugpull", description=" ".join(__doc__.split()))
     p.add_argument("--version", action="version", version=f"plugpull {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    for commands in (guests, crash, matrix, reproduce, report, minimise, faults, generate, hunt, kernels, cluster,
+    for commands in (guests, crash, matrix, reproduce, report, minimise, faults, generate, hunt, kernels, bisect, cluster,
                      reproducer):
         commands.add_parsers(sub)
     for command in sub.choices.values():

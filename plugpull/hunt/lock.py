@@ -28,9 +28,10 @@ class HuntBusy(UsageError):
 
 
 @contextmanager
-def hold(out: Path):
+def hold(out: Path, lock: str = LOCK, what: str = "hunt"):
     """Hold `out` (made if new) as its one writer for the block; HuntBusy naming the holder if
-    another process holds it."""
+    another process holds it. `lock` and `what`: the lock file's name and what writes there,
+    for another command's directory that has one writer too (a bisect's)."""
     out = Path(out)
     made = [d for d in (out, *out.parents) if not d.exists()]
     out.mkdir(parents=True, exist_ok=True)
@@ -40,7 +41,7 @@ def hold(out: Path):
         if key in _held:
             _held[key][1] += 1
         else:
-            _held[key] = [_take(out), 1]
+            _held[key] = [_take(out, lock, what), 1]
     except BaseException:
         _remove_empty(made)
         raise
@@ -50,7 +51,7 @@ def hold(out: Path):
         _held[key][1] -= 1
         if not _held[key][1]:
             fd = _held.pop(key)[0]
-            (out / LOCK).unlink(missing_ok=True)  # still held: no other process has this name's file locked
+            (out / lock).unlink(missing_ok=True)  # still held: no other process has this name's file locked
             os.close(fd)
             _remove_empty(made)
 
@@ -63,20 +64,20 @@ def _remove_empty(made: list[Path]) -> None:
             return
 
 
-def _take(out: Path) -> int:
+def _take(out: Path, lock: str, what: str) -> int:
     while True:
-        fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        fd = os.open(out / lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _holder(fd)
             os.close(fd)
-            raise HuntBusy(f"{out}: another hunt is writing to it ({holder}): wait for it to end, or give "
+            raise HuntBusy(f"{out}: another {what} is writing to it ({holder}): wait for it to end, or give "
                            "another --out") from None
         except BaseException:
             os.close(fd)
             raise
-        if _same_file(fd, out / LOCK):
+        if _same_file(fd, out / lock):
             break
         os.close(fd)  # its holder removed it as it let go: lock the file the name leads to now
     os.ftruncate(fd, 0)

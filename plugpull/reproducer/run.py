@@ -26,6 +26,7 @@ TIMEOUT = 900.0
 class Outcome:
     passed: bool
     lines: tuple[str, ...]  # the script's PASS or FAIL lines
+    kernel: str | None = None  # what the guest kernel did when it failed (a panic, an oops), else None
 
 
 def verdict_of(rc: int, stdout: str, stderr: str, console: str = "") -> Outcome:
@@ -34,7 +35,8 @@ def verdict_of(rc: int, stdout: str, stderr: str, console: str = "") -> Outcome:
     lines = tuple(line for line in stdout.splitlines() if line == "PASS" or line.startswith("FAIL:"))
     trouble = scan(console)
     if trouble is not None:
-        return Outcome(False, (*(line for line in lines if line != "PASS"), f"FAIL: the guest {trouble.summary}"))
+        return Outcome(False, (*(line for line in lines if line != "PASS"), f"FAIL: the guest {trouble.summary}"),
+                       trouble.summary)
     if rc == 0 and lines[-1:] == ("PASS",):
         return Outcome(True, lines)
     if rc == 1 and lines and lines[-1].startswith("FAIL:"):

@@ -1,0 +1,239 @@
+"""plugpull bisect on a toy git repo: git's own bisect in a private clone, with the build and
+the test replaced by fakes at the engine's seam (build(commit), judge(kernel))."""
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from plugpull.bisect import FIXED, Journal, Judged, Plan, Untestable, clone_for, revisions, run_bisect, settings
+from plugpull.cli import main
+from plugpull.errors import InfraError
+
+COMMITS = 9  # c1 .. c9
+GIT_ENV = {"GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.org", "GIT_COMMITTER_NAME": "a",
+           "GIT_COMMITTER_EMAIL": "a@example.org"}
+
+
+def git(where: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(where), *args], check=True, capture_output=True, text=True,
+                          env={**os.environ, **GIT_ENV}).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch) -> tuple[Path, list[str]]:
+    """A repo whose commit cN writes N into `level`; its commit ids, c1 first."""
+    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
+    tree = tmp_path / "linux"
+    tree.mkdir()
+    git(tree, "init", "-q", "-b", "main")
+    for n in range(1, COMMITS + 1):
+        (tree / "level").write_text(f"{n}\n")
+        git(tree, "add", "level")
+        git(tree, "commit", "-q", "-m", f"c{n}")
+    return tree, git(tree, "rev-list", "--reverse", "HEAD").split()
+
+
+def snapshot(tree: Path) -> dict:
+    """Every file under the tree, .git too: its bytes' digest and its mtime."""
+    return {str(p.relative_to(tree)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+            for p in sorted(tree.rglob("*")) if p.is_file()}
+
+
+class Fakes:
+    """build: the clone's checked-out `level` (asserting git checked out the commit asked);
+    judge: FAIL from level `broke` on (or, `fixed`, PASS from it)."""
+
+    def __init__(self, clone: Path, broke: int, fixed: bool = False, untestable=(), harness_at=None):
+        self.clone, self.broke, self.fixed = clone, broke, fixed
+        self.untestable, self.harness_at = set(untestable), harness_at
+        self.built: list[int] = []
+
+    def build(self, commit: str) -> int:
+        assert git(self.clone, "rev-parse", "HEAD") == commit
+        level = int((self.clone / "level").read_text())
+        self.built.append(level)
+        if level in self.untestable:
+            raise Untestable(f"build failed at level {level}")
+        return level
+
+    def judge(self, level: int) -> Judged:
+        if level == self.harness_at:
+            raise InfraError("qemu-system-x86_64 is missing")
+        failing = (level >= self.broke) != self.fixed
+        return Judged(not failing, "FAIL 1/1" if failing else "PASS 3/3")
+
+
+def plan_of(tree, good, bad, out, fixed=False) -> Plan:
+    rev = revisions(tree, good, bad, fixed)
+    clone = clone_for(rev.tree).ensure(rev.tree)
+    out.mkdir(exist_ok=True)
+    return Plan(clone, Journal(out, settings(rev, Path("t.sh"), b"", 3, None)), rev.terms, rev.new, rev.old)
+
+
+def test_finds_the_first_bad_commit(repo, tmp_path):
+    tree, ids = repo
+    plan = plan_of(tree, ids[0], ids[-1], tmp_path / "out")
+    fakes = Fakes(plan.clone.path, broke=6)
+    result = run_bisect(plan, fakes.build, fakes.judge, say=lambda line: None)
+    assert (result.first, result.subject) == (ids[5], "c6")
+    assert len(result.steps) <= 4 and all(s.mark in ("good", "bad") for s in result.steps)
+    assert "git bisect start" in (tmp_path / "out" / "git-bisect.log").read_text()
+
+
+def test_fixed_finds_the_fixing_commit(repo, tmp_path):
+    tree, ids = repo
+    plan = plan_of(tree, ids[-1], ids[0], tmp_path / "out", fixed=True)
+    assert plan.terms is FIXED
+    fakes = Fakes(plan.clone.path, broke=4, fixed=True)
+    result = run_bisect(plan, fakes.build, fakes.judge, say=lambda line: None)
+    assert (result.first, result.subject) == (ids[3], "c4")
+    assert {s.mark for s in result.steps} <= {"broken", "fixed"}
+
+
+def test_an_untestable_commit_is_skipped_and_said(repo, tmp_path):
+    tree, ids = repo
+    plan = plan_of(tree, ids[0], ids[-1], tmp_path / "out")
+    fakes = Fakes(plan.clone.path, broke=7, untestable={5})
+    said = []
+    result = run_bisect(plan, fakes.build, fakes.judge, say=said.append)
+    assert result.first == ids[6]
+    skipped = [s for s in result.steps if s.mark == "skip"]
+    assert [s.subject for s in skipped] == ["c5"] and skipped[0].detail == "build failed at level 5"
+    assert any(line.endswith("build failed at level 5 -> skip") for line in said)
+
+
+def test_only_skipped_commits_left_names_the_candidates(repo, tmp_path):
+    tree, ids = repo
+    plan = plan_of(tree, ids[0], ids[3], tmp_path / "out")
+    fakes = Fakes(plan.clone.path, broke=3, untestable={2, 3})
+    result = run_bisect(plan, fakes.build, fakes.judge, say=lambda line: None)
+    assert result.first is None and set(result.candidates) == {ids[1], ids[2], ids[3]}  # git names the bad one too
+
+
+def test_a_harness_error_stops_with_no_mark_and_the_rerun_goes_on(repo, tmp_path):
+    tree, ids = repo
+    out = tmp_path / "out"
+    plan = plan_of(tree, ids[0], ids[-1], out)
+    first = Fakes(plan.clone.path, broke=6, harness_at=7)
+    with pytest.raises(InfraError, match="missing"):
+        run_bisect(plan, first.build, first.judge, say=lambda line: None)
+    judged = Journal(out, plan.journal.settings).steps()
+    assert 7 in first.built and "c7" not in [s.subject for s in judged] and judged
+    again = Fakes(plan.clone.path, broke=6)
+    said = []
+    result = run_bisect(plan_of(tree, ids[0], ids[-1], out), again.build, again.judge, said.append)
+    assert result.first == ids[5]
+    assert not set(again.built) & {int(s.subject[1:]) for s in judged}  # judged steps not rebuilt
+    assert said[0].startswith(f"resumed: {len(judged)} steps")
+
+
+@pytest.fixture
+def cli(repo, tmp_path, monkeypatch):
+    """`plugpull bisect` with the fakes in place of the kernel build, the guest and the backend."""
+    import plugpull.bisect.testers as testers
+    import plugpull.cli.bisect as command
+    made = {}
+
+    def builder(clone):
+        made["fakes"] = Fakes(clone, broke=6)
+        return made["fakes"].build
+
+    monkeypatch.setattr(testers, "builder", builder)
+    monkeypatch.setattr(testers, "script_judge", lambda text, runs, accel, backend: lambda k: made["fakes"].judge(k))
+    monkeypatch.setattr(command, "guest_backend", lambda args: None)
+    test = tmp_path / "repro.sh"
+    test.write_text("#!/bin/sh\necho PASS\n")
+    monkeypatch.chdir(tmp_path)
+    return repo, test, made
+
+
+def test_the_command_names_the_commit_and_leaves_the_tree_as_it_was(cli, tmp_path, capsys):
+    (tree, ids), test, made = cli
+    before = snapshot(tree)
+    argv = ["bisect", str(test), "--tree", str(tree), "--good", ids[0], "--bad", "main"]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines()[-2] == f'first bad commit: {ids[5]} "c6"'
+    assert "step 1 of ~" in out.err
+    result = json.loads((tmp_path / "results" / "bisect-repro" / "bisect.json").read_text())
+    assert (result["first"], result["bad"], result["runs"]) == (ids[5], ids[-1], 3)
+    assert snapshot(tree) == before
+    assert main(argv) == 0
+    assert made["fakes"].built == [] and "resumed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda a, t, ids: a.__setitem__(3, str(t / "nowhere")), "not a directory"),
+    (lambda a, t, ids: a.__setitem__(3, str(t)), "not a git work tree"),
+    (lambda a, t, ids: a.__setitem__(5, "v9.9"), "no such commit"),
+    (lambda a, t, ids: (a.__setitem__(5, ids[-1]), a.__setitem__(7, ids[0])), "not an ancestor of --bad"),
+    (lambda a, t, ids: a.__setitem__(1, str(t / "missing.sh")), "no such file"),
+    (lambda a, t, ids: a.__setitem__(1, str(t / "linux" / "level")), "expected a reproducer script"),
+    (lambda a, t, ids: a.append("--kernel=host"), "leave them out"),
+])
+def test_bad_input_exits_2_and_makes_nothing(cli, tmp_path, capsys, change, says):
+    (tree, ids), test, _ = cli
+    argv = ["bisect", str(test), "--tree", str(tree), "--good", ids[0], "--bad", ids[-1]]
+    change(argv, tmp_path, ids)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(argv) == 2
+    assert says in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no results/, no cache/
+
+
+def test_an_out_dir_of_another_bisect_is_refused(cli, tmp_path, capsys):
+    (tree, ids), test, _ = cli
+    argv = ["bisect", str(test), "--tree", str(tree), "--good", ids[0], "--bad", ids[-1], "--out", "b"]
+    assert main(argv) == 0
+    before = snapshot(tmp_path / "b")
+    assert main([*argv[:-2], "--runs", "1", "--out", "b"]) == 2
+    assert "holds another bisect (its runs differ)" in capsys.readouterr().err
+    assert snapshot(tmp_path / "b") == before
+
+
+@pytest.mark.parametrize("outcome, expect", [
+    ("pass", "PASS 3/3"),
+    ("fail", "FAIL at run 1 of 3: FAIL: the file is gone"),
+    ("panic", "Untestable: the kernel under test failed in run 1: panicked"),
+    ("hang", "Untestable: the guest died or hung in run 1: no answer"),
+    ("harness", "InfraError"),
+])
+def test_the_script_judge_keeps_fail_kernel_failure_and_harness_apart(monkeypatch, outcome, expect):
+    import plugpull.bisect.testers as testers
+    import plugpull.reproducer.run as run
+    from plugpull.errors import GuestTimeout
+
+    def run_in_guest(rig, text):
+        if outcome == "hang":
+            raise GuestTimeout("no answer")
+        if outcome == "harness":
+            raise InfraError("the reproducer gave no verdict")
+        return {"pass": run.Outcome(True, ("PASS",)), "fail": run.Outcome(False, ("FAIL: the file is gone",)),
+                "panic": run.verdict_of(-1, "", "", "Kernel panic - not syncing: x\n")}[outcome]
+
+    monkeypatch.setattr(testers, "booted", lambda spec, accel, backend: "rig")
+    monkeypatch.setattr(run, "run_in_guest", run_in_guest)
+    judge = testers.script_judge("echo PASS", 3, None, None)
+    try:
+        said = judge("build:bisect-x").detail
+    except (Untestable, InfraError) as e:
+        said = f"{type(e).__name__}: {e}" if isinstance(e, Untestable) else type(e).__name__
+    assert said.startswith(expect.split(": panicked")[0])
+
+
+def test_a_failed_build_is_untestable_and_a_missing_tool_is_not(monkeypatch, tmp_path):
+    import plugpull.bisect.testers as testers
+    from plugpull.errors import ToolMissing
+    from plugpull.kernels.build.make import BuildFailed
+
+    for error, kind in ((BuildFailed("make bzImage failed"), Untestable), (ToolMissing("make"), ToolMissing)):
+        def build_kernel(request, error=error):
+            assert request.name == "bisect-0123456789ab" and request.patches == []
+            raise error
+        monkeypatch.setattr(testers, "build_kernel", build_kernel)
+        with pytest.raises(kind):
+            testers.builder(tmp_path)("0123456789abcdef" * 2 + "01234567")
