@@ -25,6 +25,10 @@ ROOT = "/fsroot"
 DISK_MIB = 1024  # each of TEST_DEV, SCRATCH_DEV, LOGWRITES_DEV (sparse)
 CHECK_TIMEOUT = 600.0
 MEMORY_MIB = 1536
+MKFS_FORCE = {"ext4": "-F", "xfs": "-f", "btrfs": "-f", "f2fs": "-f"}
+# Loaded by the guest's own modprobe: the root's (kmod) cannot read the guest's module tree's
+# index, and fstests' `_require_dm_target` asks `dmsetup targets` after its modprobe.
+MODULES = "dm_flakey dm_delay dm_log_writes btrfs f2fs xfs ext4"
 MOUNT_ROOT = f"""set -e
 R={ROOT}
 mkdir -p $R
@@ -34,6 +38,7 @@ mount -t proc proc $R/proc
 mount -t sysfs sysfs $R/sys
 mkdir -p $R/lib/modules/$(uname -r) $R/mnt/test $R/mnt/scratch
 mount --bind /lib/modules/$(uname -r) $R/lib/modules/$(uname -r)
+for m in {MODULES}; do modprobe $m 2>/dev/null || true; done
 for n in 1 2 3; do readlink -f /dev/pp-disk$n; done
 """
 
@@ -53,11 +58,13 @@ class CheckResult:
 
 
 def local_config(fstyp: str, devices: list[str]) -> str:
+    """fstests' local.config. No udev runs in the guest: DM_DISABLE_UDEV has libdevmapper
+    make the /dev/mapper nodes itself, where it would wait for udev to make them."""
     test_dev, scratch_dev, logwrites_dev = devices
     return "".join(f"export {k}={v}\n" for k, v in (
         ("FSTYP", fstyp), ("TEST_DEV", test_dev), ("TEST_DIR", "/mnt/test"),
         ("SCRATCH_DEV", scratch_dev), ("SCRATCH_MNT", "/mnt/scratch"),
-        ("LOGWRITES_DEV", logwrites_dev), ("RECREATE_TEST_DEV", "true")))
+        ("LOGWRITES_DEV", logwrites_dev), ("DM_DISABLE_UDEV", "1")))
 
 
 def result_of(test: str, fstyp: str, output: str, files: dict[str, str], seconds: float) -> CheckResult:
@@ -82,12 +89,24 @@ class FstestsGuest:
     def __init__(self, machine, devices: list[str]):
         self.machine = machine
         self.devices = devices
+        self.test_fs = ""
+
+    def _make_test_fs(self, fstyp: str) -> None:
+        """TEST_DEV made anew on a change of FSTYP: `check` mounts it before it would remake it."""
+        if fstyp == self.test_fs:
+            return
+        got = self.machine.run("chroot %s mkfs -t %s %s %s 2>&1", ROOT, fstyp, MKFS_FORCE[fstyp], self.devices[0],
+                               timeout=300)
+        if got.rc != 0:
+            raise InfraError(f"mkfs -t {fstyp} of TEST_DEV failed (exit {got.rc}): {got.text[-500:]}")
+        self.test_fs = fstyp
 
     def _read(self, path: str) -> str | None:
         got = self.machine.run("cat %s 2>/dev/null", f"{ROOT}{path}", timeout=60)
         return got.text if got.rc == 0 else None
 
     def check(self, test: str, fstyp: str) -> CheckResult:
+        self._make_test_fs(fstyp)
         self.machine.write_file(f"{ROOT}{FSTESTS_IN_ROOT}/local.config", local_config(fstyp, self.devices))
         results = f"{FSTESTS_IN_ROOT}/results/{test}"
         self.machine.run("rm -f %s.*", f"{ROOT}{results}", timeout=60)

@@ -35,7 +35,7 @@ PACKAGES = (
     "acl", "attr", "automake", "autoconf", "bc", "bsdextrautils", "btrfs-progs", "dmsetup", "e2fsprogs",
     "f2fs-tools", "file", "fio", "gawk", "gcc", "kmod", "libacl1-dev", "libaio-dev", "libattr1-dev",
     "libcap-dev", "libgdbm-compat-dev", "libgdbm-dev", "libtool", "libtool-bin", "liburing-dev",
-    "libuuid1", "make", "procps", "psmisc", "python3", "sed", "util-linux", "uuid-dev", "uuid-runtime",
+    "libuuid1", "make", "pkgconf", "procps", "psmisc", "python3", "sed", "util-linux", "uuid-dev", "uuid-runtime",
     "xfslibs-dev", "xfsprogs",
 )
 # suites/reproducers/fstests/FS/NNN -> the tree's tests/DIR/NNN
