@@ -85,7 +85,8 @@ test-hosts: deps
 
 # Every test, the opt-in ones too: each variable of fixtures/opt_in.py's OPT_IN set (long; the
 # times measured are in docs/make-targets.md). PLUGPULL_FSTESTS=DIR, a real fstests tree, adds
-# the check of the exported fstests tests against its helpers (tests/test_reproducer_fstests.py).
+# the check of the exported fstests tests against its helpers (tests/test_reproducer_fstests.py)
+# and their runs by its `./check` in a guest (tests/test_reproducer_fstests_vm.py).
 test-all: deps
 	PLUGPULL_FAULTS_ALL=1 PLUGPULL_STACK_SUITE=1 PLUGPULL_LIBVIRT_HOSTS=1 PLUGPULL_LIBVIRT_STEPS=1 PLUGPULL_KERNEL_BUILD=1 \
 		$(PY) -m pytest --junitxml=results/junit-all.xml --durations=15
@@ -95,6 +96,14 @@ test-all: deps
 .PHONY: reproducers
 reproducers: deps
 	$(PY) -m plugpull.reproducer.suite suites/reproducers
+
+# The guest root in which real fstests runs the exported tests: PLUGPULL_FSTESTS=DIR (a fstests
+# tree) built inside a Debian 12 root with suites/reproducers/fstests/ in it; prints the cached
+# image's path (minutes the first time, as root).
+.PHONY: fstests-root
+fstests-root: deps
+	@test -n "$(PLUGPULL_FSTESTS)" || { echo "fstests-root: set PLUGPULL_FSTESTS=DIR, a fstests tree" >&2; exit 2; }
+	$(PY) -m plugpull.reproducer.fstests_root "$(PLUGPULL_FSTESTS)"
 
 # The main job: xfs and ext4, three modes, one metadata and one fsync workload, throughput
 # and crash safety per cell. Resumable: cells already in results/run.jsonl are skipped.
