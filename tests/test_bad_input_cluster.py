@@ -60,8 +60,8 @@ HUNT = ["hunt", "--seq", "1", "--cluster", "tcp://127.0.0.1:8786"]
 
 PROBES = [
     # scheduler
-    Probe("scheduler-port-twice", ["scheduler", "--port", "0", "--port", "1"], "--port: given twice"),
-    Probe("scheduler-host-twice", ["scheduler", "--host", "127.0.0.1", "--host", "::1"], "--host: given twice"),
+    Probe("scheduler-port-twice", ["scheduler", "--port", "0", "--port", "1"], "--port is given twice"),
+    Probe("scheduler-host-twice", ["scheduler", "--host", "127.0.0.1", "--host", "::1"], "--host is given twice"),
     Probe("scheduler-port-arabic", ["scheduler", "--port", "٨٧٨٦"], "--port"),
     Probe("scheduler-port-fullwidth", ["scheduler", "--port", "８７８６"], "--port"),
     Probe("scheduler-host-no-such", ["scheduler", "--host", "bad host!"], "--host 'bad host!': not a host name"),
@@ -77,8 +77,8 @@ PROBES = [
     Probe("worker-no-scheme", ["worker", "--scheduler", "127.0.0.1:8786"], "--scheduler '127.0.0.1:8786'"),
     Probe("worker-port-arabic", ["worker", "--scheduler", "tcp://127.0.0.1:٨٧٨٦"], "the port"),
     Probe("worker-port-zero", ["worker", "--scheduler", "tcp://127.0.0.1:0"], "the port"),
-    Probe("worker-scheduler-twice", [*WORKER, "--scheduler", "tcp://127.0.0.1:8787"], "--scheduler: given twice"),
-    Probe("worker-workdir-twice", [*WORKER, "--workdir", f"{TMP}/a", "--workdir", f"{TMP}/b"], "--workdir: given twice"),
+    Probe("worker-scheduler-twice", [*WORKER, "--scheduler", "tcp://127.0.0.1:8787"], "--scheduler is given twice"),
+    Probe("worker-workdir-twice", [*WORKER, "--workdir", f"{TMP}/a", "--workdir", f"{TMP}/b"], "--workdir is given twice"),
     Probe("worker-workdir-file", [*WORKER, "--workdir", f"{TMP}/f"], "--workdir {tmp}/f: a regular file", _file("f")),
     Probe("worker-workdir-fifo", [*WORKER, "--workdir", f"{TMP}/fifo"], "--workdir {tmp}/fifo: a FIFO", _fifo),
     Probe("worker-workdir-proc", [*WORKER, "--workdir", "/proc/plugpull-worker"], "--workdir /proc/plugpull-worker"),

@@ -65,6 +65,19 @@ def test_the_config_is_found_beside_the_kernel_or_in_its_modules_tree(tmp_path):
         check_profiles(["ext4", "f2fs+compress"], KernelSource(boot / "vmlinuz-6.1.0-x", modules))
 
 
+def test_the_config_of_a_kernel_built_here_is_found_beside_its_image(tmp_path):
+    """`kernels build` keeps `config` beside `bzImage` (kernels/build/store.py), not in the
+    modules tree: its config symbols are checked too."""
+    entry = tmp_path / "entries" / "k"
+    modules = entry / "lib" / "modules" / "7.3.4-pp"
+    modules.mkdir(parents=True)
+    (entry / "bzImage").write_bytes(b"")
+    (entry / "config").write_text("CONFIG_F2FS_FS_COMPRESSION=y\nCONFIG_F2FS_FS_LZ4=n\n")
+    assert kernel_config(entry / "bzImage", modules) == entry / "config"
+    with pytest.raises(UsageError, match="built without CONFIG_F2FS_FS_LZ4"):
+        check_profiles(["f2fs+compress"], KernelSource(entry / "bzImage", modules))
+
+
 def test_crash_with_an_option_its_kernel_lacks_is_refused_before_any_image(tmp_path, monkeypatch, capsys):
     import plugpull.cli.crash as crash_cli
     boot, modules = tmp_path / "boot", tmp_path / "lib" / "modules" / "5.4.0-old"

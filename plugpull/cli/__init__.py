@@ -2,7 +2,6 @@
 missing tool (nothing was changed), 3 the harness failed (QEMU died, a tool failed). A failure
 of the guest kernel under test is a verdict, never exit code 3."""
 
-import argparse
 import errno
 import io
 import os
@@ -10,76 +9,26 @@ import select
 import signal
 import sys
 import traceback
-from pathlib import Path
 
 from plugpull import __version__
 from plugpull.cli import (bisect, cluster, crash, faults, generate, guests, hunt, kernels, matrix, minimise, report,
                           reproduce, reproducer)
-from plugpull.cli.common import EXIT_INFRA, EXIT_OK, EXIT_USAGE, describe, no_blank_edges
+from plugpull.cli.common import EXIT_INFRA, EXIT_OK, EXIT_USAGE, describe
+from plugpull.cli.parser import Parser, given_paths, refuse_repeated_options
 from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError
-from plugpull.files import InputPath, OutputPath, refuse_overlaps
+from plugpull.files import refuse_overlaps
 from plugpull.log import discard_log_files, setup_logging
 from plugpull.paths import check_cache_dir
 
 
-class _Parser(argparse.ArgumentParser):
-    """Bad options are said in one line, as every other bad input is."""
-
-    def error(self, message):
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
-def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="plugpull", description=" ".join(__doc__.split()))
+def parser() -> Parser:
+    p = Parser(prog="plugpull", description=" ".join(__doc__.split()))
     p.add_argument("--version", action="version", version=f"plugpull {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for commands in (guests, crash, matrix, reproduce, report, minimise, faults, generate, hunt, kernels, bisect, cluster,
                      reproducer):
         commands.add_parsers(sub)
-    for command in sub.choices.values():
-        for action in command._actions:
-            if action.nargs != 0 and not isinstance(action, argparse._HelpAction):
-                action.type = no_blank_edges(action.type)
     return p
-
-
-SINGLE = (argparse._StoreAction, argparse._StoreTrueAction, argparse._StoreFalseAction, argparse._StoreConstAction)
-
-
-def refuse_repeats(p: argparse.ArgumentParser, args, argv: list[str]) -> None:
-    """An option that takes one value, given twice, is refused: argparse would keep the last
-    one silently (`scheduler --port 0 --port 1`)."""
-    command = _command_parser(p, args)
-    words = argv[argv.index(args.command) + 1:] if args.command in argv else argv
-    words = words[:words.index("--")] if "--" in words else words
-    for action in command._actions:
-        if not isinstance(action, SINGLE) or not action.option_strings:
-            continue
-        given = [w for w in words if w.split("=", 1)[0] in action.option_strings]
-        if len(given) > 1:
-            raise UsageError(f"{action.option_strings[-1]} is given twice: give it once")
-
-
-def _command_parser(p: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
-    subparsers = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
-    return subparsers.choices[args.command]
-
-
-def given_paths(p: argparse.ArgumentParser, args) -> list[tuple[str, Path]]:
-    """Every path the command line gave (files.InputPath or OutputPath, or the paths an
-    option's `type.paths` finds in a value that is not always one, as --kernel's), with the
-    option or the argument's name that gave it, in the command's order; then the outputs the
-    command derives from them (`args.derived_paths`, as reproducer's FILE.out)."""
-    command = _command_parser(p, args)
-    named = []
-    for action in command._actions:
-        values = getattr(args, action.dest, None)
-        paths_in = getattr(action.type, "paths", lambda value: [value])
-        for value in values if isinstance(values, list) else [values]:
-            for path in paths_in(value) if value is not None else ():
-                if isinstance(path, (InputPath, OutputPath)):
-                    named.append(((action.option_strings or [action.metavar or action.dest.upper()])[-1], path))
-    return named + getattr(args, "derived_paths", lambda args: [])(args)
 
 
 def _terminate(signum, frame):
@@ -110,7 +59,7 @@ def main(argv=None) -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP):  # a lost terminal cleans up as a kill does
         signal.signal(signum, _terminate)
     try:
-        refuse_repeats(p, args, list(sys.argv[1:] if argv is None else argv))
+        refuse_repeated_options(p, args)
         refuse_overlaps(given_paths(p, args))
         check_cache_dir()
         setup_logging(args)

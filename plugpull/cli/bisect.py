@@ -30,7 +30,7 @@ def add_parsers(sub) -> None:
     b.add_argument("--out", type=an_output, metavar="DIR", help="the bisect's directory, resumable "
                    "(default results/bisect-TEST)")
     add_guest_options(b)
-    for action in b._actions:
+    for action in b.declared:
         if action.dest in ("kernel", "modules"):  # each step boots the kernel it built
             action.help = argparse.SUPPRESS
     b.set_defaults(func=cmd_bisect)

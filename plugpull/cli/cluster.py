@@ -1,7 +1,6 @@
 """`plugpull scheduler` and `plugpull worker`: a Dask cluster that checks crash states
 (`crash`, `matrix` and `reproduce` with `--cluster`), and the options they and `--cluster` share."""
 
-import argparse
 import sys
 
 from plugpull.cli.common import EXIT_OK, add_guest_options, checked_output, guest_backend, kernel_source, \
@@ -16,7 +15,6 @@ def add_parsers(sub) -> None:
                    "any other needs TLS)")
     s.add_argument("--port", type=whole_option(0, 65535), default=8786, help="port (default 8786; 0: any free one)")
     add_tls_options(s)
-    refuse_repeats(s)
     s.set_defaults(func=cmd_scheduler)
 
     w = sub.add_parser("worker", help="run a Dask worker that checks crash states on its own checker guests "
@@ -25,26 +23,7 @@ def add_parsers(sub) -> None:
     w.add_argument("--workdir", type=a_path, help="its record cache and states (default: `cluster` in plugpull's cache)")
     add_guest_options(w)
     add_tls_options(w)
-    refuse_repeats(w)
     w.set_defaults(func=cmd_worker)
-
-
-class _Once(argparse._StoreAction):
-    """A value option that refuses to be given twice (argparse keeps the last, silently)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        given = namespace.__dict__.setdefault("_given", set())
-        if self.dest in given:
-            raise argparse.ArgumentError(self, "given twice: give it once")
-        given.add(self.dest)
-        super().__call__(parser, namespace, values, option_string)
-
-
-def refuse_repeats(p) -> None:
-    """Every value option of `p` given at most once."""
-    for action in p._actions:
-        if type(action) is argparse._StoreAction:
-            action.__class__ = _Once
 
 
 def add_tls_options(p) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
+from plugpull.options import Once, given
 from plugpull.guest.contract.config import Bus
 from plugpull.kernels.build.spec import is_build, parse_build
 from plugpull.kernels.spec import HOST, parse_debian
@@ -299,14 +300,6 @@ def option_type(key: str, command: str):
     return typed
 
 
-class _Given(argparse.Action):
-    """Stores the value, and the setting's key in `namespace.given`: what the user typed."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, values)
-        namespace.given = {*getattr(namespace, "given", ()), self.dest}
-
-
 def add_options(parser, command: str) -> None:
     """Add the command's options; each value is checked by its row's kind as it is parsed."""
     for s in settings_of(command):
@@ -316,7 +309,7 @@ def add_options(parser, command: str) -> None:
         typed = option_type(s.key, command)
         default = s.defaults[command]
         parser.add_argument(s.flag, dest=s.key, type=typed, default=typed(default) if default else "",
-                            action=_Given, metavar=s.key.upper(), help=f"{s.help} (default: {default or 'none'})")
+                            action=Once, metavar=s.key.upper(), help=f"{s.help} (default: {default or 'none'})")
     metavar, text = PARAM_OPTION[command]
     parser.add_argument("--param", action="append", default=[], metavar=metavar, help=text)
 
@@ -324,7 +317,7 @@ def add_options(parser, command: str) -> None:
 def refuse_unused_states(args) -> None:
     """`--states` draws random cuts; `--budget`, `--exhaustive` and `--cuts` choose the cuts
     instead, so a `--states` beside them would be ignored: refused."""
-    if "states" not in getattr(args, "given", ()):
+    if "states" not in given(args):
         return
     instead = [flag for flag, on in (("--budget", args.budget), ("--exhaustive", args.exhaustive),
                                      ("--cuts", args.cuts)) if on]

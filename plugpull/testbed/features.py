@@ -133,9 +133,10 @@ def read_config(path: Path | None) -> dict[str, str] | None:
 
 def kernel_config(kernel_file: Path, modules_dir: Path) -> Path | None:
     """Where a kernel's config is kept: beside its image (/boot/config-RELEASE, a Debian
-    package's tree), or in its modules tree (`config`, as a build leaves it)."""
+    package's tree; `config`, as `plugpull kernels build` keeps it beside bzImage), or in its
+    modules tree (`config`, as a build leaves it)."""
     release = modules_dir.name
-    for path in (kernel_file.parent / f"config-{release}", modules_dir / "config",
+    for path in (kernel_file.parent / f"config-{release}", kernel_file.parent / "config", modules_dir / "config",
                  modules_dir.parents[2] / "boot" / f"config-{release}" if len(modules_dir.parents) > 2 else None):
         if path is not None and path.is_file():
             return path
