@@ -48,7 +48,7 @@ test: deps chromium
 # against the states it lists; the fixture reports, then a small real run's (a minute or two;
 # PLUGPULL_REPORT_RESULTS=FILE reads an earlier run's results instead). Installs Chromium first.
 test-report: deps chromium
-	PLUGPULL_LONG_VM=1 $(PY) -m pytest tests/test_report_browser.py
+	PLUGPULL_LONG_VM=1 $(PY) -m pytest tests/unit/report/test_report_browser.py
 
 chromium:
 	@command -v chromium >/dev/null || { \
@@ -74,7 +74,7 @@ test-vm: deps
 
 # Every fault kind on ext4 and xfs, and fsync-retry on ext4, xfs and btrfs (a few minutes).
 faults-sweep: deps
-	PLUGPULL_FAULTS_ALL=1 $(PY) -m pytest -m vm -s tests/test_faults_vm.py
+	PLUGPULL_FAULTS_ALL=1 $(PY) -m pytest -m vm -s tests/vm/test_faults_vm.py
 
 # Barriers through lvm, dm-crypt and md-raid1 on xfs and ext4, 30 states per model (long).
 test-stacks: deps
@@ -82,18 +82,18 @@ test-stacks: deps
 
 # Crash states checked on two libvirt hosts of this machine, one of them killed mid-run (minutes).
 test-hosts: deps
-	PLUGPULL_LIBVIRT_HOSTS=1 $(PY) -m pytest -m vm tests/test_libvirt_hosts_vm.py tests/test_libvirt_remote_vm.py
+	PLUGPULL_LIBVIRT_HOSTS=1 $(PY) -m pytest -m vm tests/vm/test_libvirt_hosts_vm.py tests/vm/test_libvirt_remote_vm.py
 
 # Every test, the opt-in ones too: each variable of fixtures/opt_in.py's OPT_IN set (long; the
 # times measured are in docs/make-targets.md). PLUGPULL_FSTESTS=DIR, a real fstests tree, adds
-# the check of the exported fstests tests against its helpers (tests/test_reproducer_fstests.py)
-# and their runs by its `./check` in a guest (tests/test_reproducer_fstests_vm.py).
+# the check of the exported fstests tests against its helpers (tests/unit/reproducer/test_fstests.py)
+# and their runs by its `./check` in a guest (tests/vm/test_reproducer_fstests_vm.py).
 test-all: deps
 	PLUGPULL_FAULTS_ALL=1 PLUGPULL_STACK_SUITE=1 PLUGPULL_LIBVIRT_HOSTS=1 PLUGPULL_LIBVIRT_STEPS=1 PLUGPULL_KERNEL_BUILD=1 \
 		PLUGPULL_LONG_VM=1 $(PY) -m pytest --junitxml=results/junit-all.xml --durations=15
 
 # suites/reproducers/: each live finding's sh reproducer and fstests test, as `plugpull
-# reproducer` writes them (tests/test_reproducer_suite.py checks they are current).
+# reproducer` writes them (tests/unit/reproducer/test_suite.py checks they are current).
 .PHONY: reproducers
 reproducers: deps
 	$(PY) -m plugpull.reproducer.suite suites/reproducers

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
-from fake_apt import PACKAGES
+from tests.fake_apt import PACKAGES
 from plugpull.kernels.sources import SUITES, Archive
 
 

@@ -1,5 +1,5 @@
 """Records the trees real kernels left in crash states of generated workloads, for
-`tests/test_oracle_real_states.py`: the oracle, run again on each, must judge it as it did when
+`tests/unit/generate/test_oracle_real_states.py`: the oracle, run again on each, must judge it as it did when
 it was recorded (clean, or failing as a known finding does), so that a rule that owes more than
 a filesystem gives, or one that owes less, fails a test that needs no guest.
 

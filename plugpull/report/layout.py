@@ -1,7 +1,7 @@
 """How a table fits a 1280 px window on the page: its headers may wrap inside long words and
 after a '/', and a table too wide even so is shown as two, one above the other: the
 throughput columns, then the crash-state columns, each led by the mode. The width is
-estimated from the text (the browser test, tests/test_report_browser.py, measures it)."""
+estimated from the text (the browser test, tests/unit/report/test_report_browser.py, measures it)."""
 
 import re
 

@@ -1,5 +1,5 @@
 """The `log-hole` form: the XFS finding, a log state recovery cannot read, as a crafted image
-(tests/test_xfs_log_hole_vm.py's, here in sh). No workload and no power cut: a fresh XFS whose
+(tests/vm/test_xfs_log_hole_vm.py's, here in sh). No workload and no power cut: a fresh XFS whose
 log holds one record of cycle 1 (64 blocks, a 32 KiB iclog, its CRC wrong, no commit) with
 nothing but zeroed blocks back to the head. Right at the head, recovery takes the record as a
 torn write and mounts; that is the control, and a script that sees it fail gives no verdict.

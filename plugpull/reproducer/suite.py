@@ -3,7 +3,7 @@ under fstests/FS/NNN with NNN.out, as `plugpull reproducer` writes them.
 
     python -m plugpull.reproducer.suite [DIR]     # (re)writes DIR (suites/reproducers)
 
-`make reproducers` runs it; tests/test_reproducer_suite.py checks the files are current."""
+`make reproducers` runs it; tests/unit/reproducer/test_suite.py checks the files are current."""
 
 import sys
 from pathlib import Path

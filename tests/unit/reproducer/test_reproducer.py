@@ -1,0 +1,365 @@
+"""The reproducer's scripts, without a guest: they parse in dash, busybox sh and bash; their
+operations, run on the host's own filesystem (no crash: nothing is lost), leave a tree the
+checks pass; a tree that lost what the point owes fails them, with the fact named; the
+fstests form prints its golden output on that tree. Bad input exits 2 and writes nothing."""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from plugpull import cli
+from plugpull.errors import InfraError, UsageError
+from plugpull.reproducer import case_for, flushes, loghole, state_target
+from plugpull.reproducer.checks import checks
+from plugpull.reproducer.fstests import FLAKEY_MOUNT, TOOLS as FSTESTS_TOOLS, golden, printing, test as fstests_test
+from plugpull.reproducer.run import verdict_of
+from plugpull.reproducer.sh import TOOLS as SH_TOOLS, checking, script
+from plugpull.reproducer.steps import op_lines, setup_lines
+
+FINDINGS = ("gen:seq1-000253", "gen:seq2-056383", "gen:seq2-080435")
+
+
+def parses(shell: str, text: str, tmp_path: Path) -> bool:
+    path = tmp_path / "script"
+    path.write_text(text)
+    return subprocess.run([*shell.split(), "-n", str(path)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("ident", [*FINDINGS, "gen:seq1-000345", "gen:seq2-000412"])
+@pytest.mark.parametrize("fs", ["ext4", "xfs", "btrfs"])
+def test_the_scripts_parse(ident, fs, tmp_path):
+    case = case_for(ident, fs)
+    shells = [s for s in ("dash", "busybox sh", "sh") if shutil.which(s.split()[0])]
+    assert shells and all(parses(s, script(case), tmp_path) for s in shells)
+    assert parses("bash", fstests_test(case, "999"), tmp_path)
+    assert not parses("dash", script(case) + "if then fi\n", tmp_path)
+
+
+def test_the_checks_are_what_the_point_owes():
+    found = checks(case_for("gen:seq1-000253", "btrfs"))
+    facts = {(c.path, c.fact): c.allowed for c in found.facts}
+    assert facts[("B/bar", "kind")] == ("file",)
+    assert facts[("A/bar", "kind")] == ("absent", "file")  # the setup's sync owed it; the rename may undo it
+    assert facts[("A/bar", "nlink")] == ("1",)
+    assert ("B/bar", "md5") not in facts  # fsync of B owes B's entries, not the file's data
+    assert not any(c.fact == "xattr" for c in found.facts)  # no operation sets one
+    [held] = found.held
+    assert held.names == ("A/bar", "B/bar")
+    assert held.md5 == hashlib.md5(b"B" * 16384).hexdigest()
+
+
+def test_a_cut_workload_owes_what_its_point_makes_durable():
+    """Point 1 of seq2-080435 (the symlink's directory fsynced): the rename after it is not
+    run, so A/foo is owed as a symlink to bar and A/bar as absent."""
+    facts = {(c.path, c.fact): c.allowed for c in checks(case_for("gen:seq2-080435", "btrfs", 1)).facts}
+    assert facts[("A/foo", "kind")] == ("symlink",)
+    assert facts[("A/foo", "target")] == ("bar",)
+    assert facts[("A/bar", "kind")] == ("absent",)
+
+
+def test_xattrs_are_checked_where_the_workload_sets_them():
+    found = checks(case_for("gen:seq1-000345", "ext4"))  # setxattr A/foo, fsync A/foo
+    assert ("A/foo", "xattr", ("v1",)) in {(c.path, c.fact, c.allowed) for c in found.facts}
+    assert found.needs_getfattr and "setfattr" in script(case_for("gen:seq1-000345", "ext4"))
+
+
+@pytest.fixture
+def host_tools():
+    if not shutil.which("xfs_io") or not shutil.which("dash"):
+        pytest.skip("needs xfs_io and dash on the host")
+
+
+def run_ops(case, where: Path) -> None:
+    """The script's setup and operations, on the host, in `where` (no flakey device, no crash)."""
+    lines = setup_lines(case, SH_TOOLS) + op_lines(case, SH_TOOLS)
+    done = subprocess.run(["dash", "-ec", "\n".join(lines), "sh"], env={**os.environ, "mnt": str(where)},
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def run_checks(case, where: Path):
+    return subprocess.run(["dash", "-c", f"failed=0\n{checking(case)}", "sh"], env={**os.environ, "mnt": str(where)},
+                          capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("ident", [*FINDINGS, "gen:seq2-000412", "gen:seq2-030000"])
+@pytest.mark.parametrize("fs", ["ext4", "btrfs"])
+def test_a_tree_with_nothing_lost_passes(host_tools, ident, fs, tmp_path):
+    case = case_for(ident, fs)
+    run_ops(case, tmp_path)
+    done = run_checks(case, tmp_path)
+    assert (done.returncode, done.stdout) == (0, "PASS\n"), done.stderr
+
+
+def test_a_second_name_left_behind_fails(host_tools, tmp_path):
+    """seq1-000253 as btrfs left it: the renamed file under its old name too."""
+    case = case_for("gen:seq1-000253", "btrfs")
+    run_ops(case, tmp_path)
+    os.link(tmp_path / "B/bar", tmp_path / "A/bar")
+    done = run_checks(case, tmp_path)
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == ["FAIL: A/bar: nlink is 2, owed 1 (sync-all, point 0)", "FAIL: 1 owed fact(s) "
+                                        "wrong after a crash right after point 1 of gen:seq1-000253 on btrfs"]
+
+
+def test_a_file_under_neither_name_fails(host_tools, tmp_path):
+    case = case_for("gen:seq2-056383", "btrfs")
+    run_ops(case, tmp_path)
+    (tmp_path / "B/bar").unlink()
+    done = run_checks(case, tmp_path)
+    assert done.returncode == 1
+    assert "FAIL: the file owed at A/foo is under none of A/foo B/bar (sync-all, point 0)" in done.stdout
+
+
+@pytest.mark.parametrize("damage", ["contents", "rename undone"])
+def test_wrong_contents_or_names_fail(host_tools, damage, tmp_path):
+    case = case_for("gen:seq2-080435", "xfs")  # symlink A/foo, fsync A; rename A/foo A/bar, fsync A
+    run_ops(case, tmp_path)
+    if damage == "rename undone":
+        os.rename(tmp_path / "A/bar", tmp_path / "A/foo")
+        expected = "FAIL: A/foo: kind is symlink, owed absent (fsync-dir-entries, point 2)"
+    else:
+        os.unlink(tmp_path / "A/bar")
+        os.symlink("elsewhere", tmp_path / "A/bar")
+        expected = "FAIL: A/bar: target is elsewhere, owed bar (fsync-dir-entries, point 2)"
+    done = run_checks(case, tmp_path)
+    assert done.returncode == 1 and expected in done.stdout.splitlines()
+
+
+def test_lost_data_fails(host_tools, tmp_path):
+    case = case_for("gen:seq1-000026", "ext4")
+    assert case.whole.text() == "write.overwrite A/foo, fsync A/foo"
+    run_ops(case, tmp_path)
+    (tmp_path / "A/foo").write_bytes(b"A" * 16384)  # the overwrite lost
+    done = run_checks(case, tmp_path)
+    assert done.returncode == 1 and "FAIL: A/foo: md5 is " in done.stdout
+
+
+def print_facts(case, where: Path) -> str:
+    lines = setup_lines(case, FSTESTS_TOOLS) + op_lines(case, FSTESTS_TOOLS)
+    env = {**os.environ, "SCRATCH_MNT": str(where), "XFS_IO_PROG": "xfs_io", "GETFATTR_PROG": "getfattr"}
+    done = subprocess.run(["bash", "-ec", "\n".join(lines) + "\n" + printing(case), "sh"], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return "QA output created by 999\n" + done.stdout
+
+
+@pytest.mark.parametrize("ident", [*FINDINGS, "gen:seq2-000412"])
+def test_the_fstests_form_prints_its_golden_output(host_tools, ident, tmp_path):
+    case = case_for(ident, "xfs")
+    assert print_facts(case, tmp_path) == golden(case, "999")
+
+
+def test_the_fstests_form_shows_a_lost_fact(host_tools, tmp_path):
+    case = case_for("gen:seq1-000253", "btrfs")
+    (tmp_path / "mnt").mkdir()
+    run_ops(case, tmp_path / "mnt")
+    os.link(tmp_path / "mnt/B/bar", tmp_path / "mnt/A/bar")
+    env = {**os.environ, "SCRATCH_MNT": str(tmp_path / "mnt")}
+    out = subprocess.run(["bash", "-c", printing(case)], env=env, capture_output=True, text=True).stdout
+    assert "A/bar nlink (if a file): 2, owed 1 (sync-all, point 0)" in out.splitlines()
+    assert "QA output created by 999\n" + out != golden(case, "999")
+
+
+SHIM = Path(__file__).parents[2] / "data" / "fstests-shim"
+CALL = re.compile(r"(?:^|[;&|]\s*|\bthen\s+|\belse\s+)\s*(_[a-z_]+)\b", re.M)
+
+
+def helpers_defined(where: Path) -> set[str]:
+    """The functions the files of `where` define (`name()` at a line's start)."""
+    return {m for f in where.iterdir() if f.is_file() for m in re.findall(r"^(_[a-z_]+)\(\)", f.read_text(), re.M)}
+
+
+def helpers_called(text: str) -> set[str]:
+    """The fstests helpers a test calls, the old tree's branch of its mount left out."""
+    return set(CALL.findall(text.replace(FLAKEY_MOUNT, ""))) - set(re.findall(r"^(_?[a-z_]+)\(\)", text, re.M))
+
+
+def every_fstests_form(ident: str, fs: str) -> list[str]:
+    """The fstests tests of `ident` on `fs` in every form, and the XFS log hole's."""
+    case = case_for(ident, fs)
+    return [fstests_test(case, "901"), fstests_test(case, "901", "delay"), flushes.fstests_test(case, "901"),
+            loghole.fstests_test("901")]
+
+
+@pytest.mark.parametrize("ident", [*FINDINGS, "gen:seq1-000345"])
+@pytest.mark.parametrize("fs", ["btrfs", "f2fs-strict"])
+def test_the_fstests_form_calls_only_helpers_of_todays_fstests(ident, fs):
+    flakey, *others = every_fstests_form(ident, fs)
+    assert {"_begin_fstest", "_init_flakey", "_flakey_drop_and_remount", "_scratch_mkfs"} <= helpers_called(flakey)
+    for text in (flakey, *others):
+        called = helpers_called(text)
+        assert called <= helpers_defined(SHIM / "common"), called - helpers_defined(SHIM / "common")
+    assert not {"_mount_flakey", "_unmount_flakey"} & helpers_defined(SHIM / "common")
+
+
+def test_the_fstests_form_is_named_as_fstests_names_it(capsys, tmp_path):
+    text = fstests_test(case_for("gen:seq2-080435", "btrfs"), "901")
+    assert "YEAR NAME" not in text and "Copyright (c) 20" in text and "common/filter" not in text
+    assert '[ "$FSTYP" = "btrfs" ] && _fixed_by_kernel_commit 953902e4fb4c' in text
+    assert "_fixed_by_kernel_commit" not in fstests_test(case_for("gen:seq2-056383", "btrfs"), "901")
+    code, out, err = run(["gen:seq2-080435", "--fs", "btrfs", "--style", "fstests", "--out", str(tmp_path / "btrfs_900")],
+                         capsys)
+    assert code == 2 and "NNN" in err and list(tmp_path.iterdir()) == []
+
+
+def fake_fstests(tmp_path: Path, mount_rc: int, today: bool = True) -> dict:
+    """The stand-in's helpers with stub programs (no disk, no dm): every step works but
+    `mount`, which exits `mount_rc`; `today` False: the tree before eb2ad950."""
+    root = tmp_path / "fstests"
+    shutil.copytree(SHIM, root)
+    (root / "common" / "preamble").write_text((root / "common/preamble").read_text() + "_require_scratch() { :; }\n")
+    if not today:
+        flakey = (root / "common/dmflakey").read_text().replace("NON_FLAKEY_DEV=$SCRATCH_DEV", "old=$SCRATCH_DEV")
+        (root / "common/dmflakey").write_text(flakey + "_mount_flakey() { mount; }\n_unmount_flakey() { :; }\n")
+    stubs = root / "bin"
+    stubs.mkdir()
+    for name, body in {"dmsetup": '[ "$1" != targets ] || echo "flakey v1"', "blockdev": "echo 1048576", "modprobe": ":", "mkfs.xfs": ":",
+                       "mount": f"exit {mount_rc}", "umount": ":"}.items():
+        (stubs / name).write_text(f"#!/bin/sh\n{body}\n")
+        (stubs / name).chmod(0o755)
+    (tmp_path / "mnt").mkdir()
+    return {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "SCRATCH_DEV": "/dev/fake", "FSTYP": "xfs",
+            "SCRATCH_MNT": str(tmp_path / "mnt"), "RESULT_DIR": str(tmp_path)}
+
+
+@pytest.mark.parametrize("today", [True, False])
+def test_a_mount_that_fails_stops_the_fstests_form(host_tools, today, tmp_path):
+    env = fake_fstests(tmp_path, mount_rc=1, today=today)
+    (tmp_path / "fstests" / "901").write_text(fstests_test(case_for("gen:seq1-000253", "xfs"), "901"))
+    done = subprocess.run(["bash", "./901"], cwd=tmp_path / "fstests", env=env, capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] in ("mount /dev/mapper/flakey-test.901 failed", "mounting the flakey device failed")
+    assert list((tmp_path / "mnt").iterdir()) == []  # the workload did not run elsewhere
+
+
+def test_a_helper_todays_fstests_lacks_stops_the_test(host_tools, tmp_path):
+    env = fake_fstests(tmp_path, mount_rc=0)
+    text = fstests_test(case_for("gen:seq1-000253", "xfs"), "901").replace("\nmount_flakey\n", "\n_mount_flakey\n")
+    (tmp_path / "fstests" / "901").write_text(text)
+    done = subprocess.run(["bash", "./901"], cwd=tmp_path / "fstests", env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "_mount_flakey: command not found" in done.stderr
+    assert list((tmp_path / "mnt").iterdir()) == []
+
+
+def test_the_verdict_line_is_read():
+    assert verdict_of(0, "PASS\n", "").passed
+    failed = verdict_of(1, "FAIL: A/bar: nlink is 2\nFAIL: 1 owed fact(s) wrong\n", "")
+    assert not failed.passed and len(failed.lines) == 2
+    for rc, out, err in [(2, "", "missing tool: setfattr"), (3, "", "ERROR: mkfs failed"), (0, "", ""),
+                         (1, "PASS\n", ""), (137, "FAIL: x\n", "")]:
+        with pytest.raises(InfraError):
+            verdict_of(rc, out, err)
+
+
+def test_a_kernel_failure_is_a_fail_verdict():
+    console = "[   12.5] BTRFS info (device dm-0): start tree-log replay\n[   12.6] kernel BUG at fs/btrfs/tree-log.c:1234!\n"
+    for rc, out in [(0, "PASS\n"), (3, ""), (-1, "")]:
+        outcome = verdict_of(rc, out, "", console)
+        assert not outcome.passed and outcome.lines == ("FAIL: the guest kernel bug: kernel BUG at fs/btrfs/tree-log.c:1234!",)
+    assert verdict_of(0, "PASS\n", "", "[ 1.0] BTRFS info (device dm-0): using crc32c\n").passed
+
+
+def run(argv, capsys):
+    try:
+        code = cli.main(["reproducer", *argv])
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def a_state(where: Path, workload: str, required: int = 2) -> Path:
+    where.mkdir()
+    (where / "state.json").write_text(json.dumps({"fs": "btrfs", "workload": workload, "acks_required": required,
+                                                  "model": "prefix"}))
+    return where
+
+
+def test_a_saved_state_gives_its_workload_and_point(tmp_path):
+    state = a_state(tmp_path / "s", "gen:seq2-080435")
+    assert state_target(state) == ("gen:seq2-080435", "btrfs", 1)
+
+
+@pytest.mark.parametrize("argv", [["gen:seq9-000001", "--fs", "xfs"], ["gen:seq1-999999", "--fs", "xfs"],
+                                  ["gen:seq1-000253"], ["gen:seq1-000253", "--fs", "zfs"],
+                                  ["gen:seq1-000253", "--fs", "xfs", "--style", "bad"],
+                                  ["gen:seq1-000253", "--fs", "xfs", "--point", "2"],
+                                  ["gen:seq1-000253", "--fs", "xfs", "--out", "{dir}"],
+                                  ["gen:seq1-000253", "--fs", "xfs", "--style", "fstests", "--run"],
+                                  ["gen:seq1-000253", "--fs", "xfs", "--kernel", "debian:6.12"],
+                                  ["{state}"], ["{zero}"], ["{dir}/missing"], ["bonnie", "--fs", "xfs"]])
+def test_bad_input_exits_2_and_writes_nothing(argv, tmp_path, capsys):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    names = {"dir": out_dir, "state": a_state(tmp_path / "st", "bonnie"),
+             "zero": a_state(tmp_path / "z", "gen:seq1-000253", required=0)}
+    argv = [a.format(**names) for a in argv] + ["--out", str(out_dir / "repro")] * ("--out" not in argv)
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert list(out_dir.iterdir()) == []
+
+
+def test_out_writes_the_test_and_its_golden_output(tmp_path, capsys):
+    code, out, err = run(["gen:seq2-080435", "--fs", "btrfs", "--style", "fstests", "--out", str(tmp_path / "901")],
+                         capsys)
+    assert code == 0 and out == ""
+    case = case_for("gen:seq2-080435", "btrfs")
+    assert (tmp_path / "901").read_text() == fstests_test(case, "901")
+    assert (tmp_path / "901.out").read_text() == golden(case, "901")
+    assert os.access(tmp_path / "901", os.X_OK)
+
+
+def test_without_out_the_script_is_printed(capsys):
+    code, out, _ = run(["gen:seq1-000253", "--fs", "ext4"], capsys)
+    assert code == 0 and out == script(case_for("gen:seq1-000253", "ext4"))
+    assert "EVERYTHING ON DEVICE IS ERASED" in out and "mkfs.ext4" in out
+
+
+def test_a_saved_state_is_reproduced_at_its_point(tmp_path, capsys):
+    state = a_state(tmp_path / "s", "gen:seq2-080435", required=2)  # acks 0 and 1: point 1
+    code, out, _ = run([str(state)], capsys)
+    assert code == 0 and out == script(case_for("gen:seq2-080435", "btrfs", 1))
+    code, out, _ = run([str(state), "--fs", "xfs", "--point", "2"], capsys)
+    assert code == 0 and out == script(case_for("gen:seq2-080435", "xfs", 2))
+
+
+def test_a_refused_run_writes_no_out(tmp_path, capsys, monkeypatch):
+    """--run with a kernel that is refused (not in the archive, or a file that is no kernel)
+    says so before --out is written."""
+    import plugpull.kernels
+
+    (tmp_path / "bz").write_bytes(b"not a kernel\n" * 400)
+    (tmp_path / "m").mkdir()
+    out = tmp_path / "repro.sh"
+    code, _, err = run(["gen:seq1-000253", "--fs", "xfs", "--run", "--kernel", str(tmp_path / "bz"), "--modules",
+                        str(tmp_path / "m"), "--out", str(out)], capsys)
+    assert code == 2 and "not a kernel" in err and len(err.splitlines()) == 1 and not out.exists()
+
+    def no_such_kernel(kernel, modules):
+        raise UsageError(f"--kernel {kernel}: no such kernel in the archive")
+    monkeypatch.setattr(plugpull.kernels, "kernel_option", no_such_kernel)
+    code, _, err = run(["gen:seq1-000253", "--fs", "xfs", "--run", "--kernel", "debian:9.9", "--out", str(out)], capsys)
+    assert code == 2 and "no such kernel" in err and len(err.splitlines()) == 1 and not out.exists()
+
+
+def test_messages_blame_what_was_given(tmp_path, capsys):
+    """--fs missing names every filesystem the reproducer makes; a state's own bad fs or
+    point is said of its state.json, not of the --fs or --point the user did not give."""
+    from plugpull.reproducer import FILESYSTEMS
+    code, _, err = run(["gen:seq1-000253"], capsys)
+    assert code == 2 and all(fs in err for fs in FILESYSTEMS), err
+    state = a_state(tmp_path / "many", "gen:seq2-080435", required=9)
+    code, _, err = run([str(state)], capsys)
+    assert code == 2 and f"{state}/state.json: acks_required is 9" in err and "--point 8" not in err, err
+    (tmp_path / "zfs").mkdir()
+    (tmp_path / "zfs" / "state.json").write_text(json.dumps({"fs": "zfs", "workload": "gen:seq2-080435",
+                                                               "acks_required": 2}))
+    code, _, err = run([str(tmp_path / "zfs")], capsys)
+    assert code == 2 and "state.json: its fs is 'zfs'" in err and "--fs 'zfs'" not in err, err

@@ -1,0 +1,128 @@
+"""The reproducers in guests, on the kernel under test (the host's by default): each of the
+three btrfs findings FAILs on btrfs and PASSes on ext4 and xfs, in the sh form (`--run`) and
+in the fstests form (its body run over a stand-in of the fstests helpers, its output compared
+with its golden output). A reproducer that needs a tool the guest lacks is a harness failure.
+
+suites/reproducers/, one run each: every live finding's sh script FAILs with the finding's
+line, each workload's script on ext4 PASSes, and the fstests tests of the delay form and of the
+XFS log hole, over the stand-in, print other than their golden output, with the finding in it.
+The runs five times over on other kernels are `bench/reproducers.py` (docs/reproducer.md)."""
+
+from pathlib import Path
+
+import pytest
+
+from plugpull import cli
+from plugpull.errors import InfraError
+from plugpull.guest.contract.config import Bus, DiskSpec, MachineSpec
+from plugpull.guest.qemu.machine import create_disk
+from plugpull.reproducer import case_for
+from plugpull.reproducer.findings import LIVE
+from plugpull.reproducer.fstests import golden, test as fstests_test
+from plugpull.reproducer.run import DISK_MIB, GUEST_DISK, run_in_guest, run_on
+from plugpull.reproducer.sh import script
+from plugpull.reproducer.suite import DIR, sh_text
+
+pytestmark = pytest.mark.vm
+
+SHIM = Path(__file__).parents[1] / "data" / "fstests-shim" / "common"
+FINDINGS = {  # what btrfs on 6.1 shows after the power cut
+    "gen:seq1-000253": "FAIL: A/bar: nlink is 2, owed 1 (sync-all, point 0)",
+    "gen:seq2-056383": "FAIL: the file owed at A/foo is under none of A/foo B/bar (sync-all, point 0)",
+    "gen:seq2-080435": "FAIL: A/bar: kind is absent, owed symlink (fsync-dir-entries, point 2)",
+}
+FSTESTS_LINES = {  # the same, as the fstests form prints it
+    "gen:seq1-000253": "A/bar nlink (if a file): 2, owed 1 (sync-all, point 0)",
+    "gen:seq2-056383": "the file owed at A/foo: under none of A/foo B/bar (sync-all, point 0)",
+    "gen:seq2-080435": "A/bar kind: absent, owed symlink (fsync-dir-entries, point 2)",
+}
+SAYS = {  # each finding's first FAIL line starts so
+    "f2fs-first-fsync": "FAIL: B/foo: size is 16384, owed 20480",
+    "f2fs-strict-fdatasync": "FAIL: fdatasync B/foo returned and no cache flush reached",
+    "btrfs-rename-both-names": "FAIL: A/bar: nlink is 2, owed 1",
+    "btrfs-link-unlink": "FAIL: the file owed at A/foo is under none of A/foo B/bar",
+    "xfs-log-hole": "FAIL: XFS log recovery failed on a log whose only record lies 4036 blocks past a hole",
+}
+FSTESTS = {  # (fstests dir, test, FSTYP): a line its output has where the golden output has another
+    "f2fs-first-fsync": ("f2fs", "900", "f2fs", "B/foo size (if a file): 16384, owed 20480 (fsync-data, point 1)"),
+    "xfs-log-hole": ("xfs", "900", "xfs", "a record 4036 blocks past a hole: log recovery failed"),
+}
+
+
+@pytest.fixture(scope="module")
+def guest(rig, tmp_path_factory):
+    """One guest with a scratch disk for every script of this module (a boot is most of a
+    script's time under TCG); each script makes its filesystem anew. `--run` boots its own."""
+    work = tmp_path_factory.mktemp("reproducer-guest")
+    disk = DiskSpec(create_disk(work / "sda.img", DISK_MIB), Bus.AHCI, True)
+    console = work / "console.log"
+    with rig.machine(MachineSpec(disks=(disk,)), console_log=console) as m:
+        m.run("mkdir -p /tmp/fstests/common").check()
+        for helper in SHIM.iterdir():
+            m.write_file(f"/tmp/fstests/common/{helper.name}", helper.read_text())
+        yield m, console
+
+
+@pytest.mark.parametrize("fs", ["btrfs", "ext4", "xfs"])
+@pytest.mark.parametrize("ident", FINDINGS)
+def test_the_sh_reproducer(guest, ident, fs):
+    m, console = guest
+    outcome = run_on(m, script(case_for(ident, fs)), console)
+    if fs == "btrfs":
+        assert not outcome.passed and FINDINGS[ident] in outcome.lines, outcome.lines
+    else:
+        assert outcome.passed and outcome.lines == ("PASS",), outcome.lines
+
+
+def test_run_exits_1_on_a_finding(capsys):
+    assert cli.main(["reproducer", "gen:seq2-056383", "--fs", "btrfs", "--run"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1].startswith("FAIL: 1 owed fact(s) wrong")
+
+
+def test_a_missing_tool_is_a_harness_failure(rig):
+    """setxattr needs setfattr, which the guest image does not carry."""
+    with pytest.raises(InfraError, match="missing tool: setfattr"):
+        run_in_guest(rig, script(case_for("gen:seq1-000345", "ext4")))
+
+
+def run_fstests_form(m, ident: str, fs: str) -> str:
+    m.write_file("/tmp/fstests/901", fstests_test(case_for(ident, fs), "901"), 0o755)
+    done = m.run(f"cd /tmp/fstests && SCRATCH_DEV={GUEST_DISK} FSTYP=%s sh ./901", fs, timeout=900)
+    assert done.rc == 0 and "not found" not in done.stderr.decode(errors="replace"), done.stderr
+    return done.text
+
+
+@pytest.mark.parametrize("fs", ["btrfs", "ext4", "xfs"])
+@pytest.mark.parametrize("ident", FINDINGS)
+def test_the_fstests_form(guest, ident, fs):
+    out = run_fstests_form(guest[0], ident, fs)
+    expected = golden(case_for(ident, fs), "901")
+    if fs == "btrfs":
+        assert out != expected and FSTESTS_LINES[ident] in out.splitlines(), out
+    else:
+        assert out == expected
+
+
+@pytest.mark.parametrize("live", LIVE, ids=lambda live: live.name)
+def test_each_live_finding_fails(guest, live):
+    m, console = guest
+    outcome = run_on(m, (DIR / f"{live.name}.sh").read_text(), console)
+    assert not outcome.passed and outcome.lines[0].startswith(SAYS[live.name]), outcome.lines
+
+
+@pytest.mark.parametrize("live", [live for live in LIVE if live.fs], ids=lambda live: live.name)
+def test_its_workload_passes_on_ext4(guest, live):
+    m, console = guest
+    outcome = run_on(m, sh_text(live, "ext4"), console)
+    assert outcome.passed and outcome.lines == ("PASS",), outcome.lines
+
+
+@pytest.mark.parametrize("name", FSTESTS)
+def test_the_fstests_form_shows_it_over_the_stand_in(guest, name):
+    m, _ = guest
+    where, number, fstyp, line = FSTESTS[name]
+    m.write_file(f"/tmp/fstests/{number}", (DIR / "fstests" / where / number).read_text(), 0o755)
+    done = m.run(f"cd /tmp/fstests && SCRATCH_DEV={GUEST_DISK} FSTYP=%s sh ./{number}", fstyp, timeout=900)
+    golden = (DIR / "fstests" / where / f"{number}.out").read_text()
+    assert done.rc == 0 and "not found" not in done.stderr.decode(errors="replace"), done.stderr
+    assert done.text != golden and line in done.text.splitlines(), done.text
