@@ -91,7 +91,7 @@ def sh_control(fs: Filesystem, device: str = '"$dev"') -> list[str]:
         return []
     base = base_of(fs)
     lines = [*UNSUPPORTED,
-             f"# the control: {base.name} without {'+'.join(fs.features)}, made and mounted (the device, mkfs, mount work)",
+             f"# the control: {base.name} without {'+'.join(fs.features)}, made and mounted (device, mkfs, mount work)",
              'mnt=$(mktemp -d) || die "mktemp failed"',
              f'{_mkfs(base, device)} || die "mkfs of {base.name} failed"',
              f'{mount_command(base, device)} || die "mount of {base.name} failed"',
