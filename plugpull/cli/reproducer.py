@@ -3,6 +3,7 @@ maintainer runs without plugpull, or as an fstests test, in the form that shows 
 (plugpull/reproducer/forms.py: dm-flakey, dm-delay above dm-flakey, the flush count, the
 crafted XFS log); with --run, the script run in a plugpull guest."""
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -22,7 +23,8 @@ def add_parsers(sub) -> None:
                                           "runnable without plugpull")
     r.add_argument("target", type=a_target, metavar="gen:ID|STATE_DIR|CASE", help="a generated workload, a saved "
                    "crash state of one, or a case file replaying XFS's unmountable log state")
-    r.add_argument("--fs", choices=FILESYSTEMS, help="the filesystem (default: a state's own; needed with gen:ID)")
+    r.add_argument("--fs", type=a_reproducer_fs, metavar="FS", help=f"the filesystem: {', '.join(FILESYSTEMS)}, or a "
+                   "profile of one (FS+OPTION, e.g. ext4+fast_commit) (default: a state's own; needed with gen:ID)")
     r.add_argument("--form", choices=("auto", *FORMS), default="auto", help="auto (default): from what the finding "
                    "is; flakey: dm-flakey's drop; delay: dm-delay above dm-flakey; flushes: the device's flush count "
                    "(fstests: dm-log-writes); log-hole: the crafted XFS log")
@@ -35,6 +37,15 @@ def add_parsers(sub) -> None:
     r.add_argument("--run", action="store_true", help="run the sh script in a plugpull guest and report its verdict")
     add_guest_options(r)
     r.set_defaults(func=cmd_reproducer, derived_paths=golden_output)
+
+
+def a_reproducer_fs(text: str) -> str:
+    """An argparse `type`: a filesystem the reproducer makes, or a profile of one."""
+    from plugpull.reproducer import checked_fs
+    try:
+        return checked_fs(text)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def a_target(text: str):
@@ -60,17 +71,18 @@ def _gen_target(args):
     from plugpull.reproducer import FILESYSTEMS, case_for
     from plugpull.reproducer.forms import gen_choice
     if args.fs is None:
-        raise UsageError(f"--fs is needed with gen:ID ({', '.join(FILESYSTEMS[:-1])} or {FILESYSTEMS[-1]})")
+        raise UsageError(f"--fs is needed with gen:ID ({', '.join(FILESYSTEMS[:-1])} or {FILESYSTEMS[-1]}, or a "
+                         "profile of one: FS+OPTION)")
     return case_for(args.target, args.fs, args.point), gen_choice()
 
 
 def _state_target(where: Path, args):
-    from plugpull.reproducer import FILESYSTEMS, case_for, state_target
+    from plugpull.reproducer import FILESYSTEMS, case_for, makes, state_target
     from plugpull.reproducer.forms import state_choice
     workload, fs, point = state_target(where)
-    if args.fs is None and fs not in FILESYSTEMS:
+    if args.fs is None and not makes(fs):
         raise UsageError(f"{where / 'state.json'}: its fs is {shown(fs)}, not one the reproducer makes "
-                         f"({', '.join(FILESYSTEMS)}): give --fs")
+                         f"({', '.join(FILESYSTEMS)}, or a profile of one): give --fs")
     last = case_for(workload, args.fs or fs).point
     if args.point is None and point > last:
         raise UsageError(f"{where / 'state.json'}: acks_required is {point + 1}, more than {workload} has "
@@ -138,6 +150,9 @@ def cmd_reproducer(args) -> int:
     t = _target(args)
     if args.run:
         kernel, backend = kernel_source(args), guest_backend(args)  # refused before anything is said or written
+        if t.case is not None:
+            from plugpull.testbed.fs import check_profiles
+            check_profiles([t.case.fs], kernel)  # a profile the kernel lacks: refused before a guest boots
     print(f"form: {t.form} ({t.why})", file=sys.stderr)
     if not args.run:
         _write(args, t)

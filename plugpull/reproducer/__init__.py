@@ -17,9 +17,12 @@ from plugpull.files import read_regular_text
 from plugpull.generate.oracle import on_profile
 from plugpull.generate.space import Workload, space_of
 from plugpull.generate.workload import PREFIX
-from plugpull.testbed.fs import FILESYSTEMS as FILESYSTEM_ROWS
+from plugpull.testbed.features import SEP, split
+from plugpull.testbed.fs import FILESYSTEMS as FILESYSTEM_ROWS, filesystem
 
-FILESYSTEMS = ("ext4", "xfs", "btrfs", "f2fs", "f2fs-strict")  # what the reproducer makes and judges (f2fs-strict: f2fs with fsync_mode=strict)
+# What the reproducer makes and judges (f2fs-strict: f2fs with fsync_mode=strict), each with
+# feature options too (checked_fs).
+FILESYSTEMS = ("ext4", "xfs", "btrfs", "f2fs", "f2fs-strict")
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,8 @@ class Case:
 
     @property
     def rules(self) -> str:
-        """The oracle's profile `fs` is judged by (f2fs-strict: f2fs's)."""
+        """The oracle's profile `fs` is judged by (f2fs-strict: f2fs's; a feature profile: its
+        base's)."""
         return FILESYSTEM_ROWS[self.fs].rules
 
     @cached_property
@@ -54,13 +58,33 @@ class Case:
         return f"{self.ident} on {self.fs}, writes dropped after point {self.point} ({what})"
 
 
+def makes(fs: str) -> bool:
+    """Whether the reproducer makes `fs`: one of FILESYSTEMS, or a profile of one."""
+    try:
+        checked_fs(fs)
+    except UsageError:
+        return False
+    return True
+
+
+def checked_fs(fs: str) -> str:
+    """`fs` if the reproducer makes it: one of FILESYSTEMS, or a profile of one with options
+    (`ext4+fast_commit`, testbed/features.py); else a UsageError saying what is wrong."""
+    if fs in FILESYSTEMS:
+        return fs
+    if SEP not in fs or split(fs)[0] not in FILESYSTEMS:
+        raise UsageError(f"--fs {fs!r}: expected one of {', '.join(FILESYSTEMS)}, or a profile of one "
+                         "(FS+OPTION, e.g. ext4+fast_commit)")
+    filesystem(fs)
+    return fs
+
+
 def case_for(ident: str, fs: str, point: int | None = None) -> Case:
     """The case of `gen:ID`; `point` None: its last persistence point. UsageError on a bad id,
     filesystem or point."""
     if not ident.startswith(PREFIX):
         raise UsageError(f"{ident!r}: expected gen:ID (a generated workload) or a saved state directory")
-    if fs not in FILESYSTEMS:
-        raise UsageError(f"--fs {fs!r}: expected one of {', '.join(FILESYSTEMS)}")
+    checked_fs(fs)
     name = ident[len(PREFIX):]
     workload = space_of(name).parse(name)
     last = len(workload.points())

@@ -17,7 +17,8 @@ flight passes here. That is the `delay` form's finding."""
 from plugpull.reproducer import Case
 from plugpull.reproducer.fstests import TOOLS as FSTESTS_TOOLS, cleanup_lines, copyright_lines, ending, \
     own_mount_options, requirements
-from plugpull.reproducer.sh import EXIT_FOUND, PRELUDE, TOOLS, case_tools, guarded, mount_command, usage_and_tools
+from plugpull.reproducer.sh import EXIT_FOUND, PRELUDE, TOOLS, case_tools, guarded, usage_and_tools
+from plugpull.reproducer.profiles import fstests_mkfs, header_lines, sh_control, sh_mkfs, sh_mount
 from plugpull.reproducer.steps import needs_setfattr, op_lines, setup_lines
 from plugpull.testbed.fs import FILESYSTEMS
 
@@ -53,6 +54,7 @@ def title(case: Case) -> str:
 
 def _sh_body(case: Case) -> list[str]:
     fs = FILESYSTEMS[case.fs]
+    control = sh_control(fs)
     steps = guarded(setup_lines(case, TOOLS) + op_lines(case, TOOLS))
     at = call_index(steps)
     what = _what(case)
@@ -62,9 +64,8 @@ def _sh_body(case: Case) -> list[str]:
         '\techo "$dev has no volatile write cache (queue/write_cache): no flush is owed on it" >&2; exit 2',
         "fi",
         'flushes >/dev/null || { echo "$sys/stat counts no flushes (Linux 5.5 on)" >&2; exit 2; }',
-        f'{" ".join(fs.mkfs_argv(chr(34) + "$dev" + chr(34)))} >/dev/null || die "mkfs failed"',
-        'mnt=$(mktemp -d) || die "mktemp failed"',
-        f'{mount_command(fs, chr(34) + "$dev" + chr(34))} || die "mount failed"', "",
+        *control, sh_mkfs(fs), *([] if control else ['mnt=$(mktemp -d) || die "mktemp failed"']),
+        sh_mount(fs, '"$dev"'), "",
         *steps[:at], 'before=$(flushes) || die "could not read the flush count"', steps[at],
         'after=$(flushes) || die "could not read the flush count"',
         'umount "$mnt" || die "umount failed"', "",
@@ -85,6 +86,7 @@ def script(case: Case) -> str:
               "# Usage, as root: sh THIS_SCRIPT DEVICE",
               "# EVERYTHING ON DEVICE IS ERASED: the script makes a new filesystem on it.",
               f"# Needs: xfs_io, {FILESYSTEMS[case.fs].mkfs[0]}, mount, a device with a volatile write cache.",
+              *header_lines(FILESYSTEMS[case.fs]),
               "# Method: the device's count of completed cache flushes (/sys/block/DISK/stat, field 16),",
               "# read before the point's persistence call and after it returned. A call that makes",
               "# written data durable on such a device must flush its cache: no flush is a FAIL.",
@@ -113,7 +115,7 @@ def fstests_test(case: Case, number: str = "NNN") -> str:
             '[ "$(cat /sys/class/block/$disk/queue/write_cache 2>/dev/null)" = "write back" ] || \\',
             '\t_notrun "$SCRATCH_DEV has no volatile write cache: no flush is owed on it"', "",
             "_log_writes_init $SCRATCH_DEV", *own_mount_options(case),
-            '_log_writes_mkfs >> $seqres.full 2>&1 || _fail "mkfs failed"',
+            f'{fstests_mkfs(FILESYSTEMS[case.fs], "_log_writes_mkfs")} >> $seqres.full 2>&1 || _fail "mkfs failed"',
             '_log_writes_mount || _fail "mount failed"', "",
             *steps[:at], "_log_writes_mark pp_call", steps[at], "_log_writes_mark pp_return", "",
             "_log_writes_unmount", "_log_writes_remove",

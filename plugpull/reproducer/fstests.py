@@ -19,6 +19,7 @@ from plugpull.errors import UsageError
 from plugpull.reproducer import Case
 from plugpull.reproducer.checks import Checks, check_calls, checks, comment, reader_functions
 from plugpull.reproducer.findings import fix_lines
+from plugpull.reproducer.profiles import fstests_guards, fstests_mkfs
 from plugpull.reproducer.sh import DELAY_MS
 from plugpull.reproducer.steps import Tools, needs_setfattr, op_lines, setup_lines
 from plugpull.testbed.fs import FILESYSTEMS
@@ -148,7 +149,7 @@ def cleanup_lines(*helpers: str) -> list[str]:
 def requirements(case: Case, targets: tuple[str, ...]) -> list[str]:
     """The test's `_require_*` lines and the fix line of a known finding."""
     attrs = needs_setfattr(case)
-    return ["_require_scratch", *(f"_require_dm_target {t}" for t in targets),
+    return ["_require_scratch", *fstests_guards(FILESYSTEMS[case.fs]), *(f"_require_dm_target {t}" for t in targets),
             *(["_require_attrs user"] if attrs else []), *fix_lines(case), ""]
 
 
@@ -163,7 +164,7 @@ def preamble(case: Case, form: str = "flakey") -> list[str]:
     return [". ./common/preamble", "_begin_fstest auto quick log", "", *cleanup_lines(*cleanup),
             ". ./common/dmflakey", *([". ./common/dmdelay"] if delay else []), *([". ./common/attr"] if attrs else []),
             "", *requirements(case, ("flakey", "delay") if delay else ("flakey",)), HOLD_WRITES if delay else FLAKEY_MOUNT,
-            '_scratch_mkfs >>$seqres.full 2>&1 || _fail "mkfs failed"',
+            f'{fstests_mkfs(FILESYSTEMS[case.fs])} >>$seqres.full 2>&1 || _fail "mkfs failed"',
             "_require_metadata_journaling $SCRATCH_DEV", *own_mount_options(case), *stack, ""]
 
 

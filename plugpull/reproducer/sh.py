@@ -16,6 +16,7 @@ waits for its writes takes longer instead and keeps them (DESIGN.md fact 17)."""
 
 from plugpull.reproducer import Case
 from plugpull.reproducer.checks import Checks, check_calls, checks, comment, reader_functions
+from plugpull.reproducer.profiles import header_lines, mount_command, sh_control, sh_mkfs, sh_mount
 from plugpull.reproducer.steps import Tools, needs_setfattr, op_lines, setup_lines
 from plugpull.testbed.fs import FILESYSTEMS
 
@@ -112,6 +113,7 @@ def header(case: Case, found: Checks, form: str = "flakey") -> list[str]:
             "# EVERYTHING ON DEVICE IS ERASED: the script makes a new filesystem on it.",
             f"# Needs: dmsetup and the {targets}, xfs_io, {' '.join(FILESYSTEMS[case.fs].mkfs[:1])}, mount,",
             "# and stat, readlink, md5sum, blockdev, mktemp" + (", setfattr, getfattr." if needs_setfattr(case) else "."),
+            *header_lines(FILESYSTEMS[case.fs]),
             *METHOD[form],
             *comment(found, case),
             "# Prints PASS or FAIL lines; exit 0 PASS, 1 FAIL, 2 bad usage or a missing tool,",
@@ -152,11 +154,6 @@ def preflight(case: Case, form: str = "flakey") -> list[str]:
             *dm_targets("flakey", *(["delay"] if form == "delay" else []))]
 
 
-def mount_command(fs, device: str = '"/dev/mapper/$name"') -> str:
-    options = f" -o {','.join(fs.mount_options)}" if fs.mount_options else ""
-    return f'mount -t {fs.mount_type}{options} {device} "$mnt"'
-
-
 def delay_device() -> list[str]:
     """A dm-delay device over the flakey one: writes held DELAY_MS, reads and flushes not."""
     lower = '/dev/mapper/$name'
@@ -167,19 +164,23 @@ def delay_device() -> list[str]:
 
 
 def make_and_mount(case: Case, form: str = "flakey") -> list[str]:
+    """The filesystem made on the device, the dm devices over it, mounted (a profile's control
+    first: profiles.sh_control)."""
     fs = FILESYSTEMS[case.fs]
     top = '"/dev/mapper/$name-delay"' if form == "delay" else '"/dev/mapper/$name"'
+    control = sh_control(fs)
     return [
         'size=$(blockdev --getsz "$dev") || die "blockdev --getsz $dev failed"',
         'live="0 $size flakey $dev 0 180 0"',
         'drop="0 $size flakey $dev 0 0 180 1 drop_writes"',
-        f'{" ".join(fs.mkfs_argv(chr(34) + "$dev" + chr(34)))} >/dev/null || die "mkfs failed"',
+        *control,
+        sh_mkfs(fs),
         'dmsetup create "$name" --table "$live" || die "dmsetup create failed"',
         "created=1",
         'dmsetup mknodes "$name"  # without udev there is no /dev/mapper node otherwise',
         *(delay_device() if form == "delay" else []),
-        'mnt=$(mktemp -d) || die "mktemp failed"',
-        f'{mount_command(fs, top)} || die "mount failed"']
+        *([] if control else ['mnt=$(mktemp -d) || die "mktemp failed"']),
+        sh_mount(fs, top)]
 
 
 def guarded(lines: list[str]) -> list[str]:

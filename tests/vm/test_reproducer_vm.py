@@ -2,6 +2,7 @@
 three btrfs findings FAILs on btrfs and PASSes on ext4 and xfs, in the sh form (`--run`) and
 in the fstests form (its body run over a stand-in of the fstests helpers, its output compared
 with its golden output). A reproducer that needs a tool the guest lacks is a harness failure.
+On feature profiles: btrfs+compress=zstd shows the same finding, ext4+fast_commit PASSes.
 
 suites/reproducers/, one run each: every live finding's sh script FAILs with the finding's
 line, each workload's script on ext4 PASSes, and the fstests tests of the delay form and of the
@@ -22,6 +23,7 @@ from plugpull.reproducer.fstests import golden, test as fstests_test
 from plugpull.reproducer.run import DISK_MIB, GUEST_DISK, run_in_guest, run_on
 from plugpull.reproducer.sh import script
 from plugpull.reproducer.suite import DIR, sh_text
+from plugpull.testbed.fs import FILESYSTEMS
 
 pytestmark = pytest.mark.vm
 
@@ -87,7 +89,8 @@ def test_a_missing_tool_is_a_harness_failure(rig):
 
 def run_fstests_form(m, ident: str, fs: str) -> str:
     m.write_file("/tmp/fstests/901", fstests_test(case_for(ident, fs), "901"), 0o755)
-    done = m.run(f"cd /tmp/fstests && SCRATCH_DEV={GUEST_DISK} FSTYP=%s sh ./901", fs, timeout=900)
+    done = m.run(f"cd /tmp/fstests && SCRATCH_DEV={GUEST_DISK} FSTYP=%s sh ./901", FILESYSTEMS[fs].mount_type,
+                 timeout=900)
     assert done.rc == 0 and "not found" not in done.stderr.decode(errors="replace"), done.stderr
     return done.text
 
@@ -101,6 +104,23 @@ def test_the_fstests_form(guest, ident, fs):
         assert out != expected and FSTESTS_LINES[ident] in out.splitlines(), out
     else:
         assert out == expected
+
+
+@pytest.mark.parametrize("fs", ["btrfs+compress=zstd", "ext4+fast_commit"])
+def test_a_profile_is_made_and_judged(guest, fs):
+    """Both forms on a feature profile: btrfs's both-names finding shows with zstd as without
+    (a seq-1 hunt of btrfs+compress=zstd failed the same workloads); ext4 with fast commits
+    keeps what is owed. The fstests test passes its option's guard over the stand-in."""
+    m, console = guest
+    case = case_for("gen:seq1-000253", fs)
+    outcome = run_on(m, script(case), console)
+    out = run_fstests_form(m, "gen:seq1-000253", fs)
+    if fs.startswith("btrfs"):
+        assert not outcome.passed and FINDINGS["gen:seq1-000253"] in outcome.lines, outcome.lines
+        assert FSTESTS_LINES["gen:seq1-000253"] in out.splitlines(), out
+    else:
+        assert outcome.passed and outcome.lines == ("PASS",), outcome.lines
+        assert out == golden(case, "901")
 
 
 @pytest.mark.parametrize("live", LIVE, ids=lambda live: live.name)

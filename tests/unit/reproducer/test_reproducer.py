@@ -168,17 +168,17 @@ def test_the_fstests_form_shows_a_lost_fact(host_tools, tmp_path):
 
 
 SHIM = Path(__file__).parents[2] / "data" / "fstests-shim"
-CALL = re.compile(r"(?:^|[;&|]\s*|\bthen\s+|\belse\s+)\s*(_[a-z_]+)\b", re.M)
+CALL = re.compile(r"(?:^|[;&|]\s*|\bthen\s+|\belse\s+)\s*(_[a-z0-9_]+)\b", re.M)
 
 
 def helpers_defined(where: Path) -> set[str]:
     """The functions the files of `where` define (`name()` at a line's start)."""
-    return {m for f in where.iterdir() if f.is_file() for m in re.findall(r"^(_[a-z_]+)\(\)", f.read_text(), re.M)}
+    return {m for f in where.iterdir() if f.is_file() for m in re.findall(r"^(_[a-z0-9_]+)\(\)", f.read_text(), re.M)}
 
 
 def helpers_called(text: str) -> set[str]:
     """The fstests helpers a test calls, the old tree's branch of its mount left out."""
-    return set(CALL.findall(text.replace(FLAKEY_MOUNT, ""))) - set(re.findall(r"^(_?[a-z_]+)\(\)", text, re.M))
+    return set(CALL.findall(text.replace(FLAKEY_MOUNT, ""))) - set(re.findall(r"^(_?[a-z0-9_]+)\(\)", text, re.M))
 
 
 def every_fstests_form(ident: str, fs: str) -> list[str]:
