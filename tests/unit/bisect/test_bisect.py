@@ -65,7 +65,7 @@ def test_a_harness_error_stops_with_no_mark_and_the_rerun_goes_on(repo, tmp_path
     result = run_bisect(plan_of(tree, ids[0], ids[-1], out), again.build, again.judge, said.append)
     assert result.first == ids[5]
     assert not set(again.built) & {int(s.subject[1:]) for s in judged}  # judged steps not rebuilt
-    assert said[0].startswith(f"resumed: {len(judged)} steps")
+    assert said[0].startswith(f"resumed: both ends and {len(judged) - 2} step")  # the ends judged first
 
 
 def test_the_command_names_the_commit_and_leaves_the_tree_as_it_was(cli, tmp_path, capsys):
