@@ -7,13 +7,15 @@ judged by a reproducer script or a case file.
     result = run_bisect(plan, build, judge)      # build(commit) -> kernel; judge(kernel) -> Judged
 
 `git` drives git (the user's tree only read); `journal` is the --out directory (resumable);
-`engine` the loop and what each step's outcome tells git; `plan` the command line resolved;
-`testers` the real build and the reproducer script's judge.
+`ends` tests BAD and GOOD before any step; `engine` the loop and what each step's outcome
+tells git; `plan` the command line resolved; `testers` the real build and the reproducer
+script's judge.
 """
 
+from plugpull.bisect.ends import EndRefused
 from plugpull.bisect.engine import BROKE, FIXED, Judged, Plan, Result, Terms, Untestable, run_bisect, summary
 from plugpull.bisect.journal import Journal, Step, check_out
 from plugpull.bisect.plan import Revisions, clone_for, revisions, settings
 
-__all__ = ["BROKE", "FIXED", "Journal", "Judged", "Plan", "Result", "Revisions", "Step", "Terms", "Untestable",
-           "check_out", "clone_for", "revisions", "run_bisect", "settings", "summary"]
+__all__ = ["BROKE", "EndRefused", "FIXED", "Journal", "Judged", "Plan", "Result", "Revisions", "Step", "Terms",
+           "Untestable", "check_out", "clone_for", "revisions", "run_bisect", "settings", "summary"]

@@ -9,10 +9,12 @@ is the harness's and ends the bisect with no mark given, so it is never taken fo
 The steps already in the journal are told to git again, not built or run again.
 """
 
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from plugpull.bisect.ends import check_ends
 from plugpull.bisect.git import Clone, Position, subject
 from plugpull.bisect.journal import Journal, Step
 
@@ -65,60 +67,99 @@ class Result:
     subject: str
     candidates: tuple[str, ...]
     steps: tuple[Step, ...]
+    ends: tuple[Step, ...] = ()  # BAD's and GOOD's, tested before the steps; none if trusted
 
     def to_json(self) -> dict:
         return {"first": self.first, "subject": self.subject, "term": self.terms.new,
-                "candidates": list(self.candidates), "steps": [asdict(s) for s in self.steps]}
+                "candidates": list(self.candidates), "ends": [asdict(s) for s in self.ends],
+                "steps": [asdict(s) for s in self.steps]}
 
 
-def run_bisect(plan: Plan, build: Callable, judge: Callable, say: Callable[[str], None] = print) -> Result:
-    terms, clone = plan.terms, plan.clone
-    done = {step.commit: step for step in plan.journal.steps()}
+def run_bisect(plan: Plan, build: Callable, judge: Callable, say: Callable[[str], None] = print,
+               test_ends: bool = True) -> Result:
+    """The first commit in the new state; first (unless `test_ends` is False) the two ends
+    tested (plugpull.bisect.ends), EndRefused if one is not as said."""
+    terms, clone, pace = plan.terms, plan.clone, Pace()
+    journaled = {step.commit: step for step in plan.journal.steps()}
+    done = {c: step for c, step in journaled.items() if c not in (plan.new, plan.old)}
+    if journaled:
+        both = "both ends and " if len(journaled) > len(done) else ""
+        steps = f"{len(done)} step{'' if len(done) == 1 else 's'}"
+        say(f"resumed: {both}{steps} already judged ({plan.journal.out / 'steps.jsonl'})")
+    ends = ()
+    if test_ends:
+        def test_end(flag: str, commit: str) -> Step:
+            say(f"{flag} {commit[:12]} \"{subject(clone.path, commit)}\", tested before any step: building...")
+            return pace.timed(judge_commit, plan, commit, build, judge)
+        ends = check_ends(plan, journaled, test_end, say)
     position = clone.start(terms.old, terms.new, plan.new, plan.old)
     for step in done.values():
         if position.done:
             break
         position = clone.mark(step.mark, step.commit)
-    if done:
-        say(f"resumed: {len(done)} steps already judged ({plan.journal.out / 'steps.jsonl'})")
     number = len(done)
     while not position.done:
         commit = position.current
         step = done.get(commit)
         if step is None:
             number += 1
-            step = test_commit(plan, commit, number, position, build, judge, say)
+            say(f"step {number} of ~{number + position.left}: {commit[:12]} "
+                f"\"{subject(clone.path, commit)}\": building...{pace.left(1 + position.left)}")
+            step = pace.timed(judge_commit, plan, commit, build, judge)
+            say(f"step {number}: {commit[:12]}: {step.detail} -> {step.mark}")
+            plan.journal.add(step)
             done[commit] = step
         position = clone.mark(step.mark, commit)
         plan.journal.save_log(clone.log())
-    return finish(plan, position, list(done.values()))
+    return finish(plan, position, list(done.values()), ends)
 
 
-def test_commit(plan: Plan, commit: str, number: int, position: Position, build, judge, say) -> Step:
-    """Build and judge one commit; its step, journaled before git is told."""
-    title = subject(plan.clone.path, commit)
-    say(f"step {number} of ~{number + position.left}: {commit[:12]} \"{title}\": building...")
+def judge_commit(plan: Plan, commit: str, build, judge) -> Step:
+    """Build and judge the commit checked out in the clone: its step (skip if untestable)."""
     try:
         judged = judge(build(commit))
         mark, detail = plan.terms.mark(judged.passed), judged.detail
     except Untestable as e:
         mark, detail = SKIP, str(e)
-    say(f"step {number}: {commit[:12]}: {detail} -> {mark}")
-    step = Step(commit, title, mark, detail)
-    plan.journal.add(step)
-    return step
+    return Step(commit, subject(plan.clone.path, commit), mark, detail)
 
 
-def finish(plan: Plan, position: Position, steps: list[Step]) -> Result:
+class Pace:
+    """How long the commits tested so far took, for an estimate of the rest."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self.clock, self.took = clock, []
+
+    def timed(self, work: Callable, *args):
+        started = self.clock()
+        try:
+            return work(*args)
+        finally:
+            self.took.append(self.clock() - started)
+
+    def left(self, commits: int) -> str:
+        """" (about 2 h 10 min left)" for `commits` more, from the mean so far; "" before any."""
+        if not self.took:
+            return ""
+        seconds = sum(self.took) / len(self.took) * commits
+        if seconds < 60:
+            return " (under a minute left)"
+        hours, minutes = divmod(round(seconds / 60), 60)
+        return f" (about {f'{hours} h ' if hours else ''}{minutes} min left)"
+
+
+def finish(plan: Plan, position: Position, steps: list[Step], ends: tuple[Step, ...]) -> Result:
     title = subject(plan.clone.path, position.first) if position.first else ""
     plan.journal.save_log(plan.clone.log())
-    return Result(plan.terms, position.first, title, position.candidates, tuple(steps))
+    return Result(plan.terms, position.first, title, position.candidates, tuple(steps), ends)
 
 
 def summary(result: Result, out: Path) -> list[str]:
     """The last lines a bisect prints: the step log, then the commit found (or the candidates)."""
-    lines = [f"  {s.commit[:12]} {s.mark:<7} {s.detail}  \"{s.subject}\"" for s in result.steps]
-    lines.insert(0, f"steps ({len(result.steps)}):" if result.steps else "steps: none (the range holds one commit)")
+    lines = ["ends (BAD, then GOOD, tested first):" if result.ends else "ends: taken as said (--trust-ends)"]
+    lines += [step_line(s) for s in result.ends]
+    lines.append(f"steps ({len(result.steps)}):" if result.steps else "steps: none (the range holds one commit)")
+    lines += [step_line(s) for s in result.steps]
     if result.first:
         lines.append(f"first {result.terms.new} commit: {result.first} \"{result.subject}\"")
     else:
@@ -126,3 +167,7 @@ def summary(result: Result, out: Path) -> list[str]:
         lines += [f"  {c}" for c in result.candidates]
     lines.append(f"result: {out}")
     return lines
+
+
+def step_line(step: Step) -> str:
+    return f"  {step.commit[:12]} {step.mark:<7} {step.detail}  \"{step.subject}\""

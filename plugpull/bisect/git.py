@@ -37,6 +37,12 @@ def git(where: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
     return done
 
 
+def need_git(which=shutil.which) -> None:
+    """ToolMissing, before anything is made, if there is no git to bisect with."""
+    if which("git") is None:
+        raise ToolMissing("git", "bisect runs git's own `git bisect`: install the Debian package git")
+
+
 def check_tree(tree: Path) -> Path:
     """`--tree DIR`: the top of a git work tree, resolved; a UsageError else."""
     if not Path(tree).is_dir():
@@ -100,11 +106,15 @@ class Clone:
         partial.rename(self.path)
         return self
 
+    def checkout(self, commit: str) -> None:
+        """A clean checkout of `commit`, any bisect in the clone reset."""
+        git(self.path, "bisect", "reset", check=False)
+        git(self.path, "checkout", "--quiet", "--force", "--detach", commit)
+        git(self.path, "clean", "-dffq")
+
     def start(self, old_term: str, new_term: str, new: str, old: str) -> Position:
         """A fresh `git bisect start` (any earlier one in the clone reset), from a clean checkout of `new`."""
-        git(self.path, "bisect", "reset", check=False)
-        git(self.path, "checkout", "--quiet", "--force", "--detach", new)
-        git(self.path, "clean", "-dffq")
+        self.checkout(new)
         return self._position(git(self.path, "bisect", "start", f"--term-old={old_term}",
                                   f"--term-new={new_term}", new, old, check=False))
 

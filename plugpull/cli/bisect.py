@@ -23,6 +23,8 @@ def add_parsers(sub) -> None:
     b.add_argument("--good", required=True, metavar="REV", help="a commit where the test passes")
     b.add_argument("--bad", required=True, metavar="REV", help="a commit where it fails")
     b.add_argument("--fixed", action="store_true", help="find the commit that fixed it: --bad is then the older")
+    b.add_argument("--trust-ends", action="store_true", help="take --good and --bad as said: do not build and "
+                   "test them before the steps (by default the test must FAIL at --bad and PASS at --good)")
     b.add_argument("--runs", type=whole_option(1, RUNS_MAX), default=3, metavar="N",
                    help="runs of the test per commit (default 3): bad if any fails, good if all pass")
     b.add_argument("--fs", metavar="FS", help="a live finding's script on FS instead of its own (its "
@@ -99,11 +101,13 @@ def case_judge(case, out: Path, accel, backend):
 
 def cmd_bisect(args) -> int:
     from plugpull.bisect import Journal, Plan, check_out, clone_for, revisions, run_bisect, settings, summary
+    from plugpull.bisect.git import need_git
     from plugpull.bisect.journal import LOCK
     from plugpull.bisect.testers import builder, script_judge
     from plugpull.hunt.lock import hold
     from plugpull.kernels.build.run import locked
 
+    need_git()
     if args.kernel is not None or args.modules is not None:
         raise UsageError("--kernel and --modules: bisect builds each commit's kernel; leave them out")
     if args.out is not None:
@@ -121,8 +125,9 @@ def cmd_bisect(args) -> int:
         judge = (script_judge(test, args.runs, args.accel, backend) if kind == "sh"
                  else case_judge(test, out, args.accel, backend))
         plan = Plan(clone.ensure(rev.tree), journal, rev.terms, rev.new, rev.old)
-        result = run_bisect(plan, builder(clone.path), judge, say=lambda line: print(line, file=sys.stderr, flush=True))
+        result = run_bisect(plan, builder(clone.path), judge, say=lambda line: print(line, file=sys.stderr, flush=True),
+                            test_ends=not args.trust_ends)
         where = journal.save_result({**recorded, **result.to_json()})
     for line in summary(result, where):
         print(line)
-    return EXIT_OK  # a bisect is not a check: it never exits 1 (README's exit codes)
+    return EXIT_OK  # a bisect is not a check: it never exits 1; an end not as said is bad input, 2

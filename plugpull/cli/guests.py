@@ -58,6 +58,7 @@ def cmd_doctor(args) -> int:
         row("guest kernel", f"missing: {e.hint}", False)
     package_rows(row, image_mod.package_versions)
     build_row(row)
+    bisect_row(row)
     device_ok, reason = kvm_device_usable()
     probe = cached_probe() if device_ok else None
     if not device_ok:
@@ -130,6 +131,15 @@ def build_row(row) -> None:
                              f"(make deps)", False)
     else:
         row("kernels build", f"{len(TOOLS)} tools and the libelf and openssl headers present")
+
+
+def bisect_row(row, which=shutil.which) -> None:
+    """What `bisect` needs besides `kernels build`'s tools: git."""
+    found = which("git")
+    if found:
+        row("bisect", f"git ({found})")
+    else:
+        row("bisect", "missing git: install git (make deps)", False)
 
 
 def boot_spec(args, disk_dir: Path, interactive=False) -> MachineSpec:
