@@ -196,12 +196,27 @@ def guarded(lines: list[str]) -> list[str]:
     return out
 
 
+def late_drop(refuse: str) -> list[str]:
+    """Shell lines around the drop in the delay form: a drop that came DELAY_MS or more after the
+    persistence call returned (a slow or loaded machine) may have let a write the call did not
+    wait for reach the disk, so a PASS would say nothing: `refuse` then ends the run, with the
+    milliseconds in `$late`. /proc/uptime's hundredths, read by a builtin (no process started)."""
+    return ['read -r dropped _ </proc/uptime',
+            'late=$(( ((${dropped%.*} - ${returned%.*}) * 100 + 1${dropped#*.} - 1${returned#*.}) * 10 ))',
+            f'if [ "$late" -ge {DELAY_MS} ]; then {refuse}; fi']
+
+
 def crash_and_remount(case: Case, form: str = "flakey") -> list[str]:
     mount = mount_command(FILESYSTEMS[case.fs])
     undelay = ['remove "$name-delay" || die "could not remove the dm-delay device"', "delayed="]
+    too_late = (f'echo "no verdict: the writes were dropped $late ms after the call returned, not within the '
+                f'{DELAY_MS} ms they are held (a slow or loaded machine)" >&2; exit {EXIT_NO_VERDICT}')
+    delay = form == "delay"
     return [
-        "# the power cut: every write from here on is dropped" + (", and those still held" if form == "delay" else ""),
+        "# the power cut: every write from here on is dropped" + (", and those still held" if delay else ""),
+        *(["read -r returned _ </proc/uptime"] if delay else []),
         'table "$drop" || die "could not load the drop_writes table"',
+        *(late_drop(too_late) if delay else []),
         'umount "$mnt" || die "umount failed"',
         *(undelay if form == "delay" else []),
         'table "$live" || die "could not load the pass-through table"',

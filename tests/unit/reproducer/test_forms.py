@@ -153,3 +153,24 @@ def test_a_partitions_flushes_are_read_on_its_disk(tmp_path):
     done = subprocess.run(["dash", "-c", f"{FLUSH_COUNT}\ndisk_dir /dev/{part}; disk_dir /dev/{disk.name}"],
                           capture_output=True, text=True)
     assert done.stdout.split() == [str(disk.resolve())] * 2
+
+
+@pytest.mark.parametrize(("returned", "refused"), [("0.00", True), ("now", False)])
+def test_a_drop_later_than_the_delay_is_no_verdict(returned, refused):
+    """The delay form's drop came after the writes held were let through: no PASS can be read."""
+    from plugpull.reproducer.sh import late_drop
+    if returned == "now":
+        returned = Path("/proc/uptime").read_text().split()[0]
+    lines = [f"returned={returned}", *late_drop('echo "late $late"; exit 3'), "echo in-time"]
+    done = subprocess.run(["sh", "-c", "\n".join(lines)], capture_output=True, text=True)
+    assert (done.returncode, done.stdout.startswith("late ")) == ((3, True) if refused else (0, False))
+    if not refused:
+        assert done.stdout == "in-time\n"
+
+
+def test_the_delay_forms_check_the_drop_came_in_time():
+    case = case_for("gen:seq1-000372", "f2fs", 1)
+    for text in (script(case, "delay"), fstests_test(case, "900", "delay")):
+        returned, drop, late = (text.index(s) for s in ("read -r returned", "DROP_WRITES" if "_notrun" in text
+                                                       else 'table "$drop"', 'if [ "$late" -ge 600 ]'))
+        assert returned < drop < late
