@@ -22,7 +22,7 @@ from plugpull.testbed.fs import FILESYSTEMS
 
 TOOLS = Tools('"$mnt"', "xfs_io", "setfattr", "rm -f")
 EXIT_FOUND, EXIT_USAGE, EXIT_NO_VERDICT = 1, 2, 3
-DELAY_MS = 600  # longer than any write takes under TCG; a call that waits for its writes waits this long
+DELAY_MS = 2000  # longer than any write takes under TCG, and than starting dmsetup on a loaded one (600 was not)
 
 PRELUDE = r"""set -u
 name=plugpull-repro-$$
@@ -209,14 +209,18 @@ def late_drop(refuse: str) -> list[str]:
 def crash_and_remount(case: Case, form: str = "flakey") -> list[str]:
     mount = mount_command(FILESYSTEMS[case.fs])
     undelay = ['remove "$name-delay" || die "could not remove the dm-delay device"', "delayed="]
-    too_late = (f'echo "no verdict: the writes were dropped $late ms after the call returned, not within the '
+    too_late = ('dmsetup resume "$name"; '
+                f'echo "no verdict: the writes were dropped $late ms after the call returned, not within the '
                 f'{DELAY_MS} ms they are held (a slow or loaded machine)" >&2; exit {EXIT_NO_VERDICT}')
     delay = form == "delay"
     return [
         "# the power cut: every write from here on is dropped" + (", and those still held" if delay else ""),
-        *(["read -r returned _ </proc/uptime"] if delay else []),
-        'table "$drop" || die "could not load the drop_writes table"',
-        *(late_drop(too_late) if delay else []),
+        *(["read -r returned _ </proc/uptime",
+           'dmsetup suspend --nolockfs "$name" || die "could not suspend the flakey device"',
+           *late_drop(too_late),
+           "# the writes let through from here on wait for the resume, and meet the drop table",
+           'dmsetup load "$name" --table "$drop" && dmsetup resume "$name" || die "could not load the drop_writes table"']
+          if delay else ['table "$drop" || die "could not load the drop_writes table"']),
         'umount "$mnt" || die "umount failed"',
         *(undelay if form == "delay" else []),
         'table "$live" || die "could not load the pass-through table"',
