@@ -17,9 +17,11 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from plugpull.errors import UsageError
-from plugpull.generate.ops import BLOCK, DATA_FAMILIES, plain, write_range
+from plugpull.generate.ops import BLOCK, DATA_FAMILIES, plain, refusal, write_range
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import DIR, FILE, NAMES, NESTED, SYMLINK, Tree, digest, parent, under
+from plugpull.testbed.features import SEP
+from plugpull.testbed.fs import FILESYSTEMS
 
 PROFILES = ("posix", "ext4", "xfs", "btrfs", "f2fs")
 LINUX = ("ext4", "xfs", "btrfs", "f2fs")
@@ -27,20 +29,45 @@ FIELDS = ("kind", "size", "digest", "nlink", "xattrs", "target")
 DATA = ("size", "digest")  # owed no more once a later operation changes them
 
 
-# the operation families each profile's filesystem refuses with EOPNOTSUPP: the program goes on
-# with the operation not done, and the model does the same (space.Workload.refused)
+# the operations each filesystem refuses with EOPNOTSUPP, by its kernel type or a feature profile
+# (`f2fs+compress`: f2fs with that option, whatever its base row): a family, or `family.variant`
+# where the refusal is by the variant's mode. The program goes on with the operation not done,
+# and the model does the same (space.Workload.refused)
 REFUSED = {
     # btrfs_fallocate (fs/btrfs/file.c) takes only KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE: any other
     # mode, COLLAPSE_RANGE and INSERT_RANGE among them, is -EOPNOTSUPP before anything is done
     "btrfs": frozenset({"collapse", "insert"}),
+    # f2fs_fallocate (fs/f2fs/file.c), on a compressed file (f2fs_compressed_file: every file under
+    # compress_extension=*): PUNCH_HOLE, COLLAPSE_RANGE, ZERO_RANGE and INSERT_RANGE are -EOPNOTSUPP
+    # (since the compression commit 4c8ff7095bef, Linux 5.6); plain and KEEP_SIZE allocation are done
+    "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero",
+                                "falloc-eof.zero-keep-size", "collapse", "insert"}),
 }
+
+
+def refusals(fs: str) -> frozenset:
+    """What filesystem `fs` (a row, a feature profile, or an oracle profile's name) refuses:
+    its kernel type's refusals and each of its options'."""
+    row = FILESYSTEMS[fs] if fs in FILESYSTEMS else None
+    kind = row.mount_type if row else fs
+    keys = {kind, *(f"{kind}{SEP}{option}" for option in (row.features if row else ()))}
+    return frozenset().union(*(REFUSED.get(k, ()) for k in keys))
+
+
+def rules_of(fs: str) -> str:
+    """The oracle profile filesystem `fs` is judged by (an oracle profile's name is its own;
+    posix for a filesystem the oracle has no rules of)."""
+    if fs in PROFILES:
+        return fs
+    return FILESYSTEMS[fs].rules if fs in FILESYSTEMS and FILESYSTEMS[fs].rules in PROFILES else "posix"
 
 
 @lru_cache(maxsize=256)
 def on_profile(workload: Workload, fs: str) -> Workload:
-    """`workload` as it runs on `fs`'s filesystem: the operations it refuses not done."""
-    refused = frozenset(REFUSED.get(fs, ())) & {s.op.family for s in workload.steps}
-    return workload if refused == workload.refused else replace(workload, refused=refused)
+    """`workload` as it runs on filesystem `fs`: the operations it refuses not done, as well as
+    those the workload already had refused (a profile's rules add no refusal of their own)."""
+    refused = workload.refused | {k for s in workload.steps if (k := refusal(s.op, refusals(fs)))}
+    return workload if refused == workload.refused else replace(workload, refused=frozenset(refused))
 
 
 class AnyOf(frozenset):
