@@ -9,6 +9,14 @@ from plugpull.generate.oracle import PROFILES
 from plugpull.values import COUNT_MAX, SEED_MAX, once_each
 
 
+def fs_option(text: str) -> str:
+    """An oracle profile, or a filesystem (a feature profile too: `f2fs+compress`)."""
+    from plugpull.testbed.fs import FILESYSTEMS
+    if text in PROFILES or text in FILESYSTEMS:
+        return text
+    raise argparse.ArgumentTypeError(f"expected one of {', '.join(PROFILES)} or a filesystem, not {text!r}")
+
+
 def seq_option(text: str) -> int:
     if text not in ("1", "2", "3"):
         raise argparse.ArgumentTypeError(f"expected 1, 2 or 3, not {text!r}")
@@ -37,8 +45,8 @@ def add_parsers(sub) -> None:
     what.add_argument("--list", action="store_true", help="one line per workload: its id and operations")
     what.add_argument("--show", metavar="ID", help="the workload's guest program (a POSIX sh script)")
     what.add_argument("--owed", metavar="ID", help="what each persistence point of the workload owes, by rule")
-    g.add_argument("--fs", choices=PROFILES, help="with --owed: whose rules; with --show and --owed: "
-                   "the operations its filesystem refuses not done (default ext4)")
+    g.add_argument("--fs", type=fs_option, help="an oracle profile or a filesystem (f2fs+compress): with --owed: "
+                   "its rules; with --show and --owed: the operations it refuses not done (default ext4)")
     g.set_defaults(func=cmd_generate)
 
 
@@ -107,16 +115,17 @@ def cmd_generate(args) -> int:
 
 
 def _print_owed(workload, fs: str) -> None:
-    from plugpull.generate.oracle import on_profile, owed, rules_for
-    rules = {r.name: r.source for r in rules_for(fs)}
+    from plugpull.generate.oracle import on_profile, owed, rules_for, rules_of
+    rules = {r.name: r.source for r in rules_for(rules_of(fs))}
     print(f"{workload.ident}: {workload.text()}")
-    refused = on_profile(workload, fs).refused
+    workload = on_profile(workload, fs)
+    refused = workload.refused
     if refused:
         print(f"refused on {fs} (EOPNOTSUPP), so not done: {', '.join(sorted(refused))}")
     for k in range(len(workload.points()) + 1):
         print(f"after ack {k} ({'setup' if k == 0 else workload.steps[workload.points()[k - 1] - 1].text()}):")
         rows = [(o.path, o.name, " or ".join(sorted(_short(v) for v in o.values)), o.rule, o.point)
-                for o in owed(workload, fs, k)]
+                for o in owed(workload, rules_of(fs), k)]
         if rows:
             print_table(("path", "fact", "owed", "rule", "point"), rows)
         else:

@@ -111,6 +111,11 @@ NESTED_OPS = tuple([Op("nested", "mkdir", (NESTED_DIR,))] + [Op("nested", "creat
 OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS
 
 
+def refusal(op: Op, refused) -> str | None:
+    """The entry of `refused` (operation families, and `family.variant` names) that names `op`."""
+    return next((k for k in (op.family, f"{op.family}.{op.variant}") if k in refused), None)
+
+
 def plain(op: Op) -> Op:
     """A nested operation as the first table's operation it is (a rename: to a free name)."""
     return Op(op.variant, "file" if op.variant == "rename" else "", op.args) if op.family == "nested" else op

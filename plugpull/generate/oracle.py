@@ -17,8 +17,11 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from plugpull.errors import UsageError
+from plugpull.generate.ops import BLOCK, DATA_FAMILIES, plain, refusal, write_range
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import DIR, FILE, NAMES, NESTED, SYMLINK, Tree, digest, parent, under
+from plugpull.testbed.features import SEP
+from plugpull.testbed.fs import FILESYSTEMS
 
 PROFILES = ("posix", "ext4", "xfs", "btrfs", "f2fs")
 LINUX = ("ext4", "xfs", "btrfs", "f2fs")
@@ -26,20 +29,45 @@ FIELDS = ("kind", "size", "digest", "nlink", "xattrs", "target")
 DATA = ("size", "digest")  # owed no more once a later operation changes them
 
 
-# the operation families each profile's filesystem refuses with EOPNOTSUPP: the program goes on
-# with the operation not done, and the model does the same (space.Workload.refused)
+# the operations each filesystem refuses with EOPNOTSUPP, by its kernel type or a feature profile
+# (`f2fs+compress`: f2fs with that option, whatever its base row): a family, or `family.variant`
+# where the refusal is by the variant's mode. The program goes on with the operation not done,
+# and the model does the same (space.Workload.refused)
 REFUSED = {
     # btrfs_fallocate (fs/btrfs/file.c) takes only KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE: any other
     # mode, COLLAPSE_RANGE and INSERT_RANGE among them, is -EOPNOTSUPP before anything is done
     "btrfs": frozenset({"collapse", "insert"}),
+    # f2fs_fallocate (fs/f2fs/file.c), on a compressed file (f2fs_compressed_file: every file under
+    # compress_extension=*): PUNCH_HOLE, COLLAPSE_RANGE, ZERO_RANGE and INSERT_RANGE are -EOPNOTSUPP
+    # (since the compression commit 4c8ff7095bef, Linux 5.6); plain and KEEP_SIZE allocation are done
+    "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero",
+                                "falloc-eof.zero-keep-size", "collapse", "insert"}),
 }
+
+
+def refusals(fs: str) -> frozenset:
+    """What filesystem `fs` (a row, a feature profile, or an oracle profile's name) refuses:
+    its kernel type's refusals and each of its options'."""
+    row = FILESYSTEMS[fs] if fs in FILESYSTEMS else None
+    kind = row.mount_type if row else fs
+    keys = {kind, *(f"{kind}{SEP}{option}" for option in (row.features if row else ()))}
+    return frozenset().union(*(REFUSED.get(k, ()) for k in keys))
+
+
+def rules_of(fs: str) -> str:
+    """The oracle profile filesystem `fs` is judged by (an oracle profile's name is its own;
+    posix for a filesystem the oracle has no rules of)."""
+    if fs in PROFILES:
+        return fs
+    return FILESYSTEMS[fs].rules if fs in FILESYSTEMS and FILESYSTEMS[fs].rules in PROFILES else "posix"
 
 
 @lru_cache(maxsize=256)
 def on_profile(workload: Workload, fs: str) -> Workload:
-    """`workload` as it runs on `fs`'s filesystem: the operations it refuses not done."""
-    refused = frozenset(REFUSED.get(fs, ())) & {s.op.family for s in workload.steps}
-    return workload if refused == workload.refused else replace(workload, refused=refused)
+    """`workload` as it runs on filesystem `fs`: the operations it refuses not done, as well as
+    those the workload already had refused (a profile's rules add no refusal of their own)."""
+    refused = workload.refused | {k for s in workload.steps if (k := refusal(s.op, refusals(fs)))}
+    return workload if refused == workload.refused else replace(workload, refused=frozenset(refused))
 
 
 class AnyOf(frozenset):
@@ -145,8 +173,8 @@ def dir_entries(ctx: Context):
 
 def ext4_replace_via_rename(ctx: Context):
     """A directory fsync that owes the entry of a file renamed over an existing one owes the
-    data the file had at the rename too, if it still has it (a sync or the file's own fsync
-    owe its data anyway)."""
+    data the file had at the rename too, if ext4 forced it out before the rename (`delayed_only`)
+    and the file still has it (a sync or the file's own fsync owe its data anyway)."""
     out = []
     trees = ctx.inode_history()
     for i in range(1, ctx.step + 1):
@@ -154,12 +182,61 @@ def ext4_replace_via_rename(ctx: Context):
         if op.family != "rename" or op.variant != "over" or parent(op.args[1]) != ctx.path:
             continue
         dst = op.args[1]
-        if trees[i - 1].kind(dst) != FILE or trees[i].kind(dst) != FILE:
+        if trees[i - 1].kind(dst) != FILE or trees[i].kind(dst) != FILE or not delayed_only(ctx.workload, i):
             continue
         if ctx.tree.paths.get(dst) == trees[i].paths.get(dst) and \
                 fact(ctx.tree, dst, "digest") == fact(trees[i], dst, "digest"):
             out += [(dst, n, fact(ctx.tree, dst, n)) for n in DATA]
     return out
+
+
+def delayed_only(workload: Workload, rename: int) -> bool:
+    """Whether all that was written to the file step `rename` renames over another since a point
+    last made its data durable was in delayed allocation: buffered writes wholly into blocks the
+    file did not have, which ext4 reserves without allocating (i_reserved_data_blocks). Those
+    are what ext4_rename's call of ext4_alloc_da_blocks allocates, and an allocation puts its
+    blocks on the ordered list of the running transaction (ext4_map_blocks, EXT4_MAP_NEW), which
+    the rename's commit writes first. An overwrite of allocated blocks, a direct-I/O or mmap
+    write, fallocate, truncate, collapse or insert: nothing orders their data before the rename.
+    Conservative: every block below the largest size the file had by then counts as allocated,
+    and every block once fallocated past its end."""
+    trees, ino = workload.trees, workload.trees[rename - 1].paths[workload.steps[rename - 1].op.args[0]]
+    start = _last_persisted(workload, ino, rename)
+    had = max((len(t.inodes[ino].data) for t in trees[:start + 1] if ino in t.inodes), default=0)
+    allocated, delayed = set(range(-(-had // BLOCK))), set()
+    for k in range(start + 1, rename):
+        op = plain(workload.steps[k - 1].op)
+        if not op.args or trees[k - 1].paths.get(op.args[0]) != ino:
+            if trees[k - 1].inodes.get(ino) not in (None, trees[k].inodes.get(ino)):
+                return False  # changed by an operation on another name (a rename over it); None: made here
+            continue
+        if op.family == "rename" and op.variant == "over":
+            allocated, delayed = allocated | delayed, set()  # this rename allocated them
+        elif op.family == "write":
+            offset, length = write_range(op, len(trees[k - 1].inodes[ino].data))
+            blocks = set(range(offset // BLOCK, -(-(offset + length) // BLOCK)))
+            if blocks & allocated or _fallocated(workload, ino, k):
+                return False
+            delayed |= blocks
+        elif op.family in DATA_FAMILIES:
+            return False
+    return True
+
+
+def _last_persisted(workload: Workload, ino: int, before: int) -> int:
+    """The last step before `before` after which a point made file `ino`'s data durable: a
+    sync, or an fsync, fdatasync or msync of one of its names (0: the setup)."""
+    for j in range(before - 1, 0, -1):
+        persist = workload.steps[j - 1].persist
+        if persist and (persist.kind == "sync" or workload.trees[j].paths.get(persist.path) == ino):
+            return j
+    return 0
+
+
+def _fallocated(workload: Workload, ino: int, before: int) -> bool:
+    """A fallocate on file `ino` before step `before`: it may have allocated blocks past the end."""
+    return any(plain(s.op).family in ("falloc", "falloc-eof") and workload.trees[k].paths.get(s.op.args[0]) == ino
+               for k, s in enumerate(workload.steps[:before - 1]))
 
 
 @dataclass(frozen=True)
@@ -202,8 +279,12 @@ RULES = (
     Rule("fsync-dir-entries", "fsync-dir", LINUX, dir_entries,
          "fsync(2), Linux man-pages: an explicit fsync of the directory persists its entries"),
     Rule("ext4-replace-via-rename", "fsync-dir", ("ext4",), ext4_replace_via_rename,
-         "ext4 documentation, auto_da_alloc (default): a file renamed over an existing one has its data "
-         "forced to disk before the rename commits"),
+         "ext4 documentation, auto_da_alloc (default), as fs/ext4 does it: ext4_rename, replacing an existing "
+         "file, calls ext4_alloc_da_blocks on the renamed one, which flushes it only if it has delayed-allocation "
+         "blocks (i_reserved_data_blocks); their allocation (ext4_map_blocks) puts them on the ordered list the "
+         "rename's commit writes first (data=ordered; a fast commit writes the same list: "
+         "ext4_fc_submit_inode_data_all). So owed only where all written since the file's data was last made "
+         "durable was into blocks it did not have; an overwrite of allocated blocks is owed nothing"),
 )
 
 

@@ -54,7 +54,7 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = 
     `refused`: the filesystem refuses it (EOPNOTSUPP), and the workload goes on without it."""
     op = plain(op)
     args = [t.at(a) for a in op.args]
-    if op.family in ("falloc-eof", *SHIFTS):
+    if op.family in ("falloc", "falloc-eof", *SHIFTS):
         return _range_command(op, len(before.inode(op.args[0]).data), t, args[0], refused)
     if op.family in ("write", "dwrite", "mmapwrite"):
         size = len(before.inode(op.args[0]).data)
@@ -66,7 +66,6 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = 
     simple = {
         "creat": lambda: f"touch {args[0]}",
         "mkdir": lambda: f"mkdir {args[0]}",
-        "falloc": lambda: f'{t.xfs_io} -c "{FALLOCS[op.variant]}" {args[0]}',
         "truncate": lambda: f'{t.xfs_io} -c "truncate {TRUNCATE_TO}" {args[0]}',
         "link": lambda: f"ln {args[0]} {args[1]}",
         "unlink": lambda: f"{t.unlink} {args[0]}",
@@ -92,11 +91,14 @@ REFUSAL = "Operation not supported"  # strerror(EOPNOTSUPP), which xfs_io prints
 
 
 def _range_command(op: Op, size: int, t: Tools, path: str, refused: bool) -> str:
-    """A fallocate at the end of the file, or collapse or insert range, through xfs_io, whose
-    exit code does not always say that the call failed (`fzero`'s does not): anything it prints
-    is a failure, but where the filesystem refuses the operation (`refused`), which is then
-    the operation not done and nothing else; a refused operation that was done fails too."""
-    if op.family == "falloc-eof":
+    """A fallocate (of the first table, or at the end of the file), or collapse or insert range,
+    through xfs_io, whose exit code does not always say that the call failed (`fzero`'s does
+    not): anything it prints is a failure, but where the filesystem refuses the operation
+    (`refused`), which is then the operation not done and nothing else; a refused operation
+    that was done fails too."""
+    if op.family == "falloc":
+        call = f'{t.xfs_io} -c "{FALLOCS[op.variant]}" {path}'
+    elif op.family == "falloc-eof":
         command, length, _ = EOF_FALLOCS[op.variant]
         call = f'{t.xfs_io} -c "{command} {size} {length}" {path}'
     else:
@@ -111,7 +113,7 @@ def step_command(workload: Workload, i: int, t: Tools = GUEST) -> str:
     """Operation number `i` of `workload` (1-based), with the msync that follows it if any."""
     step = workload.steps[i - 1]
     msync = step.persist is not None and step.persist.kind == "msync"
-    return op_command(step.op, i, workload.trees[i - 1], t, msync, step.op.family in workload.refused)
+    return op_command(step.op, i, workload.trees[i - 1], t, msync, workload.refuses(step.op))
 
 
 def persist_command(persist: Persist) -> str | None:

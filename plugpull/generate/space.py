@@ -17,7 +17,7 @@ from functools import cache, cached_property
 
 from plugpull.errors import UsageError
 from plugpull.generate.ops import FAMILIES, INITIAL_SIZE, OPS, PERSISTENCE, SETUP_BYTE, SIZED, TABLES, Op, \
-    Persist, Sim, apply, persistence_choices, up_to
+    Persist, Sim, apply, persistence_choices, refusal, up_to
 from plugpull.generate.tree import DIR, FILE, Inode, Tree
 from plugpull.values import shown
 
@@ -42,7 +42,7 @@ class Workload:
     steps: tuple[Step, ...]
     setup: tuple[str, ...]  # the names the setup creates, parents first
     synced: bool = True  # the setup ends with sync; else it is in the same transaction as the operations
-    refused: frozenset = frozenset()  # operation families the filesystem refuses (EOPNOTSUPP): not done
+    refused: frozenset = frozenset()  # what the filesystem refuses (EOPNOTSUPP), not done: ops.refusal's names
 
     @property
     def ident(self) -> str:
@@ -55,6 +55,9 @@ class Workload:
         """The steps (1-based) followed by a persistence point; point k is the k-th of them."""
         return [i for i, s in enumerate(self.steps, 1) if s.persist]
 
+    def refuses(self, op: Op) -> bool:
+        return refusal(op, self.refused) is not None
+
     @cached_property
     def trees(self) -> list[Tree]:
         """The model tree after the setup (index 0) and after each operation (index i); an
@@ -62,7 +65,7 @@ class Workload:
         sim = Sim(setup_tree(self.setup))
         out = [sim.tree.copy()]
         for i, step in enumerate(self.steps, 1):
-            if step.op.family in self.refused:
+            if self.refuses(step.op):
                 out.append(sim.tree.copy())
                 continue
             if not apply(sim, step.op, i):

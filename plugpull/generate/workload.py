@@ -13,11 +13,10 @@ from functools import cache
 from plugpull.check.checker import TREE
 from plugpull.errors import UsageError
 from plugpull.generate.judge import judge
-from plugpull.generate.oracle import PROFILES, on_profile
+from plugpull.generate.oracle import PROFILES, on_profile, rules_of
 from plugpull.generate.program import program
 from plugpull.generate.space import Workload as Generated, space_of
 from plugpull.generate.tree import DIR, FILE, NAMES, SYMLINK, Entry
-from plugpull.testbed.fs import FILESYSTEMS
 from plugpull.testbed.workloads.base import ACK_PORT, Findings, Lost, Workload, shell_script
 
 PREFIX = "gen:"
@@ -50,10 +49,12 @@ def collected(text: str) -> tuple[dict[str, Entry], list[str]]:
 @dataclass(frozen=True)
 class GeneratedWorkload(Workload):
     """`ident`: the generated workload's id; `profile`: whose rules judge it (posix, ext4,
-    xfs, btrfs: the filesystem's own, else posix)."""
+    xfs, btrfs: the filesystem's own, else posix); `fs`: the filesystem it runs on, whose
+    refusals (oracle.REFUSED) are not done ("": the profile's)."""
 
     ident: str
     profile: str = "posix"
+    fs: str = ""
     name = "gen"
     collect = "tree"
     contract = "ack k: what persistence points 0..k owe by the model oracle's rules (docs/generate.md)"
@@ -69,6 +70,11 @@ class GeneratedWorkload(Workload):
     def generated(self) -> Generated:
         return _parsed(self.ident)
 
+    @property
+    def run(self) -> Generated:
+        """The workload as its filesystem runs it: what it refuses not done."""
+        return on_profile(self.generated, self.fs or self.profile)
+
     def memory_mib(self) -> int:
         return 512
 
@@ -77,7 +83,7 @@ class GeneratedWorkload(Workload):
 
     def program(self) -> str:
         """The guest program as this profile's filesystem runs it: what it refuses not done."""
-        return program(on_profile(self.generated, self.profile))
+        return program(self.run)
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
         return shell_script(mnt, ack, [self.program()], echoed=True)
@@ -86,7 +92,7 @@ class GeneratedWorkload(Workload):
         """The collected tree judged with acks 0..k owed, k the highest of `required`. A work
         directory that is gone is an empty tree: each fact it owed is lost under its own rule."""
         tree, strays = collected(_text(files, TREE)) if TREE in files else ({}, [])  # no work directory: empty
-        found = judge(self.generated, self.profile, max(required) if required else None, tree)
+        found = judge(self.run, self.profile, max(required) if required else None, tree)
         broken = [*found.broken, *(f"{p} is a name no point of the workload has" for p in strays)]
         return Findings([Lost(point, reason) for point, reason in found.lost], broken)
 
@@ -106,6 +112,5 @@ def _text(files: dict, key: str) -> str:
 
 
 def generated_workload(name: str, fs: str) -> GeneratedWorkload:
-    """`gen:ID` judged by `fs`'s rules (posix for a filesystem the oracle has no rules of)."""
-    rules = FILESYSTEMS[fs].rules if fs in FILESYSTEMS else fs
-    return GeneratedWorkload(name[len(PREFIX):], rules if rules in PROFILES else "posix")
+    """`gen:ID` on `fs`, judged by its rules (posix for a filesystem the oracle has no rules of)."""
+    return GeneratedWorkload(name[len(PREFIX):], rules_of(fs), fs)

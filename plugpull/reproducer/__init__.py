@@ -50,7 +50,7 @@ class Case:
         what the oracle is asked about, so that no later operation relaxes what is owed; the
         operations the filesystem refuses are not done."""
         end = self.whole.points()[self.point - 1] if self.point else 0
-        return on_profile(replace(self.whole, steps=self.whole.steps[:end]), self.rules)
+        return on_profile(replace(self.whole, steps=self.whole.steps[:end]), self.fs)
 
     def title(self) -> str:
         setup = "the setup's sync" if self.whole.synced else "the setup, not synced"

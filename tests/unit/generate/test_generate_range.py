@@ -19,9 +19,9 @@ from plugpull import cli
 from plugpull.check.verdict import Verdict
 from plugpull.errors import UsageError
 from plugpull.generate.judge import judge
-from plugpull.generate.oracle import PROFILES, on_profile, owed
-from plugpull.generate.ops import BLOCK, INITIAL_SIZE, RANGE_OPS, up_to
-from plugpull.generate.program import program
+from plugpull.generate.oracle import PROFILES, on_profile, owed, refusals
+from plugpull.generate.ops import BLOCK, INITIAL_SIZE, RANGE_OPS, Op, up_to
+from plugpull.generate.program import Tools, op_command, program
 from plugpull.generate.space import Space, space_of, workload_of
 from plugpull.generate.tree import digest, read_tree
 
@@ -236,3 +236,63 @@ def test_on_btrfs_a_refused_collapse_owes_the_file_as_it_was():
     assert verdict(text, "ext4", 1, as_was) == Verdict.DATA_LOSS
     assert {(o.path, o.name): o.values for o in owed(workload_of(text), "btrfs", 1)}[("A/foo", "size")] == {
         INITIAL_SIZE}
+
+
+F2FS_COMPRESS_REFUSES = ["falloc.punch-hole A/foo, fsync A/foo", "falloc.zero-range A/foo, fsync A/foo",
+                         "falloc-eof.zero A/foo, fsync A/foo", "falloc-eof.zero-keep-size A/foo, fsync A/foo",
+                         "collapse A/foo, fsync A/foo", "insert A/foo, fsync A/foo"]
+F2FS_COMPRESS_DOES = ["falloc.default A/foo, fsync A/foo", "falloc.keep-size A/foo, fsync A/foo",
+                      "falloc-eof.keep-size A/foo, fsync A/foo"]
+
+
+@pytest.mark.parametrize("fs", ["f2fs+compress", "f2fs-strict+compress"])
+def test_f2fs_with_compression_refuses_by_mode_not_by_family(fs):
+    """f2fs_fallocate on a compressed file: punch hole, collapse, zero range and insert range
+    are EOPNOTSUPP; plain and keep-size allocation are done. f2fs without the option refuses
+    none of them, and btrfs's refusals hold on its feature profiles too."""
+    for text in F2FS_COMPRESS_REFUSES:
+        workload = workload_of(text)
+        run = on_profile(workload, fs)
+        assert len(run.refused) == 1 and run.refuses(workload.steps[0].op), text
+        assert run.trees[-1].inode("A/foo").data == b"A" * INITIAL_SIZE, text
+        assert on_profile(workload, "f2fs").refused == frozenset(), text
+    assert all(on_profile(workload_of(t), fs).refused == frozenset() for t in F2FS_COMPRESS_DOES)
+    assert refusals("btrfs+compress=zstd") == refusals("btrfs") == {"collapse", "insert"}
+    assert refusals("f2fs") == refusals("ext4+fast_commit") == refusals("posix") == frozenset()
+
+
+def test_a_refused_zero_range_owes_the_file_as_it_was_and_a_zeroed_one_is_data_loss():
+    """The 12 false failures of f2fs+compress's seq-1 hunt: fzero refused, the zeros owed."""
+    text = "falloc.zero-range A/foo, fsync A/foo"
+    run = on_profile(workload_of(text), "f2fs+compress")
+    owes = {(o.path, o.name): o.values for o in owed(run, "f2fs", 1)}
+    assert owes[("A/foo", "digest")] == {digest(OLD)}
+    zeroed = workload_of(text).trees[-1].view()
+    assert judge(run, "f2fs", 1, zeroed).verdict == Verdict.DATA_LOSS
+    assert judge(run, "f2fs", 1, run.trees[-1].view()).verdict == Verdict.CLEAN
+    assert judge(workload_of(text), "f2fs", 1, run.trees[-1].view()).verdict == Verdict.DATA_LOSS  # f2fs zeroes it
+    assert 'fzero 4096 8192" A/foo 2>&1) || :; case $pp_said in *"Operation not supported"*)' in program(run)
+
+
+def fake_xfs_io(tmp_path, said: str) -> Tools:
+    """An xfs_io that prints `said` and exits 0, as xfsprogs' fzero does on EOPNOTSUPP."""
+    path = tmp_path / "xfs_io"
+    path.write_text(f"#!/bin/sh\necho '{said}' >&2\nexit 0\n")
+    path.chmod(0o755)
+    return Tools(xfs_io=str(path))
+
+
+@pytest.mark.parametrize("variant", ["default", "keep-size", "punch-hole", "zero-range"])
+def test_the_first_tables_fallocate_fails_on_anything_xfs_io_prints_unless_refused(variant, tmp_path):
+    op = Op("falloc", variant, ("A/foo",))
+    before = workload_of(f"falloc.{variant} A/foo, sync").trees[0]
+    refusing = fake_xfs_io(tmp_path, "fallocate: Operation not supported")
+    assert sh(op_command(op, 1, before, refusing)) != 0  # not expected: a failure
+    assert sh(op_command(op, 1, before, refusing, refused=True)) == 0
+    silent = fake_xfs_io(tmp_path, "")
+    assert sh(op_command(op, 1, before, silent)) == 0
+    assert sh(op_command(op, 1, before, silent, refused=True)) != 0  # done where it was refused
+
+
+def sh(command: str) -> int:
+    return subprocess.run(["sh", "-c", command], capture_output=True).returncode
