@@ -21,7 +21,7 @@ from plugpull.check.hotbatch import HotBatch, RunAsks
 from plugpull.check.hotguest import KeptGuests
 from plugpull.check.spread import SpreadPath
 from plugpull.check.statecheck import (CHECK_TIMEOUT, TREE, ScriptCollect, StateCheck, observation_from, observe,
-                                       parse_report, split_blob, state_disk)
+                                       parse_report, split_blob)
 from plugpull.check.verdict import Observation
 from plugpull.guest.contract.backend import Guest
 from plugpull.guest.rig import Rig
@@ -30,7 +30,7 @@ from plugpull.testbed.fs import Filesystem
 from plugpull.testbed.stack import Stack
 
 __all__ = ["CHECK_TIMEOUT", "TREE", "Checker", "Plug", "ScriptCollect", "default_workers", "observation_from",
-           "observe", "parse_report", "split_blob", "state_disk"]
+           "observe", "parse_report", "split_blob"]
 
 
 class Plug(StrEnum):
