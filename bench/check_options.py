@@ -20,7 +20,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from plugpull.check.checker import state_disk
+from plugpull.check.statecheck import state_disk
 from plugpull.crash.judge import build_state, plan_states
 from plugpull.crash.record import Trigger, record
 from plugpull.guest.contract.config import Accel, MachineSpec

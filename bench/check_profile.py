@@ -18,7 +18,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from plugpull.check.checker import state_disk
+from plugpull.check.statecheck import state_disk
 from plugpull.crash.judge import build_state, plan_states
 from plugpull.crash.record import Trigger, record
 from plugpull.guest.qemu import hotplug

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from plugpull.check import hostfsck
 from plugpull.generate.space import Space
-from plugpull.check.hotbatch import state_disk
+from plugpull.check.statecheck import state_disk
 from plugpull.check.hotguest import HotGuest
 from plugpull.guest.rig import prepare_rig
 from plugpull.hunt.record import formatted

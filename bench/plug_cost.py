@@ -27,7 +27,8 @@ from pathlib import Path
 from floor import FILL
 from hunt_cpu import children
 
-from plugpull.check.hotbatch import lun_of, many_command, split_answer, state_disk
+from plugpull.check.hotbatch import lun_of, many_command, split_answer
+from plugpull.check.statecheck import state_disk
 from plugpull.check.hotguest import HotGuest
 from plugpull.check.slots import Slots
 from plugpull.guest.contract.config import Bus, DiskSpec

@@ -1,4 +1,4 @@
-"""Several crash states in one guest command, on a hot checker guest (`Checker.per_command`).
+"""Several crash states in one guest command, on a hot checker guest (`HotBatch`, for `hot`).
 
 Under TCG every guest process costs QEMU about 12 ms of CPU (bench/check_options.py), and the
 one-state command starts many beside the mount, the oracle's tar and fsck: the channel's own,
@@ -14,20 +14,19 @@ path that checked it.
 import logging
 import os
 import shlex
-import threading
 import time
-from collections import deque
-from contextlib import contextmanager
+from dataclasses import dataclass
 
 from plugpull.check import hostfsck
+from plugpull.check.crew import Crew
 from plugpull.check.fsckchoice import CheckTiming
 from plugpull.check.slots import Slots, lun
+from plugpull.check.statecheck import StateCheck, observe, state_disk
 from plugpull.errors import GuestError, InfraError
 from plugpull.guest.contract.backend import AttachedDisk
-from plugpull.guest.contract.config import Bus, DiskSpec
 
 PARTS = ("keys", "fsck", "mount", "dmesg", "blob")  # files per state, in pp-check --many's order
-FSCK_LINES, DMESG_LINES = 40, 200  # as the one-state report (checker.REPORT_TAIL) cuts them
+FSCK_LINES, DMESG_LINES = 40, 200  # as the one-state report (statecheck.REPORT_TAIL) cuts them
 COLLECTS = ("tar", "sums", "tree", "none")
 DATA_MARK = b"\n---data\n"
 log = logging.getLogger(__name__)
@@ -69,7 +68,7 @@ def split_answer(stdout: bytes, count: int) -> list[dict[str, bytes]]:
 
 
 def report_of(parts: dict[str, bytes]) -> tuple[str, bytes]:
-    """The report one `pp-check` and checker.REPORT_TAIL print for this state, and the file
+    """The report one `pp-check` and statecheck.REPORT_TAIL print for this state, and the file
     the oracle gets back."""
     text = (parts["keys"] + b"---fsck\n" + b"".join(_lines(parts["fsck"])[-FSCK_LINES:])
             + b"---mount\n" + parts["mount"] + b"---dmesg\n" + b"".join(_lines(parts["dmesg"])[:DMESG_LINES]))
@@ -81,122 +80,94 @@ def lun_of(disk: AttachedDisk) -> int:
     return lun(disk.serial)
 
 
-def state_disk(path) -> DiskSpec:
-    """A state as the checker sees it: its writes go to a throwaway overlay, its file stays as it was."""
-    return DiskSpec(path, Bus.SCSI, True, host_flush=False, snapshot=True)
-
-
-class ManyStates:
-    """The hot path of `checker.Checker`: its states shared out among the workers, several
-    per guest command. `observe(text, blob, collect)` makes an observation of a report.
-
-    `timing`, when given a CheckTiming, adds up what the commands and the host's fsck cost;
-    within `fsck_only`, the host's fsck reads only the states it is asked to."""
+@dataclass
+class RunAsks:
+    """What a checker's caller may change from one run to the next: the timing that the
+    commands and the host's fsck add to (`CheckTiming`), and `fsck_wanted`, (index,
+    observation without fsck) -> whether the host's fsck reads the state (None: every state)."""
 
     timing: CheckTiming | None = None
-    _fsck_wanted = None  # (index, observation without fsck) -> bool; None: every state
+    fsck_wanted: object = None
 
-    @contextmanager
-    def fsck_only(self, wanted):
-        """Within it, the host's fsck reads a state only if `wanted(index, observation)`,
-        given the state's observation with fsck not run (`hostfsck.not_run`)."""
-        self._fsck_wanted = wanted
-        try:
-            yield self
-        finally:
-            self._fsck_wanted = None
 
-    def _check_hot(self, jobs: list[tuple], progress) -> list:
-        """Each worker keeps one guest up and takes the next state as soon as it is done
-        with one, so a slow state holds up no other worker."""
-        pending, lock, out = deque(jobs), threading.Lock(), {}
-        workers = max(1, min(self.workers, len(jobs)))
+class HotBatch:
+    """Up to `per_command` states checked by one `pp-check --many` on a hot guest. With
+    `host_fsck`, fsck runs on the host where the guest's QEMU can export a state (`hostfsck`);
+    with `slots` too, states of one size are copied into disks the guest keeps plugged in
+    (`slots`)."""
 
-        def take(most: int) -> list:
-            """Up to `most` jobs, and no more than a fair share of those left."""
-            with lock:
-                share = min(most, -(-len(pending) // workers))
-                return [pending.popleft() for _ in range(share)]
+    def __init__(self, state_check: StateCheck, crew: Crew, per_command: int, host_fsck: bool = True,
+                 slots: bool = False, asks: RunAsks | None = None):
+        self.state_check, self.crew, self.per_command = state_check, crew, per_command
+        self.host_fsck = host_fsck and hostfsck.available(state_check.fs.mount_type)
+        self.slots, self.asks = slots, asks or RunAsks()
 
-        def done(index: int, obs) -> None:
-            with lock:
-                out[index] = obs
-                if progress:
-                    progress()
-
-        if workers == 1:
-            self._hot_worker(take, done)
-        else:
-            self._in_parallel([lambda: self._hot_worker(take, done)] * workers)
-        return [out[index] for index in range(len(jobs))]
-
-    def _next_jobs(self, take, alone: deque) -> tuple[list, bool]:
-        """The next job to check alone (one to check again, or one `pp-check --many` cannot
-        check: a stack, a log disk, a check script, a test hook), or up to `per_command` jobs
-        for one command; and whether they go in one command."""
-        if not alone and self.per_command > 1:
-            many = []
-            for job in take(self.per_command):
-                (many if self._fits_many(job, many) else alone).append(job)
-            if many:
-                return many, True
-        elif not alone:
-            alone.extend(take(1))
-        return ([alone.popleft()], False) if alone else ([], False)
-
-    def _fits_many(self, job: tuple, many: list) -> bool:
+    def fits(self, job: tuple, many: list) -> bool:
+        """Whether `job` can go in one command with `many`: not a stack, a log disk, a check
+        script or a test hook, and the same collect."""
         index, state, collect = job
-        return (self.stack is None and len(state.images) == 1 and not self.hooks.get(index)
+        return (self.state_check.stack is None and len(state.images) == 1 and not self.state_check.hooks.get(index)
                 and collect in COLLECTS and (not many or collect == many[0][2]))
 
-    def _check_many(self, guest, jobs: list[tuple]) -> tuple[list, bool]:
+    def check_many(self, guest, jobs: list[tuple]) -> tuple[list, bool]:
         """Observations of the first of `jobs` (all of them, unless a state stayed mounted:
         those after it are left unjudged), and whether the guest may check more. A failure
         while plugging or checking leaves them all unjudged: they go to a fresh guest."""
-        m = guest.machine
-        on_host = self.host_fsck and getattr(m, "exports", None) is not None and hostfsck.available(self.fs.mount_type)
-        disks, slots, started, fsck_s = [], None, time.monotonic(), 0.0
+        m, started = guest.machine, time.monotonic()
+        on_host = self.host_fsck and getattr(m, "exports", None) is not None
         try:
             slots = self._slots_for(guest, jobs) if on_host else None
-            if slots is not None:
-                luns, forget = slots.fill([state.images[0] for _, state, _ in jobs]), slots.forget_command(len(jobs))
-            else:
-                disks = [m.attach_disk(state_disk(state.images[0]), wait=False) for _, state, _ in jobs]
-                luns, forget = [lun_of(disk) for disk in disks], ""
-            answer = m.run(forget + many_command(self.fs.mount_type, self.subdir, jobs[0][2], luns, fsck=not on_host),
-                           timeout=self.check_timeout)
+            disks, luns, forget = self._plugged(m, slots, jobs)
+            answer = m.run(forget + many_command(self.state_check.fs.mount_type, self.state_check.subdir, jobs[0][2],
+                                                 luns, fsck=not on_host), timeout=self.state_check.check_timeout)
             reports = split_answer(answer.stdout, len(jobs))
         except (GuestError, InfraError) as e:
-            if self._stop.is_set():
+            if self.crew.stopped():
                 raise
             log.debug("%d states go to a fresh guest, one at a time: %s", len(jobs), str(e).splitlines()[0])
             return [], False
-        observed = []
-        for k, ((index, _, collect), parts) in enumerate(zip(jobs, reports)):
-            try:
-                if on_host and self._skips_fsck(index, parts, collect):
-                    parts = hostfsck.not_run(parts)
-                elif on_host:
-                    t0 = time.monotonic()
-                    parts = (self._fsck_slot(slots.paths[k], parts) if slots is not None
-                             else self._fsck_on_host(m, disks[k], parts))
-                    fsck_s += time.monotonic() - t0
-            except (GuestError, InfraError) as e:
-                if self._stop.is_set():
-                    raise
-                log.debug("states from %d on go to the guest's own fsck: %s", k, str(e).splitlines()[0])
-                return observed, False
-            observed.append(self.observe(*report_of(parts), collect))
-            if observed[-1].umount_rc not in (0, None):
-                return observed, False  # still mounted: see _plug_and_check
-        if disks and not self._unplugged(m, disks):
+        fsck = (lambda k, parts: self._fsck_slot(slots.paths[k], parts)) if slots is not None else (
+            lambda k, parts: self._fsck_on_host(m, disks[k], parts))
+        observed, trusted, fsck_s = self._observed(jobs, reports, fsck if on_host else None)
+        if not trusted or (disks and not self._unplugged(m, disks)):
             return observed, False
-        if self.timing is not None:
+        if self.asks.timing is not None:
             fscked = sum(o.fsck_rc is not None for o in observed) if on_host else 0
-            self.timing.add(time.monotonic() - started, len(observed), fsck_s, fscked)
+            self.asks.timing.add(time.monotonic() - started, len(observed), fsck_s, fscked)
             log.debug("%d states in %.3f s, %d host fsck in %.3f s", len(observed), time.monotonic() - started,
                       fscked, fsck_s)
         return observed, True
+
+    def _plugged(self, m, slots: Slots | None, jobs: list[tuple]) -> tuple[list, list[int], str]:
+        """The states in the guest: the disks plugged in for them (none in slots), their
+        LUNs, and the shell that makes the guest forget what it cached of the slots."""
+        if slots is not None:
+            return [], slots.fill([state.images[0] for _, state, _ in jobs]), slots.forget_command(len(jobs))
+        disks = [m.attach_disk(state_disk(state.images[0]), wait=False) for _, state, _ in jobs]
+        return disks, [lun_of(disk) for disk in disks], ""
+
+    def _observed(self, jobs: list[tuple], reports: list, fsck) -> tuple[list, bool, float]:
+        """The observations of the states in turn, with `fsck(k, parts)` on the host where
+        given; whether the guest may go on; and the seconds the host's fsck took. A state
+        left mounted or a host fsck that fails ends them, leaving the rest unjudged."""
+        observed, fsck_s = [], 0.0
+        for k, ((index, _, collect), parts) in enumerate(zip(jobs, reports)):
+            try:
+                if fsck and self._skips_fsck(index, parts, collect):
+                    parts = hostfsck.not_run(parts)
+                elif fsck:
+                    t0 = time.monotonic()
+                    parts = fsck(k, parts)
+                    fsck_s += time.monotonic() - t0
+            except (GuestError, InfraError) as e:
+                if self.crew.stopped():
+                    raise
+                log.debug("states from %d on go to the guest's own fsck: %s", k, str(e).splitlines()[0])
+                return observed, False, fsck_s
+            observed.append(observe(*report_of(parts), collect))
+            if observed[-1].umount_rc not in (0, None):
+                return observed, False, fsck_s  # still mounted: see HotPath.plug_and_check
+        return observed, True, fsck_s
 
     def _unplugged(self, m, disks: list[AttachedDisk]) -> bool:
         """Whether the disks came out; False (or, once stopped, the error) if not."""
@@ -207,7 +178,7 @@ class ManyStates:
                 for disk in reversed(disks):
                     m.detach_disk(disk, wait=False)
         except (GuestError, InfraError):
-            if self._stop.is_set():
+            if self.crew.stopped():
                 raise
             return False
         return True
@@ -229,13 +200,13 @@ class ManyStates:
 
     def _fsck_slot(self, path, parts: dict[str, bytes]) -> dict[str, bytes]:
         """The state's files with the host's fsck of its slot, as the guest left it."""
-        rc, output = hostfsck.run(self.fs.mount_type, path, self.check_timeout)
+        rc, output = hostfsck.run(self.state_check.fs.mount_type, path, self.state_check.check_timeout)
         return hostfsck.with_fsck(parts, rc, output)
 
     def _skips_fsck(self, index: int, parts: dict[str, bytes], collect: str) -> bool:
-        """Whether `fsck_only` leaves this state unread by fsck."""
-        wanted = self._fsck_wanted
-        return wanted is not None and not wanted(index, self.observe(*report_of(hostfsck.not_run(parts)), collect))
+        """Whether the caller's `fsck_wanted` leaves this state unread by fsck."""
+        wanted = self.asks.fsck_wanted
+        return wanted is not None and not wanted(index, observe(*report_of(hostfsck.not_run(parts)), collect))
 
     def _fsck_on_host(self, m, disk: AttachedDisk, parts: dict[str, bytes]) -> dict[str, bytes]:
         """The state's files with the host's fsck of it (`hostfsck`). A QEMU that cannot export
@@ -249,7 +220,7 @@ class ManyStates:
                 self.host_fsck = False
             raise
         try:
-            rc, output = hostfsck.run(self.fs.mount_type, path, self.check_timeout)
+            rc, output = hostfsck.run(self.state_check.fs.mount_type, path, self.state_check.check_timeout)
         finally:
             m.exports.remove(disk.handle)
         return hostfsck.with_fsck(parts, rc, output)

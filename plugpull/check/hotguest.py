@@ -1,5 +1,5 @@
-"""A checker guest that stays up while crash states are plugged in and out (the hot path of
-`checker`), started from a saved checker guest where the backend keeps them (`snapshot`);
+"""A checker guest that stays up while crash states are plugged in and out (the hot way,
+`hot`), started from a saved checker guest where the backend keeps them (`snapshot`);
 `KeptGuests` keeps such guests up between checks (a cluster worker's, across its tasks)."""
 
 import shutil

@@ -14,7 +14,7 @@ import math
 import threading
 from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from plugpull.check.verdict import Observation
 
@@ -99,37 +99,42 @@ def batches_for(jobs: list, batch: int, workers: int) -> list[list]:
     return [jobs[i:i + size] for i in range(0, len(jobs), size)]
 
 
-def check_on_hosts(checker, jobs: list, progress=None) -> list[Observation]:
-    """The observations of `jobs` (index, state, collect), in order, checked on
-    `checker.rig.hosts`, `checker.workers` guests per host."""
-    hosts = checker.rig.hosts
-    per_host = max(1, checker.workers)
-    queue = HostQueue(batches_for(jobs, checker.batch, per_host * len(hosts)), per_host * len(hosts),
-                      max_tries=len(hosts) + 1, progress=progress)
-    checkers = [replace(checker, rig=checker.rig.on_host(h), workers=1) for h in hosts]
-    tasks = [(h, c) for h, c in zip(hosts, checkers) for _ in range(per_host)]
-    pool = ThreadPoolExecutor(max_workers=len(tasks), thread_name_prefix="plugpull-host")
-    try:
-        for future in [pool.submit(_host_worker, h, c, queue) for h, c in tasks]:
-            future.result()
-    except BaseException:
-        for c in checkers:
-            c._stop.set()
-            for m in list(c._running):
-                m.power_cut()
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    log.info("states checked per host: %s%s", dict(queue.reached),
-             f"; dropped out: {', '.join(queue.dropped)}" if queue.dropped else "")
-    checker.reached = dict(queue.reached)
-    return [queue.out[index] for index, _, _ in jobs]
+class SpreadPath:
+    """Batches of at most `batch` states checked on `hosts`, by a cold path each (`colds`,
+    one per host, on that host's rig), `per_host` guests at a time on each. After a check,
+    `reached` says how many states each host judged."""
+
+    def __init__(self, hosts: tuple, colds: list, per_host: int, batch: int):
+        self.hosts, self.colds, self.per_host, self.batch = hosts, colds, max(1, per_host), batch
+        self.reached: dict | None = None
+
+    def check(self, jobs: list, progress=None) -> list[Observation]:
+        """The observations of `jobs` (index, state, collect), in order."""
+        workers = self.per_host * len(self.hosts)
+        queue = HostQueue(batches_for(jobs, self.batch, workers), workers,
+                          max_tries=len(self.hosts) + 1, progress=progress)
+        tasks = [c for c in self.colds for _ in range(self.per_host)]
+        pool = ThreadPoolExecutor(max_workers=len(tasks), thread_name_prefix="plugpull-host")
+        try:
+            for future in [pool.submit(_host_worker, c, queue) for c in tasks]:
+                future.result()
+        except BaseException:
+            for c in self.colds:
+                c.crew.stop()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        log.info("states checked per host: %s%s", dict(queue.reached),
+                 f"; dropped out: {', '.join(queue.dropped)}" if queue.dropped else "")
+        self.reached = dict(queue.reached)
+        return [queue.out[index] for index, _, _ in jobs]
 
 
-def _host_worker(backend, checker, queue: HostQueue) -> None:
+def _host_worker(cold, queue: HostQueue) -> None:
+    backend = cold.rig.backend
     host = host_name(backend)
     while (batch := queue.take()) is not None:
-        observations = checker._check_chunk(batch.jobs, None)
+        observations = cold.check_chunk(batch.jobs, None)
         host_up = not any(o.infra_error for o in observations) or reachable(backend)
         if not host_up:
             log.warning("host %s dropped out; its %d states go to the other hosts", host, len(batch.jobs))

@@ -10,7 +10,7 @@ import stat
 from dataclasses import dataclass
 from functools import cache
 
-from plugpull.check.checker import TREE
+from plugpull.check.statecheck import TREE
 from plugpull.errors import UsageError
 from plugpull.generate.judge import judge
 from plugpull.generate.oracle import PROFILES, on_profile, rules_of

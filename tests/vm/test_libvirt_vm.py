@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import pytest
 
 from plugpull.check.checker import Checker
+from plugpull.check.crew import Crew
+from plugpull.check.hot import HotPath
 from plugpull.check.hotguest import HotGuest
 from plugpull.crash.judge import judge, remove_states
 from plugpull.crash.record import record
@@ -96,7 +98,7 @@ class KeptGuestChecker(Checker):
     def check(self, states, progress=None, collect=None):
         out = []
         for index, (state, what) in enumerate(zip(states, collect)):
-            obs, trusted = self._plug_and_check(self.guest, index, state, what)
+            obs, trusted = HotPath(self.rig, self.state_check, Crew()).plug_and_check(self.guest, index, state, what)
             assert trusted, f"the kept checker guest cannot go on after state {index}: {obs}"
             out.append(obs)
         return out

@@ -6,6 +6,7 @@ import threading
 import pytest
 
 from plugpull.check.checker import Checker
+from plugpull.check.cold import ColdPath
 from plugpull.check.spread import batches_for
 from plugpull.check.verdict import Observation
 from plugpull.guest.contract.config import Accel
@@ -40,7 +41,7 @@ class FakeHost:
 
 @pytest.fixture(autouse=True)
 def fake_checks(monkeypatch):
-    monkeypatch.setattr(Checker, "_check_chunk", lambda self, chunk, progress: self.rig.backend.check(chunk))
+    monkeypatch.setattr(ColdPath, "check_chunk", lambda self, chunk, progress: self.rig.backend.check(chunk))
 
 
 def check(hosts, states=12, batch=2, workers=1):
