@@ -18,6 +18,7 @@ entry that is a link is removed as a link.
 import fcntl
 import os
 import shutil
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,17 +80,19 @@ def last_use(entry: Path) -> float:
 
 
 def disk_bytes(path: Path) -> int:
-    """The space `path` takes, links not followed, each inode counted once."""
+    """The space `path` takes, links not followed; a file with hard links elsewhere (a work
+    copy of a source) counts its share, one part per link, since removing one frees nothing."""
     if path.is_symlink() or not path.is_dir():
-        return path.lstat().st_blocks * 512
-    seen, total = set(), 0
+        return _share(path.lstat())
+    total = path.lstat().st_blocks * 512
     for folder, dirs, files in os.walk(path):
-        for name in dirs + files:
-            st = os.lstat(os.path.join(folder, name))
-            if (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
-                total += st.st_blocks * 512
-    return total + path.lstat().st_blocks * 512
+        total += sum(_share(os.lstat(os.path.join(folder, name))) for name in dirs + files)
+    return total
+
+
+def _share(st: os.stat_result) -> int:
+    links = 1 if stat.S_ISDIR(st.st_mode) else max(st.st_nlink, 1)
+    return st.st_blocks * 512 // links
 
 
 def held(lock: Path) -> bool:

@@ -195,3 +195,11 @@ def test_a_build_booted_by_name_is_marked_used(tmp_path):
     _age(entry)
     store.find("stock")
     assert time.time() - (entry / "manifest.json").stat().st_mtime < DAY
+
+
+def test_a_hard_linked_file_counts_its_share(tmp_path):
+    from plugpull.prune import disk_bytes
+    source, copy = _entry(tmp_path / "all", "source", size=1 << 20), tmp_path / "all" / "copy"
+    copy.mkdir()
+    os.link(source / "data", copy / "data")
+    assert disk_bytes(copy) < disk_bytes(tmp_path / "all") / 2 + 8192
