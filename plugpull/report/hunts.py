@@ -98,9 +98,13 @@ def default_out(hunt_dirs: list[Path]) -> Path:
     return first.with_name(first.name + "-report")
 
 
-def workload_sections(line: dict, states) -> tuple[Section, ...]:
+def workload_sections(line: dict, states, fsck: str = "always") -> tuple[Section, ...]:
+    """The workload's states by verdict; `fsck`, the hunt's `--fsck`: what clean was judged by."""
     verdicts = line.get("verdicts") or {}
-    out = [Section("clean", verdicts["clean"], None, "a clean state is not saved")] if verdicts.get("clean") else []
+    note = "a clean state is not saved" + ("" if fsck == "always" else
+                                           f"; under --fsck {fsck} clean means the mount and the oracle found "
+                                           "nothing, and fsck where it read the state")
+    out = [Section("clean", verdicts["clean"], None, note)] if verdicts.get("clean") else []
     for verdict in LISTED:
         count = verdicts.get(verdict, 0)
         these = tuple(s for s in states if s.saved.verdict == verdict)
@@ -132,7 +136,7 @@ def workload_page(member: Member, hunt: Hunt, out_dir: Path, back: str) -> Workl
     models = ", ".join(hunt.settings.get("models") or ()) or "no model named"
     title = f"{line['id']} ({line.get('ops', '')}){on}, hunt {member.hunt + 1}"
     return WorkloadPage(title, f"{WORKLOADS_DIR}/{name}.html", back, int(line.get("states") or 0), models,
-                        workload_sections(line, states), tuple(files))
+                        workload_sections(line, states, str(hunt.settings.get("fsck", "always"))), tuple(files))
 
 
 def reproducer_command(f: Finding) -> str:

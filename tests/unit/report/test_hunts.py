@@ -161,3 +161,11 @@ def test_a_reference_is_for_matrix_results_not_for_hunts(two_hunts, tmp_path, ca
     code, err = report([two_hunts[0], "--reference", tmp_path / "ref.jsonl"], capsys)
     assert code == 2 and "--reference is for a matrix results file" in err
     assert not two_hunts[0].with_name("hunt-btrfs-61-report").exists()
+
+
+def test_the_clean_note_says_when_fsck_did_not_read_every_state():
+    from plugpull.report.hunts import workload_sections
+    line = {"verdicts": {"clean": 3}}
+    assert workload_sections(line, [])[0].note == "a clean state is not saved"
+    failing = workload_sections(line, [], "failing")[0].note
+    assert "--fsck failing" in failing and "fsck where it read the state" in failing
