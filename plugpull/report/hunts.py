@@ -17,7 +17,7 @@ from pathlib import Path
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write, staged_directory
 from plugpull.hunt.findings import Finding, Hunt, Member, across, families
-from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, kernels_of, read_regular
+from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, kernels_of
 from plugpull.hunt.lock import LOCK
 from plugpull.hunt.summary import FAILING
 from plugpull.report.unwritten import unwritten
@@ -45,8 +45,7 @@ def read_hunt(path: Path) -> Hunt:
         raise UsageError(f"{path}: a hunt's directory with nothing judged yet (no {JOURNAL})")
     if not is_hunt(path) or not (path / JOURNAL).exists():
         raise UsageError(f"{path}: not a hunt's directory (no {SETTINGS if not is_hunt(path) else JOURNAL})")
-    read_regular(path / SETTINGS)  # a FIFO named hunt.json is said, not waited on
-    settings = read_json(path / SETTINGS)
+    settings = read_json(path / SETTINGS)  # read once; a FIFO named hunt.json is said, not waited on
     if not isinstance(settings, dict):
         raise UsageError(f"{path / SETTINGS}: unreadable")
     journal = Journal(path, settings)

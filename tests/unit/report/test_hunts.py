@@ -169,3 +169,12 @@ def test_the_clean_note_says_when_fsck_did_not_read_every_state():
     assert workload_sections(line, [])[0].note == "a clean state is not saved"
     failing = workload_sections(line, [], "failing")[0].note
     assert "--fsck failing" in failing and "fsck where it read the state" in failing
+
+
+def test_a_hunt_s_settings_are_read_once(two_hunts, monkeypatch):
+    from plugpull.report import hunts
+    reads = []
+    real = hunts.read_json
+    monkeypatch.setattr(hunts, "read_json", lambda path: reads.append(path) or real(path))
+    monkeypatch.setattr(hunts, "read_regular", lambda path: pytest.fail(f"{path} read again"), raising=False)
+    assert hunts.read_hunt(two_hunts[0]).settings and reads == [two_hunts[0] / hunts.SETTINGS]
