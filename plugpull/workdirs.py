@@ -70,6 +70,12 @@ def _read_json(path: Path):
         return None
 
 
+def listed_work(listing: Path) -> Path | None:
+    """The work dir a listing in the cache names; None for a listing that cannot be read."""
+    entry = _read_json(listing)
+    return Path(entry["work"]) if isinstance(entry, dict) and isinstance(entry.get("work"), str) else None
+
+
 def _registry() -> Path:
     return cache_dir() / REGISTRY
 

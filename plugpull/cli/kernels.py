@@ -1,7 +1,8 @@
 """`plugpull kernels`: the Debian kernels cached here, the kernels built here and those the archive
 offers; with specs, fetch them (a CI job's warm-up). `plugpull kernels build SPEC`: build one
-from source (plugpull.kernels.build)."""
+from source (plugpull.kernels.build). `plugpull kernels prune`: the cache pruned (plugpull.prune)."""
 
+import argparse
 import sys
 import time
 
@@ -11,12 +12,15 @@ from plugpull.files import a_path
 from plugpull.log import add_log_options
 
 BUILD_USAGE = "kernels build SPEC [--patch FILE]... [--name NAME] [--config FRAGMENT]"
+PRUNE_USAGE = "kernels prune [--days N] [--dry-run]"
+DEFAULT_DAYS = 30
 
 
 def add_parsers(sub) -> None:
     k = sub.add_parser("kernels", help="kernels: what is cached and built here, what the archive offers; "
                                        "fetch some, or build one from source (kernels build SPEC)",
-                       usage=f"%(prog)s [debian:VERSION ...] [--refresh]\n       plugpull {BUILD_USAGE}")
+                       usage=f"%(prog)s [debian:VERSION ...] [--refresh]\n       plugpull {BUILD_USAGE}"
+                             f"\n       plugpull {PRUNE_USAGE}")
     k.add_argument("specs", nargs="*", metavar="debian:VERSION",
                    help="fetch and unpack these (e.g. debian:6.12 debian:7.3), then list; or `build SPEC`: "
                         "build a kernel from source, SPEC debian:VERSION (Debian's source, its patches applied) "
@@ -28,6 +32,10 @@ def add_parsers(sub) -> None:
                                   "(default: the version and the patches' names)")
     k.add_argument("--config", type=a_path, metavar="FRAGMENT",
                    help="kernels build: a config fragment (CONFIG_X=y lines) merged after plugpull's own")
+    k.add_argument("--days", type=positive_days, metavar="N",
+                   help=f"kernels prune: keep what was used in the last N days (default {DEFAULT_DAYS}) "
+                        "and the newest of each kind")
+    k.add_argument("--dry-run", action="store_true", help="kernels prune: say what would go, remove nothing")
     add_log_options(k)
     k.set_defaults(func=cmd_kernels)
 
@@ -36,6 +44,11 @@ def cmd_kernels(args) -> int:
     from plugpull.kernels import Kernels, parse_debian
     from plugpull.kernels.option import offered_once
 
+    if args.specs[:1] == ["prune"]:
+        return cmd_prune(args)
+    pruning = [flag for flag, value in (("--days", args.days), ("--dry-run", args.dry_run)) if value]
+    if pruning:
+        raise UsageError(f"{pruning[0]} goes with `plugpull {PRUNE_USAGE}`")
     if args.specs[:1] == ["build"]:
         return cmd_build(args)
     given = [flag for flag, value in (("--patch", args.patch), ("--name", args.name), ("--config", args.config))
@@ -77,6 +90,35 @@ def cmd_build(args) -> int:
     times = ", ".join(f"{k} {v:.0f} s" for k, v in result.seconds.items())
     print(f"{request.source}: {result.built.release} {how} in {times} ({result.built.entry})", file=sys.stderr)
     print(result.spec)
+    return EXIT_OK
+
+
+def positive_days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        days = -1.0
+    if not 0 <= days < 1e6:
+        raise argparse.ArgumentTypeError(f"expected a number of days, 0 or more: {text!r}")
+    return days
+
+
+def cmd_prune(args) -> int:
+    """The cache pruned by its policy (plugpull.prune): a line per kind of what went and how much."""
+    from plugpull.paths import cache_dir
+    from plugpull.prune import CACHE_KINDS, prune
+
+    extra = [flag for flag, value in (("--patch", args.patch), ("--name", args.name), ("--config", args.config),
+                                      ("--refresh", args.refresh)) if value]
+    if len(args.specs) != 1 or extra:
+        raise UsageError(f"{extra[0] if extra else repr(args.specs[1])} does not go with `plugpull {PRUNE_USAGE}`")
+    days = DEFAULT_DAYS if args.days is None else args.days
+    root = cache_dir()
+    outcomes = prune(root, list(CACHE_KINDS), days, args.dry_run)
+    for outcome in outcomes:
+        print(outcome.line(args.dry_run))
+    if not outcomes:
+        print(f"{root}: no cache yet")
     return EXIT_OK
 
 

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from plugpull.crash.record import Record
 from plugpull.errors import InfraError
+from plugpull.prune import mark_used
 
 MAGIC = b"plugpull-record-1\n"
 TREE_MAGIC = b"plugpull-tree-1\n"
@@ -141,6 +142,7 @@ def install(cache: Path, digest: str, data: bytes) -> Path:
     own in place, and the others find it there."""
     where = cache / "records" / digest
     if (where / "record.json").is_file():
+        mark_used(where / "record.json")
         return where
     verify(digest, data)
     tmp = where.with_name(f".{digest}.{os.getpid()}.{threading.get_ident()}")

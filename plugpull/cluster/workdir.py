@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-MARKER = ".plugpull-worker-"
+from plugpull.prune import WORKER_MARKER as MARKER
 
 
 @dataclass(frozen=True)

@@ -186,7 +186,10 @@ def read_regular(path: Path) -> bytes | None:
 
 def _parsed(path: Path) -> list[tuple[bytes, dict | None]]:
     """Each line's bytes, and the line parsed if it is whole, else None."""
-    data = read_regular(path)
+    return _lines_of(read_regular(path))
+
+
+def _lines_of(data: bytes | None) -> list[tuple[bytes, dict | None]]:
     if not data:
         return []
     lines = []
@@ -210,7 +213,7 @@ def set_aside(out: Path) -> int:
     data = read_regular(path)
     if not data:
         return 0
-    lines = _parsed(path)
+    lines = _lines_of(data)
     bad = [raw for raw, line in lines if line is None]
     if not bad and data == b"".join(raw + b"\n" for raw, _ in lines):
         return 0

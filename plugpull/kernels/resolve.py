@@ -23,10 +23,11 @@ from plugpull.kernels.lists import AptLists
 from plugpull.kernels.offers import Offer, choose, kernel_names, offers_from, parse_madison
 from plugpull.kernels.sources import Archive
 from plugpull.kernels.spec import DebianKernel, parse_debian
-from plugpull.kernels.store import CachedKernel, Package, cached_kernels, check_downloads, load, parse_show, \
-    store, tree_name
+from plugpull.kernels.store import MANIFEST, CachedKernel, Package, cached_kernels, check_downloads, load, \
+    parse_show, store, tree_name
 from plugpull.kernels.versions import version_key
 from plugpull.paths import cache_dir
+from plugpull.prune import mark_used
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +161,7 @@ class Kernels:
         seconds = {"resolve": time.monotonic() - started}
         cached = load(final)
         if cached is not None:
+            mark_used(final / MANIFEST)
             return Resolved(spec, cached, False, seconds)
         with self._locked():
             cached = load(final)

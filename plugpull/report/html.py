@@ -26,8 +26,8 @@ TEMPLATE = "report.html.j2"
 STATES_TEMPLATE = "states.html.j2"
 ALARMING = (*UNSAFE_VERDICTS, INFRA)  # crash columns whose non-zero counts are marked
 VERDICT_NOTES = {
-    "clean": "the journal recovery mounted it, fsck found nothing, every operation the guest "
-             "was told is durable (fsync returned) is intact",
+    "clean": "the journal recovery mounted it, fsck (run on every state of a matrix cell) found nothing, "
+             "every operation the guest was told is durable (fsync returned) is intact",
     "data-loss": "the filesystem is consistent, but an operation the guest was told is durable "
                  "is missing or wrong",
     "inconsistent": "the files are in a state the application could never have been in (a hole "

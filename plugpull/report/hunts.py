@@ -17,7 +17,7 @@ from pathlib import Path
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write, staged_directory
 from plugpull.hunt.findings import Finding, Hunt, Member, across, families
-from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, kernels_of, read_regular
+from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, kernels_of
 from plugpull.hunt.lock import LOCK
 from plugpull.hunt.summary import FAILING
 from plugpull.report.unwritten import unwritten
@@ -45,8 +45,7 @@ def read_hunt(path: Path) -> Hunt:
         raise UsageError(f"{path}: a hunt's directory with nothing judged yet (no {JOURNAL})")
     if not is_hunt(path) or not (path / JOURNAL).exists():
         raise UsageError(f"{path}: not a hunt's directory (no {SETTINGS if not is_hunt(path) else JOURNAL})")
-    read_regular(path / SETTINGS)  # a FIFO named hunt.json is said, not waited on
-    settings = read_json(path / SETTINGS)
+    settings = read_json(path / SETTINGS)  # read once; a FIFO named hunt.json is said, not waited on
     if not isinstance(settings, dict):
         raise UsageError(f"{path / SETTINGS}: unreadable")
     journal = Journal(path, settings)
@@ -98,9 +97,13 @@ def default_out(hunt_dirs: list[Path]) -> Path:
     return first.with_name(first.name + "-report")
 
 
-def workload_sections(line: dict, states) -> tuple[Section, ...]:
+def workload_sections(line: dict, states, fsck: str = "always") -> tuple[Section, ...]:
+    """The workload's states by verdict; `fsck`, the hunt's `--fsck`: what clean was judged by."""
     verdicts = line.get("verdicts") or {}
-    out = [Section("clean", verdicts["clean"], None, "a clean state is not saved")] if verdicts.get("clean") else []
+    note = "a clean state is not saved" + ("" if fsck == "always" else
+                                           f"; under --fsck {fsck} clean means the mount and the oracle found "
+                                           "nothing, and fsck where it read the state")
+    out = [Section("clean", verdicts["clean"], None, note)] if verdicts.get("clean") else []
     for verdict in LISTED:
         count = verdicts.get(verdict, 0)
         these = tuple(s for s in states if s.saved.verdict == verdict)
@@ -132,7 +135,7 @@ def workload_page(member: Member, hunt: Hunt, out_dir: Path, back: str) -> Workl
     models = ", ".join(hunt.settings.get("models") or ()) or "no model named"
     title = f"{line['id']} ({line.get('ops', '')}){on}, hunt {member.hunt + 1}"
     return WorkloadPage(title, f"{WORKLOADS_DIR}/{name}.html", back, int(line.get("states") or 0), models,
-                        workload_sections(line, states), tuple(files))
+                        workload_sections(line, states, str(hunt.settings.get("fsck", "always"))), tuple(files))
 
 
 def reproducer_command(f: Finding) -> str:

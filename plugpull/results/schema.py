@@ -120,7 +120,7 @@ class StateResult(_Fields):
     reason: str
     acks_required: int
     acks_lost: int
-    fsck_rc: int
+    fsck_rc: int | None  # None: fsck did not read the state (`hunt --fsck`), never read as clean by fsck
     lost: list = field(default_factory=list)
     artifact: str | None = None
     cuts: tuple | None = None  # with more than one recorded disk (extlog, a stack): the cut in each disk's log

@@ -22,6 +22,7 @@ from pathlib import Path
 from plugpull.errors import ToolMissing
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.paths import cache_dir
+from plugpull.prune import mark_used
 
 KERNEL_FILES = 28566
 KERNEL_DIRS = 2090
@@ -129,6 +130,7 @@ def _cached_tar(root: Path | None, stem: str, write) -> Payload:
                 with open(tmp, "ab") as f:
                     f.write(bytes(-tmp.stat().st_size % 512))
             atomic_write_json(meta, doc, indent=None)
+    mark_used(meta)
     doc = json.loads(meta.read_text())
     return Payload(tar, doc["manifest"], doc["bytes"], doc.get("root", ROOT))
 

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from plugpull.paths import cache_dir
+from plugpull.prune import held
 
 _HELD: dict[Path, int] = {}
 
@@ -25,17 +26,7 @@ def hold(image_dir: Path) -> None:
 
 
 def in_use(image_dir: Path) -> bool:
-    try:
-        fd = os.open(image_dir / "in-use", os.O_RDWR | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
+    return held(image_dir / "in-use")
 
 
 def prune_cache(root: Path, keep: int) -> list[Path]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from plugpull.errors import UsageError
 from plugpull.guest.image.build import KernelSource
 from plugpull.kernels.build.spec import BUILD, check_name
+from plugpull.prune import mark_used
 
 KEY_FORMAT = 1
 
@@ -113,4 +114,5 @@ class BuildStore:
             there = ", ".join(f"{BUILD}{n}" for n, _ in self.names()) or "none yet"
             raise UsageError(f"--kernel {BUILD}{name}: no such build (built here: {there}; "
                              f"plugpull kernels build SPEC --name {name})")
+        mark_used(built.entry / "manifest.json")
         return built.source

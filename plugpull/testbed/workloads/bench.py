@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 from plugpull.paths import cache_dir
+from plugpull.prune import mark_used
 from plugpull.testbed.tree import TreeShape, debian_payload, payload as tree_payload
 from plugpull.testbed.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Lost, Step, Workload, acked,
                                          shell_script)
@@ -136,6 +137,7 @@ class BigCopy(Workload):
                 for chunk in self.chunks():
                     f.write(chunk)
             Path(f.name).replace(path)
+        mark_used(path)
         return path
 
     def steps(self, mnt: str) -> list[Step]:

@@ -418,3 +418,16 @@ def test_a_garbled_table_is_refused_as_another_hunts_settings(tmp_path):
     assert held_table(out) == 5
     with pytest.raises(UsageError, match="table 'x' there, 5 here"):
         check_out(out, HuntSpec(seq=1, table=held_table(out)).settings("6.1"))
+
+
+def test_set_aside_reads_the_journal_once(tmp_path, monkeypatch):
+    from plugpull.hunt import journal
+    j = Journal(tmp_path / "h", SETTINGS_DOC)
+    j.append([judged("a")])
+    with open(tmp_path / "h" / JOURNAL, "a") as f:
+        f.write('{"id": "c", "fail')
+    reads = []
+    real = journal.read_regular
+    monkeypatch.setattr(journal, "read_regular", lambda path: reads.append(path) or real(path))
+    assert set_aside(tmp_path / "h") == 1
+    assert reads == [tmp_path / "h" / JOURNAL]

@@ -161,3 +161,20 @@ def test_a_reference_is_for_matrix_results_not_for_hunts(two_hunts, tmp_path, ca
     code, err = report([two_hunts[0], "--reference", tmp_path / "ref.jsonl"], capsys)
     assert code == 2 and "--reference is for a matrix results file" in err
     assert not two_hunts[0].with_name("hunt-btrfs-61-report").exists()
+
+
+def test_the_clean_note_says_when_fsck_did_not_read_every_state():
+    from plugpull.report.hunts import workload_sections
+    line = {"verdicts": {"clean": 3}}
+    assert workload_sections(line, [])[0].note == "a clean state is not saved"
+    failing = workload_sections(line, [], "failing")[0].note
+    assert "--fsck failing" in failing and "fsck where it read the state" in failing
+
+
+def test_a_hunt_s_settings_are_read_once(two_hunts, monkeypatch):
+    from plugpull.report import hunts
+    reads = []
+    real = hunts.read_json
+    monkeypatch.setattr(hunts, "read_json", lambda path: reads.append(path) or real(path))
+    monkeypatch.setattr(hunts, "read_regular", lambda path: pytest.fail(f"{path} read again"), raising=False)
+    assert hunts.read_hunt(two_hunts[0]).settings and reads == [two_hunts[0] / hunts.SETTINGS]

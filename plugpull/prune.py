@@ -1,0 +1,209 @@
+"""Pruning plugpull's cache by one policy: keep what was used in the last `days` days and the
+newest entry of each kind; remove the rest, never what a running process holds.
+
+Why an age and not a size cap: every entry is keyed by what it is made of, and a built kernel
+or an unpacked source costs minutes to hours to make again under TCG's host, so what was used
+recently stays whatever its size; what was not used for a month is what a cap would have taken
+first anyway. An entry's last use is the newest mtime of it and of what it directly holds
+(plugpull touches a cached kernel's, build's, payload's and record's manifest when it uses it).
+
+Each kind is a table row (`Kind`): a folder of the cache whose entries are its direct children
+(names starting with a dot are in-flight or locks, never entries), the lock files that a
+writer holds while it works there (one held: the kind is left alone this time), and an
+optional lock file inside each entry (held: that entry stays). Nothing outside the cache is
+followed: a kind's folder that is a link, or that resolves outside the cache, is skipped; an
+entry that is a link is removed as a link.
+"""
+
+import fcntl
+import os
+import shutil
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from plugpull.workdirs import listed_work
+
+DAY = 86400
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str                                    # the folder, relative to the cache
+    locks: Callable[[Path], list[Path]] = lambda folder: []   # held by a writer: leave the kind alone
+    entry_lock: str | None = None                # held inside an entry: keep that entry
+    companions: Callable[[Path], list[Path]] = lambda entry: []  # removed with an entry
+    entry: Callable[[Path], bool] = lambda path: True       # what counts as an entry of the kind
+    candidate: Callable[[Path], bool] = lambda entry: True  # an entry that may go when old
+    aged: bool = True                            # False: every candidate goes, whatever its age
+
+
+@dataclass
+class Outcome:
+    kind: str
+    removed: list[Path] = field(default_factory=list)
+    kept: int = 0
+    freed: int = 0
+    busy: str | None = None
+
+    def line(self, dry_run: bool) -> str:
+        if self.busy:
+            return f"{self.kind}: left alone ({self.busy})"
+        verb = "would remove" if dry_run else "removed"
+        return f"{self.kind}: {verb} {len(self.removed)} ({human(self.freed)}), kept {self.kept}"
+
+
+def human(size: float) -> str:
+    unit = "B"
+    for bigger in ("KiB", "MiB", "GiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{size:.0f} B" if unit == "B" else f"{size:.1f} {unit}"
+
+
+def mark_used(path: Path) -> None:
+    """Note that a cached thing was used now (its mtime), for the policy above."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def last_use(entry: Path) -> float:
+    times = [entry.lstat().st_mtime]
+    if entry.is_dir() and not entry.is_symlink():
+        times += [child.lstat().st_mtime for child in entry.iterdir()]
+    return max(times)
+
+
+def disk_bytes(path: Path) -> int:
+    """The space `path` takes, links not followed; a file with hard links elsewhere (a work
+    copy of a source) counts its share, one part per link, since removing one frees nothing."""
+    if path.is_symlink() or not path.is_dir():
+        return _share(path.lstat())
+    total = path.lstat().st_blocks * 512
+    for folder, dirs, files in os.walk(path):
+        total += sum(_share(os.lstat(os.path.join(folder, name))) for name in dirs + files)
+    return total
+
+
+def _share(st: os.stat_result) -> int:
+    links = 1 if stat.S_ISDIR(st.st_mode) else max(st.st_nlink, 1)
+    return st.st_blocks * 512 // links
+
+
+def held(lock: Path) -> bool:
+    """A lock file another process holds (flock, shared or exclusive); no such file: not held."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def inside(folder: Path, root: Path) -> bool:
+    """`folder` is a real directory of the cache `root`, reached without a link."""
+    if not folder.is_dir():
+        return False
+    rel = folder.relative_to(root)
+    return not any((root / Path(*rel.parts[:i + 1])).is_symlink() for i in range(len(rel.parts)))
+
+
+def remove(path: Path) -> None:
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path)
+
+
+def prune_kind(root: Path, kind: Kind, days: float, dry_run: bool, now: float | None = None) -> Outcome:
+    """One kind pruned (or, `dry_run`, what would be)."""
+    folder = root / kind.name
+    outcome = Outcome(kind.name)
+    if not inside(folder, root):
+        return outcome
+    busy = [lock for lock in kind.locks(folder) if held(lock)]
+    if busy:
+        outcome.busy = f"{busy[0].relative_to(root)} is held by a running process"
+        return outcome
+    entries = sorted((e for e in folder.iterdir() if not e.name.startswith(".") and kind.entry(e)),
+                     key=last_use, reverse=True)
+    cutoff = (now or time.time()) - days * DAY
+    for i, entry in enumerate(entries):
+        recent = kind.aged and (i == 0 or last_use(entry) >= cutoff)
+        in_use = kind.entry_lock is not None and held(entry / kind.entry_lock)
+        if recent or in_use or not kind.candidate(entry):
+            outcome.kept += 1
+            continue
+        extra = [c for c in kind.companions(entry) if os.path.lexists(c)]
+        outcome.freed += sum(disk_bytes(p) for p in [entry, *extra])
+        outcome.removed.append(entry)
+        if not dry_run:
+            for path in [entry, *extra]:
+                remove(path)
+    return outcome
+
+
+def prune(root: Path, kinds: list[Kind], days: float, dry_run: bool) -> list[Outcome]:
+    root = Path(root)
+    return [prune_kind(root, kind, days, dry_run) for kind in kinds] if root.is_dir() else []
+
+
+WORKER_MARKER = ".plugpull-worker-"  # a live worker holds its marker locked (cluster/workdir)
+
+
+def _kernels_lock(folder: Path) -> list[Path]:
+    return [folder.parent / ".lock"]
+
+
+def _build_locks(folder: Path) -> list[Path]:
+    work = folder.parent / "work"
+    return sorted(work.glob("*/.lock")) if work.is_dir() and not work.is_symlink() else []
+
+
+def _build_companions(entry: Path) -> list[Path]:
+    """A built kernel's log and the names that point at it."""
+    builds = entry.parent.parent
+    names = builds / "names"
+    links = [n for n in names.iterdir() if n.is_symlink() and os.readlink(n).rsplit("/", 1)[-1] == entry.name] \
+        if names.is_dir() and not names.is_symlink() else []
+    return [builds / "logs" / f"{entry.name}.log", *links]
+
+
+def _live_workers(folder: Path) -> list[Path]:
+    return sorted(folder.parent.glob(f"{WORKER_MARKER}*"))
+
+
+def _payload_entry(entry: Path) -> bool:
+    return entry.suffix != ".tar"  # a tar goes with its .json
+
+
+def _payload_tar(entry: Path) -> list[Path]:
+    return [entry.with_suffix(".tar")] if entry.suffix == ".json" else []
+
+
+def _stale_listing(entry: Path) -> bool:
+    work = listed_work(entry)
+    return work is None or not work.exists()
+
+
+CACHE_KINDS = (
+    Kind("kernels/trees", locks=_kernels_lock),
+    Kind("kernels/sources", locks=_kernels_lock),
+    Kind("kernels/downloads", locks=_kernels_lock),
+    Kind("kernels/builds/entries", locks=_build_locks, companions=_build_companions),
+    Kind("kernels/builds/work", entry_lock=".lock"),
+    Kind("fstests-roots", candidate=lambda entry: (entry / "root.img").is_file()),
+    Kind("payloads", locks=lambda folder: [folder / ".lock"], entry=_payload_entry, companions=_payload_tar),
+    Kind("workdirs", candidate=_stale_listing, aged=False),
+    Kind("cluster/records", locks=_live_workers),
+)
