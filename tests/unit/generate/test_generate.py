@@ -216,7 +216,7 @@ def test_crash_takes_a_generated_workload_judged_by_the_filesystems_rules(no_gue
         cli.main(["crash", "--fs", "btrfs", "--workload", "gen:seq2-014532", "--trigger", "end"])
     assert capsys.readouterr().err == ""  # nothing refused or failed before the boot
     plan = CrashSpec(fs="btrfs", mode="barrier", workload="gen:seq2-014532").resolve()
-    assert plan.workload == GeneratedWorkload("seq2-014532", "btrfs")
+    assert plan.workload == GeneratedWorkload("seq2-014532", "btrfs", "btrfs")
     assert CrashSpec(fs="xfs-2008", mode="barrier", workload="gen:seq1-000001").resolve().workload.profile == "posix"
     assert "pp_acked 2" in plan.workload.script("/mnt")
     with pytest.raises(UsageError):

@@ -24,6 +24,7 @@ from plugpull.generate.ops import BLOCK, INITIAL_SIZE, RANGE_OPS, Op, up_to
 from plugpull.generate.program import Tools, op_command, program
 from plugpull.generate.space import Space, space_of, workload_of
 from plugpull.generate.tree import digest, read_tree
+from plugpull.generate.workload import generated_workload
 
 # ids and what they named before the fourth table was added (read from the three tables' code)
 THIRD_TABLE_IDS = {
@@ -296,3 +297,10 @@ def test_the_first_tables_fallocate_fails_on_anything_xfs_io_prints_unless_refus
 
 def sh(command: str) -> int:
     return subprocess.run(["sh", "-c", command], capture_output=True).returncode
+
+
+def test_a_hunt_of_f2fs_with_compression_runs_the_zero_range_refused_and_judges_it_by_f2fs_rules():
+    workload = generated_workload("gen:seq1-000080", "f2fs+compress")  # falloc.zero-range A/foo, fsync A/foo
+    assert (workload.profile, workload.fs) == ("f2fs", "f2fs+compress")
+    assert 'case $pp_said in *"Operation not supported"*)' in workload.program()
+    assert "Operation not supported" not in generated_workload("gen:seq1-000080", "f2fs").program()
