@@ -7,6 +7,7 @@ workload may use are fixed: `DIRS` and `FILES`, and the nested directory `A/C` w
 (`NESTED`; under `B` once `A` is renamed to it), see docs/generate.md."""
 
 import hashlib
+from functools import lru_cache
 from dataclasses import dataclass, field, replace
 
 ROOT = "."
@@ -30,6 +31,7 @@ def under(path: str, top: str) -> bool:
     return path == top or path.startswith(top + "/")
 
 
+@lru_cache(maxsize=4096)
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
