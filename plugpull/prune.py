@@ -5,7 +5,8 @@ Why an age and not a size cap: every entry is keyed by what it is made of, and a
 or an unpacked source costs minutes to hours to make again under TCG's host, so what was used
 recently stays whatever its size; what was not used for a month is what a cap would have taken
 first anyway. An entry's last use is the newest mtime of it and of what it directly holds
-(plugpull touches a cached kernel's, build's, payload's and record's manifest when it uses it).
+(plugpull touches a cached kernel's, build's, payload's and record's manifest, and an fstests
+root's and a bisect clone's folder, when it uses it).
 
 Each kind is a table row (`Kind`): a folder of the cache whose entries are its direct children
 (names starting with a dot are in-flight or locks, never entries), the lock files that a
@@ -20,6 +21,7 @@ import os
 import shutil
 import stat
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -70,6 +72,15 @@ def mark_used(path: Path) -> None:
         os.utime(path)
     except OSError:
         pass
+
+
+@contextmanager
+def using(lock: Path):
+    """Held (shared) while a process uses a cached entry, `lock` being the entry's lock file
+    (its kind's `entry_lock`): a prune keeps the entry meanwhile."""
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_SH)
+        yield
 
 
 def last_use(entry: Path) -> float:
@@ -202,8 +213,9 @@ CACHE_KINDS = (
     Kind("kernels/downloads", locks=_kernels_lock),
     Kind("kernels/builds/entries", locks=_build_locks, companions=_build_companions),
     Kind("kernels/builds/work", entry_lock=".lock"),
-    Kind("fstests-roots", candidate=lambda entry: (entry / "root.img").is_file()),
+    Kind("fstests-roots", entry_lock=".lock", candidate=lambda entry: (entry / "root.img").is_file()),
     Kind("payloads", locks=lambda folder: [folder / ".lock"], entry=_payload_entry, companions=_payload_tar),
     Kind("workdirs", candidate=_stale_listing, aged=False),
     Kind("cluster/records", locks=_live_workers),
+    Kind("bisect", entry_lock=".lock"),  # a tree's private clone; `plugpull bisect` holds the lock
 )

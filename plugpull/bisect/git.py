@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.errors import InfraError, ToolMissing, UsageError
+from plugpull.prune import mark_used
 
 TIMEOUT = 1800  # a checkout of a kernel tree on a slow disk
 FIRST = re.compile(r"^([0-9a-f]{40}) is the first (\S+) commit", re.M)
@@ -98,6 +99,7 @@ class Clone:
     def ensure(self, tree: Path) -> "Clone":
         """Made once from `tree` (whole or not at all)."""
         if (self.path / ".git").is_dir():
+            mark_used(self.path.parent)  # the clone's cache entry, for `plugpull kernels prune`
             return self
         partial = self.path.with_name(self.path.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)

@@ -97,7 +97,7 @@ def cmd_worker(args) -> int:
     _check_local_libvirt(args)
     workdir = checked_output(args.workdir, "--workdir", parent_must_exist=False, directory=True) \
         if args.workdir else cache_dir() / "cluster"
-    kernel, backend = kernel_source(args), guest_backend(args)
+    kernel, backend = kernel_source(args, ()), guest_backend(args)
     probe(scheduler, sec, "--scheduler")  # after the other inputs, before the guest image is made
     rig = prepare_rig(args.accel, kernel, backend)
     run_worker(scheduler, workdir, rig, sec, announce=_announce("worker"))

@@ -57,20 +57,33 @@ def describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
-def kernel_source(args):
+def kernel_source(args, filesystems):
     """--kernel and --modules, checked (plugpull.kernels.kernel_option): None for the host's
-    kernel, else the KernelSource to boot; a Debian kernel is fetched once."""
+    kernel, else the KernelSource to boot; a Debian kernel is fetched once. Every profile among
+    the command's `filesystems` is checked against it (`testbed.fs.check_profiles`): every
+    command resolves its kernel here, so none can boot a guest for a profile its kernel lacks."""
     from plugpull.kernels import kernel_option
-    return kernel_option(args.kernel, args.modules)
+    from plugpull.testbed.fs import check_profiles
+    kernel = kernel_option(args.kernel, args.modules)
+    check_profiles(filesystems, kernel)
+    return kernel
 
 
-def kernel_list(args, default=("host",)) -> list:
+def kernel_list(args, filesystems, default=("host",), known: dict | None = None) -> list:
     """--kernel as matrix and reproduce take it, a comma-separated list (host, debian:VERSION;
     or one kernel file with --modules): [(name, KernelSource or None for the host's)], every
-    name checked before any kernel is fetched."""
+    name checked before any kernel is fetched, then the profiles among `filesystems` checked
+    against each kernel (as `kernel_source`). `known`: lists already resolved, by their names,
+    so that several case files on one list resolve it once and are each checked."""
     from plugpull.kernels.option import kernel_options
-    texts = args.kernel.split(",") if args.kernel is not None else list(default)
-    return kernel_options(texts, args.modules)
+    from plugpull.testbed.fs import check_profiles
+    texts = tuple(args.kernel.split(",") if args.kernel is not None else default)
+    known = {} if known is None else known
+    if texts not in known:
+        known[texts] = kernel_options(list(texts), args.modules)
+    for _, kernel in known[texts]:
+        check_profiles(filesystems, kernel)
+    return known[texts]
 
 
 def kernel_tag(kernel) -> str:

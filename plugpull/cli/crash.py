@@ -11,7 +11,6 @@ from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_opti
 from plugpull.errors import UsageError
 from plugpull.files import a_state_dir, an_output, check_input
 from plugpull.guest.rig import prepare_rig
-from plugpull.testbed.fs import check_profiles
 from plugpull.log import run_log
 from plugpull.runs.settings import add_options
 
@@ -49,14 +48,13 @@ def cmd_crash(args) -> int:
     checked_output(out, "--out", parent_must_exist=False, directory=True)
     if args.json:
         checked_output(args.json, "--json")
-    kernel, backend = kernel_source(args), guest_backend(args)
+    kernel, backend = kernel_source(args, [spec.fs]), guest_backend(args)
     hosts = checker_hosts(args.hosts)
     if judging:
         judging.reach()  # after every other input is checked
     fresh = not out.exists()
     try:
         with run_log(out / "crash.log"):
-            check_profiles([spec.fs], kernel)
             rig = prepare_rig(args.accel, kernel, backend, hosts)
             run = run_crash(spec, rig, out, **({"judging": judging} if judging else {}))
     except BaseException:
@@ -132,6 +130,12 @@ def drop_if_only_log(out: Path) -> None:
         shutil.rmtree(out, ignore_errors=True)
 
 
+def saved_fs(state_dir: Path) -> str:
+    """The filesystem (or profile) a saved state's state.json names, the file checked."""
+    from plugpull.crash.saved import SavedState, read_saved
+    return read_saved(state_dir / "state.json", SavedState, "a saved crash state")["fs"]
+
+
 def cmd_replay(args) -> int:
     from plugpull.crash.artifacts import load_state
     from plugpull.crash.run import replay
@@ -140,7 +144,7 @@ def cmd_replay(args) -> int:
     check_input(args.dir / "state.json", "")  # a FIFO is said as one
     if not (args.dir / "state.json").is_file():
         raise UsageError(f"{args.dir} is not a saved crash state (no state.json)")
-    kernel, backend = kernel_source(args), guest_backend(args)
+    kernel, backend = kernel_source(args, [saved_fs(args.dir)]), guest_backend(args)
     scratch = make_tempdir("replay")
     try:
         saved = load_state(args.dir, scratch)

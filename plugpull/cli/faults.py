@@ -75,7 +75,6 @@ def listed(values: str | list, flag: str) -> list:
 def cmd_faults(args) -> int:
     from plugpull.files import atomic_write_json
     from plugpull.guest.rig import prepare_rig
-    from plugpull.testbed.fs import check_profiles
     from plugpull.log import run_log
     from plugpull.results import SCHEMA_VERSION
 
@@ -87,9 +86,8 @@ def cmd_faults(args) -> int:
     results = checked_output(args.results or out / "faults.jsonl", "--results", parent_must_exist=False)
     if args.report:
         checked_output(args.report, "--report", parent_must_exist=False, directory=True)
-    kernel = kernel_source(args)
+    kernel = kernel_source(args, [case.fs.name for case in cases])
     with run_log(out / "faults.log"):
-        check_profiles([case.fs.name for case in cases], kernel)
         rig = prepare_rig(args.accel, kernel)
         runs = run_faults(cases, args.runs, rig, out, results)
     if args.json:

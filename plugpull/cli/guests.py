@@ -51,7 +51,7 @@ def cmd_doctor(args) -> int:
     else:
         row("qemu", "missing: install qemu-system-x86 (make deps)", False)
     try:
-        kernel = kernel_source(args) or image_mod.host_kernel()
+        kernel = kernel_source(args, ()) or image_mod.host_kernel()
         row("guest kernel", f"{kernel.release} ({kernel.kernel})")
     except ToolMissing as e:
         kernel = None
@@ -153,7 +153,7 @@ def cmd_shell(args) -> int:
 
     if args.backend != "qemu":
         raise UsageError("plugpull shell needs --backend qemu: its console is this terminal")
-    rig = prepare_rig(args.accel, kernel_source(args), guest_backend(args))
+    rig = prepare_rig(args.accel, kernel_source(args, ()), guest_backend(args))
     work = make_tempdir("shell")
     try:
         spec = boot_spec(args, work, interactive=True)
@@ -171,7 +171,7 @@ def cmd_disks(args) -> int:
     from plugpull.paths import make_tempdir
 
     started = time.monotonic()
-    rig = prepare_rig(args.accel, kernel_source(args), guest_backend(args))
+    rig = prepare_rig(args.accel, kernel_source(args, ()), guest_backend(args))
     print(f"image {rig.image.key} ({rig.image.kernel_release}) ready in {time.monotonic() - started:.1f} s",
           file=sys.stderr)
     header = ("bus", "qemu write-cache", "guest queue/write_cache", "hdparm -W", "accel", "boot s")

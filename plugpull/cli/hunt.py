@@ -109,7 +109,6 @@ def default_out(args, kernels: list) -> Path:
 
 def cmd_hunt(args) -> int:
     from plugpull.guest.rig import prepare_rig
-    from plugpull.testbed.fs import check_profiles
     from plugpull.hunt.journal import check_out
     from plugpull.hunt.lock import LOCK, hold
     from plugpull.hunt.run import HuntSpec, hunt
@@ -124,7 +123,7 @@ def cmd_hunt(args) -> int:
         FILESYSTEMS[args.fs].check_size(args.disk_mib)
     if args.out is not None:
         _check_out(args.out)
-    named = kernel_list(args)  # every name checked before any kernel is fetched
+    named = kernel_list(args, [args.fs])  # every name checked before any kernel is fetched
     one_name_each([(name, k.release if k is not None else None) for name, k in named])
     out = args.out or default_out(args, [k for _, k in named])
     _check_out(out)
@@ -140,8 +139,6 @@ def cmd_hunt(args) -> int:
         hunting = ClusterHunt(*target)
         hunting.reach()  # after every other input is checked, before anything is made
     with hold(out), run_log(out / "hunt.log", besides=(LOCK,)), space_is_fatal(out):  # a refused hunt writes nothing
-        for _, kernel in named:
-            check_profiles([args.fs], kernel)
         rigs = [prepare_rig(args.accel, kernel) for _, kernel in named]  # on a cluster: the release and image key
         one_name_each([(name, rig.image.kernel_release) for (name, _), rig in zip(named, rigs)])
         run = hunting(spec, space, rigs, out)

@@ -12,7 +12,6 @@ from plugpull.cli.crash import add_hosts_option, checker_hosts
 from plugpull.errors import UsageError
 from plugpull.files import an_output
 from plugpull.guest.rig import prepare_rig
-from plugpull.testbed.fs import check_profiles
 from plugpull.log import run_log
 from plugpull.runs.settings import add_options
 
@@ -116,7 +115,7 @@ def cmd_matrix(args) -> int:
     todo = with_user_scripts(todo, Path("."))
     for cell in todo:
         cell.validate()
-    kernels = kernel_list(args)
+    kernels = kernel_list(args, args.fs)
     if judging:
         judging.reach()
     backend, hosts = guest_backend(args), checker_hosts(args.hosts)
@@ -136,7 +135,6 @@ def run_on_kernels(args, kernels: list, backend, hosts, run) -> list:
     for i, (name, kernel) in enumerate(kernels):
         if len(kernels) > 1:
             print(f"[kernel {i + 1}/{len(kernels)}] {name}", file=sys.stderr)
-        check_profiles(getattr(args, "fs", None) or (), kernel)
         rig = prepare_rig(args.accel, kernel, backend, hosts)
         work = make_tempdir("matrix")
         try:

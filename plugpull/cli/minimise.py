@@ -5,6 +5,7 @@ import shutil
 
 from plugpull.cli.common import (EXIT_FOUND, EXIT_OK, add_guest_options, checked_output, guest_backend,
                                  kernel_source, whole_option)
+from plugpull.cli.crash import saved_fs
 from plugpull.errors import UsageError
 from plugpull.files import a_state_dir, an_output, check_input, read_regular_text
 from plugpull.runs.settings import MAX_WORKERS
@@ -44,7 +45,7 @@ def cmd_minimise(args) -> int:
     checked_output(args.out or args.dir / "minimised", "--out", parent_must_exist=False, directory=True)
     if args.out is not None and args.out.exists() and not _minimised(args.out):
         raise UsageError(f"--out {args.out} exists and is not a minimised state: give a new name")
-    kernel, backend = kernel_source(args), guest_backend(args)
+    kernel, backend = kernel_source(args, [saved_fs(args.dir)]), guest_backend(args)
     scratch = make_tempdir("minimise")
     try:
         loaded(args.dir, scratch / "check")

@@ -101,11 +101,15 @@ def checked_cases(args) -> list:
         if not case.replay:
             checked_output(case_results(args, case), "--results", parent_must_exist=False)
         default = ("host",) if case.replay else case.kernels
-        texts = tuple(args.kernel.split(",")) if args.kernel else tuple(default)
-        if texts not in named:
-            named[texts] = kernel_list(args, default)
-        planned.append((case, named[texts]))
+        planned.append((case, kernel_list(args, case_filesystems(case), default, named)))
     return planned
+
+
+def case_filesystems(case) -> list[str]:
+    """Every filesystem a case runs: its cells', its fault runs' and its kept state's."""
+    faulted = [c.fs.name for c in case.faults.cases] if case.faults else []
+    kept = [case.replay.meta["fs"]] if case.replay and case.replay.meta.get("fs") else []
+    return [cell.fs for cell in case.cells] + faulted + kept
 
 
 def reproduce_case(args, case, kernels: list, backend, finished: dict, judging=None) -> int:

@@ -149,10 +149,9 @@ def cmd_reproducer(args) -> int:
     _check_options(args)
     t = _target(args)
     if args.run:
-        kernel, backend = kernel_source(args), guest_backend(args)  # refused before anything is said or written
-        if t.case is not None:
-            from plugpull.testbed.fs import check_profiles
-            check_profiles([t.case.fs], kernel)  # a profile the kernel lacks: refused before a guest boots
+        # refused before anything is said or written, a profile the kernel lacks too
+        kernel = kernel_source(args, [t.case.fs] if t.case is not None else ())
+        backend = guest_backend(args)
     print(f"form: {t.form} ({t.why})", file=sys.stderr)
     if not args.run:
         _write(args, t)

@@ -3,6 +3,7 @@
 
 from dataclasses import dataclass
 
+from plugpull.testbed.features import split
 from plugpull.testbed.fs import FILESYSTEMS
 
 
@@ -12,15 +13,16 @@ class Fix:
     title: str
 
 
-FIXES = {  # (gen:ID, filesystem) -> the commit that fixed it upstream
+FIXES = {  # (gen:ID, filesystem) -> the commit that fixed it upstream, on every profile of that filesystem
     ("gen:seq2-080435", "btrfs"): Fix("953902e4fb4c",
                                       "btrfs: set inode flag BTRFS_INODE_COPY_EVERYTHING when logging new name"),
 }
 
 
 def fix_lines(case) -> list[str]:
-    """The fstests line naming the fix of `case`'s finding, if one is known."""
-    fix = FIXES.get((case.ident, case.fs))
+    """The fstests line naming the fix of `case`'s finding, if one is known: a profile's
+    (`btrfs+compress=zstd`) is its filesystem's, whose code the fix is in."""
+    fix = FIXES.get((case.ident, split(case.fs)[0]))
     if fix is None:
         return []
     fstyp = FILESYSTEMS[case.fs].mount_type

@@ -19,7 +19,7 @@ from plugpull.errors import InfraError
 from plugpull.guest.contract.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.qemu.machine import create_disk
 from plugpull.paths import make_tempdir
-from plugpull.reproducer.fstests_root import FSTESTS_IN_ROOT
+from plugpull.reproducer.fstests_root import FSTESTS_IN_ROOT, holding
 
 ROOT = "/fsroot"
 DISK_MIB = 1024  # each of TEST_DEV, SCRATCH_DEV, LOGWRITES_DEV (sparse)
@@ -131,7 +131,7 @@ def fstests_guest(rig, root_image: Path):
                  *(DiskSpec(create_disk(work / f"{name}.img", DISK_MIB), Bus.AHCI, True)
                    for name in ("test", "scratch", "logwrites")))
         spec = MachineSpec(disks=disks, accel=rig.accel, memory_mib=MEMORY_MIB)
-        with rig.machine(spec, console_log=work / "console.log", name="fstests") as m:
+        with holding(root_image), rig.machine(spec, console_log=work / "console.log", name="fstests") as m:
             got = m.run(MOUNT_ROOT, timeout=120)
             devices = got.text.split()
             if got.rc != 0 or len(devices) != 3:

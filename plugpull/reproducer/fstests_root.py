@@ -14,6 +14,7 @@ The exports are numbered anew in the tree (EXPORTS): suites/reproducers/ numbers
 filesystem's from 900, and in tests/generic/ they share one directory. The golden output's
 first line names the test, so it is renumbered with it."""
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -25,6 +26,7 @@ from plugpull.errors import ImageError, InfraError, PlugpullError, ToolMissing, 
 from plugpull.files import atomic_path
 from plugpull.kernels.sources import host_archive
 from plugpull.paths import cache_dir, make_tempdir
+from plugpull.prune import mark_used, using
 from plugpull.reproducer.suite import DIR as SUITE
 
 SUITE_NAME = "bookworm"
@@ -46,6 +48,7 @@ EXPORTS = {
 }
 IMAGE_SLACK_MIB = 512  # free space in the root for fstests' results and temp files
 BUILD_TIMEOUT = 3600.0
+ROOTS, LOCK = "fstests-roots", ".lock"  # the cache's folder of roots; a root's lock (plugpull.prune)
 
 
 def tree_digest(tree: Path) -> str:
@@ -155,8 +158,9 @@ def fstests_root(tree: Path, suite: Path = SUITE, say=print) -> Path:
     """The root image for `tree` with the exports of `suite`: the cached one, or a new one
     (minutes: mmdebstrap, then fstests' make under the root)."""
     tree = check_tree(tree)
-    image = cache_dir() / "fstests-roots" / root_key(tree, suite) / "root.img"
+    image = cache_dir() / ROOTS / root_key(tree, suite) / "root.img"
     if image.is_file():
+        mark_used(image.parent)
         return image
     if os.geteuid() != 0:
         raise UsageError("building an fstests root needs root (mmdebstrap, chroot)")
@@ -177,6 +181,14 @@ def fstests_root(tree: Path, suite: Path = SUITE, say=print) -> Path:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return image
+
+
+def holding(image: Path):
+    """`image` kept from `plugpull kernels prune` while a guest runs on it: its cache entry's
+    lock held shared (an image outside the cache is not locked)."""
+    entry = image.parent
+    cached = entry.parent.resolve() == (cache_dir() / ROOTS).resolve()
+    return using(entry / LOCK) if cached else contextlib.nullcontext()
 
 
 def main(argv: list[str]) -> int:

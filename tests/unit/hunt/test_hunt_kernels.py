@@ -235,7 +235,7 @@ def source(release: str) -> KernelSource:
 def test_one_kernel_under_two_names_is_refused_before_any_image(cli_dir, capsys, monkeypatch):
     import plugpull.cli.hunt as hunt_cli
     import plugpull.guest.rig as rig_mod
-    monkeypatch.setattr(hunt_cli, "kernel_list", lambda args: [("debian:6.12", source("6.12.117-amd64")),
+    monkeypatch.setattr(hunt_cli, "kernel_list", lambda args, _: [("debian:6.12", source("6.12.117-amd64")),
                                                                 ("debian:6.12.117-1", source("6.12.117-amd64"))])
     monkeypatch.setattr(rig_mod, "prepare_rig", lambda *a: (_ for _ in ()).throw(Started()))
     refused(cli_dir, capsys, ["hunt", "--seq", "1", "--sample", "2", "--kernel", "debian:6.12,debian:6.12.117-1"],
@@ -245,7 +245,7 @@ def test_one_kernel_under_two_names_is_refused_before_any_image(cli_dir, capsys,
 def test_the_host_kernel_and_its_debian_name_are_refused_once_its_release_is_known(cli_dir, capsys, monkeypatch):
     import plugpull.cli.hunt as hunt_cli
     import plugpull.guest.rig as rig_mod
-    monkeypatch.setattr(hunt_cli, "kernel_list", lambda args: [("host", None), ("debian:6.1", source(OLD))])
+    monkeypatch.setattr(hunt_cli, "kernel_list", lambda args, _: [("host", None), ("debian:6.1", source(OLD))])
     monkeypatch.setattr(rig_mod, "prepare_rig", lambda accel, kernel: rig(OLD))
     refused(cli_dir, capsys, ["hunt", "--seq", "1", "--sample", "2", "--kernel", "host,debian:6.1"],
             f"--kernel: host and debian:6.1 are one kernel ({OLD})")
@@ -257,7 +257,7 @@ def test_an_out_holding_a_hunt_of_other_kernels_is_refused_before_any_image(cli_
     import plugpull.cli.hunt as hunt_cli
     import plugpull.guest.rig as rig_mod
     named = {"host": ("host", None), "debian:7.3": ("debian:7.3", source(NEW))}
-    monkeypatch.setattr(hunt_cli, "kernel_list", lambda args: [named[t] for t in args.kernel.split(",")])
+    monkeypatch.setattr(hunt_cli, "kernel_list", lambda args, _: [named[t] for t in args.kernel.split(",")])
     monkeypatch.setattr(rig_mod, "prepare_rig", lambda *a: (_ for _ in ()).throw(Started()))
     (cli_dir / "h").mkdir()
     (cli_dir / "h" / SETTINGS).write_text(json.dumps(HuntSpec(1, sample=2).settings(*held)))
@@ -269,7 +269,7 @@ def test_the_same_kernels_out_goes_on_to_the_images(cli_dir, monkeypatch):
     """With the host's release not known yet, the kernel held at its place stands in."""
     import plugpull.cli.hunt as hunt_cli
     import plugpull.guest.rig as rig_mod
-    monkeypatch.setattr(hunt_cli, "kernel_list", lambda args: [("host", None), ("debian:7.3", source(NEW))])
+    monkeypatch.setattr(hunt_cli, "kernel_list", lambda args, _: [("host", None), ("debian:7.3", source(NEW))])
     monkeypatch.setattr(rig_mod, "prepare_rig", lambda *a: (_ for _ in ()).throw(Started()))
     (cli_dir / "h").mkdir()
     (cli_dir / "h" / SETTINGS).write_text(json.dumps(HuntSpec(1, sample=2).settings(OLD, NEW)))

@@ -50,7 +50,8 @@ def test_each_command_is_accepted_before_a_run(line, tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     named = []
-    monkeypatch.setattr(reproduce_cli, "kernel_list", lambda args, default: named.append(args.kernel) or [("host", None)])
+    monkeypatch.setattr(reproduce_cli, "kernel_list", lambda args, filesystems, default, known:
+                        known.get(args.kernel) or known.setdefault(args.kernel, named.append(args.kernel) or [("host", None)]))
     args = cli.parser().parse_args(argv_of(line))
     planned = reproduce_cli.checked_cases(args)
     assert planned and args.junit and named == [args.kernel] == ["host,debian:6.12"]

@@ -203,3 +203,43 @@ def test_a_hard_linked_file_counts_its_share(tmp_path):
     copy.mkdir()
     os.link(source / "data", copy / "data")
     assert disk_bytes(copy) < disk_bytes(tmp_path / "all") / 2 + 8192
+
+
+def test_old_bisect_clones_go_and_a_running_bisects_stays(tmp_path, monkeypatch, capsys):
+    from plugpull.bisect import clone_for
+    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path))
+    idle, busy, recent = (clone_for(tmp_path / "trees" / name).path.parent for name in ("idle", "busy", "recent"))
+    for entry in (idle, busy, recent):
+        (entry / "repo").mkdir(parents=True)
+        (entry / "repo" / "objects").write_bytes(b"x" * 4096)
+        (entry / ".lock").touch()
+    _age(idle), _age(busy)
+    with open(busy / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as `plugpull bisect` holds it while it runs in the clone
+        _age(busy)
+        assert cli.main(["kernels", "prune"]) == 0
+    assert not idle.exists() and busy.exists() and recent.exists()
+    assert "bisect: removed 1 (" in capsys.readouterr().out
+
+
+def test_a_bisect_clone_taken_again_is_marked_used(tmp_path, monkeypatch):
+    from plugpull.bisect.git import Clone
+    from plugpull.prune import last_use
+    entry = tmp_path / "bisect" / "linux-0123"
+    (entry / "repo" / ".git").mkdir(parents=True)
+    _age(entry)
+    Clone(entry / "repo").ensure(tmp_path / "linux")
+    assert last_use(entry) > time.time() - DAY
+
+
+def test_a_fstests_root_in_use_stays_an_unused_old_one_goes(tmp_path):
+    roots = tmp_path / "fstests-roots"
+    busy, idle, _ = _entry(roots, "a"), _entry(roots, "b"), _entry(roots, "c", old=False)
+    for entry in (busy, idle):
+        (entry / "root.img").write_bytes(b"\0" * 4096)
+        _age(entry)
+    from plugpull.prune import using
+    with using(busy / ".lock"):
+        _age(busy)
+        outcome = prune_kind(tmp_path, _kind("fstests-roots"), 30, dry_run=False)
+    assert outcome.removed == [idle] and busy.exists()

@@ -92,3 +92,33 @@ def test_a_test_not_run_is_not_a_pass():
 def test_no_result_is_a_harness_failure(out):
     with pytest.raises(InfraError, match="generic/900"):
         result_of("generic/900", "btrfs", out, {}, 1.0)
+
+
+def test_a_cached_root_is_marked_used_and_held_while_a_guest_runs_on_it(tree, tmp_path_factory, monkeypatch):
+    import os
+    import time
+    import plugpull.reproducer.fstests_root as roots
+    from plugpull.prune import held, last_use
+    from plugpull.reproducer.fstests_guest import fstests_guest
+    cache = tmp_path_factory.mktemp("cache")  # outside the tree, whose files make the key
+    monkeypatch.setenv("PLUGPULL_CACHE", str(cache))
+    monkeypatch.setattr(roots, "debootstrap", lambda *a: pytest.fail("a root was built, not found in the cache"))
+    image = cache / "fstests-roots" / root_key(check_tree(tree)) / "root.img"
+    image.parent.mkdir(parents=True)
+    image.write_bytes(b"\0" * 512)
+    for p in (image, image.parent):
+        os.utime(p, (1, 1))
+    assert roots.fstests_root(tree) == image and last_use(image.parent) > time.time() - 3600
+
+    class Booted(Exception):
+        pass
+
+    class Rig:
+        accel = "tcg"
+
+        def machine(self, spec, **_):
+            raise Booted(held(image.parent / ".lock"))
+
+    with pytest.raises(Booted) as booted, fstests_guest(Rig(), image):
+        pass
+    assert booted.value.args == (True,) and not held(image.parent / ".lock")

@@ -80,12 +80,13 @@ def test_the_config_of_a_kernel_built_here_is_found_beside_its_image(tmp_path):
 
 def test_crash_with_an_option_its_kernel_lacks_is_refused_before_any_image(tmp_path, monkeypatch, capsys):
     import plugpull.cli.crash as crash_cli
+    import plugpull.kernels
     boot, modules = tmp_path / "boot", tmp_path / "lib" / "modules" / "5.4.0-old"
     boot.mkdir()
     modules.mkdir(parents=True)
     (boot / "vmlinuz-5.4.0-old").write_bytes(b"")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(crash_cli, "kernel_source", lambda args: KernelSource(boot / "vmlinuz-5.4.0-old", modules))
+    monkeypatch.setattr(plugpull.kernels, "kernel_option", lambda *a: KernelSource(boot / "vmlinuz-5.4.0-old", modules))
     monkeypatch.setattr(crash_cli, "prepare_rig", lambda *a, **k: pytest.fail("an image was made"))
     before = sorted(tmp_path.rglob("*"))
     assert cli.main(["crash", "--fs", "ext4+fast_commit", "--states", "2"]) == 2
