@@ -11,6 +11,7 @@ from typing import Callable
 
 import pytest
 
+from tests.cli_run import exit_code, files_under
 import plugpull.cluster.reach as reach
 import plugpull.cluster.serve as serve
 from plugpull import cli
@@ -144,33 +145,26 @@ def sandbox(tmp_path, monkeypatch):
     return work
 
 
-def _tree(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
-
-
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.id)
 def test_bad_input_is_refused_in_one_line(probe, sandbox, tls, capsys, monkeypatch):
     for name, value in probe.env:
         monkeypatch.setenv(name, value)
     if probe.setup:
         probe.setup(sandbox)
-    before = _tree(sandbox)
+    before = files_under(sandbox)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = str(taken.getsockname()[1])
         fill = {TMP: str(sandbox), TLS: str(tls), "{port}": port}
         argv = [_filled(a, fill) for a in probe.argv]
-        try:
-            code = cli.main(argv)
-        except SystemExit as e:
-            code = e.code
+        code = exit_code(argv)
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
     assert code == 2, err
     assert "Traceback" not in err and len(lines) == 1, err
     assert _filled(probe.names, fill) in lines[0], err
-    assert _tree(sandbox) == before, "the probe created files"
+    assert files_under(sandbox) == before, "the probe created files"
     assert not (sandbox.parent / "cache").exists()
 
 
