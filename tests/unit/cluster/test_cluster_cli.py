@@ -25,16 +25,12 @@ HOSTS = '[hosts]\nuris = ["qemu+ssh://rack9/system"]\n'
 
 
 @pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    """A working directory of the test's own with a case file in it, and no guest boots."""
-    work = tmp_path / "w"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
-    (tmp_path / "case.toml").write_text(CASE)
+def workdir(own_workdir, monkeypatch):
+    """A working directory of the test's own with a case file beside it, and no guest boots."""
+    (own_workdir.parent / "case.toml").write_text(CASE)
     for module in (cli.matrix, cli.reproduce, cli.crash):
         monkeypatch.setattr(module, "prepare_rig", _no_rig)
-    return work
+    return own_workdir
 
 
 def _no_rig(*args):

@@ -465,16 +465,12 @@ def run_probe(probe: Probe, tmp: Path) -> int:
 
 
 @pytest.fixture
-def sandbox(tmp_path, monkeypatch):
+def sandbox(own_workdir, monkeypatch):
     """A working directory and an image cache of the test's own, and no guest boots."""
-    work = tmp_path / "w"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
     for module in (cli.crash, cli.matrix, cli.reproduce, cli.guests, rig_mod):
         monkeypatch.setattr(module, "prepare_rig", _no_boot)
     monkeypatch.setattr("plugpull.guest.image.build.build_image", _no_boot)
-    return work
+    return own_workdir
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.id)

@@ -132,17 +132,13 @@ def tls(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def sandbox(tmp_path, monkeypatch):
+def sandbox(own_workdir, monkeypatch):
     """A working directory and a cache of the test's own; no scheduler contacted, no guest."""
-    work = tmp_path / "w"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(reach, "probe", _contacted)
     monkeypatch.setattr(serve, "run_worker", _contacted)
     for module in (cli.crash, rig_mod):
         monkeypatch.setattr(module, "prepare_rig", _contacted)
-    return work
+    return own_workdir
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.id)
