@@ -12,6 +12,8 @@ from typing import Callable
 import pytest
 
 from tests.cli_run import exit_code, files_under
+import plugpull.cluster.crash_coordinator as crash_coordinator
+import plugpull.cluster.hunt_coordinator as hunt_coordinator
 import plugpull.cluster.reach as reach
 import plugpull.cluster.serve as serve
 from plugpull import cli
@@ -134,7 +136,8 @@ def tls(tmp_path_factory) -> Path:
 @pytest.fixture
 def sandbox(own_workdir, monkeypatch):
     """A working directory and a cache of the test's own; no scheduler contacted, no guest."""
-    monkeypatch.setattr(reach, "probe", _contacted)
+    for module in (reach, serve, crash_coordinator, hunt_coordinator):  # each holds probe by its own name
+        monkeypatch.setattr(module, "probe", _contacted)
     monkeypatch.setattr(serve, "run_worker", _contacted)
     for module in (cli.crash, rig_mod):
         monkeypatch.setattr(module, "prepare_rig", _contacted)
