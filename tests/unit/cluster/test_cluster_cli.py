@@ -8,6 +8,7 @@ import socket
 import pytest
 
 from tests.cli_run import exit_code
+from tests.case_files import write_case
 from plugpull import cli
 from plugpull.errors import NothingChecked
 
@@ -27,7 +28,7 @@ HOSTS = '[hosts]\nuris = ["qemu+ssh://rack9/system"]\n'
 @pytest.fixture
 def workdir(own_workdir, monkeypatch):
     """A working directory of the test's own with a case file beside it, and no guest boots."""
-    (own_workdir.parent / "case.toml").write_text(CASE)
+    write_case(own_workdir.parent, CASE)
     for module in (cli.matrix, cli.reproduce, cli.crash):
         monkeypatch.setattr(module, "prepare_rig", _no_rig)
     return own_workdir

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_run import run_cli
+from tests.case_files import write_case
 from plugpull import cli
 from plugpull.errors import InfraError
 from plugpull.report.junit import JUnitSuite, JUnitCase, junit_xml, write_junit
@@ -49,9 +50,7 @@ def write_results(path: Path, results: list) -> Path:
 
 @pytest.fixture
 def case(tmp_path):
-    path = tmp_path / "case.toml"
-    path.write_text(CASE)
-    return load_case(path)
+    return load_case(write_case(tmp_path, CASE))
 
 
 def cases_of(root: ET.Element) -> dict:
