@@ -7,6 +7,8 @@ import socket
 
 import pytest
 
+from tests.cli_run import exit_code
+from tests.case_files import write_case
 from plugpull import cli
 from plugpull.errors import NothingChecked
 
@@ -24,27 +26,16 @@ HOSTS = '[hosts]\nuris = ["qemu+ssh://rack9/system"]\n'
 
 
 @pytest.fixture
-def workdir(tmp_path, monkeypatch):
-    """A working directory of the test's own with a case file in it, and no guest boots."""
-    work = tmp_path / "w"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
-    (tmp_path / "case.toml").write_text(CASE)
+def workdir(own_workdir, monkeypatch):
+    """A working directory of the test's own with a case file beside it, and no guest boots."""
+    write_case(own_workdir.parent, CASE)
     for module in (cli.matrix, cli.reproduce, cli.crash):
         monkeypatch.setattr(module, "prepare_rig", _no_rig)
-    return work
+    return own_workdir
 
 
 def _no_rig(*args):
     raise AssertionError("a guest was to be prepared")
-
-
-def _exit_code(argv: list[str]) -> int:
-    try:
-        return cli.main(argv)
-    except SystemExit as e:
-        return e.code
 
 
 COMMANDS = {"crash": ["crash"], "matrix": ["matrix"], "reproduce": ["reproduce", "../case.toml"]}
@@ -60,7 +51,7 @@ REFUSED = [
 @pytest.mark.parametrize("extra, said", REFUSED, ids=[r[1] for r in REFUSED])
 @pytest.mark.parametrize("command", COMMANDS)
 def test_each_command_refuses_what_crash_refuses_with_cluster_in_one_line(command, extra, said, workdir, capsys):
-    assert _exit_code([*COMMANDS[command], *extra]) == 2
+    assert exit_code([*COMMANDS[command], *extra]) == 2
     err = capsys.readouterr().err
     assert said in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert list(workdir.iterdir()) == []
@@ -70,7 +61,7 @@ def test_each_command_refuses_what_crash_refuses_with_cluster_in_one_line(comman
                                         (["matrix", "--no-crash"], "--no-crash drops them"),
                                         (["reproduce", "../case.toml", "--no-crash"], "--no-crash drops them")])
 def test_what_the_cluster_would_leave_idle_is_refused(argv, said, workdir, capsys):
-    assert _exit_code([*argv, "--cluster", LOOPBACK]) == 2
+    assert exit_code([*argv, "--cluster", LOOPBACK]) == 2
     err = capsys.readouterr().err
     assert said in err and len(err.strip().splitlines()) == 1, err
     assert list(workdir.iterdir()) == []
@@ -83,7 +74,7 @@ def test_an_unreachable_scheduler_fails_before_any_result_or_log_is_made(command
     with socket.socket() as s:  # a loopback port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    assert _exit_code([*COMMANDS[command], "--cluster", f"tcp://127.0.0.1:{port}"]) == 3
+    assert exit_code([*COMMANDS[command], "--cluster", f"tcp://127.0.0.1:{port}"]) == 3
     assert "cannot reach the cluster's scheduler" in capsys.readouterr().err
     assert list(workdir.iterdir()) == []
 
@@ -118,12 +109,12 @@ def test_matrix_hands_the_clusters_judge_to_every_cells_run_crash(judged, workdi
     from plugpull.cluster.crash_coordinator import ClusterJudge
     argv = ["matrix", "--fs", "ext4", "--mode", "barrier,nobarrier", "--workload", "fsync-files", "--no-throughput",
             "--results", "r.jsonl"]
-    assert _exit_code([*argv, "--cluster", LOOPBACK]) == 3  # every cell 'checked nothing'
+    assert exit_code([*argv, "--cluster", LOOPBACK]) == 3  # every cell 'checked nothing'
     assert [spec.mode for spec, _ in judged] == ["barrier", "nobarrier"]
     assert all(isinstance(j, ClusterJudge) and j.address == LOOPBACK for _, j in judged)
     judged.clear()
     (workdir / "r.jsonl").unlink()
-    assert _exit_code(argv) == 3
+    assert exit_code(argv) == 3
     from plugpull.crash.judge import judge
     assert [j for _, j in judged] == [judge, judge]  # without --cluster: this machine's checker guests
 
@@ -135,6 +126,6 @@ def test_reproduce_checks_on_the_cluster_instead_of_the_cases_hosts(judged, work
     monkeypatch.setattr(cli.reproduce, "checker_hosts", no_hosts)
     case = workdir.parent / "hosts.toml"
     case.write_text(CASE + HOSTS)
-    assert _exit_code(["reproduce", str(case), "--cluster", LOOPBACK, "--results", "r.jsonl"]) == 3
+    assert exit_code(["reproduce", str(case), "--cluster", LOOPBACK, "--results", "r.jsonl"]) == 3
     [(spec, judging)] = judged
     assert (spec.fs, spec.mode, judging.address) == ("ext4", "nobarrier", LOOPBACK)

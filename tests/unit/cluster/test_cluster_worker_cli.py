@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_run import exit_code
 import plugpull.cluster.reach as reach
 import plugpull.cluster.serve as serve
 import plugpull.cluster.worker as worker
@@ -55,13 +56,6 @@ def worker_started(monkeypatch):
     return seen
 
 
-def _exit_code(argv: list[str]) -> int:
-    try:
-        return main(argv)
-    except SystemExit as e:
-        return e.code
-
-
 def test_a_worker_with_backend_libvirt_checks_on_this_hosts_libvirt(worker_started, tmp_path, monkeypatch):
     kernel = KernelSource(tmp_path / "vmlinux-test", tmp_path / "6.12.9-test")
     kernel.kernel.write_bytes(b"\x7fELF" + bytes(60))
@@ -97,7 +91,7 @@ BAD_CONNECT = [
 @pytest.mark.parametrize("uri, said", BAD_CONNECT, ids=["malformed", "another host"])
 def test_a_bad_connect_is_refused_in_one_line_before_anything_is_made(uri, said, worker_started, tmp_path, capsys):
     workdir = tmp_path / "w"
-    assert _exit_code(["worker", "--scheduler", LOOPBACK, "--workdir", str(workdir), "--backend", "libvirt",
+    assert exit_code(["worker", "--scheduler", LOOPBACK, "--workdir", str(workdir), "--backend", "libvirt",
                        "--connect", uri]) == 2
     err = capsys.readouterr().err
     assert said in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

@@ -2,7 +2,7 @@
 
 import pytest
 
-from plugpull.cli import main
+from tests.cli_run import run_cli
 from plugpull.crash.record import Trigger
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import UsageError
@@ -67,12 +67,9 @@ def test_bad_crash_specs(changes, message):
     ["matrix", "--param", "files=3"], ["report", "/nonexistent/results.jsonl"], ["reproduce", "x.toml", "--scale", "2"],
 ])
 def test_cli_bad_input_exits_2(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as e:
-        rc = e.code
+    rc, _, err = run_cli(argv, capsys)
     assert rc == 2
-    assert capsys.readouterr().err.strip()
+    assert err.strip()
 
 
 def test_pair_cuts_are_sampled_pairs_with_the_last():

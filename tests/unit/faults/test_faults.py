@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.cli_run import run_cli
 from plugpull.check.verdict import Observation, Verdict
 from plugpull.errors import UsageError
 from plugpull.faults.spec import FaultSpecError, parse_fault
@@ -137,16 +138,10 @@ def test_the_fsync_retry_script_reports_and_retries():
 
 
 def test_bad_input_exits_2_before_any_guest(capsys):
-    from plugpull.cli import main
-
     for argv in (["--fault", "error-writes@acks:x"], ["--fault", "drop-writes", "--fs", "zfs"],
                  ["--fault", "drop-writes", "--param", "size=1"], ["--fault", "drop-writes", "--runs", "0"]):
-        try:
-            code = main(["faults", *argv])
-        except SystemExit as e:  # argparse's own refusal (--runs 0), one line as well
-            code = e.code
+        code, _, err = run_cli(["faults", *argv], capsys)  # argparse refuses --runs 0, in one line as well
         assert code == 2
-        err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith("plugpull")
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_run import run_cli
 from plugpull import cli
 from plugpull.errors import UsageError
 from plugpull.generate.ops import CORE_OPS, FALLOCS, FIRST_FAMILIES, FIRST_PERSISTENCE, INITIAL_SIZE, TRUNCATE_TO, \
@@ -143,12 +144,7 @@ def test_a_bad_id_is_refused(bad):
 
 
 def run(argv, capsys):
-    try:
-        code = cli.main(["generate", *argv])
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_cli(["generate", *argv], capsys)
 
 
 @pytest.mark.parametrize("argv", [["--seq", "0"], ["--seq", "4"], ["--seq", "x"], ["--seq", "1", "--ops", "frob"],
@@ -200,11 +196,7 @@ def no_guest(tmp_path, monkeypatch):
      "--check-script is for a script:PATH workload, not gen:seq1-000001"),
 ], ids=["bad-id", "past-the-last", "param", "check-script"])
 def test_crash_refuses_a_bad_generated_workload_in_one_line(argv, said, no_guest, capsys):
-    try:
-        code = cli.main(["crash", "--fs", "xfs", *argv])
-    except SystemExit as e:
-        code = e.code
-    err = capsys.readouterr().err
+    code, _, err = run_cli(["crash", "--fs", "xfs", *argv], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and said in err, err
     assert list(no_guest.iterdir()) == [], "a refused run created something"
 

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from plugpull.cli import main
+from tests.cli_run import run_cli
 from plugpull.errors import UsageError
 from plugpull.guest.libvirt import daemon as libvirtd
 from plugpull.guest.libvirt.users import daemon_users
@@ -110,11 +110,7 @@ def test_doctor_rows_say_what_is_missing(monkeypatch):
 ])
 def test_bad_backend_options_are_one_line_exit_2(capsys, tmp_path, monkeypatch, argv, message):
     monkeypatch.chdir(tmp_path)
-    try:
-        code = main(argv)
-    except SystemExit as e:
-        code = e.code
+    code, _, err = run_cli(argv, capsys)
     assert code == 2
-    err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []

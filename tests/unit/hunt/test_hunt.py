@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.cli_run import run_cli
 from plugpull import cli
 from plugpull.check.verdict import Ack
 from plugpull.cli.hunt import budget, default_out
@@ -222,11 +223,7 @@ def test_hunt_kernel_host_without_out_gets_as_far_as_the_guest(tmp_path, monkeyp
 ])
 def test_bad_hunts_are_refused_in_one_line_before_anything_is_made(argv, words, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    try:
-        code = cli.main(argv)
-    except SystemExit as e:
-        code = e.code
-    err = capsys.readouterr().err
+    code, _, err = run_cli(argv, capsys)
     assert code == 2 and words in err and err.count("\n") == 1, err
     assert list(tmp_path.iterdir()) == []
 

@@ -5,14 +5,8 @@ import os
 
 import pytest
 
+from tests.cli_run import refused
 from plugpull import cli
-
-
-def refused(argv, capsys, *words) -> None:
-    __tracebackhide__ = True
-    assert cli.main([str(a) for a in argv]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and all(w in err for w in words), err
 
 
 @pytest.mark.parametrize("where, words", [("{tmp}/afile/cache", ["{tmp}/afile is not a directory"]),

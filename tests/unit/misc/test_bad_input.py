@@ -16,6 +16,7 @@ from typing import Callable
 import pytest
 
 from tests.fake_backend import FakeBackend, Plan
+from tests.cli_run import exit_code, files_under, run_cli
 from plugpull import cli
 from plugpull.check.verdict import Ack
 from plugpull.crash.record import Record
@@ -458,45 +459,33 @@ PROBES = [
 ]
 
 
-def run_probe(probe: Probe, tmp: Path) -> tuple[int, str]:
-    """Exit code and stderr of `plugpull ARGV`, in process, with boots forbidden."""
-    argv = [a.replace(TMP, str(tmp)) for a in probe.argv.split()]
-    try:
-        return cli.main(argv), ""
-    except SystemExit as e:
-        return e.code, ""
-
-
-def _tree(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
+def run_probe(probe: Probe, tmp: Path) -> int:
+    """Exit code of `plugpull ARGV`, in process, with boots forbidden."""
+    return exit_code([a.replace(TMP, str(tmp)) for a in probe.argv.split()])
 
 
 @pytest.fixture
-def sandbox(tmp_path, monkeypatch):
+def sandbox(own_workdir, monkeypatch):
     """A working directory and an image cache of the test's own, and no guest boots."""
-    work = tmp_path / "w"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
     for module in (cli.crash, cli.matrix, cli.reproduce, cli.guests, rig_mod):
         monkeypatch.setattr(module, "prepare_rig", _no_boot)
     monkeypatch.setattr("plugpull.guest.image.build.build_image", _no_boot)
-    return work
+    return own_workdir
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.id)
 def test_bad_input_is_refused_in_one_line(probe, sandbox, capsys):
     if probe.setup:
         probe.setup(sandbox)
-    before = _tree(sandbox)
-    code, _ = run_probe(probe, sandbox)
+    before = files_under(sandbox)
+    code = run_probe(probe, sandbox)
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
     assert code == probe.code, err
     assert "Traceback" not in err
     assert len(lines) == 1, err
     assert probe.names.replace(TMP, str(sandbox)) in lines[0], err
-    assert _tree(sandbox) == before, "the probe created files"
+    assert files_under(sandbox) == before, "the probe created files"
     assert not (sandbox.parent / "cache").exists()
 
 
@@ -556,13 +545,6 @@ def _ids(pairs: list[tuple[str, str]]) -> list[str]:
     return [" ".join(pair) for pair in pairs]
 
 
-def _exit_code(argv: list[str]) -> int:
-    try:
-        return cli.main(argv)
-    except SystemExit as e:
-        return e.code
-
-
 def test_the_walk_finds_every_kind_of_numeric_option():
     found = set(numeric_options())
     assert {("crash", "--states"), ("crash", "--seed"), ("crash", "--workers"), ("matrix", "--disk-mib"),
@@ -574,7 +556,7 @@ def test_the_walk_finds_every_kind_of_numeric_option():
 @pytest.mark.parametrize("bad", BAD_NUMBERS.values(), ids=BAD_NUMBERS.keys())
 @pytest.mark.parametrize("command, option", numeric_options(), ids=_ids(numeric_options()))
 def test_every_numeric_option_refuses_a_bad_number_in_one_line(command, option, bad, sandbox, capsys):
-    code = _exit_code([command, f"{option}={bad}", *POSITIONALS.get(command, [])])
+    code = exit_code([command, f"{option}={bad}", *POSITIONALS.get(command, [])])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err, err
     [line] = err.strip().splitlines()
@@ -598,7 +580,7 @@ def test_every_numeric_case_field_refuses_a_bad_number(section, field, bad, sand
     body = {"matrix": CASE + line, "faults": 'title = "t"\n' + FAULTS_TABLE + line}.get(
         section, f"{CASE}[{section}]\n{line}")
     (sandbox / "case.toml").write_text(body)
-    code = _exit_code(["reproduce", str(sandbox / "case.toml")])
+    code = exit_code(["reproduce", str(sandbox / "case.toml")])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err, err
     [line] = err.strip().splitlines()
@@ -617,7 +599,7 @@ def test_the_one_number_rule_refuses_the_rest(text):
 
 
 def test_the_help_says_its_sentences_to_the_end(capsys):
-    assert _exit_code(["--help"]) == 0
+    assert exit_code(["--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "2 bad input or a missing tool (nothing was changed)" in out and "never exit code 3." in out
 
@@ -655,12 +637,8 @@ def test_the_walk_finds_every_kind_of_path_option():
 @pytest.mark.parametrize("argv", [["crash", "--kernel", ""], ["crash", "--kernel", " "],
                                   ["matrix", "--kernel", ""], ["matrix", "--kernel", "host,,debian:6.12"]])
 def test_an_empty_kernel_name_is_refused(argv, sandbox, capsys):
-    try:
-        code = cli.main(argv)
-    except SystemExit as e:  # argparse's refusal of a blank value
-        code = e.code
+    code, _, err = run_cli(argv, capsys)
     assert code == 2
-    err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--kernel" in err and ("empty" in err or "expected host" in err or "a space" in err)
     assert not any(Path().iterdir())
 
@@ -673,7 +651,7 @@ def _argv(command: str, option: str, value: str) -> list[str]:
 
 @pytest.mark.parametrize("command, option", path_options(False), ids=_ids(path_options(False)))
 def test_every_path_option_refuses_an_empty_path(command, option, sandbox, capsys):
-    assert _exit_code(_argv(command, option, "")) == 2
+    assert exit_code(_argv(command, option, "")) == 2
     err = capsys.readouterr().err
     [line] = err.strip().splitlines()
     assert f"argument {option}: expected a path, got ''" in line, line
@@ -691,12 +669,12 @@ def test_every_output_option_refuses_a_device_or_a_fifo_before_anything_runs(com
     given, make = inputs.get(command, (None, None))
     if make:
         make(sandbox)
-    before, mode = _tree(sandbox), os.stat(sandbox / "null").st_mode
+    before, mode = files_under(sandbox), os.stat(sandbox / "null").st_mode
     rest = [str(sandbox / given)] if given else POSITIONALS.get(command, [])
-    assert _exit_code([command, f"{option}={sandbox / 'null'}", *rest]) == 2
+    assert exit_code([command, f"{option}={sandbox / 'null'}", *rest]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert f"{option} {sandbox / 'null'}: {what}" in line, line
-    assert os.stat(sandbox / "null").st_mode == mode and _tree(sandbox) == before
+    assert os.stat(sandbox / "null").st_mode == mode and files_under(sandbox) == before
 
 
 # --- what happens past the checks ------------------------------------------------------------

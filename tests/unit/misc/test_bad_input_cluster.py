@@ -11,6 +11,9 @@ from typing import Callable
 
 import pytest
 
+from tests.cli_run import exit_code, files_under
+import plugpull.cluster.crash_coordinator as crash_coordinator
+import plugpull.cluster.hunt_coordinator as hunt_coordinator
 import plugpull.cluster.reach as reach
 import plugpull.cluster.serve as serve
 from plugpull import cli
@@ -131,21 +134,14 @@ def tls(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def sandbox(tmp_path, monkeypatch):
+def sandbox(own_workdir, monkeypatch):
     """A working directory and a cache of the test's own; no scheduler contacted, no guest."""
-    work = tmp_path / "w"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(reach, "probe", _contacted)
+    for module in (reach, serve, crash_coordinator, hunt_coordinator):  # each holds probe by its own name
+        monkeypatch.setattr(module, "probe", _contacted)
     monkeypatch.setattr(serve, "run_worker", _contacted)
     for module in (cli.crash, rig_mod):
         monkeypatch.setattr(module, "prepare_rig", _contacted)
-    return work
-
-
-def _tree(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
+    return own_workdir
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.id)
@@ -154,23 +150,20 @@ def test_bad_input_is_refused_in_one_line(probe, sandbox, tls, capsys, monkeypat
         monkeypatch.setenv(name, value)
     if probe.setup:
         probe.setup(sandbox)
-    before = _tree(sandbox)
+    before = files_under(sandbox)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = str(taken.getsockname()[1])
         fill = {TMP: str(sandbox), TLS: str(tls), "{port}": port}
         argv = [_filled(a, fill) for a in probe.argv]
-        try:
-            code = cli.main(argv)
-        except SystemExit as e:
-            code = e.code
+        code = exit_code(argv)
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
     assert code == 2, err
     assert "Traceback" not in err and len(lines) == 1, err
     assert _filled(probe.names, fill) in lines[0], err
-    assert _tree(sandbox) == before, "the probe created files"
+    assert files_under(sandbox) == before, "the probe created files"
     assert not (sandbox.parent / "cache").exists()
 
 

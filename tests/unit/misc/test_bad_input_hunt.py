@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from tests.cli_run import run_cli
 from plugpull import cli
 
 from plugpull.hunt.run import HuntSpec
@@ -32,12 +33,8 @@ def no_real_work(tmp_path, monkeypatch):
 def refused(tmp_path, capsys, argv, *words) -> None:
     __tracebackhide__ = True
     before = sorted(p.name for p in tmp_path.iterdir())
-    try:
-        code = cli.main(argv)
-    except SystemExit as e:  # argparse's own refusals
-        code = e.code
+    code, _, err = run_cli(argv, capsys)
     assert code == 2
-    err = capsys.readouterr().err
     assert err.count("\n") == 1 and len(err) < 300, err
     assert all(w in err for w in words), err
     assert sorted(p.name for p in tmp_path.iterdir()) == before, "a refusal made something"

@@ -9,11 +9,11 @@ import socket
 
 import pytest
 
-from plugpull import cli
 from plugpull.errors import UsageError
 from plugpull.files import open_regular, read_regular
 from tests.unit.report.test_hunts import RENAMES, make_hunt
 from tests.unit.hunt.test_findings import SETTINGS as BTRFS, both_names
+from tests.cli_run import refused
 from plugpull.generate.space import workload_of
 
 
@@ -31,14 +31,6 @@ def deadline():
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, before)
-
-
-def refused(argv, capsys, *words) -> str:
-    __tracebackhide__ = True
-    assert cli.main([str(a) for a in argv]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and all(w in err for w in words), err
-    return err
 
 
 def test_the_helper_opens_a_regular_file_and_refuses_the_rest(tmp_path, deadline):

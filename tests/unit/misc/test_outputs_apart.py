@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_run import refused
 from plugpull import cli
 from plugpull.files import InputPath, OutputPath, a_path, an_output, atomic_write, refuse_overlaps
 from plugpull.errors import UsageError
@@ -32,13 +33,6 @@ def no_boot(monkeypatch):
     for module in (cli.crash, cli.matrix, cli.reproduce, "plugpull.guest.rig"):
         monkeypatch.setattr(module if not isinstance(module, str) else __import__(module, fromlist=["x"]),
                             "prepare_rig", boot)
-
-
-def refused(argv, capsys, *words) -> None:
-    __tracebackhide__ = True
-    assert cli.main([str(a) for a in argv]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and all(w in err for w in words), err
 
 
 def test_junit_over_the_case_file_is_refused_and_the_case_kept(case, capsys):

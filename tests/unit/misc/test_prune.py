@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_run import run_cli
 from plugpull import cli
 from plugpull.prune import CACHE_KINDS, DAY, Kind, held, prune, prune_kind
 
@@ -171,11 +172,8 @@ def test_bad_prune_input_is_one_line_and_exit_2(argv, names, tmp_path, monkeypat
     monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "x.patch").write_text("")
-    try:
-        code = cli.main(argv)
-    except SystemExit as e:
-        code = e.code
-    err = capsys.readouterr().err.strip().splitlines()
+    code, _, said = run_cli(argv, capsys)
+    err = said.strip().splitlines()
     assert code == 2 and len(err) == 1 and names in err[0], err
     assert not (tmp_path / "cache").exists()
 

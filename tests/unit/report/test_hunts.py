@@ -14,6 +14,7 @@ from plugpull.hunt.journal import JOURNAL, SETTINGS
 from plugpull.report.hunts import hunt_report
 from plugpull.report.links import broken_links
 from tests.unit.hunt.test_findings import SETTINGS as BTRFS, both_names, link_unlink, symlink_rename
+from tests.cli_run import run_cli
 from plugpull.generate.space import workload_of
 
 RENAMES = ["rename.file A/foo B/foo, fsync B", "rename.file B/bar A/bar, fsync A",
@@ -121,11 +122,8 @@ def test_the_page_fits_1280_px_by_the_report_s_own_rule(two_hunts, tmp_path):
 
 
 def report(argv: list, capsys) -> tuple[int, str]:
-    try:
-        code = cli.main(["report", *map(str, argv)])
-    except SystemExit as e:
-        code = e.code
-    return code, capsys.readouterr().err
+    code, _, err = run_cli(["report", *argv], capsys)
+    return code, err
 
 
 def test_the_cli_writes_beside_the_first_hunt_and_says_where(two_hunts, capsys):

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_run import run_cli
+from tests.case_files import write_case
 from plugpull import cli
 from plugpull.errors import InfraError
 from plugpull.report.junit import JUnitSuite, JUnitCase, junit_xml, write_junit
@@ -48,9 +50,7 @@ def write_results(path: Path, results: list) -> Path:
 
 @pytest.fixture
 def case(tmp_path):
-    path = tmp_path / "case.toml"
-    path.write_text(CASE)
-    return load_case(path)
+    return load_case(write_case(tmp_path, CASE))
 
 
 def cases_of(root: ET.Element) -> dict:
@@ -250,12 +250,9 @@ def test_a_harness_failure_is_an_error_and_the_next_case_still_runs(tmp_path, fa
 @pytest.mark.parametrize("junit", ["{tmp}", "{tmp}/one.toml/j.xml", "/dev/null", ""])
 def test_a_bad_junit_path_is_exit_2_before_anything_runs(tmp_path, fake_runs, junit, capsys):
     path = junit.format(tmp=tmp_path)
-    try:
-        rc = cli.main(["reproduce", *two_cases(tmp_path), "--junit", path])
-    except SystemExit as e:  # refused by the option's type, as argparse does
-        rc = e.code
+    rc, _, err = run_cli(["reproduce", *two_cases(tmp_path), "--junit", path], capsys)  # or by the option's type
     assert rc == 2
-    assert "--junit" in capsys.readouterr().err
+    assert "--junit" in err
     assert fake_runs.ran == []
 
 

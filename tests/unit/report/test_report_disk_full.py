@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from plugpull import cli
 from tests.unit.report.test_report import results  # noqa: F401 (a fixture)
 from tests.unit.report.test_hunts import RENAMES, make_hunt
 from tests.unit.hunt.test_findings import SETTINGS as BTRFS, both_names
+from tests.cli_run import run_cli
 from plugpull.generate.space import workload_of
 
 
@@ -38,8 +38,8 @@ def a_hunt(tmp_path: Path) -> Path:
 
 
 def run(argv, capsys) -> tuple[int, str]:
-    code = cli.main([str(a) for a in argv])
-    return code, capsys.readouterr().err
+    code, _, err = run_cli(argv, capsys)
+    return code, err
 
 
 @pytest.mark.parametrize("kind", ["hunt", "matrix"])

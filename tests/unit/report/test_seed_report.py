@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from tests.case_files import write_case
 from plugpull import cli
 from plugpull.report import report
 from plugpull.report.cause import predicted_ratio
@@ -120,8 +121,7 @@ quote = "OUCH"
 def test_a_malformed_seed_table_is_exit_2_naming_the_field(tmp_path, capsys, change, field):
     text = CASE.replace(*change)
     assert text != CASE
-    path = tmp_path / "case.toml"
-    path.write_text(text)
+    path = write_case(tmp_path, text)
     assert cli.main(["reproduce", str(path), "--results", str(tmp_path / "r.jsonl")]) == 2
     err = capsys.readouterr().err
     assert field in err and len(err.strip().splitlines()) == 1
@@ -132,9 +132,7 @@ def test_a_well_formed_seed_table_loads_and_leaves_the_keys_alone(tmp_path):
     from dataclasses import replace
 
     from plugpull.runs.cases import load_case
-    path = tmp_path / "case.toml"
-    path.write_text(CASE)
-    case = load_case(path)
+    case = load_case(write_case(tmp_path, CASE))
     assert case.seed["figures"][0]["rate"] == 52.87
     assert all(c.seed == case.seed for c in case.cells)
     assert case.cells[0].key() == replace(case.cells[0], seed=None).key()
@@ -174,8 +172,7 @@ def test_reproduce_no_crash_runs_the_throughput_side_alone(tmp_path, monkeypatch
     monkeypatch.setattr(matrix_cli, "prepare_rig", lambda *a: None)
     monkeypatch.setattr(reproduce_cli, "finish_matrix", lambda *a: None)
     monkeypatch.setattr(runs_matrix, "run_matrix", lambda todo, *a, **kw: ran.extend(todo) or [])
-    path = tmp_path / "case.toml"
-    path.write_text(CASE + "[expect]\nunsafe = [\"barrier\"]\n")
+    path = write_case(tmp_path, CASE + "[expect]\nunsafe = [\"barrier\"]\n")
     results = str(tmp_path / "r.jsonl")
     assert cli.main(["reproduce", str(path), "--results", results, "--no-crash"]) == 0
     assert [(c.mode, c.throughput, c.crash) for c in ran] == [("barrier", True, False), ("nobarrier", True, False)]

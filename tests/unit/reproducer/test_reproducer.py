@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from plugpull import cli
+from tests.cli_run import run_cli
 from plugpull.errors import InfraError, UsageError
 from plugpull.reproducer import case_for, flushes, loghole, state_target
 from plugpull.reproducer.checks import checks
@@ -267,12 +267,7 @@ def test_a_kernel_failure_is_a_fail_verdict():
 
 
 def run(argv, capsys):
-    try:
-        code = cli.main(["reproducer", *argv])
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_cli(["reproducer", *argv], capsys)
 
 
 def a_state(where: Path, workload: str, required: int = 2) -> Path:

@@ -1,9 +1,8 @@
 """Case files: every shipped case is valid; a broken one is refused with the field named."""
 
-from pathlib import Path
-
 import pytest
 
+from tests.case_files import write_case
 from plugpull.paths import ROOT
 from plugpull.results import CellResult, CrashSummary
 from plugpull.runs.cases import CaseError, expectation_failures, load_case, scaled
@@ -40,12 +39,6 @@ def test_shipped_case_is_valid(path):
         cell.validate()
 
 
-def write(tmp_path, text) -> Path:
-    p = tmp_path / "case.toml"
-    p.write_text(text)
-    return p
-
-
 @pytest.mark.parametrize("change, field", [
     (("modes = [\"barrier\", \"nobarrier\"]", "modes = [\"barrier\", \"fast\"]"), "[matrix] modes[1]"),
     (("fs = [\"xfs\"]", "fs = [\"zfs\"]"), "[matrix] fs[0]"),
@@ -62,7 +55,7 @@ def test_broken_case_names_the_field(tmp_path, change, field):
     text = GOOD.replace(*change)
     assert text != GOOD
     with pytest.raises(CaseError) as e:
-        load_case(write(tmp_path, text))
+        load_case(write_case(tmp_path, text))
     assert field in str(e.value)
 
 
@@ -70,9 +63,9 @@ def test_missing_and_malformed_files(tmp_path):
     with pytest.raises(CaseError, match="no such case file"):
         load_case(tmp_path / "nope.toml")
     with pytest.raises(CaseError, match="not valid TOML"):
-        load_case(write(tmp_path, "title = "))
+        load_case(write_case(tmp_path, "title = "))
     with pytest.raises(CaseError, match="matrix: required"):
-        load_case(write(tmp_path, "title = 't'\n"))
+        load_case(write_case(tmp_path, "title = 't'\n"))
 
 
 def test_scale_shrinks_size_knobs_only():
@@ -88,7 +81,7 @@ def crash_doc(mode, clean, states=10):
 
 
 def test_expectations(tmp_path):
-    case = load_case(write(tmp_path, GOOD))
+    case = load_case(write_case(tmp_path, GOOD))
     assert expectation_failures(case, [crash_doc("barrier", 10), crash_doc("nobarrier", 3)]) == []
     failures = expectation_failures(case, [crash_doc("barrier", 9), crash_doc("nobarrier", 10)])
     assert len(failures) == 2 and "nobarrier" in failures[0] and "barrier" in failures[1]
@@ -97,9 +90,9 @@ def test_expectations(tmp_path):
 
 def test_a_hosts_table_names_the_checkers_hosts(tmp_path):
     uris = ["qemu:///system", "qemu+ssh://root@rack2/system"]
-    case = load_case(write(tmp_path, GOOD + f"[hosts]\nuris = {uris!r}\n".replace("'", '"')))
+    case = load_case(write_case(tmp_path, GOOD + f"[hosts]\nuris = {uris!r}\n".replace("'", '"')))
     assert case.hosts == tuple(uris)
-    assert load_case(write(tmp_path, GOOD)).hosts == ()
+    assert load_case(write_case(tmp_path, GOOD)).hosts == ()
 
 
 @pytest.mark.parametrize("hosts, message", [
@@ -110,6 +103,6 @@ def test_a_hosts_table_names_the_checkers_hosts(tmp_path):
 ])
 def test_a_bad_hosts_table_is_refused_with_its_field(tmp_path, hosts, message):
     with pytest.raises(CaseError) as e:
-        load_case(write(tmp_path, GOOD + f"[hosts]\n{hosts}\n"))
+        load_case(write_case(tmp_path, GOOD + f"[hosts]\n{hosts}\n"))
     assert "[hosts]" in str(e.value) and message in str(e.value)
     assert len(str(e.value).splitlines()) == 1

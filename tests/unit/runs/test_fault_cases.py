@@ -3,6 +3,7 @@
 
 import pytest
 
+from tests.case_files import write_case
 from plugpull.paths import ROOT
 from plugpull.results import FaultResult
 from plugpull.runs.cases import CaseError, load_case
@@ -24,14 +25,8 @@ verdicts = ["silent-loss", "error-reported"]
 """
 
 
-def write(tmp_path, text):
-    path = tmp_path / "case.toml"
-    path.write_text(text)
-    return path
-
-
 def test_a_faults_case_runs_every_kind_on_every_fs_with_the_trigger_and_window(tmp_path):
-    case = load_case(write(tmp_path, FAULTS))
+    case = load_case(write_case(tmp_path, FAULTS))
     assert case.cells == () and case.faults.runs == 1
     runs = [(c.fs.name, str(c.fault), c.workload.name, c.workload.wait) for c in case.faults.cases]
     assert runs[:3] == [("ext4", "error-writes@acks:1+3", "fsync-retry", 20),
@@ -47,7 +42,7 @@ fs = ["xfs"]
 modes = ["barrier"]
 workloads = ["fsync-files"]
 """
-    case = load_case(write(tmp_path, text))
+    case = load_case(write_case(tmp_path, text))
     assert len(case.cells) == 1 and str(case.faults.cases[0].fault) == "error-writes@acks:1"
     assert case.faults.cases[0].power_cuts.models == ("prefix",) and case.faults.cases[0].power_cuts.count == 2
 
@@ -77,14 +72,14 @@ def test_a_bad_faults_field_is_named(tmp_path, change, field):
     text = FAULTS.replace(*change)
     assert text != FAULTS
     with pytest.raises(CaseError) as e:
-        load_case(write(tmp_path, text))
+        load_case(write_case(tmp_path, text))
     assert field in str(e.value)
 
 
 def test_a_bad_faults_field_exits_2_before_any_guest(tmp_path, capsys):
     from plugpull.cli import main
 
-    path = write(tmp_path, FAULTS.replace("window = 3", "window = 0.5"))
+    path = write_case(tmp_path, FAULTS.replace("window = 3", "window = 0.5"))
     assert main(["reproduce", str(path), "--results", str(tmp_path / "r.jsonl")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "[faults] window" in err and not (tmp_path / "r.jsonl").exists()
@@ -92,10 +87,10 @@ def test_a_bad_faults_field_exits_2_before_any_guest(tmp_path, capsys):
 
 def test_a_case_needs_a_matrix_or_faults_and_expect_faults_needs_faults(tmp_path):
     with pytest.raises(CaseError, match="matrix: required"):
-        load_case(write(tmp_path, "title = 't'\n"))
+        load_case(write_case(tmp_path, "title = 't'\n"))
     no_faults = "title = 't'\n[matrix]\nfs = ['xfs']\nmodes = ['barrier']\nworkloads = ['fsync-files']\n"
     with pytest.raises(CaseError, match=r"\[expect\] faults: the case has no \[faults\]"):
-        load_case(write(tmp_path, no_faults + "[[expect.faults]]\nverdicts = ['clean']\n"))
+        load_case(write_case(tmp_path, no_faults + "[[expect.faults]]\nverdicts = ['clean']\n"))
 
 
 def run(fs, verdict, fault="error-writes@acks:1+3"):
@@ -104,7 +99,7 @@ def run(fs, verdict, fault="error-writes@acks:1+3"):
 
 
 def test_fault_expectations_pass_and_fail(tmp_path):
-    case = load_case(write(tmp_path, FAULTS))
+    case = load_case(write_case(tmp_path, FAULTS))
     expect = case.faults.expect
     assert fault_expectation_failures(expect, [run("ext4", "silent-loss"), run("xfs", "clean")]) == []
     failures = fault_expectation_failures(expect, [run("ext4", "clean"), run("ext4", "error-reported")])

@@ -17,6 +17,7 @@ from plugpull.results import CellResult, CrashSummary, read_cells
 from plugpull.runs.cases import CaseError, expectation_failures, load_case
 from plugpull.runs.matrix import cells, for_kernel
 from tests.fake_apt import NEW, OLD, OLD_VERSION, FakeApt, build_debs
+from tests.case_files import write_case
 
 
 def some_cells():
@@ -46,18 +47,12 @@ workloads = ["fsync-files"]
 """
 
 
-def write_case(tmp_path, extra: str = ""):
-    path = tmp_path / "case.toml"
-    path.write_text(CASE + extra)
-    return path
-
-
 def test_a_case_file_names_its_kernels(tmp_path):
-    assert load_case(write_case(tmp_path)).kernels == ("host",)
-    case = load_case(write_case(tmp_path, 'kernels = ["host", "debian:6.12", "debian:7.3"]\n'))
+    assert load_case(write_case(tmp_path, CASE)).kernels == ("host",)
+    case = load_case(write_case(tmp_path, CASE + 'kernels = ["host", "debian:6.12", "debian:7.3"]\n'))
     assert case.kernels == ("host", "debian:6.12", "debian:7.3")
     with pytest.raises(CaseError, match=r"\[matrix\] kernels: debian:6.12 is given twice"):
-        load_case(write_case(tmp_path, 'kernels = ["host", "debian:6.12", "debian:7.3", "debian:6.12"]\n'))
+        load_case(write_case(tmp_path, CASE + 'kernels = ["host", "debian:6.12", "debian:7.3", "debian:6.12"]\n'))
 
 
 @pytest.mark.parametrize("kernels, message", [
@@ -69,7 +64,7 @@ def test_a_case_file_names_its_kernels(tmp_path):
 ])
 def test_bad_kernels_in_a_case_file_are_named(tmp_path, kernels, message):
     with pytest.raises(CaseError, match=message):
-        load_case(write_case(tmp_path, f"kernels = {kernels}\n"))
+        load_case(write_case(tmp_path, CASE + f"kernels = {kernels}\n"))
 
 
 @pytest.fixture
@@ -179,7 +174,7 @@ def crash_cell(clean: int, unmountable: int) -> CellResult:
 
 
 def test_expect_can_differ_per_kernel(tmp_path):
-    case = load_case(write_case(tmp_path, PER_KERNEL))
+    case = load_case(write_case(tmp_path, CASE + PER_KERNEL))
     unmountable, clean = [crash_cell(8, 2)], [crash_cell(10, 0)]
     assert expectation_failures(case.expected_on("debian:6.12"), unmountable) == []
     assert expectation_failures(case.expected_on("debian:6.12"), clean) == [
@@ -198,7 +193,7 @@ def test_expect_can_differ_per_kernel(tmp_path):
 ])
 def test_bad_per_kernel_expectations_are_named(tmp_path, extra, message):
     with pytest.raises(CaseError, match=message):
-        load_case(write_case(tmp_path, extra))
+        load_case(write_case(tmp_path, CASE + extra))
 
 
 def test_the_plot_and_the_page_group_by_kernel_too(tmp_path):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.case_files import write_case
 from plugpull.errors import UsageError
 from plugpull.powerloss.variation import variation
 from plugpull.powerloss.writelog import LogWriter, iter_entries
@@ -50,14 +51,8 @@ def case_dir(tmp_path) -> Path:
     return tmp_path
 
 
-def write(case_dir: Path, text: str) -> Path:
-    path = case_dir / "case.toml"
-    path.write_text(text)
-    return path
-
-
 def test_a_replay_case_reads_its_record(case_dir):
-    case = load_case(write(case_dir, CASE))
+    case = load_case(write_case(case_dir, CASE))
     assert case.cells == () and case.replay.mode == "barrier"
     assert (case.replay.model, case.replay.cut, case.replay.seed) == ("reorder", 4, 1)
     assert case.verdicts == (("barrier", "unmountable"),)
@@ -86,7 +81,7 @@ def test_a_bad_replay_field_is_named(case_dir, change, field):
     text = CASE.replace(*change)
     assert text != CASE
     with pytest.raises(CaseError) as e:
-        load_case(write(case_dir, text))
+        load_case(write_case(case_dir, text))
     assert field in str(e.value) and "\n" not in str(e.value)
 
 
@@ -94,13 +89,13 @@ def test_a_bad_replay_field_is_named(case_dir, change, field):
 def test_a_record_without_its_files_is_refused(case_dir, missing):
     (case_dir / "rec" / missing).unlink()
     with pytest.raises(CaseError, match=f"no {missing} in it"):
-        load_case(write(case_dir, CASE))
+        load_case(write_case(case_dir, CASE))
 
 
 def test_the_minimised_plan_is_the_reference_with_its_culprits(case_dir, tmp_path):
     """Under `prefix` every volatile write persists: the culprit is one of them."""
     text = CASE.replace("seed = 1", 'seed = 1\nreference = "drop-unflushed"\nculprits = [3]')
-    case = load_case(write(case_dir, text.replace('"reorder"', '"prefix"')))
+    case = load_case(write_case(case_dir, text.replace('"reorder"', '"prefix"')))
     doc, rec, pieces = load_replay(case.replay, tmp_path / "scratch")
     entries = list(iter_entries(rec.log))
     assert pieces == variation(entries, 4, "prefix", 1).pieces("drop-unflushed", [3])
@@ -113,13 +108,13 @@ def test_the_minimised_plan_is_the_reference_with_its_culprits(case_dir, tmp_pat
     (("seed = 1", 'seed = 1\nreference = "drop-unflushed"\nculprits = [0]'), "not volatile writes"),
 ])
 def test_a_state_the_record_cannot_make_is_refused(case_dir, tmp_path, change, message):
-    case = load_case(write(case_dir, CASE.replace(*change)))
+    case = load_case(write_case(case_dir, CASE.replace(*change)))
     with pytest.raises(UsageError, match=message):
         load_replay(case.replay, tmp_path / "scratch")
 
 
 def test_a_replay_expectation_can_fail(case_dir):
-    case = load_case(write(case_dir, CASE.replace("[expect]", '[expect]\nunsafe = ["barrier"]')))
+    case = load_case(write_case(case_dir, CASE.replace("[expect]", '[expect]\nunsafe = ["barrier"]')))
     assert replay_failures(case, "unmountable") == []
     assert replay_failures(case, "fs-corrupt") == ["barrier: expected unmountable, it is fs-corrupt"]
     assert len(replay_failures(case, "clean")) == 2
@@ -132,7 +127,7 @@ def cell(unmountable: int) -> CellResult:
 
 
 def test_a_matrix_case_can_expect_a_verdict(tmp_path):
-    case = load_case(write(tmp_path, 'title = "t"\n[matrix]\nfs = ["xfs"]\nmodes = ["barrier"]\n'
+    case = load_case(write_case(tmp_path, 'title = "t"\n[matrix]\nfs = ["xfs"]\nmodes = ["barrier"]\n'
                                      'workloads = ["bonnie"]\n[expect]\nverdicts = {barrier = "unmountable"}\n'))
     assert expectation_failures(case, [cell(2)]) == []
     assert expectation_failures(case, [cell(0)]) == ["barrier: expected a state judged unmountable, saw none"]
@@ -206,7 +201,7 @@ def answer(verdict: str, digest: str = "a" * 64) -> dict:
 def test_reproduce_says_and_exits_as_the_replay_bears_out_the_case(case_dir, capsys, r, code, said):
     from plugpull.cli.reproduce import _replayed
 
-    case = load_case(write(case_dir, CASE.replace("seed = 1", f'seed = 1\ndigest = "{"a" * 64}"')))
+    case = load_case(write_case(case_dir, CASE.replace("seed = 1", f'seed = 1\ndigest = "{"a" * 64}"')))
     assert _replayed(case, r) == code
     out = capsys.readouterr().out
     assert said in out and "  XFS (sda): failed to locate log tail" in out and "[sda] ok" not in out

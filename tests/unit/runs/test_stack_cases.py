@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.case_files import write_case
 from plugpull.paths import ROOT
 from plugpull.report.tables import groups, render_table, slowdown
 from plugpull.results import read_cells
@@ -33,8 +34,7 @@ def test_the_write_hole_cases_run_raid5_ppl_and_journal_with_member_0_lost():
 
 
 def test_a_case_names_a_bad_lost_disk(tmp_path):
-    path = tmp_path / "case.toml"
-    path.write_text(CASE.replace("LOSE", "two"))
+    path = write_case(tmp_path, CASE.replace("LOSE", "two"))
     with pytest.raises(CaseError, match=r"\[crash\] lose_disk: 'two': expected a member number"):
         load_case(path)
     path.write_text(CASE.replace("LOSE", "3"))

@@ -3,6 +3,7 @@ it does not apply, and checked against the kernel before anything runs."""
 
 import pytest
 
+from tests.cli_run import run_cli
 from plugpull import cli
 from plugpull.errors import UsageError
 from plugpull.guest.image.build import KernelSource
@@ -98,9 +99,6 @@ def test_crash_with_an_option_its_kernel_lacks_is_refused_before_any_image(tmp_p
                                   ["hunt", "--seq", "1", "--fs", "ext4+data=journal+fast_commit"]])
 def test_a_wrong_profile_on_the_command_line_is_exit_2(argv, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    try:
-        code = cli.main(argv)
-    except SystemExit as e:  # argparse's own refusal
-        code = e.code
+    code, _, err = run_cli(argv, capsys)
     assert code == 2
-    assert "filesystem" in capsys.readouterr().err and not list(tmp_path.iterdir())
+    assert "filesystem" in err and not list(tmp_path.iterdir())

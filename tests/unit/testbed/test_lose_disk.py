@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 
 from plugpull.check.checker import Checker
-from plugpull.cli import main
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import UsageError
 from plugpull.guest.contract.channel import GuestResult
@@ -14,6 +13,7 @@ from plugpull.powerloss.crashstate import CrashState
 from plugpull.testbed.fs import filesystem
 from plugpull.testbed.stack import Stack, without
 from tests.unit.testbed.test_stack import StubGuest
+from tests.cli_run import run_cli
 
 
 @pytest.mark.parametrize("stack, text, member", [("md-raid5", "0", 0), ("md-raid5", "2", 2),
@@ -48,12 +48,9 @@ def test_a_member_that_cannot_be_lost_is_refused(stack, text, message):
                                   ["--lose-disk", "random"], ["--stack", "md-raid1", "--lose-disk", "x"]])
 def test_cli_refuses_a_bad_lose_disk_with_exit_2_before_any_guest(argv, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    try:
-        rc = main(["crash", *argv])
-    except SystemExit as e:
-        rc = e.code
+    rc, _, said = run_cli(["crash", *argv], capsys)
     assert rc == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = said.strip().splitlines()
     assert len(err) == 1 and "--lose-disk" in err[0]
     assert not any(tmp_path.iterdir()), "nothing created"
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_run import run_cli
 from plugpull.check.checker import Checker
 from plugpull.check.verdict import Verdict, classify
-from plugpull.cli import main
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import UsageError
 from plugpull.guest.contract.channel import GuestResult, quote_command
@@ -48,12 +48,9 @@ def test_no_stack_is_none_and_extlog_takes_none():
                                   ["crash", "--mode", "extlog", "--stack", "lvm"]])
 def test_cli_refuses_a_bad_stack_with_exit_2_before_any_guest(argv, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    try:
-        rc = main(argv)
-    except SystemExit as e:
-        rc = e.code
+    rc, _, said = run_cli(argv, capsys)
     assert rc == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = said.strip().splitlines()
     assert err and "stack" in err[-1]
     assert not any(tmp_path.iterdir()), "nothing created"
 

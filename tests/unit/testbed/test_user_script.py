@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_backend import FakeBackend, Outcome, Plan
+from tests.case_files import write_case
 from plugpull.check.checker import Checker, ScriptCollect
 from plugpull.check.verdict import Ack
 from plugpull.cli import main
@@ -309,8 +310,7 @@ check_script = "scripts/check.sh"
 def test_a_case_file_reads_its_scripts_relative_to_itself(tmp_path):
     (tmp_path / "scripts").mkdir()
     scripts(tmp_path / "scripts")
-    (tmp_path / "case.toml").write_text(CASE)
-    [cell] = load_case(tmp_path / "case.toml").cells
+    [cell] = load_case(write_case(tmp_path, CASE)).cells
     assert cell.workload == "script" and dict(cell.params)["text"] == "echo 'ack 1' >&4\n"
     cell.validate()
 
@@ -324,9 +324,9 @@ def test_a_case_file_reads_its_scripts_relative_to_itself(tmp_path):
 def test_a_case_file_with_a_bad_script_names_it(tmp_path, change, message):
     (tmp_path / "scripts").mkdir()
     scripts(tmp_path / "scripts")
-    (tmp_path / "case.toml").write_text(CASE.replace(*change))
+    path = write_case(tmp_path, CASE.replace(*change))
     with pytest.raises(CaseError, match=message):
-        load_case(tmp_path / "case.toml")
+        load_case(path)
 
 
 def test_the_shipped_example_case_reads_its_scripts():
