@@ -81,7 +81,7 @@ def case_judge(case, out: Path, accel, backend):
     """`judge(spec)`: the case run as `reproduce` runs it on that kernel, its results under
     out/cases/; not reproduced is FAIL. A cell that failed is the harness's (exit 3)."""
     from plugpull.bisect import Judged, Untestable
-    from plugpull.cli.matrix import reproduce_case
+    from plugpull.cli.reproduce import reproduce_case
     from plugpull.kernels.option import kernel_option
 
     def judge(spec: str):
