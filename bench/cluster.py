@@ -30,7 +30,7 @@ from plugpull.crash.run import crash_jobs
 from plugpull.crash.spec import CrashSpec
 from plugpull.guest.rig import Rig, prepare_rig
 from plugpull.powerloss.writelog import iter_entries
-from plugpull.space import allocated_bytes
+from plugpull.diskspace import allocated_bytes
 
 
 def timed(judging, rec, jobs, checker, plan, spec, entries, state_dir, rounds: int = 1):

@@ -16,7 +16,7 @@ from plugpull.check.fsckchoice import FsckChoice, fsck_choice
 from plugpull.errors import UsageError
 from plugpull.files import an_output, atomic_write, check_input, read_regular_text
 from plugpull.log import run_log
-from plugpull.space import space_is_fatal
+from plugpull.diskspace import space_is_fatal
 from plugpull.testbed.fs import FILESYSTEMS, MODES, filesystem
 from plugpull.values import COUNT_MAX, SEED_MAX, shown
 

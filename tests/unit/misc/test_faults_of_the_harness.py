@@ -32,7 +32,7 @@ from plugpull.guest.rig import Rig
 from plugpull.paths import sweep_stale_tempdirs
 from plugpull.workdirs import make_workdir
 from plugpull.powerloss.crashstate import materialize
-from plugpull.space import space_is_fatal
+from plugpull.diskspace import space_is_fatal
 from plugpull.testbed.bed import BedSpec
 from plugpull.testbed.fs import filesystem, mode
 from plugpull.testbed.workloads import FsyncFiles
