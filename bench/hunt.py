@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from plugpull.crash.run import run_crash
+from plugpull.crash.crashrun import run_crash
 from plugpull.crash.spec import CrashSpec
 from plugpull.generate.space import Space
 from plugpull.guest.rig import prepare_rig

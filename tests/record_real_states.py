@@ -21,7 +21,7 @@ from pathlib import Path
 from plugpull.check.checker import TREE
 from plugpull.check.fsckchoice import fsck_choice
 from plugpull.cli.generate import space_of_options
-from plugpull.crash.run import run_crash
+from plugpull.crash.crashrun import run_crash
 from plugpull.crash.spec import CrashSpec
 from plugpull.files import atomic_write
 from plugpull.generate.workload import GeneratedWorkload

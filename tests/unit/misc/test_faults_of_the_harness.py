@@ -23,7 +23,7 @@ from tests.fake_backend import FakeBackend, Plan
 from plugpull import paths
 from plugpull.cli.matrix import checked_real_disk
 from plugpull.crash.record import Trigger, record
-from plugpull.crash.run import run_crash
+from plugpull.crash.crashrun import run_crash
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import DiskFull, UsageError
 from plugpull.guest.contract.config import Accel
