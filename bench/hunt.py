@@ -20,7 +20,7 @@ from plugpull.crash.crashrun import run_crash
 from plugpull.crash.spec import CrashSpec
 from plugpull.generate.space import Space
 from plugpull.guest.rig import prepare_rig
-from plugpull.hunt.run import HuntSpec, hunt, workload_ids
+from plugpull.hunt.hunter import HuntSpec, hunt, workload_ids
 
 
 def hunted(rig, space, fs, mode, sample, chunk, overlap, scratch: Path) -> dict:

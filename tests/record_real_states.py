@@ -26,7 +26,7 @@ from plugpull.crash.spec import CrashSpec
 from plugpull.files import atomic_write
 from plugpull.generate.workload import GeneratedWorkload
 from plugpull.guest.rig import prepare_rig
-from plugpull.hunt.run import HuntSpec, hunt
+from plugpull.hunt.hunter import HuntSpec, hunt
 
 OUT = Path(__file__).parent / "data" / "real-states.jsonl.gz"
 # (fs, seq, ops, sample): seq 1 for every operation; seq 2 at random; and the families whose

@@ -112,7 +112,7 @@ def cmd_hunt(args) -> int:
     from plugpull.testbed.fs import check_profiles
     from plugpull.hunt.journal import check_out
     from plugpull.hunt.lock import LOCK, hold
-    from plugpull.hunt.run import HuntSpec, hunt
+    from plugpull.hunt.hunter import HuntSpec, hunt
 
     target = cluster_target(args)
     if args.backend != "qemu" or args.connect is not None:

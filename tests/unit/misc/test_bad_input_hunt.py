@@ -7,7 +7,7 @@ import pytest
 
 from plugpull import cli
 
-from plugpull.hunt.run import HuntSpec
+from plugpull.hunt.hunter import HuntSpec
 
 HUNT_SETTINGS = HuntSpec(1, sample=1).settings("0.0-another-kernel")
 
