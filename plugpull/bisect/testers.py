@@ -12,7 +12,7 @@ from plugpull.bisect.engine import Judged, Untestable
 from plugpull.errors import GuestError, KernelUnfit, UsageError
 from plugpull.kernels.build import BuildRequest, build_kernel
 from plugpull.kernels.build.make import BuildFailed
-from plugpull.kernels.build.spec import TreeSource
+from plugpull.kernels.build.buildspec import TreeSource
 
 NAME_PREFIX = "bisect-"
 
