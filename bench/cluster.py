@@ -26,11 +26,11 @@ from plugpull.cluster.crash_coordinator import ClusterJudge
 from plugpull.cluster.spawn import spawned
 from plugpull.crash.judge import build_state, judge, plan_states, remove_states
 from plugpull.crash.record import record
-from plugpull.crash.run import crash_jobs
+from plugpull.crash.crashrun import crash_jobs
 from plugpull.crash.spec import CrashSpec
 from plugpull.guest.rig import Rig, prepare_rig
 from plugpull.powerloss.writelog import iter_entries
-from plugpull.space import allocated_bytes
+from plugpull.diskspace import allocated_bytes
 
 
 def timed(judging, rec, jobs, checker, plan, spec, entries, state_dir, rounds: int = 1):

@@ -33,7 +33,7 @@ from plugpull.cluster.spawn import spawned
 from plugpull.generate.space import Space
 from plugpull.guest.rig import prepare_rig
 from plugpull.hunt.journal import JOURNAL
-from plugpull.hunt.run import HuntSpec, hunt
+from plugpull.hunt.hunter import HuntSpec, hunt
 
 
 class Wire:

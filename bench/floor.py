@@ -30,7 +30,7 @@ from plugpull.check.statecheck import state_disk
 from plugpull.check.hotguest import HotGuest
 from plugpull.guest.rig import prepare_rig
 from plugpull.hunt.record import formatted
-from plugpull.hunt.run import DISK_MIB, HuntSpec, hunt
+from plugpull.hunt.hunter import DISK_MIB, HuntSpec, hunt
 from plugpull.testbed.fs import filesystem, mode as mode_named
 
 FILL = ("mkdir -p /mnt/check/pp/A /mnt/check/pp/B && echo foo > /mnt/check/pp/A/foo && "

@@ -19,7 +19,7 @@ from pathlib import Path
 from plugpull.check.checker import Checker
 from plugpull.crash.judge import judge, remove_states
 from plugpull.crash.record import record
-from plugpull.crash.run import crash_jobs
+from plugpull.crash.crashrun import crash_jobs
 from plugpull.crash.spec import CrashSpec
 from plugpull.guest.backends import prepare_backend
 from plugpull.guest.libvirt.instance import start_tcp_instance

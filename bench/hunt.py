@@ -16,11 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from plugpull.crash.run import run_crash
+from plugpull.crash.crashrun import run_crash
 from plugpull.crash.spec import CrashSpec
 from plugpull.generate.space import Space
 from plugpull.guest.rig import prepare_rig
-from plugpull.hunt.run import HuntSpec, hunt, workload_ids
+from plugpull.hunt.hunter import HuntSpec, hunt, workload_ids
 
 
 def hunted(rig, space, fs, mode, sample, chunk, overlap, scratch: Path) -> dict:

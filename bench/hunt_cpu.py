@@ -29,7 +29,7 @@ from pathlib import Path
 
 from plugpull.generate.space import Space
 from plugpull.guest.rig import prepare_rig
-from plugpull.hunt.run import HuntSpec, hunt
+from plugpull.hunt.hunter import HuntSpec, hunt
 
 TICK = os.sysconf("SC_CLK_TCK")
 EVERY_S = 0.2

@@ -30,7 +30,7 @@ from hunt_cpu import cpu
 from plugpull.check.fsckchoice import fsck_choice
 from plugpull.generate.space import Space
 from plugpull.guest.rig import prepare_rig
-from plugpull.hunt.run import HuntSpec, hunt
+from plugpull.hunt.hunter import HuntSpec, hunt
 
 PATHS = {"today's": (False, "always"), "new": (True, "always"), "failing": (True, "failing")}  # slots, --fsck
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import libvirt
 
-from plugpull.crash.run import run_crash
+from plugpull.crash.crashrun import run_crash
 from plugpull.crash.spec import CrashSpec
 from plugpull.guest.backends import prepare_backend
 from plugpull.guest.rig import prepare_rig

@@ -34,7 +34,7 @@ from plugpull.check.slots import Slots
 from plugpull.guest.contract.config import Bus, DiskSpec
 from plugpull.guest.rig import prepare_rig
 from plugpull.hunt.record import formatted
-from plugpull.hunt.run import DISK_MIB
+from plugpull.hunt.hunter import DISK_MIB
 from plugpull.testbed.fs import filesystem, mode as mode_named
 
 STATES = 8

@@ -22,7 +22,7 @@ from plugpull.guest.qemu.machine import create_disk
 from plugpull.guest.rig import prepare_rig
 from plugpull.kernels import kernel_option
 from plugpull.reproducer.findings import LIVE
-from plugpull.reproducer.run import DISK_MIB, run_on
+from plugpull.reproducer.inguest import DISK_MIB, run_on
 from plugpull.reproducer.suite import sh_text
 
 

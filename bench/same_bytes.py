@@ -23,7 +23,7 @@ from plugpull.crash.record import Record
 from plugpull.generate.workload import generated_workload
 from plugpull.guest.rig import prepare_rig
 from plugpull.hunt.record import Recorder, formatted
-from plugpull.hunt.run import HuntSpec
+from plugpull.hunt.hunter import HuntSpec
 from plugpull.powerloss.crashstate import content_digest, materialize
 from plugpull.powerloss.models import plan
 from plugpull.powerloss.writelog import iter_entries

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.crash.run import replay
+from plugpull.crash.crashrun import replay
 from plugpull.crash.spec import CrashSpec
 from plugpull.results import CrashRun
 

@@ -21,12 +21,12 @@ from pathlib import Path
 from plugpull.check.checker import TREE
 from plugpull.check.fsckchoice import fsck_choice
 from plugpull.cli.generate import space_of_options
-from plugpull.crash.run import run_crash
+from plugpull.crash.crashrun import run_crash
 from plugpull.crash.spec import CrashSpec
 from plugpull.files import atomic_write
 from plugpull.generate.workload import GeneratedWorkload
 from plugpull.guest.rig import prepare_rig
-from plugpull.hunt.run import HuntSpec, hunt
+from plugpull.hunt.hunter import HuntSpec, hunt
 
 OUT = Path(__file__).parent / "data" / "real-states.jsonl.gz"
 # (fs, seq, ops, sample): seq 1 for every operation; seq 2 at random; and the families whose

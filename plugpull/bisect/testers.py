@@ -12,7 +12,7 @@ from plugpull.bisect.engine import Judged, Untestable
 from plugpull.errors import GuestError, KernelUnfit, UsageError
 from plugpull.kernels.build import BuildRequest, build_kernel
 from plugpull.kernels.build.make import BuildFailed
-from plugpull.kernels.build.spec import TreeSource
+from plugpull.kernels.build.buildspec import TreeSource
 
 NAME_PREFIX = "bisect-"
 
@@ -51,7 +51,7 @@ def booted(spec: str, accel, backend):
 def script_judge(text: str, runs: int, accel, backend):
     """`judge(spec)`: the sh reproducer `text` run `runs` times in guests of that kernel; FAIL
     at the first run that fails, PASS when all pass."""
-    from plugpull.reproducer.run import run_in_guest
+    from plugpull.reproducer.inguest import run_in_guest
 
     def judge(spec: str) -> Judged:
         rig = booted(spec, accel, backend)

@@ -105,7 +105,7 @@ def cmd_bisect(args) -> int:
     from plugpull.bisect.journal import LOCK
     from plugpull.bisect.testers import builder, script_judge
     from plugpull.hunt.lock import hold
-    from plugpull.kernels.build.run import locked
+    from plugpull.kernels.build.builder import locked
 
     need_git()
     if args.kernel is not None or args.modules is not None:

@@ -158,8 +158,8 @@ def kernel_name(text: str) -> str:
 
 
 def _kernel_paths(value: str) -> list[Path]:
-    from plugpull.kernels.build.spec import is_build
-    from plugpull.kernels.spec import HOST, is_debian
+    from plugpull.kernels.build.buildspec import is_build
+    from plugpull.kernels.naming import HOST, is_debian
     return [] if value == HOST or is_debian(value) or is_build(value) or "," in value else [InputPath(value)]
 
 

@@ -35,7 +35,7 @@ def add_parsers(sub) -> None:
 
 
 def cmd_crash(args) -> int:
-    from plugpull.crash.run import run_crash
+    from plugpull.crash.crashrun import run_crash
     from plugpull.crash.spec import CrashSpec, load_user_scripts
     from plugpull.runs.settings import refuse_unused_states, settings_of
 
@@ -97,7 +97,7 @@ def warn_unreachable_trigger(spec) -> None:
 
 def _print_run(args, run, rig, out: Path) -> int:
     from plugpull.check.verdict import POWER_CUT_VERDICTS
-    from plugpull.crash.run import recording_crashed
+    from plugpull.crash.crashrun import recording_crashed
     from plugpull.files import atomic_write_json
 
     rows = []
@@ -138,7 +138,7 @@ def saved_fs(state_dir: Path) -> str:
 
 def cmd_replay(args) -> int:
     from plugpull.crash.artifacts import load_state
-    from plugpull.crash.run import replay
+    from plugpull.crash.crashrun import replay
     from plugpull.paths import make_tempdir
 
     check_input(args.dir / "state.json", "")  # a FIFO is said as one

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_source, \
     parse_params, print_table, whole_option
-from plugpull.faults.spec import RUNS_MAX
+from plugpull.faults.faultspec import RUNS_MAX
 from plugpull.values import COUNT_MAX, once_each
 from plugpull.errors import InfraError, UsageError
 from plugpull.files import an_output
@@ -47,8 +47,8 @@ def add_parsers(sub) -> None:
 def plan(args) -> list:
     """Every FaultCase the arguments ask for, checked before any guest boots."""
     from plugpull.faults.powercut import power_cuts
-    from plugpull.faults.run import FaultCase
-    from plugpull.faults.spec import parse_fault
+    from plugpull.faults.inject import FaultCase
+    from plugpull.faults.faultspec import parse_fault
     from plugpull.testbed.fs import filesystem
     from plugpull.testbed.workloads import workload
 
@@ -132,7 +132,7 @@ def finish_faults(results: Path, report_dir: Path | None) -> None:
 
 def _one(directory: Path, case, rig, number: int):
     """One run as a FaultResult; a harness failure is its infra-error, never a filesystem verdict."""
-    from plugpull.faults.run import run_fault
+    from plugpull.faults.inject import run_fault
     from plugpull.results.faults import FaultResult, fault_key
 
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -16,7 +16,7 @@ from plugpull.check.fsckchoice import FsckChoice, fsck_choice
 from plugpull.errors import UsageError
 from plugpull.files import an_output, atomic_write, check_input, read_regular_text
 from plugpull.log import run_log
-from plugpull.space import space_is_fatal
+from plugpull.diskspace import space_is_fatal
 from plugpull.testbed.fs import FILESYSTEMS, MODES, filesystem
 from plugpull.values import COUNT_MAX, SEED_MAX, shown
 
@@ -111,7 +111,7 @@ def cmd_hunt(args) -> int:
     from plugpull.guest.rig import prepare_rig
     from plugpull.hunt.journal import check_out
     from plugpull.hunt.lock import LOCK, hold
-    from plugpull.hunt.run import HuntSpec, hunt
+    from plugpull.hunt.hunter import HuntSpec, hunt
 
     target = cluster_target(args)
     if args.backend != "qemu" or args.connect is not None:

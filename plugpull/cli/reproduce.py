@@ -119,7 +119,7 @@ def reproduce_case(args, case, kernels: list, backend, finished: dict, judging=N
     recheck stay on this machine)."""
     from plugpull.cli.faults import run_faults
     from plugpull.runs.matrix import for_kernel, run_matrix
-    from plugpull.runs.seeds import reference_results
+    from plugpull.runs.seedtable import reference_results
 
     if case.replay:
         return reproduce_replay(args, case, kernels, backend, finished)

@@ -160,7 +160,7 @@ def cmd_reproducer(args) -> int:
         _write(args, t)
     from plugpull.guest.rig import prepare_rig
     from plugpull.reproducer.forms import texts
-    from plugpull.reproducer.run import run_in_guest
+    from plugpull.reproducer.inguest import run_in_guest
     rig = prepare_rig(args.accel, kernel, backend)
     what = t.case.title() if t.case is not None else "the XFS log hole"
     print(f"running the reproducer of {what} in a guest ...", file=sys.stderr)

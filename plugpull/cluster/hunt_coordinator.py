@@ -36,7 +36,7 @@ from plugpull.cluster.reach import SchedulerUnreachable, probe
 from plugpull.cluster.worker import image_resource
 from plugpull.errors import InfraError
 from plugpull.hunt.journal import Journal, whole_line
-from plugpull.hunt.run import HuntRun, HuntSpec, Place, close_run, open_hunt, spent
+from plugpull.hunt.hunter import HuntRun, HuntSpec, Place, close_run, open_hunt, spent
 from plugpull.workdirs import make_workdir
 
 log = logging.getLogger(__name__)

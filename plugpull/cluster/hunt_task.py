@@ -3,7 +3,7 @@
     hunt_chunk(spec, kernel, several, ids, image_key)   # a task: ChunkResult
 
 The worker records and judges the chunk's workloads as a local hunt does, with the same
-code (`hunt.run.judge_chunks`), on guests of its own: a recording guest and checker guests
+code (`hunt.hunter.judge_chunks`), on guests of its own: a recording guest and checker guests
 kept in the worker's plugin from one chunk to the next (`KeptHunt`), for as long as the tasks
 it gets are of the same hunt settings, and closed when the worker stops. Each failing
 workload's directory (its record and states, or what its kernel said while recording) goes
@@ -21,7 +21,7 @@ from plugpull.check.hotguest import KeptGuests
 from plugpull.cluster.bundle import pack_tree
 from plugpull.cluster.worker import the_plugin
 from plugpull.errors import InfraError
-from plugpull.hunt.run import HuntGuests, HuntRun, HuntSpec, Place, judge_chunks
+from plugpull.hunt.hunter import HuntGuests, HuntRun, HuntSpec, Place, judge_chunks
 
 CHECKERS = 1  # checker guests per worker, as for a crash task
 

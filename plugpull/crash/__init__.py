@@ -8,7 +8,7 @@ artifact for every state that is not clean, which `replay` rebuilds and rechecks
     record      the workload on the test bed, recorded: base image + write log + stamped acks
     judge       states built from a record, checked in checker guests, classified
     artifacts   a state that is not clean saved with its recording, and read back
-    run         the engine: record, judge, save results and artifacts; `replay`
+    crashrun    the engine: record, judge, save results and artifacts; `replay`
 
 Where power is cut is chosen in `powerloss.cuts`.
 """

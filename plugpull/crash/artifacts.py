@@ -4,7 +4,7 @@ the run's recording saved once; and both read back for `replay`, `minimise` and 
     out/record-DIGEST/   record.json, base.qcow2, write.log.gz (per disk): the recording
     out/states/NAME/     state.json: the state's result, its digest, the path to its record
 
-A crash run (`run`) and a hunt (`hunt.run`) save theirs the same way (`state_results`); what
+A crash run (`crashrun`) and a hunt (`hunt.hunter`) save theirs the same way (`state_results`); what
 the files hold is checked on reading by the schemas of `saved`.
 """
 

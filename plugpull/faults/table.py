@@ -1,7 +1,7 @@
 """dm tables for a fault over a disk of `sectors` 512-byte sectors. The flakey target's
 intervals count from the moment its table is loaded; "0 1" keeps it down from then on."""
 
-from plugpull.faults.spec import FaultSpec
+from plugpull.faults.faultspec import FaultSpec
 
 DEVICE = "pp-fault"  # /dev/mapper/pp-fault: the filesystem lives on it
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from plugpull.check.checker import Checker
 from plugpull.check.verdict import Observation
-from plugpull.faults.run import FaultCase, FaultRun, start, until_done
-from plugpull.faults.spec import parse_fault
+from plugpull.faults.inject import FaultCase, FaultRun, start, until_done
+from plugpull.faults.faultspec import parse_fault
 from plugpull.guest.contract.config import DiskSpec, MachineSpec
 from plugpull.guest.qemu.machine import create_disk
 from plugpull.guest.rig import Rig

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from plugpull.errors import UsageError
-from plugpull.kernels.spec import FLAVOUR, DebianKernel, Match
+from plugpull.kernels.naming import FLAVOUR, DebianKernel, Match
 from plugpull.kernels.versions import series_of, upstream_numbers, version_key
 
 _RELEASE = rf"(?P<release>\d[0-9a-z.+~-]*?-{FLAVOUR})"

@@ -10,8 +10,8 @@ from plugpull.files import open_regular
 from plugpull.values import once_each
 from plugpull.guest.image.build import KernelSource
 from plugpull.guest.image.kernel import kernel_format
-from plugpull.kernels.build.spec import is_build
-from plugpull.kernels.spec import HOST, is_debian, parse_debian
+from plugpull.kernels.build.buildspec import is_build
+from plugpull.kernels.naming import HOST, is_debian, parse_debian
 
 
 def kernel_option(kernel: str | None, modules: Path | None, kernels=None) -> KernelSource | None:

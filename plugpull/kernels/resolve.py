@@ -22,7 +22,7 @@ from plugpull.kernels.apt import INDEX_MAX_AGE, ArchiveUnreachable
 from plugpull.kernels.lists import AptLists
 from plugpull.kernels.offers import Offer, choose, kernel_names, offers_from, parse_madison
 from plugpull.kernels.sources import Archive
-from plugpull.kernels.spec import DebianKernel, parse_debian
+from plugpull.kernels.naming import DebianKernel, parse_debian
 from plugpull.kernels.store import MANIFEST, CachedKernel, Package, cached_kernels, check_downloads, load, \
     parse_show, store, tree_name
 from plugpull.kernels.versions import version_key

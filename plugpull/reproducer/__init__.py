@@ -3,8 +3,8 @@ right after one of its persistence points by fstests' dm-flakey method, checked 
 model oracle owes there.
 
 `case_for` picks the workload and the point; `checks` turns what the oracle owes into shell
-checks; `sh` writes a POSIX sh script, `fstests` a test in fstests' own form; `run` runs the
-sh script in a plugpull guest. The workload is cut at the point: the operations after it are
+checks; `sh` writes a POSIX sh script, `fstests` a test in fstests' own form; `inguest` runs
+the sh script in a plugpull guest. The workload is cut at the point: the operations after it are
 not run, so nothing they would change is owed anything less (see `Case.workload`)."""
 
 import json

@@ -11,6 +11,6 @@ results do not show.
     cases         case files, validated (`load_case`), and their expectations
     faultcase     a case file's [faults] table and [[expect.faults]]
     replaycase    a case file's [replay] table: one kept state, rechecked
-    seeds         a case file's [seed] table: the seed's published figures
+    seedtable     a case file's [seed] table: the seed's published figures
     keeprecord    keep a saved state's record for a [replay] case
 """

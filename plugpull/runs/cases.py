@@ -23,7 +23,7 @@ from plugpull.crash.spec import CrashSpec
 from plugpull.results import CellResult
 from plugpull.runs.matrix import cells, with_user_scripts
 from plugpull.runs.replaycase import ReplayCase, ReplaySection, replay_case
-from plugpull.runs.seeds import SeedSection, seed_table
+from plugpull.runs.seedtable import SeedSection, seed_table
 from plugpull.runs.settings import SETTINGS, Setting, kernel_name, meaning
 from plugpull.values import once_each, shown
 from plugpull.testbed.workloads import workload

@@ -13,7 +13,7 @@ from typing import Annotated
 
 from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
-from plugpull.faults.spec import RUNS_MAX, WINDOW_MAX, FaultSpecError, parse_fault
+from plugpull.faults.faultspec import RUNS_MAX, WINDOW_MAX, FaultSpecError, parse_fault
 from plugpull.results import FAULT_VERDICTS, FaultResult
 from plugpull.runs.settings import Choice, FilesystemName, Setting, Spelled, Whole, WorkloadName
 from plugpull.testbed.fs import FILESYSTEMS
@@ -96,7 +96,7 @@ class FaultPlan:
 def fault_cases(section, params: dict) -> tuple:
     """The FaultCases of a validated [faults] section; `params`: workload -> its parameters."""
     from plugpull.faults.powercut import power_cuts
-    from plugpull.faults.run import FaultCase
+    from plugpull.faults.inject import FaultCase
     from plugpull.testbed.fs import filesystem
     from plugpull.testbed.workloads import workload
 

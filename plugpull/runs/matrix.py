@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from plugpull.crash.judge import judge
-from plugpull.crash.run import run_crash
+from plugpull.crash.crashrun import run_crash
 from plugpull.crash.spec import CrashPlan, CrashSpec, load_user_scripts
 from plugpull.errors import InfraError, NothingChecked, UsageError
 from plugpull.guest.contract.config import Bus

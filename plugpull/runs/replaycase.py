@@ -25,7 +25,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 
 from plugpull.crash.record import Record
 from plugpull.crash.artifacts import load_record
-from plugpull.crash.run import replay
+from plugpull.crash.crashrun import replay
 from plugpull.crash.saved import SavedRecord, read_saved
 from plugpull.errors import UsageError
 from plugpull.powerloss.models import parse_model

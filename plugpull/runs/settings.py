@@ -14,8 +14,8 @@ from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
 from plugpull.options import Once, given
 from plugpull.guest.contract.config import Bus
-from plugpull.kernels.build.spec import is_build, parse_build
-from plugpull.kernels.spec import HOST, parse_debian
+from plugpull.kernels.build.buildspec import is_build, parse_build
+from plugpull.kernels.naming import HOST, parse_debian
 from plugpull.powerloss.cuts import EXHAUSTIVE_MAX, cut_points
 from plugpull.powerloss.models import parse_model, parse_user_model
 from plugpull.testbed.fs import FILESYSTEMS, MODES, filesystem

@@ -18,7 +18,7 @@ from plugpull.cluster.crash_coordinator import ClusterJudge
 from plugpull.cluster.spawn import spawned, stop
 from plugpull.crash.judge import judge
 from plugpull.crash.record import record
-from plugpull.crash.run import crash_jobs
+from plugpull.crash.crashrun import crash_jobs
 from plugpull.powerloss.writelog import iter_entries
 
 pytestmark = pytest.mark.vm

@@ -19,7 +19,7 @@ from plugpull.cluster.crash_coordinator import ClusterJudge
 from plugpull.cluster.spawn import spawned, stop
 from plugpull.crash.judge import judge, remove_states
 from plugpull.crash.record import Record, record
-from plugpull.crash.run import crash_jobs
+from plugpull.crash.crashrun import crash_jobs
 from plugpull.crash.spec import CrashSpec
 from plugpull.powerloss.writelog import iter_entries
 from plugpull.results import read_cells
@@ -107,7 +107,7 @@ def test_a_cluster_judges_as_this_machine_does_and_loses_no_state_to_a_killed_wo
 def replaying_the_first_recording(monkeypatch, kept: Path) -> None:
     """Every recording after the first is a sparse copy of the first: two runs then judge the
     same record, and their verdicts and digests can be held equal."""
-    import plugpull.crash.run as crash_run
+    import plugpull.crash.crashrun as crash_run
     real = crash_run.record
 
     def record_once(directory: Path, *args, **kwargs):

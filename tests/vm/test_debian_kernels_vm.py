@@ -10,7 +10,7 @@ import pytest
 from plugpull.guest.contract.config import Accel
 from plugpull.guest.rig import prepare_rig
 from plugpull.kernels import ArchiveUnreachable, Kernels
-from plugpull.crash.run import run_crash
+from plugpull.crash.crashrun import run_crash
 from plugpull.crash.spec import CrashSpec
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]

@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from plugpull.faults.run import FaultCase, run_fault
-from plugpull.faults.spec import parse_fault
+from plugpull.faults.inject import FaultCase, run_fault
+from plugpull.faults.faultspec import parse_fault
 from plugpull.testbed.fs import filesystem
 from plugpull.testbed.workloads import workload
 

@@ -11,7 +11,7 @@ import pytest
 from plugpull.check.checker import Checker
 from plugpull.crash.judge import judge, remove_states
 from plugpull.crash.record import record
-from plugpull.crash.run import crash_jobs
+from plugpull.crash.crashrun import crash_jobs
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import InfraError
 from plugpull.guest.libvirt.instance import start_tcp_instance

@@ -14,7 +14,7 @@ import pytest
 from plugpull.check.checker import Checker, Plug
 from plugpull.crash.judge import judge, remove_states
 from plugpull.crash.record import record
-from plugpull.crash.run import crash_jobs
+from plugpull.crash.crashrun import crash_jobs
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import InfraError
 from plugpull.guest.libvirt import remote as libvirt_remote

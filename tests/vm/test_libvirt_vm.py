@@ -15,7 +15,7 @@ from plugpull.check.hot import HotPath
 from plugpull.check.hotguest import HotGuest
 from plugpull.crash.judge import judge, remove_states
 from plugpull.crash.record import record
-from plugpull.crash.run import crash_jobs
+from plugpull.crash.crashrun import crash_jobs
 from plugpull.crash.spec import CrashSpec
 from plugpull.guest.contract.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.qemu.machine import create_disk

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from plugpull.crash.run import replay, run_crash
+from plugpull.crash.crashrun import replay, run_crash
 from plugpull.crash.spec import CrashSpec
 from plugpull.minimise.artifact import write_artifact
 from plugpull.minimise.culprits import minimise

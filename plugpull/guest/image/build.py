@@ -25,7 +25,7 @@ from plugpull.files import atomic_path
 from plugpull.guest.image.cache import hold, prune_cache
 from plugpull.guest.image.modules import ModuleIndex, module_name, select_modules
 from plugpull.paths import IMAGES_DIR, cache_dir
-from plugpull.space import space_is_fatal
+from plugpull.diskspace import space_is_fatal
 
 log = logging.getLogger(__name__)
 

@@ -4,15 +4,15 @@
     result = build_kernel(request)          # fetched, patched, configured, built once
     BuildStore(root).find(result.name)      # a KernelSource, for build_image / prepare_rig
 
-`spec` parses SPEC and names; `debsrc` fetches Debian's source through plugpull's own apt;
+`buildspec` parses SPEC and names; `debsrc` fetches Debian's source through plugpull's own apt;
 `worktree` keeps the tree a build compiles (the user's untouched); `patches` checks and
 applies the patches; `config` makes and checks the config (vmconfig/kernel.config); `make`
-runs make with progress; `preflight` checks tools and disk; `store` is the cache; `run`
+runs make with progress; `preflight` checks tools and disk; `store` is the cache; `builder`
 puts them together.
 """
 
-from plugpull.kernels.build.run import BuildRequest, BuildResult, build_kernel
-from plugpull.kernels.build.spec import is_build, parse_build, parse_build_source
+from plugpull.kernels.build.builder import BuildRequest, BuildResult, build_kernel
+from plugpull.kernels.build.buildspec import is_build, parse_build, parse_build_source
 from plugpull.kernels.build.store import BuildStore
 
 __all__ = ["BuildRequest", "BuildResult", "BuildStore", "build_kernel", "is_build", "parse_build",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.guest.image.build import KernelSource
-from plugpull.kernels.build.spec import BUILD, check_name
+from plugpull.kernels.build.buildspec import BUILD, check_name
 from plugpull.prune import mark_used
 
 KEY_FORMAT = 1

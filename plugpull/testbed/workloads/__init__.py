@@ -21,8 +21,8 @@ from plugpull.testbed.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Finding
                                          content_line, repeated, sha256)
 from plugpull.testbed.workloads.bench import (FIO_JOBS, BigCopy, Bonnie, Fio, SmallFiles, TreeCopy, TreeExtract,
                                           TreeRemove)
+from plugpull.testbed.workloads.durable import AtomicReplace, FsyncAppend, FsyncFiles
 from plugpull.testbed.workloads.faulty import FsyncRetry
-from plugpull.testbed.workloads.oracle import AtomicReplace, FsyncAppend, FsyncFiles
 from plugpull.testbed.workloads.params import check_params
 from plugpull.testbed.workloads.script import PREFIX as SCRIPT_PREFIX, CheckScriptError, Script, read_script
 from plugpull.testbed.workloads.sqlite import Sqlite

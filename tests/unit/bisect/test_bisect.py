@@ -121,7 +121,7 @@ def test_an_out_dir_of_another_bisect_is_refused(cli, tmp_path, capsys):
 ])
 def test_the_script_judge_keeps_fail_kernel_failure_and_harness_apart(monkeypatch, outcome, expect):
     import plugpull.bisect.testers as testers
-    import plugpull.reproducer.run as run
+    import plugpull.reproducer.inguest as inguest
     from plugpull.errors import GuestTimeout
 
     def run_in_guest(rig, text):
@@ -129,11 +129,11 @@ def test_the_script_judge_keeps_fail_kernel_failure_and_harness_apart(monkeypatc
             raise GuestTimeout("no answer")
         if outcome == "harness":
             raise InfraError("the reproducer gave no verdict")
-        return {"pass": run.Outcome(True, ("PASS",)), "fail": run.Outcome(False, ("FAIL: the file is gone",)),
-                "panic": run.verdict_of(-1, "", "", "Kernel panic - not syncing: x\n")}[outcome]
+        return {"pass": inguest.Outcome(True, ("PASS",)), "fail": inguest.Outcome(False, ("FAIL: the file is gone",)),
+                "panic": inguest.verdict_of(-1, "", "", "Kernel panic - not syncing: x\n")}[outcome]
 
     monkeypatch.setattr(testers, "booted", lambda spec, accel, backend: "rig")
-    monkeypatch.setattr(run, "run_in_guest", run_in_guest)
+    monkeypatch.setattr(inguest, "run_in_guest", run_in_guest)
     judge = testers.script_judge("echo PASS", 3, None, None)
     try:
         said = judge("build:bisect-x").detail

@@ -21,7 +21,7 @@ from plugpull.errors import UsageError
 from plugpull.guest.contract.config import Accel
 from plugpull.guest.rig import Rig
 from plugpull.hunt.journal import SETTINGS, check_out
-from plugpull.hunt.run import HuntSpec
+from plugpull.hunt.hunter import HuntSpec
 from plugpull.hunt.summary import summary
 from plugpull.report.states import saved_state
 from plugpull.testbed.fs import filesystem

@@ -22,7 +22,7 @@ from plugpull.cluster.worker import image_resource
 from plugpull.errors import InfraError
 from plugpull.generate.space import Space
 from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, read_lines
-from plugpull.hunt.run import HuntRun, HuntSpec, Place, workload_ids
+from plugpull.hunt.hunter import HuntRun, HuntSpec, Place, workload_ids
 
 distributed = pytest.importorskip("distributed")
 

@@ -12,7 +12,7 @@ from plugpull.check.checker import Checker
 from plugpull.check.verdict import Ack, Verdict
 from plugpull.crash.judge import StateJob, judge, plan_states
 from plugpull.crash.record import Record
-from plugpull.crash.run import CrashSpec, candidates, check_states, crash_jobs, within_budget
+from plugpull.crash.crashrun import CrashSpec, candidates, check_states, crash_jobs, within_budget
 from plugpull.errors import UsageError
 from plugpull.guest.contract.config import Accel
 from plugpull.guest.rig import Rig

@@ -20,7 +20,7 @@ from tests.unit.check.test_console import HUNG, NULL_DEREF, PANIC
 from plugpull.testbed.workloads import FsyncFiles
 
 from plugpull.cli import main
-from plugpull.crash.run import CrashSpec, check_states, recording_crashed, run_crash
+from plugpull.crash.crashrun import CrashSpec, check_states, recording_crashed, run_crash
 from plugpull.errors import GuestTimeout
 from plugpull.guest.contract.config import Accel
 from plugpull.powerloss.writelog import iter_entries

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 from plugpull.check.verdict import Ack, required_acks
-from plugpull.crash.run import within_budget
+from plugpull.crash.crashrun import within_budget
 from plugpull.crash.judge import StateJob, build_state, plan_states
 from plugpull.crash.record import Record, Sampler, _indexer, consistent_cuts
-from plugpull.crash.run import CrashSpec, crash_jobs, saved_others
+from plugpull.crash.crashrun import CrashSpec, crash_jobs, saved_others
 from plugpull.powerloss.writelog import SECTOR, LogWriter, iter_entries
 from plugpull.results import StateResult
 from plugpull.testbed.bed import nth

@@ -5,7 +5,7 @@ import pytest
 from tests.cli_run import run_cli
 from plugpull.check.verdict import Observation, Verdict
 from plugpull.errors import UsageError
-from plugpull.faults.spec import FaultSpecError, parse_fault
+from plugpull.faults.faultspec import FaultSpecError, parse_fault
 from plugpull.faults.table import fault_table, linear, swap
 from plugpull.faults.told import Told
 from plugpull.faults.verdict import gave_up, judge

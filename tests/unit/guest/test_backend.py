@@ -12,7 +12,7 @@ from plugpull.check.checker import Checker
 from plugpull.check.verdict import Ack, Verdict
 from plugpull.crash.judge import StateJob, judge
 from plugpull.crash.record import Record, Trigger, record
-from plugpull.crash.run import CrashSpec, check_states, replay
+from plugpull.crash.crashrun import CrashSpec, check_states, replay
 from plugpull.errors import InfraError
 from plugpull.guest.contract.backend import Guest
 from plugpull.guest.contract.config import Accel, MachineSpec

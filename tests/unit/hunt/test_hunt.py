@@ -15,7 +15,7 @@ from plugpull.check.verdict import Ack
 from plugpull.cli.hunt import budget, default_out
 from plugpull.errors import UsageError
 from plugpull.hunt.journal import JOURNAL, REJECTED, SETTINGS, Journal, check_out, read_lines, set_aside
-from plugpull.hunt.run import MODELS, point_jobs
+from plugpull.hunt.hunter import MODELS, point_jobs
 from plugpull.hunt.summary import rules_broken, summary, workload_line
 from plugpull.powerloss.cuts import POINT_CUTS, point_cuts
 from plugpull.results import StateResult
@@ -175,7 +175,7 @@ def test_a_budget_without_a_unit_or_out_of_range_is_refused(text):
 
 
 def test_a_lying_disk_is_a_barrier_recording_judged_by_lying_models():
-    from plugpull.hunt.run import HuntSpec
+    from plugpull.hunt.hunter import HuntSpec
     lying, barrier = HuntSpec(1, mode="lying"), HuntSpec(1)
     assert lying.recording_mode.name == "barrier" and lying.models == tuple(f"{m}+lying" for m in MODELS)
     assert barrier.models == MODELS and lying.settings("k")["models"] != barrier.settings("k")["models"]
@@ -263,12 +263,12 @@ class FakeRecorder:
 
 def fake_hunt(tmp_path, monkeypatch, outcomes, **spec):
     from plugpull.generate.space import Space
-    from plugpull.hunt import run as run_mod
-    monkeypatch.setattr(run_mod, "formatted", lambda *a: tmp_path / "mkfs.img")
-    monkeypatch.setattr(run_mod, "Recorder", FakeRecorder(list(outcomes)))
+    from plugpull.hunt import hunter as hunter_mod
+    monkeypatch.setattr(hunter_mod, "formatted", lambda *a: tmp_path / "mkfs.img")
+    monkeypatch.setattr(hunter_mod, "Recorder", FakeRecorder(list(outcomes)))
     rig = SimpleNamespace(image=SimpleNamespace(kernel_release="6.1.0-x"))
-    hunt_spec = run_mod.HuntSpec(1, **{"sample": 4, "chunk": 2, **spec})
-    return run_mod.hunt(hunt_spec, Space(1), [rig], tmp_path / "h")
+    hunt_spec = hunter_mod.HuntSpec(1, **{"sample": 4, "chunk": 2, **spec})
+    return hunter_mod.hunt(hunt_spec, Space(1), [rig], tmp_path / "h")
 
 
 def test_a_harness_failure_is_journaled_unjudged_and_a_kernel_failure_is_a_finding(tmp_path, monkeypatch):
@@ -306,7 +306,7 @@ def test_a_spent_budget_starts_no_chunk_and_says_so(tmp_path, monkeypatch):
 def pipeline(tmp_path, monkeypatch, judge, log, chunks=3):
     """Run the chunk pipeline with a fake recording (a line per workload; each step noted in
     `log`) and `judge` as the judging: the ids in the journal."""
-    from plugpull.hunt import run as run_mod
+    from plugpull.hunt import hunter as hunter_mod
 
     def record(ids, spec, recorder, work, out, run, stop):
         log.append(("record", ids[0]))
@@ -317,13 +317,13 @@ def pipeline(tmp_path, monkeypatch, judge, log, chunks=3):
             time.sleep(0.002)
         return [], [{"id": i, "states": 1} for i in ids], 0.0
 
-    monkeypatch.setattr(run_mod, "record_chunk", record)
-    monkeypatch.setattr(run_mod, "judge_chunk", lambda *a: judge() or [])
+    monkeypatch.setattr(hunter_mod, "record_chunk", record)
+    monkeypatch.setattr(hunter_mod, "judge_chunk", lambda *a: judge() or [])
     ids = [f"w{i}" for i in range(2 * chunks)]
     try:
         guests = SimpleNamespace(recorder=SimpleNamespace(boots=0), checker=SimpleNamespace())
-        run_mod.judge_chunks([ids[a:a + 2] for a in range(0, len(ids), 2)], run_mod.HuntSpec(1, chunk=2), guests,
-                             tmp_path, tmp_path, run_mod.HuntRun({}, len(ids), []), Journal(tmp_path, {}).append)
+        hunter_mod.judge_chunks([ids[a:a + 2] for a in range(0, len(ids), 2)], hunter_mod.HuntSpec(1, chunk=2), guests,
+                             tmp_path, tmp_path, hunter_mod.HuntRun({}, len(ids), []), Journal(tmp_path, {}).append)
     finally:
         assert not [t for t in threading.enumerate() if t.name.startswith("plugpull-recorder")]
     return [json.loads(t)["id"] for t in (tmp_path / JOURNAL).read_text().splitlines()]
@@ -360,7 +360,7 @@ def test_an_interrupted_judging_stops_the_recording_ahead_and_journals_only_what
 
 def test_a_hunt_says_its_setup_and_one_from_before_the_key_goes_on_as_synced_with_the_first_table(tmp_path):
     from plugpull.cli.hunt import held_table
-    from plugpull.hunt.run import HuntSpec
+    from plugpull.hunt.hunter import HuntSpec
 
     synced, unsynced = HuntSpec(seq=1).settings("6.1"), HuntSpec(seq=1, setup="unsynced").settings("6.1")
     assert (synced["setup"], synced["table"], unsynced["setup"]) == ("synced", 5, "unsynced")
@@ -387,7 +387,7 @@ def test_a_hunt_started_before_a_later_table_goes_on_with_the_tables_it_had(tmp_
     ids; a new hunt takes every table, and operations named by --ops are taken as named."""
     from plugpull.cli.generate import space_of_options
     from plugpull.cli.hunt import held_table
-    from plugpull.hunt.run import HuntSpec
+    from plugpull.hunt.hunter import HuntSpec
 
     out = tmp_path / f"hunt-{table}-tables"
     out.mkdir()
@@ -407,7 +407,7 @@ def test_a_hunt_started_before_a_later_table_goes_on_with_the_tables_it_had(tmp_
 
 def test_a_garbled_table_is_refused_as_another_hunts_settings(tmp_path):
     from plugpull.cli.hunt import held_table
-    from plugpull.hunt.run import HuntSpec
+    from plugpull.hunt.hunter import HuntSpec
 
     out = tmp_path / "hunt-garbled"
     out.mkdir()

@@ -15,7 +15,7 @@ from plugpull.generate.space import Space
 from plugpull.guest.image.build import KernelSource
 from plugpull.hunt.findings import Hunt, across
 from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, read_lines
-from plugpull.hunt.run import HuntSpec, workload_ids
+from plugpull.hunt.hunter import HuntSpec, workload_ids
 from plugpull.hunt.summary import summary, workload_line
 from plugpull.results import StateResult
 
@@ -75,14 +75,14 @@ class FakeKernels:
 
 @pytest.fixture
 def fake(monkeypatch, tmp_path):
-    from plugpull.hunt import run as run_mod
+    from plugpull.hunt import hunter as hunter_mod
 
     def install(fails, stop_on=None) -> FakeKernels:
         kernels = FakeKernels(fails, stop_on)
-        monkeypatch.setattr(run_mod, "formatted", lambda *a: tmp_path / "mkfs.img")
-        monkeypatch.setattr(run_mod, "Recorder", kernels)
-        monkeypatch.setattr(run_mod, "record_chunk", kernels.record_chunk)
-        monkeypatch.setattr(run_mod, "judge_chunk", lambda *a: [])
+        monkeypatch.setattr(hunter_mod, "formatted", lambda *a: tmp_path / "mkfs.img")
+        monkeypatch.setattr(hunter_mod, "Recorder", kernels)
+        monkeypatch.setattr(hunter_mod, "record_chunk", kernels.record_chunk)
+        monkeypatch.setattr(hunter_mod, "judge_chunk", lambda *a: [])
         return kernels
     return install
 
@@ -92,7 +92,7 @@ IDS = workload_ids(Space(1), 4, 1)
 
 
 def hunted(out: Path, *releases: str):
-    from plugpull.hunt.run import hunt
+    from plugpull.hunt.hunter import hunt
     return hunt(SPEC, Space(1), [rig(r) for r in releases], out)
 
 

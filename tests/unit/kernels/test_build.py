@@ -14,10 +14,10 @@ from plugpull.kernels.sources import SUITES, Archive, parse_sources
 from plugpull.kernels.build import config as kconfig
 from plugpull.kernels.build.patches import check_patches, read_patch, touched_files, why_not
 from plugpull.kernels.build.preflight import check_disk, check_tools, missing_tools
-from plugpull.kernels.build.spec import TreeSource, check_name, default_name, parse_build, parse_build_source
+from plugpull.kernels.build.buildspec import TreeSource, check_name, default_name, parse_build, parse_build_source
 from plugpull.kernels.build.store import build_key
 from plugpull.kernels.option import kernel_option, kernel_options
-from plugpull.kernels.spec import DebianKernel, Match
+from plugpull.kernels.naming import DebianKernel, Match
 
 
 def kernel_tree(root: Path) -> Path:

@@ -7,7 +7,7 @@ import pytest
 from plugpull.errors import UsageError
 from plugpull.kernels.offers import choose, kernel_names, newest_per_series, offers_from, parse_madison
 from plugpull.kernels.option import kernel_option
-from plugpull.kernels.spec import Match, parse_debian
+from plugpull.kernels.naming import Match, parse_debian
 from plugpull.kernels.versions import compare_versions, series_of, upstream_numbers
 
 ARCHIVE = "http://archive.invalid/debian"

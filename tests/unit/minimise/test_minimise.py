@@ -6,7 +6,7 @@ import json
 import pytest
 
 from plugpull.check.verdict import Observation
-from plugpull.crash import run as crash
+from plugpull.crash import crashrun as crash
 from plugpull.crash.record import Record
 from plugpull.crash.artifacts import save_record
 from plugpull.minimise import culprits as minimise_module

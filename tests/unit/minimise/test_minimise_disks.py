@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from plugpull.check.verdict import Observation
-from plugpull.crash import run as crash
+from plugpull.crash import crashrun as crash
 from plugpull.crash.judge import StateJob, build_state, disk_plans
 from plugpull.crash.record import Record
 from plugpull.crash.artifacts import load_state, save_record

@@ -21,7 +21,7 @@ from plugpull import cli
 from plugpull.check.verdict import Ack
 from plugpull.crash.record import Record
 from plugpull.crash.artifacts import load_record, saved_record
-from plugpull.crash.run import refuse_vacuous, replay, run_crash
+from plugpull.crash.crashrun import refuse_vacuous, replay, run_crash
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import LaunchError, NothingChecked, ToolMissing, UsageError
 from plugpull.files import NotReplaceable, a_path, a_state_dir, an_output, atomic_path, atomic_write, check_output

@@ -8,7 +8,7 @@ import pytest
 from tests.cli_run import run_cli
 from plugpull import cli
 
-from plugpull.hunt.run import HuntSpec
+from plugpull.hunt.hunter import HuntSpec
 
 HUNT_SETTINGS = HuntSpec(1, sample=1).settings("0.0-another-kernel")
 

@@ -23,7 +23,7 @@ from tests.fake_backend import FakeBackend, Plan
 from plugpull import paths
 from plugpull.cli.matrix import checked_real_disk
 from plugpull.crash.record import Trigger, record
-from plugpull.crash.run import run_crash
+from plugpull.crash.crashrun import run_crash
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import DiskFull, UsageError
 from plugpull.guest.contract.config import Accel
@@ -32,7 +32,7 @@ from plugpull.guest.rig import Rig
 from plugpull.paths import sweep_stale_tempdirs
 from plugpull.workdirs import make_workdir
 from plugpull.powerloss.crashstate import materialize
-from plugpull.space import space_is_fatal
+from plugpull.diskspace import space_is_fatal
 from plugpull.testbed.bed import BedSpec
 from plugpull.testbed.fs import filesystem, mode
 from plugpull.testbed.workloads import FsyncFiles

@@ -8,7 +8,7 @@ import pytest
 
 from plugpull.check.verdict import Ack
 from plugpull.crash.record import Record
-from plugpull.crash.run import crash_jobs
+from plugpull.crash.crashrun import crash_jobs
 from plugpull.crash.spec import CrashSpec
 from plugpull.powerloss.cuts import cut_points, pair_cuts, point_cuts, spending_order, state_cuts
 from plugpull.powerloss.models import parse_model, plan

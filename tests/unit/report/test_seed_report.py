@@ -153,7 +153,7 @@ def test_a_reference_run_puts_its_ratio_beside_this_runs(results, tmp_path, caps
 
 
 def test_the_reference_of_a_case_is_its_committed_results(tmp_path):
-    from plugpull.runs.seeds import reference_results
+    from plugpull.runs.seedtable import reference_results
     (tmp_path / "cases").mkdir()
     (tmp_path / "results").mkdir()
     case = tmp_path / "cases" / "seed-x.toml"

@@ -18,7 +18,7 @@ from plugpull.errors import InfraError, UsageError
 from plugpull.reproducer import case_for, flushes, loghole, state_target
 from plugpull.reproducer.checks import checks
 from plugpull.reproducer.fstests import FLAKEY_MOUNT, TOOLS as FSTESTS_TOOLS, golden, printing, test as fstests_test
-from plugpull.reproducer.run import verdict_of
+from plugpull.reproducer.inguest import verdict_of
 from plugpull.reproducer.sh import TOOLS as SH_TOOLS, checking, script
 from plugpull.reproducer.steps import op_lines, setup_lines
 

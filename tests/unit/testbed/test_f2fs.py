@@ -15,7 +15,7 @@ from plugpull.errors import UsageError
 from plugpull.generate.judge import judge
 from plugpull.generate.oracle import PROFILES, rules_for
 from plugpull.generate.space import workload_of
-from plugpull.hunt.run import HuntSpec
+from plugpull.hunt.hunter import HuntSpec
 from plugpull.reproducer import case_for
 from plugpull.reproducer.fstests import test as fstests_test
 from plugpull.reproducer.sh import script as sh_script

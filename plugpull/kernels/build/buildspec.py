@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.errors import UsageError
-from plugpull.kernels.spec import DEBIAN, DebianKernel, parse_debian
+from plugpull.kernels.naming import DEBIAN, DebianKernel, parse_debian
 
 SRC = "src:"
 BUILD = "build:"

@@ -14,7 +14,7 @@ from plugpull.crash.record import START_WORKLOAD, TROUBLE_ON_THE_CONSOLE, Trigge
 from plugpull.errors import GuestTimeout, InfraError
 from plugpull.faults.evidence import Corruption, corruption
 from plugpull.faults.powercut import PowerCuts, judge_power_cuts
-from plugpull.faults.spec import SEEDED, FaultSpec
+from plugpull.faults.faultspec import SEEDED, FaultSpec
 from plugpull.faults.table import DEVICE, fault_table, linear, swap
 from plugpull.faults.told import Told
 from plugpull.faults.verdict import FaultVerdict, gave_up, judge

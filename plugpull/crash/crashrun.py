@@ -27,7 +27,7 @@ from plugpull.powerloss.cuts import cut_points, pair_cuts, refuse_too_big, spend
 from plugpull.powerloss.writelog import iter_entries
 from plugpull.progress import Progress
 from plugpull.results import CrashRun, CrashTiming, StateResult
-from plugpull.space import MIB, allocated_bytes, require_free, space_is_fatal
+from plugpull.diskspace import MIB, allocated_bytes, require_free, space_is_fatal
 from plugpull.testbed.bed import disk_mibs
 from plugpull.testbed.fs import filesystem
 from plugpull.testbed.stack import Stack

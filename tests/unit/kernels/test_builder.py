@@ -10,7 +10,7 @@ import pytest
 from plugpull.cli import main
 from plugpull.errors import UsageError
 from plugpull.kernels.build import BuildRequest, BuildStore, build_kernel, parse_build_source
-from plugpull.kernels.build import config as kconfig, preflight, run as runmod
+from plugpull.kernels.build import builder, config as kconfig, preflight
 from plugpull.kernels.build.make import BuildFailed
 from plugpull.kernels.option import kernel_option
 from plugpull.paths import cache_dir
@@ -44,7 +44,7 @@ modules_install:
 @pytest.fixture
 def tree(tmp_path, monkeypatch):
     monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(runmod, "check_tools", lambda: None)  # the fake tree needs only make
+    monkeypatch.setattr(builder, "check_tools", lambda: None)  # the fake tree needs only make
     root = kernel_tree(tmp_path / "linux")
     (root / "Makefile").write_text(FAKE_MAKEFILE)
     declared = [*kconfig.parse_fragment(kconfig.FRAGMENT.read_text(), "ours"),

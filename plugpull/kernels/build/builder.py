@@ -26,10 +26,10 @@ from plugpull.kernels.build.debsrc import source_path, source_tree
 from plugpull.kernels.build.make import Make, expected_lines, remember_lines
 from plugpull.kernels.build.patches import check_patches, read_patch
 from plugpull.kernels.build.preflight import check_disk, check_tools, needed_bytes
-from plugpull.kernels.build.spec import BUILD, TreeSource, check_name, default_name
+from plugpull.kernels.build.buildspec import BUILD, TreeSource, check_name, default_name
 from plugpull.kernels.build.store import Built, BuildStore, build_key
 from plugpull.kernels.build.worktree import Workspace, refuse_configured, tree_identity
-from plugpull.kernels.spec import DebianKernel
+from plugpull.kernels.naming import DebianKernel
 
 
 @dataclass(frozen=True)
