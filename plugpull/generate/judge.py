@@ -84,10 +84,22 @@ def broken_by(workload: Workload, recovered: dict[str, Entry]) -> list[str]:
               for p, e in recovered.items() if all(t.kind(p) != e.kind for t in trees)]
     files = [p for p, e in recovered.items() if e.kind != DIR and e.ino is not None]
     for p, q in combinations(files, 2):
-        if recovered[p].ino == recovered[q].ino and not any(
-                p in t.paths and t.paths.get(p) == t.paths.get(q) for t in trees):
+        if recovered[p].ino == recovered[q].ino and not one_inode_in(trees, p, q):
             broken.append(f"{p} and {q} are one inode, which no point of the workload gives (a rename half done?)")
     return broken
+
+
+def one_inode_in(trees: list[Tree], p: str, q: str) -> bool:
+    """Some tree has `p` and `q` as names of one inode (a hard link made them so)."""
+    return any(p in t.paths and t.paths.get(p) == t.paths.get(q) for t in trees)
+
+
+def kept_apart(workload: Workload) -> list[tuple[str, str]]:
+    """The pairs of names (files and symlinks some step has) that no step of `workload` makes
+    one inode: a state that has them as one broke a rename's atomicity, `broken_by`'s invariant."""
+    trees = prefix_trees(workload)
+    names = sorted({p for t in trees for p in t.paths if t.kind(p) != DIR})
+    return [(p, q) for p, q in combinations(names, 2) if not one_inode_in(trees, p, q)]
 
 
 def judge(workload: Workload, fs: str, k: int | None, recovered: dict[str, Entry]) -> Judgement:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from plugpull.generate.judge import FACT_KIND
 from plugpull.generate.ops import XATTR
+from plugpull.generate.judge import kept_apart
 from plugpull.generate.oracle import held, owed
 from plugpull.generate.tree import FILE, digest
 from plugpull.reproducer import Case
@@ -51,6 +52,7 @@ class Checks:
     facts: tuple[Check, ...]
     held: tuple[HeldCheck, ...]
     skipped: tuple[str, ...]  # what is owed but not checked, and why
+    apart: tuple[tuple[str, str], ...] = ()  # names no step makes one inode (generate.judge.kept_apart)
 
     @property
     def needs_getfattr(self) -> bool:
@@ -116,7 +118,7 @@ def checks(case: Case) -> Checks:
             skipped.append(found)
     kept = tuple(HeldCheck(h.names, h.kind, md5s.get(h.digest, "") if h.digest else "", f"{h.rule}, point {h.point}")
                  for h in held(case.workload, case.rules, case.point))
-    return Checks(tuple(facts), kept, tuple(skipped))
+    return Checks(tuple(facts), kept, tuple(skipped), tuple(kept_apart(case.workload)))
 
 
 def reader_functions(mnt: str, getfattr: str) -> str:
@@ -149,12 +151,13 @@ either() {{  # the words given, joined by "or" ("none" for an empty one)
 """
 
 
-def check_calls(found: Checks, call: str, held_call: str) -> list[str]:
-    """One shell line per check: `call PATH FACT NEED WHY ALLOWED...` and `held_call KIND MD5
-    WHY NAME...` (MD5 "-": any contents)."""
+def check_calls(found: Checks, call: str, held_call: str, apart_call: str) -> list[str]:
+    """One shell line per check: `call PATH FACT NEED WHY ALLOWED...`, `held_call KIND MD5
+    WHY NAME...` (MD5 "-": any contents) and `apart_call NAME NAME`."""
     lines = [f"{call} {c.path} {c.fact} {shlex.quote(c.need or '-')} {shlex.quote(c.why)} "
              + " ".join(shlex.quote(a) for a in c.allowed) for c in found.facts]
     lines += [f"{held_call} {h.kind} {h.md5 or '-'} {shlex.quote(h.why)} {' '.join(h.names)}" for h in found.held]
+    lines += [f"{apart_call} {p} {q}" for p, q in found.apart]
     return lines
 
 
@@ -163,7 +166,8 @@ def comment(found: Checks, case: Case) -> list[str]:
     lines = ["# Checked: what the model oracle says a crash right after this point owes on "
              f"{case.fs}, and nothing more",
              "# (a name's kind, a file's size, md5, link count, a symlink's target; xattrs only where",
-             "# the workload sets some). A fact owed as one of several values accepts any of them."]
+             "# the workload sets some). A fact owed as one of several values accepts any of them.",
+             "# And a rename's atomicity: no two names are one inode unless a step made them so."]
     lines += [f"# Not checked: {s}" for s in found.skipped]
     if not needs_setfattr(case):
         lines.append("# Xattrs are not checked: no operation sets or removes one.")

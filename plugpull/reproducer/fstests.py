@@ -60,6 +60,13 @@ show_held() {  # show_held KIND MD5 WHY NAME...: is the KIND owed at the first N
 	done
 	echo "the $kind owed at $1: under none of $* ($why)"
 }
+
+show_apart() {  # show_apart NAME NAME: prints only where the two are one inode (no step made them so)
+	case "$(kind_of $1) $(kind_of $2)" in *absent*|*dir*) return ;; esac
+	if [ "$(stat -c %i $SCRATCH_MNT/$1)" = "$(stat -c %i $SCRATCH_MNT/$2)" ]; then
+		echo "$1 and $2: one inode, which no step of the workload makes them"
+	fi
+}
 """
 
 FLAKEY_MOUNT = r"""# fstests since eb2ad950 (2025-12-18): _init_flakey points SCRATCH_DEV at the flakey device
@@ -179,7 +186,7 @@ def printing(case: Case) -> str:
     """The test's part after the remount: it prints the checked facts (`golden` is what a
     filesystem that keeps them prints)."""
     lines = [reader_functions("$SCRATCH_MNT", "$GETFATTR_PROG"), SHOW,
-             *(check_calls(checks(case), "show", "show_held") or ["# nothing is owed"])]
+             *(check_calls(checks(case), "show", "show_held", "show_apart") or ["# nothing is owed"])]
     return "\n".join(lines) + "\n"
 
 

@@ -90,6 +90,13 @@ held() {  # held KIND MD5 WHY NAME...: one of the NAMEs is a KIND (with contents
 	done
 	wrong "the $h_kind owed at $1 is under none of $* ($h_why)"
 }
+
+apart() {  # apart NAME NAME: the two, where both are there, are not one inode
+	case "$(kind_of "$1") $(kind_of "$2")" in *absent*|*dir*) return 0 ;; esac
+	if [ "$(stat -c %i "$mnt/$1")" = "$(stat -c %i "$mnt/$2")" ]; then
+		wrong "$1 and $2 are one inode (link count $(stat -c %h "$mnt/$1")), which no step of the workload makes them"
+	fi
+}
 """
 
 
@@ -244,7 +251,7 @@ def checking(case: Case) -> str:
     0, it checks what the point owes, prints the verdict and exits 0 or 1."""
     found = checks(case)
     lines = [reader_functions("$mnt", "getfattr"), CHECKS, "# what the point owes",
-             *(check_calls(found, "check", "held") or ["# (nothing)"]), "", *verdict(case)]
+             *(check_calls(found, "check", "held", "apart") or ["# (nothing)"]), "", *verdict(case)]
     return "\n".join(lines) + "\n"
 
 

@@ -11,6 +11,7 @@
 # Checked: what the model oracle says a crash right after this point owes on btrfs, and nothing more
 # (a name's kind, a file's size, md5, link count, a symlink's target; xattrs only where
 # the workload sets some). A fact owed as one of several values accepts any of them.
+# And a rename's atomicity: no two names are one inode unless a step made them so.
 # Xattrs are not checked: no operation sets or removes one.
 # Prints PASS or FAIL lines; exit 0 PASS, 1 FAIL, 2 bad usage or a missing tool,
 # 3 a step before the check failed (no verdict).
@@ -148,6 +149,13 @@ held() {  # held KIND MD5 WHY NAME...: one of the NAMEs is a KIND (with contents
 		fi
 	done
 	wrong "the $h_kind owed at $1 is under none of $* ($h_why)"
+}
+
+apart() {  # apart NAME NAME: the two, where both are there, are not one inode
+	case "$(kind_of "$1") $(kind_of "$2")" in *absent*|*dir*) return 0 ;; esac
+	if [ "$(stat -c %i "$mnt/$1")" = "$(stat -c %i "$mnt/$2")" ]; then
+		wrong "$1 and $2 are one inode (link count $(stat -c %h "$mnt/$1")), which no step of the workload makes them"
+	fi
 }
 
 # what the point owes
