@@ -129,7 +129,8 @@ def test_names_a_step_links_are_not_kept_apart(host_tools, tmp_path):
     case = case_for("gen:seq1-000131", "ext4")
     assert checks(case).apart == ()  # A/foo and A/bar, the workload's only files, are linked
     run_ops(case, tmp_path)
-    assert (run_checks(case, tmp_path).returncode, run_checks(case, tmp_path).stdout) == (0, "PASS\n")
+    done = run_checks(case, tmp_path)
+    assert (done.returncode, done.stdout) == (0, "PASS\n")
 
 
 def test_a_file_under_neither_name_fails(host_tools, tmp_path):
