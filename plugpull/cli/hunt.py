@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_list, \
-    kernel_tag, whole_option
+    whole_option
 from plugpull.cli.cluster import add_cluster_option, cluster_target
 from plugpull.cli.generate import add_setup_option, check_sample, names_option, seq_option, space_of_options
 from plugpull.check.fsckchoice import FsckChoice, fsck_choice
@@ -93,6 +93,8 @@ def fsck_option(text: str) -> FsckChoice:
 def default_out(args, kernels: list) -> Path:
     """results/hunt-SEQ-FS-MODE[-OPS][-SAMPLE][-KERNELS]: one kernel other than the host's by
     its release; several by their releases joined with +, the host's as `host`."""
+    from plugpull.runs.matrix import kernel_tag
+
     parts = [f"hunt-seq{args.seq}", args.fs, args.mode]
     if args.ops:
         parts.append("+".join(args.ops))
