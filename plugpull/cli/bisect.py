@@ -81,8 +81,7 @@ def cmd_bisect(args) -> int:
     from plugpull.bisect.git import need_git
     from plugpull.bisect.journal import LOCK
     from plugpull.bisect.testers import builder, case_judge, script_judge
-    from plugpull.hunt.lock import hold
-    from plugpull.kernels.build.builder import locked
+    from plugpull.locks import exclusive, hold
 
     need_git()
     if args.kernel is not None or args.modules is not None:
@@ -97,8 +96,11 @@ def cmd_bisect(args) -> int:
     check_out(out, recorded)
     backend = guest_backend(args)
     clone = clone_for(rev.tree)
-    with hold(out, LOCK, "bisect"), locked(clone.path.parent):
+    with hold(out, LOCK, "bisect"), exclusive(clone.path.parent / ".lock"):  # the clone's workspace
         journal = Journal(out, recorded)
+        if journal.left_out:
+            print(f"{out / 'steps.jsonl'}: {journal.left_out} line(s) no reader can use, set aside in "
+                  "steps.rejected; their commits are judged again", file=sys.stderr)
         judge = (script_judge(test, args.runs, args.accel, backend) if kind == "sh"
                  else case_judge(test, out, args.accel, backend))
         plan = Plan(clone.ensure(rev.tree), journal, rev.terms, rev.new, rev.old)
