@@ -73,10 +73,12 @@ def exit_code(outcome) -> int:
 
 
 def case_request(args, case, kernels: list, backend, judging):
+    """What the case engine is asked for this case: the command line's options, filled in."""
     from plugpull.runs.caserun import CaseRequest
 
-    return CaseRequest(case, tuple(kernels), None if case.replay else case_results(args, case), args.accel, backend,
-                       case_hosts(args, case, judging), judging, args.scale, args.no_crash)
+    return CaseRequest(case, tuple(kernels), results=None if case.replay else case_results(args, case),
+                       accel=args.accel, backend=backend, hosts=case_hosts(args, case, judging), cluster=judging,
+                       scale=args.scale, no_crash=args.no_crash)
 
 
 def case_results(args, case) -> Path:
