@@ -72,3 +72,12 @@ class GuestError(InfraError):
 
 class GuestTimeout(GuestError):
     pass
+
+
+def describe(error: BaseException) -> str:
+    """One line for an error: an OSError names its path (`No space left on device: /x/y`)."""
+    if isinstance(error, OSError) and error.strerror:
+        paths = [str(p) for p in (error.filename, error.filename2) if p is not None]
+        return error.strerror + (f": {' -> '.join(paths)}" if paths else "")
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")

@@ -16,16 +16,15 @@ followed: a kind's folder that is a link, or that resolves outside the cache, is
 entry that is a link is removed as a link.
 """
 
-import fcntl
 import os
 import shutil
 import stat
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from plugpull.locks import held
 from plugpull.workdirs import listed_work
 
 DAY = 86400
@@ -74,15 +73,6 @@ def mark_used(path: Path) -> None:
         pass
 
 
-@contextmanager
-def using(lock: Path):
-    """Held (shared) while a process uses a cached entry, `lock` being the entry's lock file
-    (its kind's `entry_lock`): a prune keeps the entry meanwhile."""
-    with open(lock, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_SH)
-        yield
-
-
 def last_use(entry: Path) -> float:
     times = [entry.lstat().st_mtime]
     if entry.is_dir() and not entry.is_symlink():
@@ -104,21 +94,6 @@ def disk_bytes(path: Path) -> int:
 def _share(st: os.stat_result) -> int:
     links = 1 if stat.S_ISDIR(st.st_mode) else max(st.st_nlink, 1)
     return st.st_blocks * 512 // links
-
-
-def held(lock: Path) -> bool:
-    """A lock file another process holds (flock, shared or exclusive); no such file: not held."""
-    try:
-        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
 
 
 def inside(folder: Path, root: Path) -> bool:

@@ -1,24 +1,28 @@
 """A bisect's directory (`--out`): what it is, each step judged, git's log, the result.
 
     settings.json    the bisect: tree, good and bad commits, the test and its digest, terms, runs
-    steps.jsonl      one line per step judged, appended as it is judged (a torn last line is dropped)
+    steps.jsonl      one line per step judged, appended as it is judged (a line no reader can
+                     use, torn by a kill or garbled, is left out and set aside in steps.rejected)
     git-bisect.log   `git bisect log`, for `git bisect replay` in a tree of the user's
     bisect.json      the result, written at the end
     bisect.lock      held by the one bisect writing here
 
 A directory whose settings.json names another bisect is refused; the same bisect again
-goes on from its steps.
+goes on from its steps. The directory, its settings and its journal are read and written as a
+hunt's are (`plugpull.rundir`).
 """
 
-import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from plugpull.errors import UsageError
+from plugpull import rundir
 from plugpull.files import atomic_write, atomic_write_json
+from plugpull.rundir import RunDir
 
 SETTINGS, STEPS, GIT_LOG, RESULT, LOCK = "settings.json", "steps.jsonl", "git-bisect.log", "bisect.json", "bisect.lock"
+REJECTED = "steps.rejected"
+BISECT_DIR = RunDir("bisect", SETTINGS, (SETTINGS, STEPS, GIT_LOG, RESULT, LOCK, REJECTED), scratch=(LOCK,))
+FIELDS = ("commit", "subject", "mark", "detail")
 
 
 @dataclass(frozen=True)
@@ -38,52 +42,31 @@ class Step:
 def check_out(out: Path, settings: dict) -> None:
     """A UsageError if `out` holds something that is not this bisect (another one's settings,
     or files of something else); nothing is made."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: not a directory")
-    if not out.is_dir() or not any(out.iterdir()):
-        return
-    try:
-        there = json.loads((out / SETTINGS).read_text())
-    except (OSError, ValueError):
-        raise UsageError(f"--out {out}: holds files that are not a bisect's: give another --out") from None
-    if there != settings:
-        differs = sorted(k for k in set(there) | set(settings) if there.get(k) != settings.get(k))
-        raise UsageError(f"--out {out}: holds another bisect (its {', '.join(differs)} differ): give another --out")
+    BISECT_DIR.check_out(out, settings)
+
+
+def a_step(line) -> bool:
+    """A journal line a bisect wrote: each field a string, the commit a name."""
+    return isinstance(line, dict) and all(isinstance(line.get(k), str) for k in FIELDS) and \
+        rundir.a_name(line["commit"])
 
 
 class Journal:
-    """The steps of one bisect in `out`, which its caller holds (hunt.lock's `hold`)."""
+    """The steps of one bisect in `out`, which its caller holds (`plugpull.locks.hold`); the
+    lines no reader can use are set aside as it opens, and counted (`left_out`)."""
 
     def __init__(self, out: Path, settings: dict):
         self.out = Path(out)
         self.settings = settings
-        if not (self.out / SETTINGS).is_file():
-            atomic_write_json(self.out / SETTINGS, settings)
+        BISECT_DIR.begin(self.out, settings)
+        self.left_out = rundir.set_aside(self.out / STEPS, self.out / REJECTED, a_step)
 
     def steps(self) -> list[Step]:
-        try:
-            text = (self.out / STEPS).read_text()
-        except FileNotFoundError:
-            return []
-        found = []
-        for line in text.splitlines():
-            try:
-                found.append(Step.from_json(json.loads(line)))
-            except (ValueError, KeyError, TypeError):
-                continue  # a line torn by a kill: that step is judged again
-        return found
+        lines = rundir.parsed(rundir.read_journal(self.out / STEPS), a_step)
+        return [Step.from_json(line) for _, line in lines if line is not None]
 
     def add(self, step: Step) -> None:
-        line = json.dumps(asdict(step)) + "\n"
-        fd = os.open(self.out / STEPS, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            size = os.fstat(fd).st_size
-            torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
-            os.write(fd, (("\n" if torn else "") + line).encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        rundir.append(self.out / STEPS, [asdict(step)])
 
     def save_log(self, text: str) -> None:
         atomic_write(self.out / GIT_LOG, text)

@@ -1,5 +1,6 @@
 """What a real bisect builds and runs: each commit built as `kernels build src:CLONE` does, and a
-reproducer script run in a guest of that kernel, as `reproducer --run` runs one.
+reproducer script run in a guest of that kernel, as `reproducer --run` runs one, or a case file
+run on it by the case engine, as `reproduce` runs one (`runs.caserun`).
 
 A build that fails, or that this commit's tree refuses (its Kconfig cannot give what plugpull
 needs), is `Untestable`; so is a kernel that fails under the test. A missing tool, a full
@@ -9,7 +10,7 @@ disk, QEMU failing to start stay harness errors.
 from pathlib import Path
 
 from plugpull.bisect.engine import Judged, Untestable
-from plugpull.errors import GuestError, KernelUnfit, UsageError
+from plugpull.errors import GuestError, InfraError, KernelUnfit, UsageError
 from plugpull.kernels.build import BuildRequest, build_kernel
 from plugpull.kernels.build.make import BuildFailed
 from plugpull.kernels.build.buildspec import TreeSource
@@ -66,4 +67,28 @@ def script_judge(text: str, runs: int, accel, backend):
                 said = outcome.lines[-1] if outcome.lines else "FAIL"
                 return Judged(False, f"FAIL at run {run} of {runs}: {said}")
         return Judged(True, f"PASS {runs}/{runs}")
+    return judge
+
+
+def case_judge(case, out: Path, accel, backend):
+    """`judge(spec)`: the case run by the case engine on that kernel, its results under
+    out/cases/; reproduced is PASS, not reproduced FAIL. A kernel unfit for the guest, or one
+    that fails under it, is Untestable; a cell the harness failed on is the harness's."""
+    from plugpull.kernels.option import kernel_option
+    from plugpull.runs.caserun import CaseRequest, run_case
+
+    def judge(spec: str) -> Judged:
+        results = out / "cases" / f"{spec.split(':', 1)[1]}.jsonl"
+        results.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            outcome = run_case(CaseRequest(case, ((spec, kernel_option(spec, None)),), results, accel, backend))
+        except KernelUnfit as e:
+            raise Untestable(f"the kernel failed: {str(e).splitlines()[0]}") from None
+        if isinstance(outcome.error, GuestError):
+            raise Untestable(f"the kernel failed: {str(outcome.error).splitlines()[0]}")
+        if outcome.harness is not None:
+            raise InfraError(f"{case.path} on {spec}: {outcome.harness} (see {results.with_suffix('.log')})")
+        if outcome.reproduced:
+            return Judged(True, "PASS (reproduced)")
+        return Judged(False, f"FAIL (not reproduced: {outcome.failures[0]})")
     return judge

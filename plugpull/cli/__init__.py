@@ -13,9 +13,9 @@ import traceback
 from plugpull import __version__
 from plugpull.cli import (bisect, cluster, crash, faults, generate, guests, hunt, kernels, matrix, minimise, report,
                           reproduce, reproducer)
-from plugpull.cli.common import EXIT_INFRA, EXIT_OK, EXIT_USAGE, describe
+from plugpull.cli.common import EXIT_INFRA, EXIT_OK, EXIT_USAGE
 from plugpull.cli.parser import Parser, given_paths, refuse_repeated_options
-from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError
+from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError, describe
 from plugpull.files import refuse_overlaps
 from plugpull.log import discard_log_files, setup_logging
 from plugpull.paths import check_cache_dir

@@ -6,9 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from plugpull.cli.common import EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, guest_backend, \
-    whole_option
-from plugpull.errors import GuestError, InfraError, KernelUnfit, UsageError
+from plugpull.cli.common import EXIT_OK, add_guest_options, checked_output, guest_backend, whole_option
+from plugpull.errors import UsageError
 from plugpull.files import a_path, an_output, read_regular
 
 RUNS_MAX = 100
@@ -77,35 +76,12 @@ def case_on(path: Path, fs: str | None):
     return case
 
 
-def case_judge(case, out: Path, accel, backend):
-    """`judge(spec)`: the case run as `reproduce` runs it on that kernel, its results under
-    out/cases/; not reproduced is FAIL. A cell that failed is the harness's (exit 3)."""
-    from plugpull.bisect import Judged, Untestable
-    from plugpull.cli.reproduce import reproduce_case
-    from plugpull.kernels.option import kernel_option
-
-    def judge(spec: str):
-        name = spec.split(":", 1)[1]
-        args = argparse.Namespace(scale=1.0, report=None, results=out / "cases" / f"{name}.jsonl", no_crash=False,
-                                  hosts=None, accel=accel, fs=None)
-        args.results.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            code = reproduce_case(args, case, [(spec, kernel_option(spec, None))], backend, {})
-        except (KernelUnfit, GuestError) as e:
-            raise Untestable(f"the kernel failed: {str(e).splitlines()[0]}") from None
-        if code == EXIT_INFRA:
-            raise InfraError(f"{case.path} on {spec}: a cell failed (see {args.results.with_suffix('.log')})")
-        return Judged(code == EXIT_OK, "PASS (reproduced)" if code == EXIT_OK else "FAIL (not reproduced)")
-    return judge
-
-
 def cmd_bisect(args) -> int:
     from plugpull.bisect import Journal, Plan, check_out, clone_for, revisions, run_bisect, settings, summary
     from plugpull.bisect.git import need_git
     from plugpull.bisect.journal import LOCK
-    from plugpull.bisect.testers import builder, script_judge
-    from plugpull.hunt.lock import hold
-    from plugpull.kernels.build.builder import locked
+    from plugpull.bisect.testers import builder, case_judge, script_judge
+    from plugpull.locks import exclusive, hold
 
     need_git()
     if args.kernel is not None or args.modules is not None:
@@ -120,8 +96,11 @@ def cmd_bisect(args) -> int:
     check_out(out, recorded)
     backend = guest_backend(args)
     clone = clone_for(rev.tree)
-    with hold(out, LOCK, "bisect"), locked(clone.path.parent):
+    with hold(out, LOCK, "bisect"), exclusive(clone.path.parent / ".lock"):  # the clone's workspace
         journal = Journal(out, recorded)
+        if journal.left_out:
+            print(f"{out / 'steps.jsonl'}: {journal.left_out} line(s) no reader can use, set aside in "
+                  "steps.rejected; their commits are judged again", file=sys.stderr)
         judge = (script_judge(test, args.runs, args.accel, backend) if kind == "sh"
                  else case_judge(test, out, args.accel, backend))
         plan = Plan(clone.ensure(rev.tree), journal, rev.terms, rev.new, rev.old)

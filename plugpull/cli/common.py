@@ -48,15 +48,6 @@ def no_blank_edges(kind):
     return functools.update_wrapper(parse, kind) if kind is not None else parse
 
 
-def describe(error: BaseException) -> str:
-    """One line for an error: an OSError names its path (`No space left on device: /x/y`)."""
-    if isinstance(error, OSError) and error.strerror:
-        paths = [str(p) for p in (error.filename, error.filename2) if p is not None]
-        return error.strerror + (f": {' -> '.join(paths)}" if paths else "")
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
-
-
 def kernel_source(args, filesystems):
     """--kernel and --modules, checked (plugpull.kernels.kernel_option): None for the host's
     kernel, else the KernelSource to boot; a Debian kernel is fetched once. Every profile among
@@ -84,11 +75,6 @@ def kernel_list(args, filesystems, default=("host",), known: dict | None = None)
     for _, kernel in known[texts]:
         check_profiles(filesystems, kernel)
     return known[texts]
-
-
-def kernel_tag(kernel) -> str:
-    """What a matrix cell records of its kernel: the release, "" for the host's."""
-    return kernel.release if kernel is not None else ""
 
 
 def checked_output(path: Path, flag: str, parent_must_exist: bool = True, directory: bool = False) -> Path:

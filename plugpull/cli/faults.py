@@ -1,7 +1,6 @@
 """`plugpull faults`: device faults under the filesystem (dm-flakey), a table over
 filesystem x fault x workload of the verdicts and of the errnos the application was told."""
 
-import logging
 import time
 from collections import Counter
 from pathlib import Path
@@ -10,11 +9,10 @@ from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_optio
     parse_params, print_table, whole_option
 from plugpull.faults.faultspec import RUNS_MAX
 from plugpull.values import COUNT_MAX, once_each
-from plugpull.errors import InfraError, UsageError
+from plugpull.errors import UsageError
 from plugpull.files import an_output
 from plugpull.results.faults import UNSAFE_FAULT_VERDICTS
 
-log = logging.getLogger(__name__)
 UNSAFE = UNSAFE_FAULT_VERDICTS
 
 
@@ -77,6 +75,7 @@ def cmd_faults(args) -> int:
     from plugpull.guest.rig import prepare_rig
     from plugpull.log import run_log
     from plugpull.results import SCHEMA_VERSION
+    from plugpull.runs.faultruns import run_faults
 
     cases = plan(args)
     if args.json:
@@ -101,19 +100,6 @@ def cmd_faults(args) -> int:
     return EXIT_FOUND if args.fail_on_unsafe and any(r.unsafe for r in runs) else EXIT_OK
 
 
-def run_faults(cases: list, runs: int, rig, out: Path, results: Path) -> list:
-    """Every case `runs` times, each FaultResult appended to `results` as it ends."""
-    from plugpull.results import append_line
-
-    done = []
-    for n, case in enumerate(cases):
-        for i in range(runs):
-            result = _one(out / f"{n:03d}-{case.fs.name}-{i}", case, rig, i)
-            append_line(results, result.to_json())
-            done.append(result)
-    return done
-
-
 def print_faults(runs: list) -> None:
     print_table(*table(runs))
     header, rows = retry_table(runs)
@@ -128,24 +114,6 @@ def finish_faults(results: Path, report_dir: Path | None) -> None:
     paths = report(results, report_dir or default_out_dir(results))
     print(f"results: {results}")
     print(f"report:  {paths['html']}")
-
-
-def _one(directory: Path, case, rig, number: int):
-    """One run as a FaultResult; a harness failure is its infra-error, never a filesystem verdict."""
-    from plugpull.faults.inject import run_fault
-    from plugpull.results.faults import FaultResult, fault_key
-
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    kernel = rig.image.kernel_release
-    try:
-        result = run_fault(directory, case, rig).to_result(number, kernel, started)
-    except InfraError as e:
-        fault, name = str(case.fault), case.workload.name
-        result = FaultResult(fault_key(case.fs.name, fault, name, case.workload.params(), number), case.fs.name,
-                             fault, name, "infra-error", str(e).splitlines()[0], params=case.workload.params(),
-                             spec=case.fault.to_json(), run=number, kernel=kernel, started=started)
-    log.info("%s %s %s: %s (%s)", result.fs, result.fault, result.workload, result.verdict, result.reason)
-    return result
 
 
 def table(runs: list) -> tuple[tuple, list]:

@@ -3,18 +3,17 @@ workloads crashed at each persistence point, judged by the model oracle on each 
 in chunks on a cluster's workers; resumable, within a time budget, failing workloads kept."""
 
 import argparse
-import json
 import logging
 import re
 from pathlib import Path
 
 from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_list, \
-    kernel_tag, whole_option
+    whole_option
 from plugpull.cli.cluster import add_cluster_option, cluster_target
 from plugpull.cli.generate import add_setup_option, check_sample, names_option, seq_option, space_of_options
 from plugpull.check.fsckchoice import FsckChoice, fsck_choice
 from plugpull.errors import UsageError
-from plugpull.files import an_output, atomic_write, check_input, read_regular_text
+from plugpull.files import an_output, atomic_write
 from plugpull.log import run_log
 from plugpull.diskspace import space_is_fatal
 from plugpull.testbed.fs import FILESYSTEMS, MODES, filesystem
@@ -93,6 +92,8 @@ def fsck_option(text: str) -> FsckChoice:
 def default_out(args, kernels: list) -> Path:
     """results/hunt-SEQ-FS-MODE[-OPS][-SAMPLE][-KERNELS]: one kernel other than the host's by
     its release; several by their releases joined with +, the host's as `host`."""
+    from plugpull.runs.matrix import kernel_tag
+
     parts = [f"hunt-seq{args.seq}", args.fs, args.mode]
     if args.ops:
         parts.append("+".join(args.ops))
@@ -150,13 +151,12 @@ def held_table(out: Path) -> int:
     operations, which goes on with the first table's alone; 2: one started before `rmdir`; 3:
     one started before the fourth table's fallocate, collapse and insert; 4: one started before
     the nested directory), else the current count."""
-    from plugpull.hunt.journal import LEGACY, SETTINGS, TABLE
+    from plugpull.hunt.journal import LEGACY, TABLE, held_settings
 
-    try:
-        held = json.loads(read_regular_text(out / SETTINGS))
-    except (OSError, ValueError):
+    held = held_settings(out)
+    if not held:
         return TABLE
-    table = held.get("table", LEGACY["table"]) if isinstance(held, dict) else TABLE
+    table = held.get("table", LEGACY["table"])
     known = isinstance(table, int) and not isinstance(table, bool) and 1 <= table <= TABLE
     return table if known else TABLE  # then check_out refuses it as a hunt of other settings
 
@@ -177,10 +177,9 @@ def early_settings(spec, named: list, out: Path) -> dict:
     kernel's release is not: where the hunt in `out` has the same other kernels at the same
     places, its kernel at the host's place stands in (the release is checked once the image
     is made); else `host`, as a refusal then shows it."""
-    from plugpull.hunt.journal import SETTINGS, kernels_of
+    from plugpull.hunt.journal import held_settings, kernels_of
 
-    held = json.loads(read_regular_text(out / SETTINGS)) if (out / SETTINGS).is_file() else {}  # check_out read it
-    there = kernels_of(held)
+    there = kernels_of(held_settings(out))
     releases = [k.release if k is not None else None for _, k in named]
     same_others = len(there) == len(named) and all(r in (None, t) for r, t in zip(releases, there))
     return spec.settings(*(r if r is not None else there[i] if same_others else "host"
@@ -188,10 +187,9 @@ def early_settings(spec, named: list, out: Path) -> dict:
 
 
 def _check_out(out: Path) -> None:
-    from plugpull.hunt.journal import SETTINGS, check_out
+    from plugpull.hunt.journal import check_out
 
     checked_output(out, "--out", parent_must_exist=False, directory=True)
-    check_input(out / SETTINGS, "")  # a FIFO there would hold the reading of it
     check_out(out)
 
 

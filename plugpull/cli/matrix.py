@@ -1,17 +1,15 @@
 """`plugpull matrix`: both measurements per cell, appended to a results file, then the table
 and the report. `reproduce` (cli/reproduce) runs its cells the same way, on each kernel."""
 
-import shutil
 import sys
 from pathlib import Path
 
 from plugpull.cli.cluster import add_cluster_option, cluster_judging
 from plugpull.cli.common import (EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, guest_backend, kernel_list,
-                                 kernel_tag, parse_params)
+                                 parse_params)
 from plugpull.cli.crash import add_hosts_option, checker_hosts
 from plugpull.errors import UsageError
 from plugpull.files import an_output
-from plugpull.guest.rig import prepare_rig
 from plugpull.log import run_log
 from plugpull.runs.settings import add_options
 
@@ -91,7 +89,7 @@ def matrix_params(items: list[str], workloads) -> dict:
 
 def cmd_matrix(args) -> int:
     from plugpull.crash.spec import CrashSpec
-    from plugpull.runs.matrix import cells, for_kernel, run_matrix, with_user_scripts
+    from plugpull.runs.matrix import cells, for_kernel, run_matrix, run_on_kernels, with_user_scripts
     from plugpull.runs.settings import settings_of
 
     if args.no_throughput and args.no_crash:
@@ -120,25 +118,7 @@ def cmd_matrix(args) -> int:
         judging.reach()
     backend, hosts = guest_backend(args), checker_hosts(args.hosts)
     with run_log(args.results.with_suffix(".log")):
-        ran = run_on_kernels(args, kernels, backend, hosts, lambda rig, name, tag, work: run_matrix(
+        ran = run_on_kernels(kernels, args.accel, backend, hosts, lambda rig, name, tag, work: run_matrix(
             for_kernel(todo, tag), args.results, rig, work, judging=judging))
     finish_matrix(ran, args.results, args.report)
     return EXIT_INFRA if any(r.error for r in ran) else EXIT_OK
-
-
-def run_on_kernels(args, kernels: list, backend, hosts, run) -> list:
-    """`run(rig, name, kernel_tag, work)` on each kernel in turn, its guest image ready first;
-    the results of all, in order."""
-    from plugpull.paths import make_tempdir
-
-    ran = []
-    for i, (name, kernel) in enumerate(kernels):
-        if len(kernels) > 1:
-            print(f"[kernel {i + 1}/{len(kernels)}] {name}", file=sys.stderr)
-        rig = prepare_rig(args.accel, kernel, backend, hosts)
-        work = make_tempdir("matrix")
-        try:
-            ran += run(rig, name, kernel_tag(kernel), work)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    return ran

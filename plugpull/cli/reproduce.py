@@ -3,19 +3,16 @@ held to their [expect] tables, or a [replay] case's kept state rechecked; JUnit 
 (`plugpull reproducer`, a finding as a script, is cli/reproducer.)"""
 
 import dataclasses
-import shutil
 import sys
 from pathlib import Path
 
 from plugpull.cli.cluster import add_cluster_option, cluster_judging
-from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, describe,
-                                 fraction, guest_backend, kernel_list, kernel_tag)
+from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, fraction,
+                                 guest_backend, kernel_list)
 from plugpull.cli.crash import add_hosts_option, checker_hosts
-from plugpull.cli.matrix import finish_matrix, run_on_kernels
-from plugpull.errors import PlugpullError, ToolMissing, UsageError
+from plugpull.cli.matrix import finish_matrix
+from plugpull.errors import UsageError
 from plugpull.files import a_path, an_output
-from plugpull.guest.rig import prepare_rig
-from plugpull.log import run_log
 
 
 def add_parsers(sub) -> None:
@@ -34,11 +31,13 @@ def add_parsers(sub) -> None:
 
 
 def cmd_reproduce(args) -> int:
-    """Each case file in turn, every one checked before the first runs; the worst exit code
-    of theirs (3, then 1). With several cases or --junit, a harness failure ends its case
-    alone; --junit writes one testcase per case x kernel x mode at the end."""
+    """Each case file in turn, every one checked before the first runs, by the case engine
+    (`runs.caserun`); the worst exit code of theirs (3, then 1). With several cases or
+    --junit, a harness failure ends its case alone; --junit writes one testcase per case x
+    kernel x mode at the end."""
     from plugpull.report.junit import write_junit
     from plugpull.report.junitcases import case_suite
+    from plugpull.runs.matrix import kernel_tag
 
     judging = cluster_judging(args, reach=False)
     if judging and args.no_crash:
@@ -49,24 +48,37 @@ def cmd_reproduce(args) -> int:
     backend = guest_backend(args)
     codes, suites = [], []
     for case, kernels in planned:
-        finished, harness = {}, None
-        try:
-            codes.append(reproduce_case(args, case, kernels, backend, finished, judging))
-        except (UsageError, ToolMissing):
-            raise
-        except Exception as e:
+        outcome = reproduce_case(args, case_request(args, case, kernels, backend, judging))
+        if outcome.error is not None:
             if len(planned) == 1 and not args.junit:
-                raise
-            harness = str(e) if isinstance(e, PlugpullError) else describe(e)
-            print(f"plugpull: {case.path}: harness failure (not a filesystem verdict): {harness}", file=sys.stderr)
-            codes.append(EXIT_INFRA)
+                raise outcome.error
+            print(f"plugpull: {case.path}: harness failure (not a filesystem verdict): {outcome.harness}",
+                  file=sys.stderr)
+        codes.append(exit_code(outcome))
         if args.junit:
-            suites.append(case_suite(case, [(name, kernel_tag(k)) for name, k in kernels], finished, harness,
+            error = outcome.harness if outcome.error is not None else None
+            suites.append(case_suite(case, [(name, kernel_tag(k)) for name, k in kernels], outcome.finished(), error,
                                      case_results(args, case), args.no_crash))
     if args.junit:
         write_junit(args.junit, suites)
         print(f"junit:   {args.junit}")
     return EXIT_INFRA if EXIT_INFRA in codes else max(codes)
+
+
+def exit_code(outcome) -> int:
+    """3 when the harness failed, else 1 when the case's [expect] table is not borne out."""
+    if outcome.harness is not None:
+        return EXIT_INFRA
+    return EXIT_FOUND if outcome.failures else EXIT_OK
+
+
+def case_request(args, case, kernels: list, backend, judging):
+    """What the case engine is asked for this case: the command line's options, filled in."""
+    from plugpull.runs.caserun import CaseRequest
+
+    return CaseRequest(case, tuple(kernels), results=None if case.replay else case_results(args, case),
+                       accel=args.accel, backend=backend, hosts=case_hosts(args, case, judging), cluster=judging,
+                       scale=args.scale, no_crash=args.no_crash)
 
 
 def case_results(args, case) -> Path:
@@ -112,40 +124,27 @@ def case_filesystems(case) -> list[str]:
     return [cell.fs for cell in case.cells] + faulted + kept
 
 
-def reproduce_case(args, case, kernels: list, backend, finished: dict, judging=None) -> int:
-    """One case checked by `checked_cases`, on its kernels; `finished` gets, per kernel whose
-    run ended, its fault runs (a [replay] case: its recheck). `judging`: --cluster's, which
-    checks the cells' crash states instead of the case's [hosts] (fault runs and a [replay]
-    recheck stay on this machine)."""
-    from plugpull.cli.faults import run_faults
-    from plugpull.runs.matrix import for_kernel, run_matrix
+def reproduce_case(args, request):
+    """One case checked by `checked_cases`, run by the case engine; then, a [matrix] case: its
+    table and report, a [replay] case: each kernel's recheck; what was not reproduced."""
+    from plugpull.runs.caserun import run_case
     from plugpull.runs.seedtable import reference_results
 
-    if case.replay:
-        return reproduce_replay(args, case, kernels, backend, finished)
-    results = case_results(args, case)
-    plan = case.faults
-    faults = f", {len(plan.cases) * plan.runs} fault runs" if plan else ""
-    hosts = case_hosts(args, case, judging)
-    print(f"{case.title}\n  {case.source}\n  {len(case.cells)} cells{faults}, scale {args.scale:g}"
-          + (f", on {len(kernels)} kernels" if len(kernels) > 1 else ""), file=sys.stderr)
-
-    def run(rig, name, tag, work):
-        ran = run_matrix(for_kernel(list(case.cells), tag), results, rig, work, judging=judging)
-        finished[name] = run_faults(list(plan.cases), plan.runs, rig, work / "faults", results) if plan else []
-        return [(name, tag, ran, finished[name])]
-
-    with run_log(results.with_suffix(".log")):
-        per_kernel = run_on_kernels(args, kernels, backend, hosts, run)
-    ran = [r for _, _, cells_ran, _ in per_kernel for r in cells_ran]
-    faulted = [r for _, _, _, runs in per_kernel for r in runs]
-    finish_matrix(ran, results, args.report, faulted, reference_results(case.path, results))
-    failures = case_failures(case, results, per_kernel, args.no_crash)
-    for f in failures:
+    outcome = run_case(request)
+    if outcome.error is not None:
+        return outcome
+    if request.case.replay:
+        for k in outcome.kernels:
+            if len(outcome.kernels) > 1:
+                print(f"kernel  {k.release} ({k.name})")
+            _replayed(request.case.expected_on(k.name), k.replay)
+        return outcome
+    ran = [r for k in outcome.kernels for r in k.cells]
+    faulted = [r for k in outcome.kernels for r in k.faults]
+    finish_matrix(ran, request.results, args.report, faulted, reference_results(request.case.path, request.results))
+    for f in outcome.failures:
         print(f"not reproduced: {f}")
-    if any(r.error for r in ran) or any(r.verdict == "infra-error" for r in faulted):
-        return EXIT_INFRA
-    return EXIT_FOUND if failures else EXIT_OK
+    return outcome
 
 
 def case_hosts(args, case, judging) -> tuple:
@@ -158,47 +157,6 @@ def case_hosts(args, case, judging) -> tuple:
     return checker_hosts(list(case.hosts), f"{case.path}: [hosts]")
 
 
-def case_failures(case, results: Path, per_kernel: list, no_crash: bool) -> list[str]:
-    """What the case's [expect] table says and the results do not show, on each kernel (named
-    when there are several; its own [expect.kernels] table where it has one): [expect] is about
-    crash states, and about fault runs."""
-    from plugpull.results import read_cells
-    from plugpull.runs.cases import expectation_failures
-    from plugpull.runs.faultcase import fault_expectation_failures
-    from plugpull.runs.matrix import for_kernel
-
-    done = {cell.key: cell for cell in read_cells(results)[0]}
-    failures = []
-    for name, tag, _, faulted in per_kernel:
-        mine = [done[c.key()] for c in for_kernel(list(case.cells), tag) if c.key() in done]
-        found = [] if no_crash else expectation_failures(case.expected_on(name), mine)
-        found += fault_expectation_failures(case.faults.expect, faulted) if case.faults else []
-        failures += [f"{tag or 'host kernel'}: {f}" if len(per_kernel) > 1 else f for f in found]
-    return failures
-
-
-def reproduce_replay(args, case, kernels: list, backend, finished: dict) -> int:
-    """A [replay] case: its kept state rebuilt and rechecked as `plugpull replay` does, on each
-    --kernel, then held to its [expect] table (exit 1 when the table is not borne out on one)."""
-    from plugpull.paths import make_tempdir
-    from plugpull.runs.replaycase import load_replay, run_replay
-
-    scratch = make_tempdir("reproduce")
-    codes = []
-    try:
-        loaded = load_replay(case.replay, scratch)
-        print(f"{case.title}\n  {case.source}\n  replay: {case.replay.describe()}", file=sys.stderr)
-        for name, kernel in kernels:
-            rig = prepare_rig(args.accel, kernel, backend)
-            if len(kernels) > 1:
-                print(f"kernel  {rig.image.kernel_release} ({name})")
-            finished[name] = run_replay(case.replay, rig, scratch, loaded)
-            codes.append(_replayed(case.expected_on(name), finished[name]))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return EXIT_INFRA if EXIT_INFRA in codes else max(codes)
-
-
 def fs_lines(kernel_log: str, fs: str) -> list[str]:
     """The filesystem's own kernel messages ("XFS (sda): ...", "EXT4-fs error ..."), no traces."""
     lines = (line.partition("] ")[2] if line.startswith("[") else line for line in kernel_log.splitlines())
@@ -206,18 +164,20 @@ def fs_lines(kernel_log: str, fs: str) -> list[str]:
 
 
 def _replayed(case, r: dict) -> int:
-    from plugpull.runs.cases import replay_failures
+    """A recheck said: its image, its verdict, the filesystem's last kernel lines, then what
+    it does not bear out of `case`'s [expect] table; the exit code of that."""
+    from plugpull.runs.caserun import replay_judged
 
     fs = case.replay.meta["fs"]
-    same_image = not r["digest_expected"] or r["digest"] == r["digest_expected"]
+    same_image = r["digest"] == r["digest_expected"]
     print(f"image   {r['digest']}" + (f" ({'matches' if same_image else 'DIFFERS from ' + r['digest_expected']})"
                                       if r["digest_expected"] else ""))
     print(f"verdict {r['verdict']}: {r['reason']}")
     for line in fs_lines(r["kernel"], fs)[-8:]:
         print(f"  {line}")
-    if r["verdict"] == "infra-error":
+    failures = replay_judged(case, r)
+    if failures is None:
         return EXIT_INFRA
-    failures = replay_failures(case, r["verdict"]) + ([] if same_image else ["the rebuilt state differs from the kept one"])
     for f in failures:
         print(f"not reproduced: {f}")
     if not failures:

@@ -12,7 +12,6 @@ touched, and a live worker's files never.
         ...
 """
 
-import fcntl
 import os
 import re
 import shutil
@@ -20,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from plugpull.locks import exclusive, free
 from plugpull.prune import WORKER_MARKER as MARKER
 
 
@@ -47,23 +47,14 @@ def sweep_dead(root: Path) -> list[Path]:
         pid = marker.name[len(MARKER):]
         if not pid.isascii() or not pid.isdigit() or not marker.is_file() or marker.is_symlink():
             continue
-        try:
-            fd = os.open(marker, os.O_RDWR | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue  # a live worker
-        try:
+        with free(marker) as dead:
+            if not dead:
+                continue  # a live worker
             for path in made_by(root, int(pid)):
                 shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
                 removed.append(path)
             marker.unlink()
             removed.append(marker)
-        finally:
-            os.close(fd)
     return removed
 
 
@@ -73,13 +64,9 @@ def worker_dir(root: Path):
     root.mkdir(parents=True, exist_ok=True)
     sweep_dead(root)
     marker = root / f"{MARKER}{os.getpid()}"
-    fd = os.open(marker, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with exclusive(marker):
         mine = WorkerDir(root, os.getpid())
         yield mine
         for path in made_by(root, mine.pid):
             shutil.rmtree(path, ignore_errors=True)
         marker.unlink(missing_ok=True)
-    finally:
-        os.close(fd)

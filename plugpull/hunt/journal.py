@@ -9,22 +9,18 @@ command goes on from there. A workload whose line says the harness failed on it 
 tried again. A line that is not a whole one (torn by a stop, or garbled) is left out by
 every reader; only the hunt that holds the directory (`hold`) sets such lines aside, their
 bytes exactly, in hunt.rejected when it goes on, their workloads judged again, so that the
-journal stays valid JSON lines. A report, or anything else that reads a hunt, never changes
+journal stays valid JSON lines; so is a line no reader can use (nested too deep to parse, a
+field or a list's item of the wrong type, a name with a NUL or too long: `plugpull.rundir`). A report, or anything else that reads a hunt, never changes
 it: a live hunt's half-written last line is only left out. A directory that holds a hunt of
 other settings, anything but a hunt, or a symbolic link where the hunt keeps one of its own
 files, is refused before anything runs.
 """
 
-import json
-import os
-import stat
 from pathlib import Path
 
-from plugpull.errors import UsageError
-from plugpull import files
-from plugpull.files import atomic_write, atomic_write_json
+from plugpull import rundir
 from plugpull.hunt.lock import LOCK
-from plugpull.paths import WORK_PREFIX
+from plugpull.rundir import RunDir, a_name
 
 SETTINGS, JOURNAL, LOG, REJECTED = "hunt.json", "hunt.jsonl", "hunt.log", "hunt.rejected"
 OWN_FILES = (SETTINGS, JOURNAL, LOG, REJECTED, LOCK, "summary.txt")
@@ -34,47 +30,22 @@ TABLE = 5  # the operation tables a new hunt takes (generate/ops.py TABLES: the 
 LEGACY = {"setup": "synced", "table": 1}  # what a hunt's settings from before these keys were had
 JUDGED_FIELDS = {"states": int, "distinct": int, "verdicts": dict, "rules": dict, "failing": bool}
 OPTIONAL_FIELDS = {"kernel": str, "ops": str, "reason": str, "artifact": (str, type(None)), "seconds": (int, float),
-                   "fscked": int, "lost_kinds": list, "lost_names": list}
+                   "fscked": int, "lost_kinds": list, "lost_names": list, "first_point": int, "first_rules": list}
+NAMES = ("lost_kinds", "lost_names", "first_rules")  # lists of strings
+HUNT_DIR = RunDir("hunt", SETTINGS, OWN_FILES, OWN_DIRS, scratch=(LOG, LOCK))
 
 
 def check_out(out: Path, settings: dict | None = None, unknown: tuple[str, ...] = ()) -> None:
     """UsageError unless `out` is a new name, an empty directory, or a hunt (of these settings,
     if given: before they are known, only what `out` is is checked; the `unknown` ones, such as
     the kernel's release before the guest image is made, are left out)."""
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        raise UsageError(f"{out}: not a directory: --out takes a new name or a hunt's directory")
-    _refuse_foreign_kinds(out)
-    if not out.exists() or all(p.name in (LOG, LOCK) or p.name.startswith(WORK_PREFIX) for p in out.iterdir()):
-        return
-    if not (out / SETTINGS).is_file():
-        raise UsageError(f"{out}: not a hunt's directory (no {SETTINGS}): give a new name")
-    try:
-        held = json.loads((out / SETTINGS).read_text())
-    except (OSError, ValueError) as e:
-        raise UsageError(f"{out / SETTINGS}: unreadable ({e})") from None
-    if not isinstance(held, dict):
-        raise UsageError(f"{out / SETTINGS}: not a hunt's settings (a JSON object): give a new --out")
-    if settings is None:
-        return
-    held, settings = {**LEGACY, **held}, {**LEGACY, **settings}
-    differ = sorted(k for k in {*held, *settings} if held.get(k) != settings.get(k) and k not in unknown)
-    if differ:
-        shown = ", ".join(f"{k} {held.get(k)!r} there, {settings.get(k)!r} here" for k in differ[:3])
-        raise UsageError(f"{out} holds a hunt of other settings ({shown}): give a new --out")
+    HUNT_DIR.check_out(out, settings, unknown, LEGACY)
 
 
-def _refuse_foreign_kinds(out: Path) -> None:
-    """A link, or a file of another kind, where the hunt keeps its own files would make it
-    write outside `out` (or into a FIFO): refused."""
-    for name in (*OWN_FILES, *OWN_DIRS):
-        try:
-            mode = os.lstat(out / name).st_mode
-        except OSError:
-            continue
-        wanted = stat.S_ISDIR if name in OWN_DIRS else stat.S_ISREG
-        if not wanted(mode):
-            kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular " + ("directory" if name in OWN_DIRS else "file")
-            raise UsageError(f"{out / name}: {kind}, where the hunt keeps its own {name}: give a new --out")
+def held_settings(out: Path) -> dict:
+    """The settings of the hunt in `out` ({} before it began); a UsageError if they cannot be
+    a hunt's (`check_out` says which)."""
+    return HUNT_DIR.read_settings(out) or {}
 
 
 def kernels_of(settings: dict) -> list[str]:
@@ -93,9 +64,11 @@ def line_kernel(line: dict, settings: dict) -> str:
 def whole_line(line) -> bool:
     """Whether a parsed journal line is one the hunt wrote: judged, or not judged (infra), every
     field a reader uses of its type, and its artifact a path inside the hunt."""
-    if not isinstance(line, dict) or not isinstance(line.get("id"), str):
+    if not isinstance(line, dict) or not a_name(line.get("id")):
         return False
     if not all(_typed(line[k], t) for k, t in OPTIONAL_FIELDS.items() if k in line):
+        return False
+    if not all(isinstance(name, str) for k in NAMES for name in line.get(k, ())):
         return False
     if not _inside(line.get("artifact")):
         return False
@@ -118,8 +91,10 @@ def _inside(artifact) -> bool:
     """An artifact names a directory under the hunt's own, never outside it."""
     if artifact is None:
         return True
+    if not a_name(artifact) or len(artifact) > 4 * rundir.NAME_MAX:
+        return False
     parts = Path(artifact).parts
-    return bool(parts) and not Path(artifact).is_absolute() and ".." not in parts
+    return bool(parts) and not Path(artifact).is_absolute() and ".." not in parts and all(map(a_name, parts))
 
 
 class Journal:
@@ -147,22 +122,13 @@ class Journal:
 
     def begin(self) -> None:
         """`out` made a hunt's directory: its settings written, if they are not there yet."""
-        self.out.mkdir(parents=True, exist_ok=True)
-        if not (self.out / SETTINGS).is_file():
-            atomic_write_json(self.out / SETTINGS, self.settings)
+        HUNT_DIR.begin(self.out, self.settings)
 
     def append(self, lines: list[dict]) -> None:
         if not lines:
             return
         self.begin()
-        fd = os.open(self.out / JOURNAL, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        with open(fd, "a+b") as f:
-            if f.tell() and (f.seek(f.tell() - 1), f.read(1))[1] != b"\n":
-                f.write(b"\n")  # a torn line, cut by a stop while it was written, ends here
-            for line in lines:
-                f.write(json.dumps(line, sort_keys=True).encode() + b"\n")
-            f.flush()
-            os.fsync(f.fileno())
+        rundir.append(self.out / JOURNAL, lines)
         for line in lines:
             if not line.get("infra"):
                 self.done[self.key(line)] = line
@@ -173,54 +139,12 @@ def read_lines(path: Path) -> list[dict]:
     return [line for _, line in _parsed(path) if line is not None]
 
 
-def read_regular(path: Path) -> bytes | None:
-    """The bytes of the file at `path` (`files.read_regular`: a FIFO is said, not waited on),
-    None if there is none."""
-    try:
-        return files.read_regular(path)
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        raise UsageError(f"{path}: {e.strerror}") from None
-
-
 def _parsed(path: Path) -> list[tuple[bytes, dict | None]]:
     """Each line's bytes, and the line parsed if it is whole, else None."""
-    return _lines_of(read_regular(path))
-
-
-def _lines_of(data: bytes | None) -> list[tuple[bytes, dict | None]]:
-    if not data:
-        return []
-    lines = []
-    raws = data.split(b"\n")
-    if not raws[-1]:
-        raws.pop()
-    for raw in raws:
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            line = None
-        if raw.strip():
-            lines.append((raw, line if whole_line(line) else None))
-    return lines
+    return rundir.parsed(rundir.read_journal(path), whole_line)
 
 
 def set_aside(out: Path) -> int:
     """Move the journal's lines that are not whole to hunt.rejected, their bytes as they were,
     keeping the rest; the number moved. Only the hunt that holds `out` (`hold`) calls this."""
-    path = out / JOURNAL
-    data = read_regular(path)
-    if not data:
-        return 0
-    lines = _lines_of(data)
-    bad = [raw for raw, line in lines if line is None]
-    if not bad and data == b"".join(raw + b"\n" for raw, _ in lines):
-        return 0
-    fd = os.open(out / REJECTED, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    with open(fd, "ab") as f:
-        f.write(b"".join(raw + b"\n" for raw in bad))
-        f.flush()
-        os.fsync(f.fileno())
-    atomic_write(path, b"".join(raw + b"\n" for raw, line in lines if line is not None))
-    return len(bad)
+    return rundir.set_aside(out / JOURNAL, out / REJECTED, whole_line)

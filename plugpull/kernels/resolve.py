@@ -8,7 +8,6 @@ The package lists are fetched when older than a day; when the archive cannot be 
 older lists (or, without any, the cached kernels) still resolve what they can.
 """
 
-import fcntl
 import logging
 import shutil
 import time
@@ -27,6 +26,7 @@ from plugpull.kernels.store import MANIFEST, CachedKernel, Package, cached_kerne
     parse_show, store, tree_name
 from plugpull.kernels.versions import version_key
 from plugpull.paths import cache_dir
+from plugpull.locks import exclusive
 from plugpull.prune import mark_used
 
 log = logging.getLogger(__name__)
@@ -75,8 +75,7 @@ class Kernels:
     @contextmanager
     def _locked(self):
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with exclusive(self.root / ".lock"):
             yield
 
     def refresh(self, force: bool = False, anew: bool = False) -> bool:

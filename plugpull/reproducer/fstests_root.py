@@ -26,7 +26,8 @@ from plugpull.errors import ImageError, InfraError, PlugpullError, ToolMissing, 
 from plugpull.files import atomic_path
 from plugpull.kernels.sources import host_archive
 from plugpull.paths import cache_dir, make_tempdir
-from plugpull.prune import mark_used, using
+from plugpull.locks import shared
+from plugpull.prune import mark_used
 from plugpull.reproducer.suite import DIR as SUITE
 
 SUITE_NAME = "bookworm"
@@ -188,7 +189,7 @@ def holding(image: Path):
     lock held shared (an image outside the cache is not locked)."""
     entry = image.parent
     cached = entry.parent.resolve() == (cache_dir() / ROOTS).resolve()
-    return using(entry / LOCK) if cached else contextlib.nullcontext()
+    return shared(entry / LOCK) if cached else contextlib.nullcontext()
 
 
 def main(argv: list[str]) -> int:

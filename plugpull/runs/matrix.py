@@ -12,6 +12,7 @@ import logging
 import os
 import platform
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,7 +23,7 @@ from plugpull.crash.spec import CrashPlan, CrashSpec, load_user_scripts
 from plugpull.errors import InfraError, NothingChecked, UsageError
 from plugpull.guest.contract.config import Bus
 from plugpull.guest.qemu.machine import qemu_version
-from plugpull.guest.rig import Rig
+from plugpull.guest.rig import Rig, prepare_rig
 from plugpull.results import CellResult, CrashSummary, Env, Throughput, append_line, read_cells
 from plugpull.testbed.bed import BedSpec
 from plugpull.testbed.profiles import DEFAULT as DEFAULT_PROFILE, profile as disk_profile
@@ -202,3 +203,26 @@ def run_matrix(todo: list[Cell], results: Path, rig: Rig, workdir: Path, judging
         if result.error:
             log.warning(f"  {result.error}")
     return out
+
+
+def kernel_tag(kernel) -> str:
+    """What a matrix cell records of its kernel: the release, "" for the host's."""
+    return kernel.release if kernel is not None else ""
+
+
+def run_on_kernels(kernels: list, accel, backend, hosts: tuple, run) -> list:
+    """`run(rig, name, kernel_tag, work)` on each (name, kernel) in turn, its guest image ready
+    first (`accel`, `backend`, and `hosts` to check states on); the results of all, in order."""
+    from plugpull.paths import make_tempdir
+
+    ran = []
+    for i, (name, kernel) in enumerate(kernels):
+        if len(kernels) > 1:
+            print(f"[kernel {i + 1}/{len(kernels)}] {name}", file=sys.stderr)
+        rig = prepare_rig(accel, kernel, backend, hosts)
+        work = make_tempdir("matrix")
+        try:
+            ran += run(rig, name, kernel_tag(kernel), work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return ran

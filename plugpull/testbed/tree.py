@@ -8,7 +8,6 @@ kernel tree of Debian's linux-source-6.1 package, unpacked on the host once (dec
 in the guest under TCG would measure the CPU, not the disk).
 """
 
-import fcntl
 import functools
 import hashlib
 import io
@@ -22,6 +21,7 @@ from pathlib import Path
 from plugpull.errors import ToolMissing
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.paths import cache_dir
+from plugpull.locks import exclusive
 from plugpull.prune import mark_used
 
 KERNEL_FILES = 28566
@@ -122,8 +122,7 @@ def _cached_tar(root: Path | None, stem: str, write) -> Payload:
     root = root or cache_dir() / "payloads"
     root.mkdir(parents=True, exist_ok=True)
     tar, meta = root / f"{stem}.tar", root / f"{stem}.json"
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive(root / ".lock"):
         if not meta.is_file():
             with atomic_path(tar) as tmp:
                 doc = write(tmp)

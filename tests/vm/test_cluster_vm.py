@@ -132,10 +132,10 @@ def matrix_states(results: Path) -> tuple[dict, list]:
 
 
 def test_matrix_with_cluster_gives_the_cells_verdicts_and_digests_this_machine_gives(rig, tmp_path, monkeypatch):
-    import plugpull.cli.matrix as matrix_cli
+    import plugpull.runs.matrix as runs_matrix
     from plugpull.cli import main
 
-    monkeypatch.setattr(matrix_cli, "prepare_rig", lambda *a: rig)
+    monkeypatch.setattr(runs_matrix, "prepare_rig", lambda *a: rig)
     replaying_the_first_recording(monkeypatch, tmp_path / "kept")
     argv = ["matrix", "--fs", "ext4", "--mode", "nobarrier", "--workload", "fsync-files", "--param",
             "fsync-files.count=20", "--model", "reorder", "--states", "12", "--no-throughput", "--accel", str(rig.accel)]

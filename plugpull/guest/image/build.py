@@ -6,7 +6,6 @@ identity (path, size, mtime) of the kernel and of each file copied in. A changed
 recipe gives a new key; an unchanged one is reused.
 """
 
-import fcntl
 import hashlib
 import json
 import logging
@@ -26,6 +25,7 @@ from plugpull.guest.image.cache import hold, prune_cache
 from plugpull.guest.image.modules import ModuleIndex, module_name, select_modules
 from plugpull.paths import IMAGES_DIR, cache_dir
 from plugpull.diskspace import space_is_fatal
+from plugpull.locks import exclusive
 
 log = logging.getLogger(__name__)
 
@@ -309,8 +309,7 @@ def build_image(kernel: KernelSource | None = None, recipe: Recipe | None = None
     root = root or cache_dir() / "images"
     final = root / key
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive(root / ".lock"):
         fresh = not (final / "manifest.json").is_file()
         if fresh:
             if plan.modules_skipped:

@@ -1,13 +1,12 @@
 """The image cache's bookkeeping: which cached images a live process uses, and pruning the
 others, oldest use first."""
 
-import fcntl
 import os
 import shutil
 from pathlib import Path
 
 from plugpull.paths import cache_dir
-from plugpull.prune import held
+from plugpull.locks import held, take_shared
 
 _HELD: dict[Path, int] = {}
 
@@ -19,8 +18,7 @@ def hold(image_dir: Path) -> None:
     if image_dir in _HELD:
         return
     marker = image_dir / "in-use"
-    fd = os.open(marker, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    fcntl.flock(fd, fcntl.LOCK_SH)
+    fd = take_shared(marker)
     os.utime(marker)
     _HELD[image_dir] = fd
 

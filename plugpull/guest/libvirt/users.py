@@ -3,13 +3,14 @@ exclusive `flock`: the daemons' pids, and one entry per user (`pid:start-time:to
 reused pid or a second user in one process is told apart). A user whose process is gone (a
 SIGKILLed plugpull) is dropped the next time the file is opened."""
 
-import fcntl
 import json
 import os
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from plugpull.locks import exclusive
 
 
 def start_time(pid: int) -> str | None:
@@ -45,8 +46,7 @@ class Users:
 @contextmanager
 def daemon_users(path: Path):
     """The users file's content, locked until the block ends, then written back."""
-    with open(path.with_suffix(".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive(path.with_suffix(".lock")):
         users = _read(path)
         users.active = [u for u in users.active if _well_formed(u) and user_alive(u)]
         yield users

@@ -108,7 +108,7 @@ def test_an_out_dir_of_another_bisect_is_refused(cli, tmp_path, capsys):
     assert main(argv) == 0
     before = snapshot(tmp_path / "b")
     assert main([*argv[:-2], "--runs", "1", "--out", "b"]) == 2
-    assert "holds another bisect (its runs differ)" in capsys.readouterr().err
+    assert "b holds a bisect of other settings (runs 3 there, 1 here)" in capsys.readouterr().err
     assert snapshot(tmp_path / "b") == before
 
 

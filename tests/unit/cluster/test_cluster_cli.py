@@ -11,6 +11,7 @@ from tests.cli_run import exit_code
 from tests.case_files import write_case
 from plugpull import cli
 from plugpull.errors import NothingChecked
+from plugpull.runs import caserun, matrix as runs_matrix
 
 LOOPBACK = "tcp://127.0.0.1:8786"
 CASE = """
@@ -29,7 +30,7 @@ HOSTS = '[hosts]\nuris = ["qemu+ssh://rack9/system"]\n'
 def workdir(own_workdir, monkeypatch):
     """A working directory of the test's own with a case file beside it, and no guest boots."""
     write_case(own_workdir.parent, CASE)
-    for module in (cli.matrix, cli.reproduce, cli.crash):
+    for module in (runs_matrix, caserun, cli.crash):
         monkeypatch.setattr(module, "prepare_rig", _no_rig)
     return own_workdir
 
@@ -96,7 +97,7 @@ def judged(workdir, monkeypatch):
         raise NothingChecked("stood in for")
 
     monkeypatch.setattr(ClusterJudge, "reach", lambda self: None)
-    monkeypatch.setattr(cli.matrix, "prepare_rig", lambda *a: SimpleNamespace())
+    monkeypatch.setattr(runs_matrix, "prepare_rig", lambda *a: SimpleNamespace())
     monkeypatch.setattr(runs_matrix, "environment", lambda *a: Env())
     monkeypatch.setattr(runs_matrix, "run_crash", run_crash)
     monkeypatch.setattr(runs_matrix, "measure_throughput", lambda *a: None)

@@ -418,13 +418,13 @@ def test_a_garbled_table_is_refused_as_another_hunts_settings(tmp_path):
 
 
 def test_set_aside_reads_the_journal_once(tmp_path, monkeypatch):
-    from plugpull.hunt import journal
+    from plugpull import rundir
     j = Journal(tmp_path / "h", SETTINGS_DOC)
     j.append([judged("a")])
     with open(tmp_path / "h" / JOURNAL, "a") as f:
         f.write('{"id": "c", "fail')
     reads = []
-    real = journal.read_regular
-    monkeypatch.setattr(journal, "read_regular", lambda path: reads.append(path) or real(path))
+    real = rundir.read_journal
+    monkeypatch.setattr(rundir, "read_journal", lambda path: reads.append(path) or real(path))
     assert set_aside(tmp_path / "h") == 1
     assert reads == [tmp_path / "h" / JOURNAL]

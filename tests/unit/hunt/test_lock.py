@@ -15,7 +15,8 @@ import pytest
 from plugpull import cli
 from plugpull.errors import UsageError
 from plugpull.hunt.journal import JOURNAL, REJECTED, SETTINGS, Journal, set_aside, whole_line
-from plugpull.hunt.lock import LOCK, HuntBusy, hold
+from plugpull.hunt.lock import LOCK, hold
+from plugpull.locks import WriterBusy
 from plugpull.report.hunts import read_hunt
 from tests.unit.hunt.test_hunt import SETTINGS_DOC, judged
 
@@ -40,7 +41,7 @@ def test_a_second_writer_is_refused_naming_the_holder_and_a_killed_holder_blocks
     out = tmp_path / "h"
     proc = holder(out)
     try:
-        with pytest.raises(HuntBusy, match=rf"another hunt is writing to it \(pid {proc.pid}, since "):
+        with pytest.raises(WriterBusy, match=rf"another hunt is writing to it \(pid {proc.pid}, since "):
             with hold(out):
                 pass
     finally:

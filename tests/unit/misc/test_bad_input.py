@@ -33,7 +33,7 @@ from plugpull.guest.image.kernel import kernel_format
 from plugpull.log import run_log
 from plugpull.powerloss.writelog import LogWriter
 from plugpull.minimise.culprits import load_cache
-from plugpull.runs import matrix as matrix_mod
+from plugpull.runs import caserun, matrix as matrix_mod
 from plugpull.runs.faultcase import FAULT_SETTINGS
 from plugpull.runs.settings import SETTINGS, Whole
 from plugpull.testbed.workloads import Bonnie, FsyncFiles, Sqlite
@@ -467,7 +467,7 @@ def run_probe(probe: Probe, tmp: Path) -> int:
 @pytest.fixture
 def sandbox(own_workdir, monkeypatch):
     """A working directory and an image cache of the test's own, and no guest boots."""
-    for module in (cli.crash, cli.matrix, cli.reproduce, cli.guests, rig_mod):
+    for module in (cli.crash, matrix_mod, caserun, cli.guests, rig_mod):
         monkeypatch.setattr(module, "prepare_rig", _no_boot)
     monkeypatch.setattr("plugpull.guest.image.build.build_image", _no_boot)
     return own_workdir
@@ -744,8 +744,8 @@ def test_a_user_script_that_sent_no_ack_is_bad_input_with_the_reason(tmp_path):
 def test_a_refusal_after_the_run_log_began_leaves_no_empty_results_dir(argv, sandbox, monkeypatch, capsys):
     monkeypatch.setattr(rig_mod, "prepare_rig", _raising(ToolMissing("qemu-img", "make deps")))
     monkeypatch.setattr(cli.crash, "prepare_rig", rig_mod.prepare_rig)
-    monkeypatch.setattr(cli.matrix, "prepare_rig", rig_mod.prepare_rig)
-    monkeypatch.setattr(cli.reproduce, "prepare_rig", rig_mod.prepare_rig)
+    monkeypatch.setattr(matrix_mod, "prepare_rig", rig_mod.prepare_rig)
+    monkeypatch.setattr(caserun, "prepare_rig", rig_mod.prepare_rig)
     assert cli.main(argv) == 2
     assert "qemu-img is missing" in capsys.readouterr().err
     assert list(sandbox.iterdir()) == []

@@ -108,3 +108,11 @@ def test_a_record_json_fifo_is_refused(tmp_path, deadline):
     (tmp_path / "record.json").unlink()
     (tmp_path / "record.json").write_text(json.dumps({"acks": []}))
     assert Record.load(tmp_path).acks == []
+
+
+def test_a_fifo_settings_json_in_a_bisects_out_is_said_as_one(tmp_path, deadline):
+    from plugpull.bisect.journal import check_out
+    (tmp_path / "b").mkdir()
+    os.mkfifo(tmp_path / "b" / "settings.json")
+    with pytest.raises(UsageError, match="settings.json: a FIFO"):
+        check_out(tmp_path / "b", {"runs": 3})

@@ -15,8 +15,8 @@ PACKAGE = Path(__file__).resolve().parents[3] / "plugpull"
 # lower one, never a higher one. "base" is the top-level modules everything shares.
 STAGES = ("base", "guest", "kernels", "powerloss", "results", "testbed", "throughput", "check", "generate", "crash",
           "reproducer", "hunt", "cluster", "faults", "runs", "bisect", "report", "minimise", "cli")
-BASE = ("__init__", "diskspace", "errors", "files", "log", "options", "paths", "progress", "prune", "rng", "sparse",
-        "values", "workdirs")
+BASE = ("__init__", "diskspace", "errors", "files", "locks", "log", "options", "paths", "progress", "prune", "rng",
+        "rundir", "sparse", "values", "workdirs")
 ENTRY = "__main__"  # `python -m plugpull`: the CLI's stage; importing it runs the CLI
 # guest/'s rooms from the lowest to the highest, as the stages are: the backends build on the
 # contract and the image, never the reverse; "top" is guest/'s own modules (the rig, the

@@ -30,7 +30,7 @@ class Booted(BaseException):
 def no_boot(monkeypatch):
     def boot(*args, **kwargs):
         raise Booted("a guest would boot")
-    for module in (cli.crash, cli.matrix, cli.reproduce, "plugpull.guest.rig"):
+    for module in (cli.crash, "plugpull.runs.matrix", "plugpull.runs.caserun", "plugpull.guest.rig"):
         monkeypatch.setattr(module if not isinstance(module, str) else __import__(module, fromlist=["x"]),
                             "prepare_rig", boot)
 

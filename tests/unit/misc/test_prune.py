@@ -236,7 +236,7 @@ def test_a_fstests_root_in_use_stays_an_unused_old_one_goes(tmp_path):
     for entry in (busy, idle):
         (entry / "root.img").write_bytes(b"\0" * 4096)
         _age(entry)
-    from plugpull.prune import using
+    from plugpull.locks import shared as using
     with using(busy / ".lock"):
         _age(busy)
         outcome = prune_kind(tmp_path, _kind("fstests-roots"), 30, dry_run=False)

@@ -181,7 +181,6 @@ def test_the_file_is_written_whole_and_its_directory_made(tmp_path):
 @pytest.fixture
 def fake_runs(monkeypatch):
     """`reproduce` with no guest: each cell 'runs' by writing the CellResult `outcome` makes of it."""
-    import plugpull.cli.matrix as matrix_cli
     import plugpull.cli.reproduce as reproduce_cli
     import plugpull.runs.matrix as runs_matrix
     from plugpull.results import append_line
@@ -196,9 +195,9 @@ def fake_runs(monkeypatch):
         return out
 
     fake_runs.outcome = lambda c: result(c, summary(20))
-    monkeypatch.setattr(matrix_cli, "prepare_rig", lambda *a: None)
+    monkeypatch.setattr(runs_matrix, "prepare_rig", lambda *a: None)
     monkeypatch.setattr(reproduce_cli, "finish_matrix", lambda *a: None)
-    monkeypatch.setattr(runs_matrix, "run_matrix", run_matrix)
+    monkeypatch.setattr("plugpull.runs.caserun.run_matrix", run_matrix)
     fake_runs.ran = ran
     return fake_runs
 
@@ -226,7 +225,7 @@ def test_reproduce_writes_one_testcase_per_case_and_mode_and_exits_1_on_a_failur
 
 
 def test_a_harness_failure_is_an_error_and_the_next_case_still_runs(tmp_path, fake_runs, monkeypatch):
-    import plugpull.cli.matrix as matrix_cli
+    import plugpull.runs.matrix as runs_matrix
 
     monkeypatch.chdir(tmp_path)
     first, second = two_cases(tmp_path)
@@ -237,7 +236,7 @@ def test_a_harness_failure_is_an_error_and_the_next_case_still_runs(tmp_path, fa
         if len(boots) == 1:
             raise InfraError("QEMU died before the guest was ready")
 
-    monkeypatch.setattr(matrix_cli, "prepare_rig", prepare_rig)
+    monkeypatch.setattr(runs_matrix, "prepare_rig", prepare_rig)
     fake_runs.outcome = lambda c: result(c, summary(10, 10))
     assert cli.main(["reproduce", first, second, "--junit", "j.xml"]) == 3
     root = ET.parse(tmp_path / "j.xml").getroot()

@@ -165,13 +165,12 @@ def test_the_reference_of_a_case_is_its_committed_results(tmp_path):
 
 
 def test_reproduce_no_crash_runs_the_throughput_side_alone(tmp_path, monkeypatch):
-    import plugpull.cli.matrix as matrix_cli
     import plugpull.cli.reproduce as reproduce_cli
     import plugpull.runs.matrix as runs_matrix
     ran = []
-    monkeypatch.setattr(matrix_cli, "prepare_rig", lambda *a: None)
+    monkeypatch.setattr(runs_matrix, "prepare_rig", lambda *a: None)
     monkeypatch.setattr(reproduce_cli, "finish_matrix", lambda *a: None)
-    monkeypatch.setattr(runs_matrix, "run_matrix", lambda todo, *a, **kw: ran.extend(todo) or [])
+    monkeypatch.setattr("plugpull.runs.caserun.run_matrix", lambda todo, *a, **kw: ran.extend(todo) or [])
     path = write_case(tmp_path, CASE + "[expect]\nunsafe = [\"barrier\"]\n")
     results = str(tmp_path / "r.jsonl")
     assert cli.main(["reproduce", str(path), "--results", results, "--no-crash"]) == 0

@@ -98,7 +98,8 @@ def test_a_cached_root_is_marked_used_and_held_while_a_guest_runs_on_it(tree, tm
     import os
     import time
     import plugpull.reproducer.fstests_root as roots
-    from plugpull.prune import held, last_use
+    from plugpull.locks import held
+    from plugpull.prune import last_use
     from plugpull.reproducer.fstests_guest import fstests_guest
     cache = tmp_path_factory.mktemp("cache")  # outside the tree, whose files make the key
     monkeypatch.setenv("PLUGPULL_CACHE", str(cache))
