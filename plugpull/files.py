@@ -200,38 +200,84 @@ def check_input(path: Path, what: str, directory_ok: bool = False) -> Path:
     return Path(path)
 
 
-def open_regular(path: Path, what: str = ""):
-    """`path` opened for reading (binary), if it is a regular file; a one-line UsageError
-    naming `what` and the path if it is a FIFO, a socket, a device or a directory.
+READ_MAX = 1 << 30  # the most plugpull reads whole of any file; each kind of file has its own, smaller bound
+
+
+def open_regular(path: Path, what: str = "", most: int | None = None, follow: bool = True):
+    """`path` opened for reading (binary), if it is a regular file of at most `most` bytes; a
+    one-line UsageError naming `what` and the path if it is a FIFO, a socket, a device, a
+    directory, larger, or (`follow` False) a symbolic link.
 
     The file is opened with O_NONBLOCK and the open descriptor is asked what it is (fstat):
     an open of a FIFO for reading would otherwise wait for a writer, for ever, and a stat
     of the path before the open could be answered by one file and the open by another put
     there between the two. The flag is cleared before the caller reads. Other errors (no
     such file, no permission) are the OSError of the open, for the caller to word."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, flags)
     except OSError as e:
+        if e.errno == errno.ELOOP and not follow and os.path.islink(path):
+            raise UsageError(f"{what} {path}: a symbolic link, not followed".lstrip()) from None
         if e.errno != errno.ENXIO:  # what a socket's open says
             raise
         raise UsageError(f"{what} {path}: {_what(os.stat(path).st_mode)}, not a regular file".lstrip()) from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (most is not None and st.st_size > most):
         os.close(fd)
-        raise UsageError(f"{what} {path}: {_what(mode)}, not a regular file".lstrip())
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{what} {path}: {_what(st.st_mode)}, not a regular file".lstrip())
+        raise too_large(path, what, most)
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     return os.fdopen(fd, "rb")
 
 
-def read_regular(path: Path, what: str = "") -> bytes:
-    """The bytes of `path`, a regular file (`open_regular`)."""
-    with open_regular(path, what) as f:
-        return f.read()
+def too_large(path: Path, what: str, most: int) -> UsageError:
+    return UsageError(f"{what} {path}: larger than the {_size(most)} plugpull reads of such a file".lstrip())
 
 
-def read_regular_text(path: Path, what: str = "", errors: str = "strict") -> str:
-    """The text (UTF-8) of `path`, a regular file (`open_regular`)."""
-    return read_regular(path, what).decode("utf-8", errors)
+def _size(n: int) -> str:
+    return next(f"{n // (1 << s)} {unit}" for s, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB"), (0, "bytes"))
+                if n >= 1 << s or not s)
+
+
+def read_regular(path: Path, what: str = "", most: int = READ_MAX, follow: bool = True) -> bytes:
+    """The bytes of `path`, a regular file of at most `most` bytes (`open_regular`); a file
+    that grows past the bound while it is read is refused too."""
+    with open_regular(path, what, most, follow) as f:
+        data = f.read(most + 1)
+    if len(data) > most:
+        raise too_large(path, what, most)
+    return data
+
+
+def read_regular_text(path: Path, what: str = "", errors: str = "strict", most: int = READ_MAX) -> str:
+    """The text (UTF-8) of `path`, a regular file (`read_regular`)."""
+    return read_regular(path, what, most).decode("utf-8", errors)
+
+
+def read_input(path: Path, what: str, most: int) -> bytes:
+    """A file the user handed in (`what`: the option that named it), read whole: a regular
+    file of at most `most` bytes, opened without waiting (`read_regular`). Every way it can
+    fail (missing, unreadable, a FIFO or a device, too large) is a one-line UsageError naming
+    `what` and the path."""
+    try:
+        return read_regular(path, what, most)
+    except FileNotFoundError:
+        raise UsageError(f"{what} {path}: no such file") from None
+    except OSError as e:
+        raise UsageError(f"{what} {path}: {e.strerror or e}") from None
+
+
+def read_input_text(path: Path, what: str, most: int) -> str:
+    """`read_input`, as text: UTF-8 without NUL bytes, else a one-line UsageError."""
+    data = read_input(path, what, most)
+    try:
+        if b"\0" in data:
+            raise ValueError
+        return data.decode("utf-8")
+    except ValueError:
+        raise UsageError(f"{what} {path}: not a text file (UTF-8)") from None
 
 
 def check_output(path: Path, flag: str, directory: bool = False, parents: bool = False) -> Path:
