@@ -26,6 +26,10 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 
+READ_MAX = 1 << 30  # the most plugpull reads whole of any file; each kind of file has its own, smaller bound
+SAVED_JSON_MAX = 256 << 20  # a saved state's JSON files: record.json holds an ack in 110 bytes, 10**6 in 105 MiB
+TEXT_MAX = 4 << 20  # what a person writes and plugpull reads whole: a case file, a script, a summary
+
 
 class NotReplaceable(UsageError):
     """An output path holds something plugpull must not replace (a device node, a FIFO...)."""
@@ -131,9 +135,22 @@ class InputPath(type(Path())):
 
 
 class StateDir(InputPath):
-    """A saved crash state's directory: its state.json and minimise.json are read."""
+    """A saved crash state's directory: its state.json and minimise.json are read, and the
+    record its state.json names, every file in it (record.json, the images, the write logs)."""
 
     reads = ("state.json", "minimise.json")
+
+    def inputs(self) -> list[Path]:
+        return [*super().inputs(), *self.record_files()]
+
+    def record_files(self) -> list[Path]:
+        """The record's directory and its files; none when state.json names none that can be
+        listed (the command says why, when it reads them)."""
+        try:
+            record = self / json.loads(read_regular(self / "state.json", most=SAVED_JSON_MAX))["record"]
+            return [record, *sorted(record.iterdir())]
+        except (OSError, ValueError, KeyError, TypeError, UsageError):
+            return []
 
 
 class OutputPath(type(Path())):
@@ -156,6 +173,14 @@ def an_output(text: str) -> OutputPath:
     """An argparse `type` for a path plugpull writes (a file or a directory): `a_path`, and
     tried by `check_output` before the run."""
     return OutputPath(a_path(text))
+
+
+def first_link(root: Path, path: Path) -> Path | None:
+    """The first symbolic link on the way from the directory `root` down to `path` (`path`
+    itself included; `path` below `root`), or None: what is reached through it may lie
+    anywhere."""
+    rel = Path(path).relative_to(root)
+    return next((p for i in range(len(rel.parts)) if (p := Path(root, *rel.parts[:i + 1])).is_symlink()), None)
 
 
 def same_path(a: Path, b: Path) -> bool:
@@ -198,9 +223,6 @@ def check_input(path: Path, what: str, directory_ok: bool = False) -> Path:
     if not (stat.S_ISREG(mode) or (directory_ok and stat.S_ISDIR(mode))):
         raise UsageError(f"{what} {path}: {_what(mode)}, not a regular file".lstrip())
     return Path(path)
-
-
-READ_MAX = 1 << 30  # the most plugpull reads whole of any file; each kind of file has its own, smaller bound
 
 
 def open_regular(path: Path, what: str = "", most: int | None = None, follow: bool = True):
@@ -251,9 +273,10 @@ def read_regular(path: Path, what: str = "", most: int = READ_MAX, follow: bool 
     return data
 
 
-def read_regular_text(path: Path, what: str = "", errors: str = "strict", most: int = READ_MAX) -> str:
+def read_regular_text(path: Path, what: str = "", errors: str = "strict", most: int = READ_MAX,
+                      follow: bool = True) -> str:
     """The text (UTF-8) of `path`, a regular file (`read_regular`)."""
-    return read_regular(path, what, most).decode("utf-8", errors)
+    return read_regular(path, what, most, follow).decode("utf-8", errors)
 
 
 def read_input(path: Path, what: str, most: int) -> bytes:

@@ -8,6 +8,7 @@ files are relative to the report directory (the commands are run from there), so
 report carries no absolute path of the machine it was made on.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -23,9 +24,16 @@ STATES_DIR = "states"
 LISTED = (*FS_VERDICTS[1:], INFRA)  # the verdicts whose states are listed; clean is counted
 
 
+SLUG_MAX = 120  # a page's name stays far below a file name's 255 bytes, with its suffixes
+
+
 def slug(text: str) -> str:
-    """A file name or anchor from a key: letters, digits, '.', '_' and '-' only."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
+    """A file name or anchor from a key: letters, digits, '.', '_' and '-' only; a long key
+    cut, its digest kept at the end, so that two keys still make two names."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
+    if len(name) <= SLUG_MAX:
+        return name
+    return f"{name[:SLUG_MAX - 17]}-{hashlib.sha256(text.encode('utf-8', 'replace')).hexdigest()[:16]}"
 
 
 @dataclass(frozen=True)
