@@ -18,6 +18,7 @@ import errno
 import fcntl
 import json
 import os
+import secrets
 import shutil
 import stat
 import tempfile
@@ -91,8 +92,8 @@ def staged_directory(dest: Path, last: str | None = None):
     """Yield a new empty directory beside `dest` to write a directory's worth of files in
     (a report). When the block ends well it becomes `dest`, renamed whole, or, when `dest`
     is there already, its entries replace their namesakes in `dest`, `last` (an index)
-    last, so that no index names a page not yet there. On an error (a full disk) it is
-    removed and `dest` is as it was: no half-written directory is left."""
+    last, so that no index names a page not yet there (`_swap_in`). On an error (a full disk)
+    it is removed and `dest` is as it was: no half-written directory is left."""
     dest = Path(dest)
     refuse_unreplaceable(dest, directory=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -103,15 +104,36 @@ def staged_directory(dest: Path, last: str | None = None):
         if not os.path.lexists(dest):
             os.rename(staged, dest)
             return
-        for entry in sorted(staged.iterdir(), key=lambda p: p.name == last):
-            there = dest / entry.name
-            if there.is_dir() and not there.is_symlink():
-                shutil.rmtree(there)
-            os.replace(entry, there)
+        _swap_in(staged, dest, last)
         staged.rmdir()
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
+
+
+def _swap_in(staged: Path, dest: Path, last: str | None) -> None:
+    """`staged`'s entries moved into `dest`, `last` last, each namesake moved aside first (never
+    followed if it is a link) and removed once all are in. On an error every entry moved in
+    goes back to `staged` and every namesake back to its name: `dest` is as it was."""
+    moved: list[tuple[Path, Path | None]] = []  # (the name in dest, its namesake moved aside)
+    try:
+        for entry in sorted(staged.iterdir(), key=lambda p: p.name == last):
+            there = dest / entry.name
+            aside = dest / f".{entry.name}.{secrets.token_hex(6)}.old" if os.path.lexists(there) else None
+            if aside is not None:
+                os.rename(there, aside)
+            moved.append((there, aside))
+            os.rename(entry, there)
+    except BaseException:
+        for there, aside in reversed(moved):
+            if os.path.lexists(there) and not os.path.lexists(staged / there.name):
+                os.rename(there, staged / there.name)
+            if aside is not None:
+                os.rename(aside, there)
+        raise
+    for _, aside in moved:
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True) if aside.is_dir() and not aside.is_symlink() else aside.unlink()
 
 
 def atomic_write(dest: Path, data: bytes | str, mode: int = 0o644) -> None:
