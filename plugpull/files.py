@@ -22,6 +22,7 @@ import secrets
 import shutil
 import stat
 import tempfile
+import tomllib
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -88,12 +89,14 @@ def atomic_path(dest: Path, directory: bool = False):
 
 
 @contextmanager
-def staged_directory(dest: Path, last: str | None = None):
+def staged_directory(dest: Path, last: str | None = None, inputs=()):
     """Yield a new empty directory beside `dest` to write a directory's worth of files in
     (a report). When the block ends well it becomes `dest`, renamed whole, or, when `dest`
     is there already, its entries replace their namesakes in `dest`, `last` (an index)
     last, so that no index names a page not yet there (`_swap_in`). On an error (a full disk)
-    it is removed and `dest` is as it was: no half-written directory is left."""
+    it is removed and `dest` is as it was: no half-written directory is left. An entry that
+    would replace one of the command's `inputs`, or a part of one, is a UsageError, nothing
+    moved in (`report --out` a matrix cell's artifacts: its states/ are the report's input)."""
     dest = Path(dest)
     refuse_unreplaceable(dest, directory=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -104,11 +107,25 @@ def staged_directory(dest: Path, last: str | None = None):
         if not os.path.lexists(dest):
             os.rename(staged, dest)
             return
+        refuse_replacing(dest, [entry.name for entry in staged.iterdir()], inputs)
         _swap_in(staged, dest, last)
         staged.rmdir()
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
+
+
+def refuse_replacing(dest: Path, names: list[str], inputs, flag: str = "--out") -> None:
+    """A UsageError if `dest/NAME`, for a NAME a command writes, is one of its `inputs`, holds
+    one, or lies inside one."""
+    for name in sorted(names):
+        there = os.path.realpath(dest / name)
+        for each in inputs:
+            real = os.path.realpath(each)
+            where = "over" if real == there or real.startswith(there + os.sep) else "inside"
+            if where == "over" or there.startswith(real + os.sep):
+                raise UsageError(f"{flag} {dest}: its {name} would be written {where} {each}, an input of this "
+                                 "command: give another directory")
 
 
 def _swap_in(staged: Path, dest: Path, last: str | None) -> None:
@@ -175,6 +192,18 @@ class StateDir(InputPath):
             return []
 
 
+class CaseFile(InputPath):
+    """A case file: the record its [replay] table names is read too, every file in it."""
+
+    def inputs(self) -> list[Path]:
+        try:
+            replay = tomllib.loads(read_regular(self, most=TEXT_MAX).decode())["replay"]["record"]
+            record = self.parent / replay
+            return [self, record, *sorted(record.iterdir())]
+        except (OSError, ValueError, KeyError, TypeError, UsageError):
+            return [self]
+
+
 class OutputPath(type(Path())):
     """A path given on the command line for plugpull to write."""
 
@@ -184,6 +213,11 @@ def a_path(text: str) -> InputPath:
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a path, got ''")
     return InputPath(text)
+
+
+def a_case_file(text: str) -> CaseFile:
+    """An argparse `type` for a case file (`a_path`)."""
+    return CaseFile(a_path(text))
 
 
 def a_state_dir(text: str) -> StateDir:
@@ -231,7 +265,7 @@ def refuse_overlaps(named: list[tuple[str, Path]]) -> None:
                                  "command: give another path")
 
 
-a_path.any_text = a_state_dir.any_text = an_output.any_text = True  # a path may hold any text
+a_path.any_text = a_state_dir.any_text = a_case_file.any_text = an_output.any_text = True  # a path may hold any text
 
 
 def check_input(path: Path, what: str, directory_ok: bool = False) -> Path:

@@ -268,7 +268,7 @@ def hunt_report_main(hunt_dirs: list[Path], out: Path | None, hunts: list[Hunt] 
     try:
         checked_out(hunt_dirs, out_dir)
         hunts = read_hunts(hunts or hunt_dirs)
-        with staged_directory(out_dir, last=INDEX) as staged:
+        with staged_directory(out_dir, last=INDEX, inputs=hunt_dirs) as staged:
             hunt_report(list(hunts), staged)
     except UsageError as e:
         print(f"plugpull: {e}", file=sys.stderr)
