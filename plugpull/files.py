@@ -10,7 +10,8 @@ link, and writing through it would write somewhere the command line does not nam
 
 `check_output` tries an output path before a run starts, the way the run will write it: a
 temporary file created and removed beside it (`os.access` says yes to root everywhere).
-`open_regular` opens what plugpull reads, refusing anything but a regular file.
+`open_regular` opens what plugpull reads, refusing anything but a regular file, and reads it
+up to a bound that fits what it holds; `read_input` is the one way to read a file the user names.
 """
 
 import argparse
