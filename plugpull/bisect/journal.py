@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from plugpull.errors import UsageError
-from plugpull.files import atomic_write, atomic_write_json
+from plugpull.files import SAVED_JSON_MAX, atomic_write, atomic_write_json, read_regular_text
 
 SETTINGS, STEPS, GIT_LOG, RESULT, LOCK = "settings.json", "steps.jsonl", "git-bisect.log", "bisect.json", "bisect.lock"
 
@@ -44,7 +44,7 @@ def check_out(out: Path, settings: dict) -> None:
     if not out.is_dir() or not any(out.iterdir()):
         return
     try:
-        there = json.loads((out / SETTINGS).read_text())
+        there = json.loads(read_regular_text(out / SETTINGS, most=SAVED_JSON_MAX))  # a FIFO: said, not waited on
     except (OSError, ValueError):
         raise UsageError(f"--out {out}: holds files that are not a bisect's: give another --out") from None
     if there != settings:
@@ -63,7 +63,7 @@ class Journal:
 
     def steps(self) -> list[Step]:
         try:
-            text = (self.out / STEPS).read_text()
+            text = read_regular_text(self.out / STEPS, most=SAVED_JSON_MAX)
         except FileNotFoundError:
             return []
         found = []

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from plugpull.files import atomic_write, read_regular_text
+from plugpull.files import SAVED_JSON_MAX, atomic_write, read_regular_text
 from plugpull.report.states import SavedState, artifacts_dir, cell_states
 from plugpull.report.tables import FS_VERDICTS, groups
 from plugpull.results import INFRA, CellResult
@@ -98,7 +98,7 @@ def relative(path: Path, start: Path) -> str:
 def copy_state(state: SavedState, out_dir: Path, where: Path) -> tuple[str, str]:
     """state.json (and a minimised state's summary.txt) copied to `where`, the artifact paths
     in them made relative to the report directory; their paths relative to the report."""
-    doc = json.loads(read_regular_text(state.path / "state.json"))
+    doc = json.loads(read_regular_text(state.path / "state.json", most=SAVED_JSON_MAX))
     doc["artifact"] = relative(state.path, out_dir)
     if isinstance(doc.get("record"), str):
         doc["record"] = relative(state.path / doc["record"], out_dir)
