@@ -117,15 +117,14 @@ def staged_directory(dest: Path, last: str | None = None, inputs=()):
 
 
 def refuse_replacing(dest: Path, names: list[str], inputs, flag: str = "--out") -> None:
-    """A UsageError if `dest/NAME`, for a NAME a command writes, is one of its `inputs`, holds
-    one, or lies inside one."""
+    """A UsageError if `dest/NAME`, for a NAME a command writes, is one of its `inputs` or holds
+    one (writing beside an input, or inside an input directory, replaces nothing)."""
     for name in sorted(names):
         there = os.path.realpath(dest / name)
         for each in inputs:
             real = os.path.realpath(each)
-            where = "over" if real == there or real.startswith(there + os.sep) else "inside"
-            if where == "over" or there.startswith(real + os.sep):
-                raise UsageError(f"{flag} {dest}: its {name} would be written {where} {each}, an input of this "
+            if real == there or real.startswith(there + os.sep):
+                raise UsageError(f"{flag} {dest}: its {name} would be written over {each}, an input of this "
                                  "command: give another directory")
 
 
@@ -151,7 +150,10 @@ def _swap_in(staged: Path, dest: Path, last: str | None) -> None:
         raise
     for _, aside in moved:
         if aside is not None:
-            shutil.rmtree(aside, ignore_errors=True) if aside.is_dir() and not aside.is_symlink() else aside.unlink()
+            if aside.is_dir() and not aside.is_symlink():
+                shutil.rmtree(aside, ignore_errors=True)
+            else:
+                aside.unlink()
 
 
 def atomic_write(dest: Path, data: bytes | str, mode: int = 0o644) -> None:

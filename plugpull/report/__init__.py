@@ -98,7 +98,7 @@ def _written(cells, warnings, out_dir: Path, faults, results: Path) -> dict[str,
     """write_report into a directory staged beside `out_dir` that replaces it whole at the
     end (`files.staged_directory`): a full disk leaves no half report, and is exit 3."""
     try:
-        inputs = [results, *(a for cell in cells if (a := artifacts_dir(cell, results)) is not None)]
+        inputs = [results, *(a / "states" for cell in cells if (a := artifacts_dir(cell, results)) is not None)]
         with staged_directory(out_dir, last="report.html", inputs=inputs) as staged:
             paths = write_report(cells, warnings, staged, faults, results)
     except OSError as e:

@@ -183,6 +183,9 @@ def test_a_report_never_replaces_the_saved_states_it_shows(tmp_path, capsys):
     before = files_under(tmp_path)
     refused(["report", results, "--out", cell], capsys, f"--out {cell}", "an input of this command")
     assert files_under(tmp_path) == before
+    directory = results.parent  # a results directory's report goes inside it, again and again
+    assert cli.main(["report", str(directory)]) == 0 and cli.main(["report", str(directory)]) == 0
+    assert (directory / "report" / "report.html").is_file() and (cell / "states").is_dir()
     from plugpull.generate.space import workload_of
     from tests.unit.report.test_hunts import RENAMES, make_hunt
     from tests.unit.hunt.test_findings import SETTINGS as BTRFS, both_names
