@@ -87,7 +87,7 @@ def check_patches(tree: Path, patches: list[Path]) -> None:
     scratch = make_tempdir("patches")
     try:
         for patch in patches:
-            for rel in touched_files(Path(patch).read_bytes()):
+            for rel in touched_files(read_patch(patch)):
                 if (tree / rel).is_file() and not (scratch / rel).exists():
                     (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(tree / rel, scratch / rel)
