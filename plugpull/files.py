@@ -10,7 +10,8 @@ link, and writing through it would write somewhere the command line does not nam
 
 `check_output` tries an output path before a run starts, the way the run will write it: a
 temporary file created and removed beside it (`os.access` says yes to root everywhere).
-`open_regular` opens what plugpull reads, refusing anything but a regular file.
+`open_regular` opens what plugpull reads, refusing anything but a regular file, and reads it
+up to a bound that fits what it holds; `read_input` is the one way to read a file the user names.
 """
 
 import argparse
@@ -18,13 +19,19 @@ import errno
 import fcntl
 import json
 import os
+import secrets
 import shutil
 import stat
 import tempfile
+import tomllib
 from contextlib import contextmanager
 from pathlib import Path
 
 from plugpull.errors import UsageError
+
+READ_MAX = 1 << 30  # the most plugpull reads whole of any file; each kind of file has its own, smaller bound
+SAVED_JSON_MAX = 256 << 20  # a saved state's JSON files: record.json holds an ack in 110 bytes, 10**6 in 105 MiB
+TEXT_MAX = 4 << 20  # what a person writes and plugpull reads whole: a case file, a script, a summary
 
 
 class NotReplaceable(UsageError):
@@ -83,12 +90,14 @@ def atomic_path(dest: Path, directory: bool = False):
 
 
 @contextmanager
-def staged_directory(dest: Path, last: str | None = None):
+def staged_directory(dest: Path, last: str | None = None, inputs=()):
     """Yield a new empty directory beside `dest` to write a directory's worth of files in
     (a report). When the block ends well it becomes `dest`, renamed whole, or, when `dest`
     is there already, its entries replace their namesakes in `dest`, `last` (an index)
-    last, so that no index names a page not yet there. On an error (a full disk) it is
-    removed and `dest` is as it was: no half-written directory is left."""
+    last, so that no index names a page not yet there (`_swap_in`). On an error (a full disk)
+    it is removed and `dest` is as it was: no half-written directory is left. An entry that
+    would replace one of the command's `inputs`, or a part of one, is a UsageError, nothing
+    moved in (`report --out` a matrix cell's artifacts: its states/ are the report's input)."""
     dest = Path(dest)
     refuse_unreplaceable(dest, directory=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -99,15 +108,52 @@ def staged_directory(dest: Path, last: str | None = None):
         if not os.path.lexists(dest):
             os.rename(staged, dest)
             return
-        for entry in sorted(staged.iterdir(), key=lambda p: p.name == last):
-            there = dest / entry.name
-            if there.is_dir() and not there.is_symlink():
-                shutil.rmtree(there)
-            os.replace(entry, there)
+        refuse_replacing(dest, [entry.name for entry in staged.iterdir()], inputs)
+        _swap_in(staged, dest, last)
         staged.rmdir()
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
+
+
+def refuse_replacing(dest: Path, names: list[str], inputs, flag: str = "--out") -> None:
+    """A UsageError if `dest/NAME`, for a NAME a command writes, is one of its `inputs` or holds
+    one (writing beside an input, or inside an input directory, replaces nothing)."""
+    for name in sorted(names):
+        there = os.path.realpath(dest / name)
+        for each in inputs:
+            real = os.path.realpath(each)
+            if real == there or real.startswith(there + os.sep):
+                raise UsageError(f"{flag} {dest}: its {name} would be written over {each}, an input of this "
+                                 "command: give another directory")
+
+
+def _swap_in(staged: Path, dest: Path, last: str | None) -> None:
+    """`staged`'s entries moved into `dest`, `last` last, each namesake moved aside first (never
+    followed if it is a link) and removed once all are in. On an error every entry moved in
+    goes back to `staged` and every namesake back to its name: `dest` is as it was."""
+    moved: list[tuple[Path, Path | None]] = []  # (the name in dest, its namesake moved aside)
+    try:
+        for entry in sorted(staged.iterdir(), key=lambda p: p.name == last):
+            there = dest / entry.name
+            aside = dest / f".{entry.name}.{secrets.token_hex(6)}.old" if os.path.lexists(there) else None
+            if aside is not None:
+                os.rename(there, aside)
+            moved.append((there, aside))
+            os.rename(entry, there)
+    except BaseException:
+        for there, aside in reversed(moved):
+            if os.path.lexists(there) and not os.path.lexists(staged / there.name):
+                os.rename(there, staged / there.name)
+            if aside is not None:
+                os.rename(aside, there)
+        raise
+    for _, aside in moved:
+        if aside is not None:
+            if aside.is_dir() and not aside.is_symlink():
+                shutil.rmtree(aside, ignore_errors=True)
+            else:
+                aside.unlink()
 
 
 def atomic_write(dest: Path, data: bytes | str, mode: int = 0o644) -> None:
@@ -131,9 +177,34 @@ class InputPath(type(Path())):
 
 
 class StateDir(InputPath):
-    """A saved crash state's directory: its state.json and minimise.json are read."""
+    """A saved crash state's directory: its state.json and minimise.json are read, and the
+    record its state.json names, every file in it (record.json, the images, the write logs)."""
 
     reads = ("state.json", "minimise.json")
+
+    def inputs(self) -> list[Path]:
+        return [*super().inputs(), *self.record_files()]
+
+    def record_files(self) -> list[Path]:
+        """The record's directory and its files; none when state.json names none that can be
+        listed (the command says why, when it reads them)."""
+        try:
+            record = self / json.loads(read_regular(self / "state.json", most=SAVED_JSON_MAX))["record"]
+            return [record, *sorted(record.iterdir())]
+        except (OSError, ValueError, KeyError, TypeError, UsageError):
+            return []
+
+
+class CaseFile(InputPath):
+    """A case file: the record its [replay] table names is read too, every file in it."""
+
+    def inputs(self) -> list[Path]:
+        try:
+            replay = tomllib.loads(read_regular(self, most=TEXT_MAX).decode())["replay"]["record"]
+            record = self.parent / replay
+            return [self, record, *sorted(record.iterdir())]
+        except (OSError, ValueError, KeyError, TypeError, UsageError):
+            return [self]
 
 
 class OutputPath(type(Path())):
@@ -147,6 +218,11 @@ def a_path(text: str) -> InputPath:
     return InputPath(text)
 
 
+def a_case_file(text: str) -> CaseFile:
+    """An argparse `type` for a case file (`a_path`)."""
+    return CaseFile(a_path(text))
+
+
 def a_state_dir(text: str) -> StateDir:
     """An argparse `type` for a saved state's directory (`a_path`)."""
     return StateDir(a_path(text))
@@ -156,6 +232,14 @@ def an_output(text: str) -> OutputPath:
     """An argparse `type` for a path plugpull writes (a file or a directory): `a_path`, and
     tried by `check_output` before the run."""
     return OutputPath(a_path(text))
+
+
+def first_link(root: Path, path: Path) -> Path | None:
+    """The first symbolic link on the way from the directory `root` down to `path` (`path`
+    itself included; `path` below `root`), or None: what is reached through it may lie
+    anywhere."""
+    rel = Path(path).relative_to(root)
+    return next((p for i in range(len(rel.parts)) if (p := Path(root, *rel.parts[:i + 1])).is_symlink()), None)
 
 
 def same_path(a: Path, b: Path) -> bool:
@@ -184,7 +268,7 @@ def refuse_overlaps(named: list[tuple[str, Path]]) -> None:
                                  "command: give another path")
 
 
-a_path.any_text = a_state_dir.any_text = an_output.any_text = True  # a path may hold any text
+a_path.any_text = a_state_dir.any_text = a_case_file.any_text = an_output.any_text = True  # a path may hold any text
 
 
 def check_input(path: Path, what: str, directory_ok: bool = False) -> Path:
@@ -200,38 +284,82 @@ def check_input(path: Path, what: str, directory_ok: bool = False) -> Path:
     return Path(path)
 
 
-def open_regular(path: Path, what: str = ""):
-    """`path` opened for reading (binary), if it is a regular file; a one-line UsageError
-    naming `what` and the path if it is a FIFO, a socket, a device or a directory.
+def open_regular(path: Path, what: str = "", most: int | None = None, follow: bool = True):
+    """`path` opened for reading (binary), if it is a regular file of at most `most` bytes; a
+    one-line UsageError naming `what` and the path if it is a FIFO, a socket, a device, a
+    directory, larger, or (`follow` False) a symbolic link.
 
     The file is opened with O_NONBLOCK and the open descriptor is asked what it is (fstat):
     an open of a FIFO for reading would otherwise wait for a writer, for ever, and a stat
     of the path before the open could be answered by one file and the open by another put
     there between the two. The flag is cleared before the caller reads. Other errors (no
     such file, no permission) are the OSError of the open, for the caller to word."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, flags)
     except OSError as e:
+        if e.errno == errno.ELOOP and not follow and os.path.islink(path):
+            raise UsageError(f"{what} {path}: a symbolic link, not followed".lstrip()) from None
         if e.errno != errno.ENXIO:  # what a socket's open says
             raise
         raise UsageError(f"{what} {path}: {_what(os.stat(path).st_mode)}, not a regular file".lstrip()) from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (most is not None and st.st_size > most):
         os.close(fd)
-        raise UsageError(f"{what} {path}: {_what(mode)}, not a regular file".lstrip())
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{what} {path}: {_what(st.st_mode)}, not a regular file".lstrip())
+        raise too_large(path, what, most)
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
     return os.fdopen(fd, "rb")
 
 
-def read_regular(path: Path, what: str = "") -> bytes:
-    """The bytes of `path`, a regular file (`open_regular`)."""
-    with open_regular(path, what) as f:
-        return f.read()
+def too_large(path: Path, what: str, most: int) -> UsageError:
+    return UsageError(f"{what} {path}: larger than the {_size(most)} plugpull reads of such a file".lstrip())
 
 
-def read_regular_text(path: Path, what: str = "", errors: str = "strict") -> str:
-    """The text (UTF-8) of `path`, a regular file (`open_regular`)."""
-    return read_regular(path, what).decode("utf-8", errors)
+def _size(n: int) -> str:
+    return next(f"{n // (1 << s)} {unit}" for s, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB"), (0, "bytes"))
+                if n >= 1 << s or not s)
+
+
+def read_regular(path: Path, what: str = "", most: int = READ_MAX, follow: bool = True) -> bytes:
+    """The bytes of `path`, a regular file of at most `most` bytes (`open_regular`); a file
+    that grows past the bound while it is read is refused too."""
+    with open_regular(path, what, most, follow) as f:
+        data = f.read(most + 1)
+    if len(data) > most:
+        raise too_large(path, what, most)
+    return data
+
+
+def read_regular_text(path: Path, what: str = "", errors: str = "strict", most: int = READ_MAX,
+                      follow: bool = True) -> str:
+    """The text (UTF-8) of `path`, a regular file (`read_regular`)."""
+    return read_regular(path, what, most, follow).decode("utf-8", errors)
+
+
+def read_input(path: Path, what: str, most: int) -> bytes:
+    """A file the user handed in (`what`: the option that named it), read whole: a regular
+    file of at most `most` bytes, opened without waiting (`read_regular`). Every way it can
+    fail (missing, unreadable, a FIFO or a device, too large) is a one-line UsageError naming
+    `what` and the path."""
+    try:
+        return read_regular(path, what, most)
+    except FileNotFoundError:
+        raise UsageError(f"{what} {path}: no such file") from None
+    except OSError as e:
+        raise UsageError(f"{what} {path}: {e.strerror or e}") from None
+
+
+def read_input_text(path: Path, what: str, most: int) -> str:
+    """`read_input`, as text: UTF-8 without NUL bytes, else a one-line UsageError."""
+    data = read_input(path, what, most)
+    try:
+        if b"\0" in data:
+            raise ValueError
+        return data.decode("utf-8")
+    except ValueError:
+        raise UsageError(f"{what} {path}: not a text file (UTF-8)") from None
 
 
 def check_output(path: Path, flag: str, directory: bool = False, parents: bool = False) -> Path:

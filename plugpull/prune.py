@@ -13,7 +13,9 @@ Each kind is a table row (`Kind`): a folder of the cache whose entries are its d
 writer holds while it works there (one held: the kind is left alone this time), and an
 optional lock file inside each entry (held: that entry stays). Nothing outside the cache is
 followed: a kind's folder that is a link, or that resolves outside the cache, is skipped; an
-entry that is a link is removed as a link.
+entry that is a link is removed as a link; a companion (a build's log) reached through a link
+(`kernels/builds/logs` a link to another directory) stays where it is. An entry that cannot be
+removed (no permission) is said, and the others go on.
 """
 
 import os
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from plugpull.files import first_link
 from plugpull.locks import held
 from plugpull.workdirs import listed_work
 
@@ -48,12 +51,14 @@ class Outcome:
     kept: int = 0
     freed: int = 0
     busy: str | None = None
+    failed: list[tuple[Path, str]] = field(default_factory=list)  # what could not be removed, and why
 
     def line(self, dry_run: bool) -> str:
         if self.busy:
             return f"{self.kind}: left alone ({self.busy})"
         verb = "would remove" if dry_run else "removed"
-        return f"{self.kind}: {verb} {len(self.removed)} ({human(self.freed)}), kept {self.kept}"
+        failed = f", could not remove {len(self.failed)}" if self.failed else ""
+        return f"{self.kind}: {verb} {len(self.removed)} ({human(self.freed)}), kept {self.kept}{failed}"
 
 
 def human(size: float) -> str:
@@ -98,10 +103,7 @@ def _share(st: os.stat_result) -> int:
 
 def inside(folder: Path, root: Path) -> bool:
     """`folder` is a real directory of the cache `root`, reached without a link."""
-    if not folder.is_dir():
-        return False
-    rel = folder.relative_to(root)
-    return not any((root / Path(*rel.parts[:i + 1])).is_symlink() for i in range(len(rel.parts)))
+    return folder.is_dir() and first_link(root, folder) is None
 
 
 def remove(path: Path) -> None:
@@ -130,12 +132,17 @@ def prune_kind(root: Path, kind: Kind, days: float, dry_run: bool, now: float | 
         if recent or in_use or not kind.candidate(entry):
             outcome.kept += 1
             continue
-        extra = [c for c in kind.companions(entry) if os.path.lexists(c)]
-        outcome.freed += sum(disk_bytes(p) for p in [entry, *extra])
+        extra = [c for c in kind.companions(entry) if os.path.lexists(c) and inside(c.parent, root)]
+        try:
+            freed = sum(disk_bytes(p) for p in [entry, *extra])
+            if not dry_run:
+                for path in [entry, *extra]:
+                    remove(path)
+        except OSError as e:
+            outcome.failed.append((entry, e.strerror or str(e)))
+            continue
+        outcome.freed += freed
         outcome.removed.append(entry)
-        if not dry_run:
-            for path in [entry, *extra]:
-                remove(path)
     return outcome
 
 

@@ -117,6 +117,8 @@ def cmd_prune(args) -> int:
     outcomes = prune(root, list(CACHE_KINDS), days, args.dry_run)
     for outcome in outcomes:
         print(outcome.line(args.dry_run))
+        for path, why in outcome.failed:
+            print(f"plugpull: could not remove {path} ({why}); the rest went on", file=sys.stderr)
     if not outcomes:
         print(f"{root}: no cache yet")
     return EXIT_OK

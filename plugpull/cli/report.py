@@ -22,7 +22,7 @@ def add_parsers(sub) -> None:
 def cmd_report(args) -> int:
     from plugpull.report import report_main
     from plugpull.report.hunts import checked_out, hunt_report_main
-    hunts = checked_report_inputs(args.results)
+    hunts = checked_report_inputs(args.results)  # each hunt read once: what its reading says is said once
     if hunts and args.reference:
         raise UsageError("--reference is for a matrix results file, not for hunts")
     if args.out:
@@ -30,7 +30,7 @@ def cmd_report(args) -> int:
     if args.out:
         checked_output(args.out, "--out", parent_must_exist=False, directory=True)
     if hunts:
-        return hunt_report_main(args.results, args.out)
+        return hunt_report_main(args.results, args.out, hunts)
     if args.reference:
         check_input(args.reference, "--reference")
         if not args.reference.is_file():
@@ -38,20 +38,19 @@ def cmd_report(args) -> int:
     return report_main(args.results[0], args.out, args.reference)
 
 
-def checked_report_inputs(paths: list[Path]) -> bool:
-    """True for hunt directories, False for one results file (or directory); UsageError for
-    a mix, a directory that is not a hunt among hunts, or several results."""
+def checked_report_inputs(paths: list[Path]) -> list:
+    """The hunts read, for hunt directories; [] for one results file (or directory);
+    UsageError for a mix, a directory that is not a hunt among hunts, or several results."""
     from plugpull.report.hunts import is_hunt, read_hunt
     for path in paths:
         check_input(path, "", directory_ok=True)
     if not any(is_hunt(p) for p in paths):
         if len(paths) > 1:
             raise UsageError(f"{paths[1]}: one results file at a time (several inputs are for hunt directories)")
-        return False
+        return []
     for path in paths:
         if not path.is_dir():
             raise UsageError(f"{path}: a results file among hunt directories: report them apart")
-        read_hunt(path)
     if len({p.resolve() for p in paths}) < len(paths):
         raise UsageError("a hunt directory is given twice")
-    return True
+    return [read_hunt(path) for path in paths]

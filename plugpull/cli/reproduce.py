@@ -12,13 +12,13 @@ from plugpull.cli.common import (EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_opti
 from plugpull.cli.crash import add_hosts_option, checker_hosts
 from plugpull.cli.matrix import finish_matrix
 from plugpull.errors import UsageError
-from plugpull.files import a_path, an_output
+from plugpull.files import a_case_file, an_output
 
 
 def add_parsers(sub) -> None:
     rp = sub.add_parser("reproduce", help="run a case file (suites/cases/*.toml)")
     add_guest_options(rp)
-    rp.add_argument("case", type=a_path, nargs="+", help="case files, run one after the other")
+    rp.add_argument("case", type=a_case_file, nargs="+", help="case files, run one after the other")
     rp.add_argument("--scale", type=fraction, default=1.0, help="shrink the workloads (0 < scale <= 1)")
     rp.add_argument("--results", type=an_output, help="default results/CASE.jsonl")
     rp.add_argument("--report", type=an_output)

@@ -10,7 +10,7 @@ from pathlib import Path
 from plugpull.cli.common import EXIT_FOUND, EXIT_OK, add_guest_options, guest_backend, kernel_source, \
     whole_option
 from plugpull.errors import UsageError
-from plugpull.files import OutputPath, a_path, a_state_dir, an_output, atomic_write, check_output
+from plugpull.files import OutputPath, a_case_file, a_state_dir, an_output, atomic_write, check_output
 from plugpull.values import COUNT_MAX, shown
 
 STYLES = ("sh", "fstests")
@@ -54,7 +54,7 @@ def a_target(text: str):
     from plugpull.generate.workload import PREFIX
     if text.startswith(PREFIX):
         return text
-    return a_path(text) if text.endswith(".toml") else a_state_dir(text)
+    return a_case_file(text) if text.endswith(".toml") else a_state_dir(text)
 
 
 a_target.any_text = True

@@ -22,7 +22,7 @@ from pathlib import Path
 from plugpull.check.console import ConsoleWatch
 from plugpull.check.verdict import Ack
 from plugpull.errors import DiskFull, GuestTimeout, InfraError, UsageError
-from plugpull.files import atomic_write_json, read_regular_text
+from plugpull.files import SAVED_JSON_MAX, atomic_write_json, read_regular_text
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.writelog import entry_index_at, iter_entries, summarize
 from plugpull.testbed.bed import MOUNTPOINT, BedSpec, disk_count, nth, testbed
@@ -111,7 +111,7 @@ class Record:
 
     @classmethod
     def load(cls, directory: Path) -> "Record":
-        data = json.loads(read_regular_text(directory / "record.json"))
+        data = json.loads(read_regular_text(directory / "record.json", most=SAVED_JSON_MAX))
         acks = [Ack(**a) for a in data.pop("acks")]  # a record from before N disks has position2
         return cls(directory, data, acks)
 

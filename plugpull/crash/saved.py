@@ -12,7 +12,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from plugpull.check.verdict import Verdict
 from plugpull.errors import UsageError
-from plugpull.files import read_regular_text
+from plugpull.files import SAVED_JSON_MAX, read_regular_text
 from plugpull.powerloss.models import parse_model
 from plugpull.testbed.fs import FILESYSTEMS
 from plugpull.testbed.stack import Stack
@@ -97,7 +97,7 @@ def _message(e: dict) -> str:
 def read_saved(path: Path, schema: type[BaseModel], what: str) -> dict:
     """`path`'s JSON object, validated by `schema`: a UsageError naming the file and field."""
     try:
-        doc = json.loads(read_regular_text(path))
+        doc = json.loads(read_regular_text(path, most=SAVED_JSON_MAX))
     except (OSError, UnicodeDecodeError, ValueError) as e:
         detail = e.strerror if isinstance(e, OSError) else str(e).splitlines()[0]
         raise UsageError(f"{path}: not readable as JSON ({detail})") from None

@@ -117,7 +117,11 @@ def saved_damage(line: dict, hunt_dir: Path | None) -> dict | None:
     if hunt_dir is None or not isinstance(line.get("artifact"), str):
         return None
     states = []
-    for path in sorted((Path(hunt_dir) / line["artifact"] / "states").glob("*/state.json")):
+    try:
+        found = sorted((Path(hunt_dir) / line["artifact"] / "states").glob("*/state.json"))
+    except (ValueError, OSError):  # a NUL in the name, a name too long: no such directory
+        return None
+    for path in found:
         try:
             doc = json.loads(read_regular_text(path))
         except (OSError, UnicodeDecodeError, ValueError):
@@ -144,13 +148,21 @@ def reason_damage(line: dict) -> dict:
 def line_damage(line: dict, hunt_dir: Path | None = None) -> dict:
     """`lost_kinds`, `lost_names`, `first_point` and `first_rules` of a journal line: its own,
     else its saved states', else what its reason and rules say."""
-    if isinstance(line.get("lost_kinds"), list):
-        first = {key: line[key] for key, kind in (("first_point", int), ("first_rules", list))
-                 if isinstance(line.get(key), kind)}
+    if (kinds := names_in(line.get("lost_kinds"))) is not None:
+        first = {key: value for key, value in (("first_point", line.get("first_point")),
+                                               ("first_rules", names_in(line.get("first_rules"))))
+                 if isinstance(value, (int, list)) and not isinstance(value, bool)}
         if "first_rules" not in first and (saved := saved_damage(line, hunt_dir)):  # a line from before them
             first = {key: saved[key] for key in ("first_point", "first_rules") if key in saved}
-        return {"lost_kinds": line["lost_kinds"], "lost_names": line.get("lost_names") or [], **first}
+        return {"lost_kinds": kinds, "lost_names": names_in(line.get("lost_names")) or [], **first}
     return saved_damage(line, hunt_dir) or reason_damage(line)
+
+
+def names_in(value) -> list[str] | None:
+    """A list of names as a line holds them (`lost_kinds`, `lost_names`, `first_rules`); None
+    for any other value, a list holding anything but strings too: such a field is left out."""
+    return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
+
 
 
 @dataclass(frozen=True)

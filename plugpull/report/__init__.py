@@ -18,6 +18,7 @@ from plugpull.report.faults import PAGE as FAULT_PAGE, render_faults
 from plugpull.report.html import render_html
 from plugpull.report.pages import STATES_DIR
 from plugpull.report.plot import render_plot
+from plugpull.report.states import artifacts_dir
 from plugpull.report.tables import render_table, render_text
 from plugpull.report.unwritten import unwritten
 from plugpull.results import CellResult, FaultResult, read_cells, read_faults
@@ -97,7 +98,8 @@ def _written(cells, warnings, out_dir: Path, faults, results: Path) -> dict[str,
     """write_report into a directory staged beside `out_dir` that replaces it whole at the
     end (`files.staged_directory`): a full disk leaves no half report, and is exit 3."""
     try:
-        with staged_directory(out_dir, last="report.html") as staged:
+        inputs = [results, *(a / "states" for cell in cells if (a := artifacts_dir(cell, results)) is not None)]
+        with staged_directory(out_dir, last="report.html", inputs=inputs) as staged:
             paths = write_report(cells, warnings, staged, faults, results)
     except OSError as e:
         raise unwritten(out_dir, e) from None

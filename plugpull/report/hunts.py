@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.errors import UsageError
-from plugpull.files import atomic_write, staged_directory
-from plugpull.hunt.findings import Finding, Hunt, Member, across, families
+from plugpull.files import TEXT_MAX, atomic_write, first_link, read_regular, staged_directory
+from plugpull.hunt.findings import Finding, Hunt, Member, across, families, names_in
 from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, kernels_of
 from plugpull.hunt.lock import LOCK
 from plugpull.hunt.summary import FAILING
 from plugpull.report.unwritten import unwritten
 from plugpull.report.pages import LISTED, Section, relative, shown, slug, with_same
-from plugpull.report.states import cell_states, read_json
+from plugpull.report.states import cell_states, left_out, read_json
 
 INDEX = "findings.html"
 FINDINGS_DIR, WORKLOADS_DIR, DOCS_DIR = "findings", "workloads", "docs"
@@ -52,7 +52,20 @@ def read_hunt(path: Path) -> Hunt:
     if journal.left_out:
         print(f"{path / JOURNAL}: {journal.left_out} line(s) not whole left out (torn, garbled, or being written)",
               file=sys.stderr)
-    return Hunt(path, settings, list(journal.done.values()))
+    lines = list(journal.done.values())
+    odd = [fields for line in lines if (fields := unusable_fields(line))]
+    if odd:
+        names = ", ".join(sorted({f for fields in odd for f in fields}))
+        print(f"{path / JOURNAL}: {len(odd)} line(s) with fields of the wrong type ({names}): those fields left out",
+              file=sys.stderr)
+    return Hunt(path, settings, lines)
+
+
+def unusable_fields(line: dict) -> list[str]:
+    """The fields of a journal line a report leaves out: `line_damage` for their type, an
+    artifact that names no path (a NUL in it)."""
+    odd = [key for key in ("lost_kinds", "lost_names", "first_rules") if key in line and names_in(line[key]) is None]
+    return odd + (["artifact"] if "\0" in str(line.get("artifact") or "") else [])
 
 
 def hunt_label(hunt: Hunt) -> str:
@@ -117,8 +130,8 @@ def workload_page(member: Member, hunt: Hunt, out_dir: Path, back: str) -> Workl
     """The page of a failing workload whose `failing/ID/` is there (None if it is not); its
     state.json files and small files copied beside it."""
     line = member.line
-    artifacts = (Path(hunt.dir) / line["artifact"]).resolve() if hunt.dir and line.get("artifact") else None
-    if artifacts is None or not artifacts.is_dir():
+    artifacts = artifacts_of(line, hunt)
+    if artifacts is None:
         return None
     several = len(kernels_of(hunt.settings)) > 1  # then a workload has a page per kernel
     on = f" on {line.get('kernel')}" if several else ""
@@ -128,14 +141,44 @@ def workload_page(member: Member, hunt: Hunt, out_dir: Path, back: str) -> Workl
     states = with_same(shown(s, out_dir, page_dir, name) for s in saved)
     files = []
     for small in COPIED:
-        if (artifacts / small).is_file():
+        if (data := small_file(artifacts / small)) is not None:
             (page_dir / name).mkdir(parents=True, exist_ok=True)
-            atomic_write(page_dir / name / small, (artifacts / small).read_bytes())
+            atomic_write(page_dir / name / small, data)
             files.append((small, f"{name}/{small}"))
     models = ", ".join(hunt.settings.get("models") or ()) or "no model named"
     title = f"{line['id']} ({line.get('ops', '')}){on}, hunt {member.hunt + 1}"
     return WorkloadPage(title, f"{WORKLOADS_DIR}/{name}.html", back, int(line.get("states") or 0), models,
                         workload_sections(line, states, str(hunt.settings.get("fsck", "always"))), tuple(files))
+
+
+def artifacts_of(line: dict, hunt: Hunt) -> Path | None:
+    """A failing workload's `failing/ID/` in its hunt's directory, if it is there and reached
+    without a link (through one, what the report copies could be any file of the machine:
+    left out, and said)."""
+    if not hunt.dir or not isinstance(line.get("artifact"), str) or ".." in Path(line["artifact"]).parts:
+        return None
+    root = Path(hunt.dir).resolve()
+    try:
+        where = root / line["artifact"]
+        link = first_link(root, where / "states")
+        if link is None:
+            return where if where.is_dir() else None
+    except (ValueError, OSError):  # a NUL in the name, a name too long: no such directory
+        return None
+    left_out(link, "a symbolic link, not followed")
+    return None
+
+
+def small_file(path: Path) -> bytes | None:
+    """A small file of a failing workload's, to copy beside its page; None if it is not there
+    or cannot be shown (a link, a FIFO, too large: said)."""
+    try:
+        return read_regular(path, most=TEXT_MAX, follow=False)
+    except FileNotFoundError:
+        return None
+    except (OSError, UsageError) as e:
+        left_out(path, e.strerror if isinstance(e, OSError) else str(e).rpartition(": ")[2])
+        return None
 
 
 def reproducer_command(f: Finding) -> str:
@@ -185,11 +228,17 @@ def finding_rows(found: list[Finding], hunts: tuple[Hunt, ...]) -> list[dict]:
              "counts": [f.count_in(i) for i in range(len(hunts))]} for n, f in enumerate(found, 1)]
 
 
-def hunt_report(hunt_dirs: list[Path], out_dir: Path) -> dict[str, Path]:
-    """Write the findings of `hunt_dirs` into `out_dir`; the index's path ("html") and the
-    pages' directories."""
+def read_hunts(hunts: list) -> tuple[Hunt, ...]:
+    """Hunts as given: a directory is read (`read_hunt`), a Hunt already read is kept, so that
+    what a reading says (the lines left out) is said once."""
+    return tuple(h if isinstance(h, Hunt) else read_hunt(h) for h in hunts)
+
+
+def hunt_report(hunt_dirs: list, out_dir: Path) -> dict[str, Path]:
+    """Write the findings of `hunt_dirs` (directories, or hunts read) into `out_dir`; the
+    index's path ("html") and the pages' directories."""
     from plugpull.report.html import templates
-    hunts = tuple(read_hunt(d) for d in hunt_dirs)
+    hunts = read_hunts(hunt_dirs)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     out_dir = out_dir.resolve()
@@ -212,15 +261,15 @@ def hunt_report(hunt_dirs: list[Path], out_dir: Path) -> dict[str, Path]:
     return {"html": out_dir / INDEX, "findings": out_dir / FINDINGS_DIR}
 
 
-def hunt_report_main(hunt_dirs: list[Path], out: Path | None) -> int:
-    """`plugpull report HUNT_DIR... [--out DIR]`: 0 done, 2 a bad input or output."""
+def hunt_report_main(hunt_dirs: list[Path], out: Path | None, hunts: list[Hunt] | None = None) -> int:
+    """`plugpull report HUNT_DIR... [--out DIR]`: 0 done, 2 a bad input or output. `hunts`:
+    the directories already read."""
     out_dir = Path(out) if out else default_out(hunt_dirs)
     try:
         checked_out(hunt_dirs, out_dir)
-        for d in hunt_dirs:
-            read_hunt(d)
-        with staged_directory(out_dir, last=INDEX) as staged:
-            hunt_report(hunt_dirs, staged)
+        hunts = read_hunts(hunts or hunt_dirs)
+        with staged_directory(out_dir, last=INDEX, inputs=hunt_dirs) as staged:
+            hunt_report(list(hunts), staged)
     except UsageError as e:
         print(f"plugpull: {e}", file=sys.stderr)
         return 2

@@ -8,13 +8,14 @@ files are relative to the report directory (the commands are run from there), so
 report carries no absolute path of the machine it was made on.
 """
 
+import hashlib
 import json
 import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from plugpull.files import atomic_write, read_regular_text
+from plugpull.files import SAVED_JSON_MAX, atomic_write, read_regular_text
 from plugpull.report.states import SavedState, artifacts_dir, cell_states
 from plugpull.report.tables import FS_VERDICTS, groups
 from plugpull.results import INFRA, CellResult
@@ -23,9 +24,16 @@ STATES_DIR = "states"
 LISTED = (*FS_VERDICTS[1:], INFRA)  # the verdicts whose states are listed; clean is counted
 
 
+SLUG_MAX = 120  # a page's name stays far below a file name's 255 bytes, with its suffixes
+
+
 def slug(text: str) -> str:
-    """A file name or anchor from a key: letters, digits, '.', '_' and '-' only."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
+    """A file name or anchor from a key: letters, digits, '.', '_' and '-' only; a long key
+    cut, its digest kept at the end, so that two keys still make two names."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "_"
+    if len(name) <= SLUG_MAX:
+        return name
+    return f"{name[:SLUG_MAX - 17]}-{hashlib.sha256(text.encode('utf-8', 'replace')).hexdigest()[:16]}"
 
 
 @dataclass(frozen=True)
@@ -90,7 +98,7 @@ def relative(path: Path, start: Path) -> str:
 def copy_state(state: SavedState, out_dir: Path, where: Path) -> tuple[str, str]:
     """state.json (and a minimised state's summary.txt) copied to `where`, the artifact paths
     in them made relative to the report directory; their paths relative to the report."""
-    doc = json.loads(read_regular_text(state.path / "state.json"))
+    doc = json.loads(read_regular_text(state.path / "state.json", most=SAVED_JSON_MAX))
     doc["artifact"] = relative(state.path, out_dir)
     if isinstance(doc.get("record"), str):
         doc["record"] = relative(state.path / doc["record"], out_dir)

@@ -9,11 +9,13 @@ nothing in an artifact is changed.
 """
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.check.writehole import write_hole_losses
-from plugpull.files import read_regular_text
+from plugpull.errors import UsageError
+from plugpull.files import SAVED_JSON_MAX, TEXT_MAX, first_link, read_regular_text
 from plugpull.results import CellResult
 
 HEAD_LINES = 12  # the first lines of fsck's output and of a mount error
@@ -71,25 +73,47 @@ def tail(text: str | None, lines: int = KERNEL_LINES) -> str:
     return "\n".join(kept[-lines:])
 
 
-def read_json(path: Path) -> dict | None:
+def read_json(path: Path, follow: bool = True) -> dict | None:
+    """A JSON object read from `path`; None if it is missing or not one. A FIFO is a
+    UsageError, never a hang; with `follow` False, a symbolic link is left out (and said)."""
+    if not follow and path.is_symlink():
+        left_out(path, "a symbolic link, not followed")
+        return None
     try:
-        doc = json.loads(read_regular_text(path))  # a FIFO is a UsageError, never a hang
+        doc = json.loads(read_regular_text(path, most=SAVED_JSON_MAX, follow=follow))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None
 
 
+def left_out(path: Path, why: str) -> None:
+    """Something of a saved artifact the report does not show, said once on stderr."""
+    print(f"plugpull: warning: {path}: {why}, left out of the report", file=sys.stderr)
+
+
+def read_summary(path: Path) -> str:
+    """A minimised state's summary.txt, "" if it is missing; one that cannot be read as a
+    summary (a FIFO, a link, a device, too large, not text) is left out and said."""
+    try:
+        return read_regular_text(path, most=TEXT_MAX, follow=False)
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError, UsageError) as e:
+        left_out(path, f"unreadable ({e.strerror if isinstance(e, OSError) else str(e).rpartition(': ')[2]})")
+        return ""
+
+
 def read_minimised(state_dir: Path) -> Minimised | None:
     where = state_dir / "minimised"
-    doc = read_json(where / "state.json")
+    if where.is_symlink():
+        left_out(where, "a symbolic link, not followed")
+        return None
+    doc = read_json(where / "state.json", follow=False)
     if doc is None:
         return None
     found = doc.get("minimised") if isinstance(doc.get("minimised"), dict) else {}
     legality = found.get("legality") if isinstance(found.get("legality"), dict) else {}
-    try:
-        summary = (where / "summary.txt").read_text()
-    except (OSError, UnicodeDecodeError):
-        summary = ""
+    summary = read_summary(where / "summary.txt")
     culprits = tuple(r for r in found.get("culprits") or () if isinstance(r, dict))
     return Minimised(where, str(doc.get("verdict", "")), str(doc.get("reason", "")), culprits,
                      str(legality.get("reason", "")) if legality else "", summary)
@@ -150,12 +174,21 @@ def latest_record(docs: list[tuple[Path, dict]]) -> object:
     return newest[1].get("record")
 
 
+def _linked(state_dir: Path) -> bool:
+    """A state directory, or its state.json, that is a symbolic link: what it shows may be any
+    file of the machine, so it is left out (and said)."""
+    link = first_link(state_dir.parent, state_dir / "state.json")
+    if link is not None:
+        left_out(link, "a symbolic link, not followed")
+    return link is not None
+
+
 def cell_states(artifacts: Path | None) -> list[SavedState]:
     """The cell's saved states, in the order of their cuts; [] without an artifacts directory."""
     if artifacts is None:
         return []
     docs = [(d, doc) for d in sorted((artifacts / "states").iterdir())
-            if d.is_dir() and (doc := read_json(d / "state.json")) is not None]
+            if not _linked(d) and d.is_dir() and (doc := read_json(d / "state.json")) is not None]
     if not docs:
         return []
     record = latest_record(docs)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.errors import UsageError
+from plugpull.files import SAVED_JSON_MAX, TEXT_MAX, open_regular, read_regular_text
 from plugpull.powerloss.writelog import iter_entries
 
 FORMS = ("flakey", "delay", "flushes", "log-hole")
@@ -81,10 +82,10 @@ def point_window(entries: list, acks: list[dict], point: int) -> Window:
 
 def _record_entries(record: Path) -> tuple[list, list[dict]]:
     try:
-        acks = json.loads((record / "record.json").read_text())["acks"]
+        acks = json.loads(read_regular_text(record / "record.json", most=SAVED_JSON_MAX))["acks"]
         with tempfile.TemporaryDirectory(prefix="plugpull-form-") as tmp:
             log = Path(tmp) / "write.log"
-            with gzip.open(record / "write.log.gz") as src, open(log, "wb") as dst:
+            with open_regular(record / "write.log.gz") as packed, gzip.open(packed) as src, open(log, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
             return list(iter_entries(log)), acks
     except (OSError, ValueError, KeyError, EOFError) as e:
@@ -93,7 +94,7 @@ def _record_entries(record: Path) -> tuple[list, list[dict]]:
 
 def state_choice(state_dir: Path, point: int) -> Choice:
     """The form a saved state of a generated workload calls for, at `point`."""
-    doc = json.loads((Path(state_dir) / "state.json").read_text())
+    doc = json.loads(read_regular_text(Path(state_dir) / "state.json", most=SAVED_JSON_MAX))
     if doc.get("verdict") == "unmountable" and doc.get("fs") == "xfs":
         return Choice("log-hole", "the state is one XFS log recovery cannot read (unmountable)")
     if doc.get("minimised"):
@@ -112,9 +113,10 @@ def case_choice(case_file: Path) -> Choice:
     """A case file that replays a kept state: the log hole if the state is XFS's unmountable
     one, else refused (exit 2)."""
     try:
-        doc = tomllib.loads(Path(case_file).read_text())
+        doc = tomllib.loads(read_regular_text(case_file, most=TEXT_MAX))
         replay = doc["replay"]
-        record = json.loads((Path(case_file).parent / replay["record"] / "record.json").read_text())
+        record = json.loads(read_regular_text(Path(case_file).parent / replay["record"] / "record.json",
+                                              most=SAVED_JSON_MAX))
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise UsageError(f"{case_file}: not a case file that replays a kept state ({e})") from None
     expected = set((doc.get("expect") or {}).get("verdicts", {}).values())

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from plugpull.errors import UsageError
-from plugpull.files import check_input
+from plugpull.files import TEXT_MAX, check_input, read_regular_text
 from plugpull.runs.faultcase import (FAULT_SETTINGS, FaultExpectation, FaultPlan, check_expectations,
                                       fault_cases)
 from plugpull.check.verdict import POWER_CUT_VERDICTS, Verdict
@@ -158,12 +158,12 @@ def scaled(params: dict, factor: float) -> dict:
 
 def _read(path: Path):
     check_input(path, "", directory_ok=True)
+    if path.is_dir():
+        raise CaseError(f"{path}: a directory, not a case file")
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(read_regular_text(path, most=TEXT_MAX))
     except FileNotFoundError:
         raise CaseError(f"{path}: no such case file") from None
-    except IsADirectoryError:
-        raise CaseError(f"{path}: a directory, not a case file") from None
     except UnicodeDecodeError:
         raise CaseError(f"{path}: not a text file (a case file is TOML)") from None
     except OSError as e:

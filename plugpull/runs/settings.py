@@ -9,9 +9,11 @@ kind; below the CLI and the case loader nothing looks a name up again (`CrashSpe
 import argparse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
+from plugpull.files import InputPath
 from plugpull.options import Once, given
 from plugpull.guest.contract.config import Bus
 from plugpull.kernels.build.buildspec import is_build, parse_build
@@ -297,7 +299,21 @@ def option_type(key: str, command: str):
         except ValueError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
     typed.numeric = isinstance(setting.kind, Whole)
+    if key in READ_PATHS:
+        typed.paths = READ_PATHS[key]
     return typed
+
+
+def _script_paths(value) -> list[Path]:
+    """The user's scripts a --workload value names (script:PATH, one or a list)."""
+    values = value if isinstance(value, tuple) else (value,)
+    return [InputPath(v[len(SCRIPT_PREFIX):]) for v in values
+            if isinstance(v, str) and v.startswith(SCRIPT_PREFIX) and v[len(SCRIPT_PREFIX):].strip()]
+
+
+# The settings whose values name files the command reads: each an input, checked against every
+# output before the run (files.refuse_overlaps), as cli/parser.given_paths finds them.
+READ_PATHS = {"workload": _script_paths, "check_script": lambda value: [InputPath(value)] if value else []}
 
 
 def add_options(parser, command: str) -> None:

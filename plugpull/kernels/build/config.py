@@ -13,11 +13,12 @@ import re
 from pathlib import Path
 
 from plugpull.errors import UsageError
-from plugpull.files import atomic_write
+from plugpull.files import atomic_write, read_input_text
 from plugpull.paths import VMCONFIG_DIR
 
 FRAGMENT = VMCONFIG_DIR / "kernel.config"
 BASE = "defconfig"
+FRAGMENT_MAX = 4 << 20  # Debian 12's whole kernel config (6.1) is 254 KiB
 _SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
 _UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
 
@@ -43,10 +44,7 @@ def fragment_text(user: Path | None) -> str:
     ours = FRAGMENT.read_text()
     if user is None:
         return ours
-    try:
-        theirs = Path(user).read_text()
-    except OSError as e:
-        raise UsageError(f"--config {user}: {e.strerror}") from None
+    theirs = read_input_text(user, "--config", FRAGMENT_MAX)
     parse_fragment(theirs, f"--config {user}")
     return f"{ours}\n# --config {Path(user).name}\n{theirs}"
 

@@ -15,23 +15,19 @@ import subprocess
 from pathlib import Path
 
 from plugpull.errors import ToolMissing, UsageError
+from plugpull.files import read_input
 from plugpull.paths import make_tempdir
 
 PATCH_TIMEOUT = 300
+PATCH_MAX = 256 << 20  # read whole into memory: far above a fix or a series of them
 _HEADER = re.compile(r"^(?:---|\+\+\+) (\S+)")
 _GIT = re.compile(r"^diff --git (a/\S+) (b/\S+)")
 
 
 def read_patch(path: Path) -> bytes:
-    """A patch file's bytes; missing, unreadable or holding no diff is a one-line `UsageError`."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"--patch {path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"--patch {path}: a directory, not a patch file") from None
-    except OSError as e:
-        raise UsageError(f"--patch {path}: {e.strerror}") from None
+    """A patch file's bytes; missing, unreadable, not a regular file, larger than `PATCH_MAX` or
+    holding no diff is a one-line `UsageError`."""
+    data = read_input(path, "--patch", PATCH_MAX)
     if not touched_files(data):
         raise UsageError(f"--patch {path}: holds no diff (no ---/+++ file headers)")
     return data
@@ -91,7 +87,7 @@ def check_patches(tree: Path, patches: list[Path]) -> None:
     scratch = make_tempdir("patches")
     try:
         for patch in patches:
-            for rel in touched_files(Path(patch).read_bytes()):
+            for rel in touched_files(read_patch(patch)):
                 if (tree / rel).is_file() and not (scratch / rel).exists():
                     (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(tree / rel, scratch / rel)

@@ -14,12 +14,11 @@ Other lines are ignored; a line that starts with one of the two words but does n
 reported as malformed rather than dropped.
 """
 
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.errors import UsageError
+from plugpull.files import TEXT_MAX, read_input_text
 from plugpull.testbed.workloads.base import ACK_PORT, Findings, Lost, Workload, shell_script
 
 PREFIX = "script:"
@@ -37,24 +36,9 @@ class CheckScriptError(UsageError):
 
 
 def read_script(path: Path, what: str) -> str:
-    """The text of a user's script; UsageError (one line) if it is missing, not a regular
-    file, unreadable or not text."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        raise UsageError(f"{what} {path}: no such file") from None
-    except OSError as e:
-        raise UsageError(f"{what} {path}: {e.strerror}") from None
-    if not stat.S_ISREG(mode):
-        raise UsageError(f"{what} {path}: not a regular file")
-    if not os.access(path, os.R_OK):
-        raise UsageError(f"{what} {path}: not readable")
-    try:
-        text = path.read_text()
-    except UnicodeDecodeError:
-        raise UsageError(f"{what} {path}: not a text file") from None
-    except OSError as e:
-        raise UsageError(f"{what} {path}: {e.strerror}") from None
+    """The text of a user's script (`files.read_input_text`); UsageError (one line) if it is
+    missing, not a regular file, unreadable, not text or empty."""
+    text = read_input_text(path, what, TEXT_MAX)
     if not text.strip():
         raise UsageError(f"{what} {path}: empty")
     return text

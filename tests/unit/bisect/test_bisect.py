@@ -2,6 +2,7 @@
 the test replaced by fakes at the engine's seam (build(commit), judge(kernel))."""
 
 import json
+import os
 
 import pytest
 
@@ -9,6 +10,7 @@ from plugpull.bisect import FIXED, Journal, Untestable, run_bisect
 from plugpull.cli import main
 from plugpull.errors import InfraError
 from tests.fake_bisect import Fakes, cli, plan_of, repo, snapshot  # noqa: F401 (fixtures)
+from tests.unit.misc.test_fifo_inputs import deadline  # noqa: F401 (a fixture)
 
 
 def test_finds_the_first_bad_commit(repo, tmp_path):
@@ -154,3 +156,18 @@ def test_a_failed_build_is_untestable_and_a_missing_tool_is_not(monkeypatch, tmp
         monkeypatch.setattr(testers, "build_kernel", build_kernel)
         with pytest.raises(kind):
             testers.builder(tmp_path)("0123456789abcdef" * 2 + "01234567")
+
+
+def test_a_fifo_in_a_bisects_directory_is_said_never_waited_on(tmp_path, deadline):  # noqa: F811
+    """A FIFO where a bisect keeps its settings or its steps: one line naming it, no hang."""
+    from plugpull.bisect.journal import SETTINGS, STEPS, check_out
+    from plugpull.errors import UsageError
+    out = tmp_path / "b"
+    out.mkdir()
+    os.mkfifo(out / SETTINGS)
+    with pytest.raises(UsageError, match=f"{out / SETTINGS}: a FIFO, not a regular file"):
+        check_out(out, {"good": "a"})
+    (out / SETTINGS).unlink()
+    os.mkfifo(out / STEPS)
+    with pytest.raises(UsageError, match=f"{out / STEPS}: a FIFO, not a regular file"):
+        Journal(out, {"good": "a"}).steps()

@@ -4,11 +4,12 @@ changed or created)."""
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.cli_run import refused
+from tests.cli_run import files_under, refused
 from plugpull import cli
 from plugpull.files import InputPath, OutputPath, a_path, an_output, atomic_write, refuse_overlaps
 from plugpull.errors import UsageError
@@ -159,3 +160,50 @@ def test_a_report_is_never_written_inside_a_hunt_s_directory(tmp_path, capsys):
     (tmp_path / "link").symlink_to(tmp_path / "nowhere")
     refused(["report", read, "--out", tmp_path / "link"], capsys, f"--out {tmp_path}/link: a dangling symbolic link")
     assert sorted(str(p) for p in tmp_path.rglob("*")) == sorted(before + [str(tmp_path / "link")])
+
+
+def test_a_reproducer_never_writes_over_the_record_of_its_case(tmp_path, capsys):
+    root = Path(__file__).resolve().parents[3]
+    shutil.copytree(root / "suites" / "records", tmp_path / "records")
+    (tmp_path / "cases").mkdir()
+    case = tmp_path / "cases" / "hole.toml"
+    case.write_text((root / "suites" / "cases" / "finding-xfs-log-hole.toml").read_text())
+    record = tmp_path / "records" / "xfs-log-hole" / "record.json"
+    kept = record.read_bytes()
+    refused(["reproducer", case, "--out", record], capsys, f"--out {record}", "an input of this command")
+    assert record.read_bytes() == kept
+
+
+def test_a_report_never_replaces_the_saved_states_it_shows(tmp_path, capsys):
+    """`report RESULTS --out` a cell's artifacts directory: the report's states/ would take the
+    place of the saved states it reads; a hunt's directory as the report's workloads/ likewise."""
+    from tests.unit.report.test_states import KEY, run
+    results = run.__wrapped__(tmp_path)
+    cell = results.parent / "m-artifacts" / KEY.replace("/", "-")
+    before = files_under(tmp_path)
+    refused(["report", results, "--out", cell], capsys, f"--out {cell}", "an input of this command")
+    assert files_under(tmp_path) == before
+    directory = results.parent  # a results directory's report goes inside it, again and again
+    assert cli.main(["report", str(directory)]) == 0 and cli.main(["report", str(directory)]) == 0
+    assert (directory / "report" / "report.html").is_file() and (cell / "states").is_dir()
+    from plugpull.generate.space import workload_of
+    from tests.unit.report.test_hunts import RENAMES, make_hunt
+    from tests.unit.hunt.test_findings import SETTINGS as BTRFS, both_names
+    hunt = make_hunt(tmp_path / "top" / "workloads", BTRFS, [both_names(workload_of(RENAMES[0]))])
+    before = files_under(tmp_path)
+    refused(["report", hunt, "--out", tmp_path / "top"], capsys, f"--out {tmp_path / 'top'}: its workloads would be "
+            f"written over {hunt}")
+    assert files_under(tmp_path) == before
+
+
+@pytest.mark.parametrize("argv, over", [
+    (["crash", "--workload", "script:{tmp}/a.sh", "--check-script", "{tmp}/c.sh", "--json"], "a.sh"),
+    (["crash", "--workload", "script:{tmp}/a.sh", "--check-script", "{tmp}/c.sh", "--json"], "c.sh"),
+    (["matrix", "--workload", "script:{tmp}/a.sh,fsync-files", "--check-script", "{tmp}/c.sh", "--results"], "a.sh"),
+    (["matrix", "--workload", "script:{tmp}/a.sh", "--check-script", "{tmp}/c.sh", "--report"], "c.sh")])
+def test_an_output_over_the_users_script_is_refused_before_any_guest(argv, over, tmp_path, capsys):
+    for name in ("a.sh", "c.sh"):
+        (tmp_path / name).write_text(f"#!/bin/sh\n# {name}\n")
+    refused([a.format(tmp=tmp_path) for a in argv] + [tmp_path / over], capsys, f"{tmp_path / over}",
+            "an input of this command")
+    assert all((tmp_path / name).read_text() == f"#!/bin/sh\n# {name}\n" for name in ("a.sh", "c.sh"))

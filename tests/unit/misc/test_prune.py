@@ -4,6 +4,7 @@ each kind and what a running process holds stay; nothing outside the cache is to
 import fcntl
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -96,6 +97,41 @@ def test_a_pruned_build_takes_its_log_and_names_with_it(tmp_path):
     assert not old.exists() and new.exists()
     assert not (builds / "logs" / "k1.log").exists()
     assert sorted(p.name for p in (builds / "names").iterdir()) == ["fixed"]
+
+
+@pytest.mark.parametrize("linked", ["kernels/builds/logs", "kernels/builds/names"])
+def test_a_companion_reached_through_a_link_stays_where_it_is(linked, tmp_path):
+    """A build's log (or its name) under a companion folder that is a link to another directory
+    is never removed there: every companion's way from the cache is checked, not only the kind's."""
+    root, elsewhere = tmp_path / "cache", tmp_path / "elsewhere"
+    builds = root / "kernels" / "builds"
+    old, new = _entry(builds / "entries", "k1"), _entry(builds / "entries", "k2", old=False)
+    elsewhere.mkdir()
+    (elsewhere / "k1.log").write_text("someone else's log\n")
+    os.symlink("../entries/k1", elsewhere / "stock")
+    (root / linked).symlink_to(elsewhere)
+    outcome = prune_kind(root, _kind("kernels/builds/entries"), 30, dry_run=False)
+    assert outcome.removed == [old] and not old.exists() and new.exists()
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["k1.log", "stock"]
+    assert (root / linked).is_symlink()
+
+
+def test_an_entry_that_cannot_be_removed_is_said_and_the_rest_go(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path))
+    trees = tmp_path / "kernels" / "trees"
+    stuck, gone, _ = _entry(trees, "a"), _age(_entry(trees, "b"), OLD + DAY), _entry(trees, "c", old=False)
+    real = shutil.rmtree
+
+    def rmtree(path, *args, **kwargs):
+        if Path(path) == stuck:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *args, **kwargs)
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    assert cli.main(["kernels", "prune"]) == 0
+    out, err = capsys.readouterr()
+    assert stuck.exists() and not gone.exists()
+    assert "kernels/trees: removed 1 (" in out and "kept 1, could not remove 1" in out
+    assert err.strip() == f"plugpull: could not remove {stuck} (Permission denied); the rest went on"
 
 
 def test_a_link_out_of_the_cache_is_never_followed(tmp_path):

@@ -63,3 +63,32 @@ def test_an_earlier_report_stays_whole_when_the_disk_fills(tmp_path, capsys, ful
     assert run(["report", hunt, "--out", out], capsys)[0] == 3
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h", "r"]
+
+
+def test_a_report_failing_half_way_into_an_earlier_one_leaves_it_whole(tmp_path, capsys, monkeypatch):
+    """The new report's entries are moved into the earlier one's directory one by one: the
+    second move fails, and the first (its workloads/, say) must not stay in, since the
+    message says nothing of the report is left."""
+    hunt = a_hunt(tmp_path)
+    out = tmp_path / "r"
+    assert run(["report", hunt, "--out", out], capsys)[0] == 0
+    before = {p.relative_to(out): p.read_bytes() if p.is_file() else None for p in out.rglob("*")}
+    journal = (hunt / "hunt.jsonl").read_text().splitlines(keepends=True)
+    (hunt / "hunt.jsonl").write_text("".join(journal[1:]))  # the new report has a workload less
+    moves = []
+    real_rename, real_replace = os.rename, os.replace
+
+    def failing(real):
+        def move(src, dst, *args, **kwargs):
+            if Path(src).parent.name.startswith(".r.") and Path(dst).parent == out:
+                moves.append(src)
+                if len(moves) == 2:
+                    raise OSError(errno.EIO, os.strerror(errno.EIO), str(dst))
+            return real(src, dst, *args, **kwargs)
+        return move
+    monkeypatch.setattr(os, "rename", failing(real_rename))
+    monkeypatch.setattr(os, "replace", failing(real_replace))
+    code, err = run(["report", hunt, "--out", out], capsys)
+    assert code == 3 and "nothing of it is left" in err and len(moves) == 2, err
+    assert {p.relative_to(out): p.read_bytes() if p.is_file() else None for p in out.rglob("*")} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h", "r"]

@@ -270,8 +270,14 @@ def test_bad_scripts_are_refused_with_one_line(tmp_path, make, message):
 
 def test_an_unreadable_script_is_refused(tmp_path, monkeypatch):
     app, check = scripts(tmp_path)
-    monkeypatch.setattr(os, "access", lambda path, how: False)
-    with pytest.raises(UsageError, match="not readable"):
+    real_open = os.open
+
+    def refusing_open(path, *args, **kwargs):  # what a file without read permission says (root reads any)
+        if str(path) == str(app):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+    monkeypatch.setattr(os, "open", refusing_open)
+    with pytest.raises(UsageError, match=f"{app}: Permission denied"):
         load_user_scripts(CrashSpec(workload=f"script:{app}", check_script=str(check)), Path("."))
 
 
@@ -317,7 +323,7 @@ def test_a_case_file_reads_its_scripts_relative_to_itself(tmp_path):
 
 @pytest.mark.parametrize("change, message", [
     (("scripts/check.sh", "scripts/gone.sh"), "check script .*gone.sh: no such file"),
-    (("script:scripts/app.sh", "script:scripts"), "workload script .*scripts: not a regular file"),
+    (("script:scripts/app.sh", "script:scripts"), "workload script .*scripts: a directory, not a regular file"),
     (('check_script = "scripts/check.sh"', ""), "needs a check script"),
     (('check_script = "scripts/check.sh"', "check_script = 3"), r"\[crash\] check_script"),
 ])
@@ -338,7 +344,7 @@ def test_the_shipped_example_case_reads_its_scripts():
 
 @pytest.mark.parametrize("argv, message", [
     (["--workload", "script:{d}/nope.sh", "--check-script", "{d}/check.sh"], "workload script .*nope.sh: no such file"),
-    (["--workload", "script:{d}/app.sh", "--check-script", "{d}"], "check script .*: not a regular file"),
+    (["--workload", "script:{d}/app.sh", "--check-script", "{d}"], "check script .*: a directory, not a regular file"),
     (["--workload", "script:{d}/app.sh"], "needs a check script"),
     (["--workload", "fsync-files", "--check-script", "{d}/check.sh"], "is for a script:PATH workload"),
 ])
