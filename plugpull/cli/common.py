@@ -7,7 +7,7 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.files import InputPath, a_path, check_output
-from plugpull.values import WHOLE_TEXT, shown, whole
+from plugpull.values import WHOLE_TEXT, decimal, shown, whole
 from plugpull.guest.contract.config import Accel
 from plugpull.log import add_log_options
 
@@ -108,12 +108,12 @@ def whole_option(low: int, high: int):
     return parse
 
 
-DECIMAL = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+")  # ASCII digits only, as every number
-
-
 def fraction(text: str) -> float:
     """An argparse `type`: a number above 0 and at most 1 (`--scale`)."""
-    value = float(text) if len(text) < 40 and DECIMAL.fullmatch(text.strip()) else -1.0
+    try:
+        value = decimal(text)
+    except ValueError:
+        value = -1.0
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 1, got {shown(text)}")
     return value

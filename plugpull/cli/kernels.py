@@ -10,6 +10,7 @@ from plugpull.cli.common import EXIT_OK, print_table
 from plugpull.errors import UsageError
 from plugpull.files import a_path
 from plugpull.log import add_log_options
+from plugpull.values import decimal, shown
 
 BUILD_USAGE = "kernels build SPEC [--patch FILE]... [--name NAME] [--config FRAGMENT]"
 PRUNE_USAGE = "kernels prune [--days N] [--dry-run]"
@@ -95,11 +96,11 @@ def cmd_build(args) -> int:
 
 def positive_days(text: str) -> float:
     try:
-        days = float(text)
+        days = decimal(text)
     except ValueError:
         days = -1.0
     if not 0 <= days < 1e6:
-        raise argparse.ArgumentTypeError(f"expected a number of days, 0 or more: {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number of days, 0 or more: {shown(text)}")
     return days
 
 
