@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from plugpull.cli.common import EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, guest_backend, \
-    whole_option
+    lock_writable, whole_option
 from plugpull.errors import GuestError, InfraError, KernelUnfit, UsageError
 from plugpull.files import a_path, an_output, read_regular
 
@@ -118,6 +118,7 @@ def cmd_bisect(args) -> int:
     out = args.out or Path("results") / f"bisect-{args.test.stem}{'-fixed' if args.fixed else ''}"
     checked_output(out, "--out", parent_must_exist=False, directory=True)
     check_out(out, recorded)
+    lock_writable(out, LOCK)
     backend = guest_backend(args)
     clone = clone_for(rev.tree)
     with hold(out, LOCK, "bisect"), locked(clone.path.parent):

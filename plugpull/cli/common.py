@@ -2,6 +2,7 @@
 
 import argparse
 import functools
+import os
 import re
 from pathlib import Path
 
@@ -95,6 +96,20 @@ def checked_output(path: Path, flag: str, parent_must_exist: bool = True, direct
     """A file (or a directory) plugpull will write, tried before the run starts so that no
     result is lost to a bad path: `files.check_output`."""
     return check_output(path, flag, directory=directory, parents=not parent_must_exist)
+
+
+def lock_writable(out: Path, lock: str) -> None:
+    """The lock file of a directory with one writer (a hunt's, a bisect's), if there, opened for
+    writing as its holder will open it: one the user cannot write (another user's hunt, an
+    immutable file) is a UsageError naming it, before anything is made, never a harness failure."""
+    path = Path(out) / lock
+    if not path.is_file() or path.is_symlink():
+        return  # new, or a kind the directory's own check refuses
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC))
+    except OSError as e:
+        raise UsageError(f"--out {out}: its {lock} cannot be opened for writing ({e.strerror}): "
+                         "a directory this user cannot write in; give a new --out") from None
 
 
 def whole_option(low: int, high: int):
