@@ -160,7 +160,10 @@ def cmd_shell(args) -> int:
     if args.backend != "qemu":
         raise UsageError("plugpull shell needs --backend qemu: its console is this terminal")
     kernel = kernel_source(args, ())
-    script = None if sys.stdin.isatty() else read_script(sys.stdin.buffer)
+    if sys.stdin is None:  # closed (`<&-`): no input at all
+        script = b""
+    else:
+        script = None if sys.stdin.isatty() else read_script(sys.stdin.buffer)
     rig = prepare_rig(args.accel, kernel, guest_backend(args))
     work = make_tempdir("shell")
     try:
