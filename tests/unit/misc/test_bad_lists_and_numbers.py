@@ -26,6 +26,7 @@ def refused_here(argv, capsys, tmp_path, monkeypatch, *words) -> str:
     (["matrix", "--workload", "sqlite,"], "--workload"), (["generate", "--seq", "1", "--ops", "rename,"], "--ops"),
     (["faults", "--fs", "ext4,", "--fault", "error-writes"], "--fs"),
     (["faults", "--fs", "ext4", "--fault", "error-writes", "--power-loss", "prefix,"], "--power-loss"),
+    (["crash", "--hosts", "qemu:///system,"], "--hosts"),  # it started libvirt's daemons, then ran on one host
 ])
 def test_an_empty_name_in_a_list_is_refused_not_dropped(argv, flag, capsys, tmp_path, monkeypatch):
     refused_here(argv, capsys, tmp_path, monkeypatch, flag, "empty name")
