@@ -13,6 +13,7 @@ SEED_MAX = 2**32 - 1
 MIB_MAX = 2**20  # 1 TiB
 EVENTS_MAX = 10**9  # acks or log entries before a cut
 WHOLE_TEXT = re.compile(r"-?[0-9]{1,30}")  # more digits than any range: no 5000-digit int()
+DECIMAL_TEXT = re.compile(r"[0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30}")  # no sign, exponent, `_`, inf or nan
 
 
 def expected(low: int, high: int) -> str:
@@ -25,6 +26,15 @@ def shown(value, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
+LONG_WORD = re.compile(r"\S{241,}")
+
+
+def one_line(message: str) -> str:
+    """A refusal as it is printed: every run of text without a space longer than any path a
+    person types (a 20 KB `--fs` value echoed inside it) cut short, wherever it was quoted."""
+    return LONG_WORD.sub(lambda m: f"{m[0][:120]}... ({len(m[0])} characters)", str(message))
+
+
 def whole(text: str, low: int, high: int) -> int:
     """`text` as a whole number from `low` to `high`; a ValueError says the range."""
     if isinstance(text, str) and WHOLE_TEXT.fullmatch(text.strip()):
@@ -32,6 +42,24 @@ def whole(text: str, low: int, high: int) -> int:
         if low <= number <= high:
             return number
     raise ValueError(f"expected {expected(low, high)}, got {shown(text)}")
+
+
+def decimal(text: str) -> float:
+    """`text` as a number that may have a fraction (`0.5`, `30`), by the whole numbers' rule:
+    ASCII digits and one point only (`float` would take `1_000`, `1e3`, `inf` and `٣٠`); a
+    ValueError otherwise. The caller holds it to its range."""
+    if isinstance(text, str) and DECIMAL_TEXT.fullmatch(text):
+        return float(text)
+    raise ValueError(f"expected a number such as 30 or 0.5, got {shown(text)}")
+
+
+def names(text: str) -> tuple[str, ...]:
+    """A comma-separated list as a user writes it, each name without the spaces around it. An
+    empty name (`ext4,`, `a,,b`) is a ValueError, never dropped: a list says what to run."""
+    items = tuple(item.strip() for item in text.split(","))
+    if not all(items):
+        raise ValueError(f"expected a comma-separated list of names, got an empty name in {shown(text)}")
+    return items
 
 
 def once_each(values, same=str):

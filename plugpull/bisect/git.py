@@ -51,7 +51,11 @@ def check_tree(tree: Path) -> Path:
     done = git(tree, "rev-parse", "--show-toplevel", check=False)
     if done.returncode != 0 or not done.stdout.strip():
         raise UsageError(f"--tree {tree}: not a git work tree")
-    return Path(done.stdout.strip()).resolve()
+    top = Path(done.stdout.strip()).resolve()
+    if top != Path(tree).resolve():  # git would take the repository it is inside, whatever that holds
+        raise UsageError(f"--tree {tree}: not the top of a git work tree but a folder inside {top}: "
+                         "give the kernel tree's top")
+    return top
 
 
 def resolve(tree: Path, rev: str, flag: str) -> str:

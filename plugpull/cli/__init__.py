@@ -19,6 +19,7 @@ from plugpull.errors import InfraError, PlugpullError, ToolMissing, UsageError, 
 from plugpull.files import refuse_overlaps
 from plugpull.log import discard_log_files, setup_logging
 from plugpull.paths import check_cache_dir
+from plugpull.values import one_line
 
 
 def parser() -> Parser:
@@ -66,13 +67,13 @@ def main(argv=None) -> int:
         return args.func(args)
     except (UsageError, ToolMissing) as e:
         discard_log_files()
-        print(f"plugpull: {e}", file=sys.stderr)
+        print(f"plugpull: {one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
     except InfraError as e:
-        print(f"plugpull: harness failure (not a filesystem verdict): {e}", file=sys.stderr)
+        print(f"plugpull: harness failure (not a filesystem verdict): {one_line(e)}", file=sys.stderr)
         return EXIT_INFRA
     except PlugpullError as e:
-        print(f"plugpull: {e}", file=sys.stderr)
+        print(f"plugpull: {one_line(e)}", file=sys.stderr)
         return EXIT_INFRA
     except KeyboardInterrupt:
         print("plugpull: interrupted", file=sys.stderr)
@@ -99,5 +100,5 @@ def _unexpected(error: Exception, args) -> int:
     """An error plugpull did not expect is the harness's: one line (with -v, the traceback)."""
     if getattr(args, "verbose", 0):
         traceback.print_exc()
-    print(f"plugpull: harness failure (not a filesystem verdict): {describe(error)}", file=sys.stderr)
+    print(f"plugpull: harness failure (not a filesystem verdict): {one_line(describe(error))}", file=sys.stderr)
     return EXIT_INFRA

@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from plugpull.cli.common import EXIT_OK, add_guest_options, checked_output, guest_backend, whole_option
+from plugpull.cli.common import EXIT_OK, add_guest_options, checked_output, guest_backend, \
+    lock_writable, whole_option
 from plugpull.errors import UsageError
 from plugpull.files import a_path, an_output, read_regular
 
@@ -94,6 +95,7 @@ def cmd_bisect(args) -> int:
     out = args.out or Path("results") / f"bisect-{args.test.stem}{'-fixed' if args.fixed else ''}"
     checked_output(out, "--out", parent_must_exist=False, directory=True)
     check_out(out, recorded)
+    lock_writable(out, LOCK)
     backend = guest_backend(args)
     clone = clone_for(rev.tree)
     with hold(out, LOCK, "bisect"), exclusive(clone.path.parent / ".lock"):  # the clone's workspace

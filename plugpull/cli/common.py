@@ -2,12 +2,13 @@
 
 import argparse
 import functools
+import os
 import re
 from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.files import InputPath, a_path, check_output
-from plugpull.values import WHOLE_TEXT, shown, whole
+from plugpull.values import WHOLE_TEXT, decimal, shown, whole
 from plugpull.guest.contract.config import Accel
 from plugpull.log import add_log_options
 
@@ -83,6 +84,20 @@ def checked_output(path: Path, flag: str, parent_must_exist: bool = True, direct
     return check_output(path, flag, directory=directory, parents=not parent_must_exist)
 
 
+def lock_writable(out: Path, lock: str) -> None:
+    """The lock file of a directory with one writer (a hunt's, a bisect's), if there, opened for
+    writing as its holder will open it: one the user cannot write (another user's hunt, an
+    immutable file) is a UsageError naming it, before anything is made, never a harness failure."""
+    path = Path(out) / lock
+    if not path.is_file() or path.is_symlink():
+        return  # new, or a kind the directory's own check refuses
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC))
+    except OSError as e:
+        raise UsageError(f"--out {out}: its {lock} cannot be opened for writing ({e.strerror}): "
+                         "a directory this user cannot write in; give a new --out") from None
+
+
 def whole_option(low: int, high: int):
     """An argparse `type`: a whole number from `low` to `high` (`plugpull.values.whole`)."""
     def parse(text: str) -> int:
@@ -94,12 +109,12 @@ def whole_option(low: int, high: int):
     return parse
 
 
-DECIMAL = re.compile(r"[0-9]+(\.[0-9]*)?|\.[0-9]+")  # ASCII digits only, as every number
-
-
 def fraction(text: str) -> float:
     """An argparse `type`: a number above 0 and at most 1 (`--scale`)."""
-    value = float(text) if len(text) < 40 and DECIMAL.fullmatch(text.strip()) else -1.0
+    try:
+        value = decimal(text)
+    except ValueError:
+        value = -1.0
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 1, got {shown(text)}")
     return value

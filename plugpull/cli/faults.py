@@ -8,7 +8,7 @@ from pathlib import Path
 from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_source, \
     parse_params, print_table, whole_option
 from plugpull.faults.faultspec import RUNS_MAX
-from plugpull.values import COUNT_MAX, once_each
+from plugpull.values import COUNT_MAX, names, once_each
 from plugpull.errors import UsageError
 from plugpull.files import an_output
 from plugpull.results.faults import UNSAFE_FAULT_VERDICTS
@@ -63,9 +63,8 @@ def plan(args) -> list:
 
 def listed(values: str | list, flag: str) -> list:
     """A comma-separated option's values (or a repeated option's), none given twice."""
-    items = [v.strip() for v in values.split(",")] if isinstance(values, str) else values
     try:
-        return once_each(items)
+        return once_each(list(names(values)) if isinstance(values, str) else values)
     except ValueError as e:
         raise UsageError(f"bad {flag}: {e}") from None
 

@@ -6,7 +6,7 @@ import argparse
 from plugpull.cli.common import EXIT_OK, print_table, whole_option
 from plugpull.errors import UsageError
 from plugpull.generate.oracle import PROFILES
-from plugpull.values import COUNT_MAX, SEED_MAX, once_each
+from plugpull.values import COUNT_MAX, SEED_MAX, names, once_each
 
 
 def fs_option(text: str) -> str:
@@ -24,11 +24,8 @@ def seq_option(text: str) -> int:
 
 
 def names_option(text: str) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
-    if not names:
-        raise argparse.ArgumentTypeError("expected a comma-separated list")
     try:
-        return once_each(names)
+        return once_each(names(text))
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 

@@ -148,22 +148,107 @@ def boot_spec(args, disk_dir: Path, interactive=False) -> MachineSpec:
     return MachineSpec(disks=tuple(disks), accel=args.accel, interactive=interactive)
 
 
+SCRIPT_LIMIT = 1 << 20  # a script piped into `plugpull shell`, read whole before the guest boots
+
+
 def cmd_shell(args) -> int:
+    """A person at a terminal gets the guest's shell on its serial console; anything else on
+    stdin (a pipe, a file, /dev/null) is a script the guest's `sh` runs, as ssh runs one
+    without a terminal: it ends when its input does, whatever the guest's shell would wait for."""
     from plugpull.paths import make_tempdir
 
     if args.backend != "qemu":
         raise UsageError("plugpull shell needs --backend qemu: its console is this terminal")
-    rig = prepare_rig(args.accel, kernel_source(args, ()), guest_backend(args))
+    kernel = kernel_source(args, ())
+    if sys.stdin is None:  # closed (`<&-`): no input at all
+        script = b""
+    else:
+        script = None if sys.stdin.isatty() else read_script(sys.stdin.buffer)
+    rig = prepare_rig(args.accel, kernel, guest_backend(args))
     work = make_tempdir("shell")
     try:
-        spec = boot_spec(args, work, interactive=True)
+        spec = boot_spec(args, work, interactive=script is None)
         print(f"booting {spec.test_id()} (disk {args.disk_mib} MiB, scratch) ...", file=sys.stderr)
         with rig.machine(spec) as m:
-            print(f"ready in {m.boot_seconds:.1f} s under {m.accel}; the guest's shell follows", file=sys.stderr)
-            m.wait()
+            if script is None:
+                print(f"ready in {m.boot_seconds:.1f} s under {m.accel}; the guest's shell follows", file=sys.stderr)
+                type_into(m, sys.stdin.fileno())
+            else:
+                run_script(m, script)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return EXIT_OK
+
+
+def read_script(stream, limit: int = SCRIPT_LIMIT) -> bytes:
+    """All of stdin, up to `limit` bytes; more is refused before anything boots."""
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise UsageError(f"plugpull shell: the script on stdin is over {limit >> 20} MiB; "
+                         "copy it onto a disk or give it to --workload script:PATH")
+    return data
+
+
+def run_script(m, script: bytes) -> None:
+    """`sh` runs the script in the guest, its commands reading no input; what it printed is
+    printed here, each stream to its own, and a status other than 0 said on stderr."""
+    m.write_file("/tmp/pp-shell-script", script)
+    result = m.run("sh /tmp/pp-shell-script", timeout=None)
+    sys.stdout.buffer.write(result.stdout)
+    sys.stdout.buffer.flush()
+    sys.stderr.buffer.write(result.stderr)
+    if result.rc != 0:
+        print(f"plugpull shell: the guest's sh exited with status {result.rc}", file=sys.stderr)
+
+
+def type_into(m, fd: int) -> None:
+    """What the person types goes to the guest's console from now on, not before: the guest
+    is up (its agent answered, so init holds the console open and its tty keeps what
+    arrives), while bytes sent during boot reach a serial port nobody has opened and are
+    lost. Keys typed during boot wait in this terminal's own buffer, which `raw` keeps.
+    Returns when the guest powers off, or when the terminal is gone (then the guest is too)."""
+    import termios
+
+    saved = termios.tcgetattr(fd)
+    raw(fd)
+    try:
+        pump(fd, m.console_input, m.pid)
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def raw(fd: int) -> None:
+    """The terminal in raw mode, its pending input kept (`tty.setraw`'s default would flush
+    it): every key, Ctrl-C and Ctrl-D too, goes to the guest."""
+    import termios
+    import tty
+
+    tty.setraw(fd, termios.TCSANOW)
+
+
+def pump(fd: int, sink, pid: int) -> None:
+    """Copy `fd` into `sink` until the process `pid` exits or `fd` ends (then `sink` is closed)."""
+    import os
+    import select
+
+    process = os.pidfd_open(pid)
+    try:
+        while True:
+            ready, _, _ = select.select([fd, process], [], [])
+            if process in ready:
+                return
+            data = os.read(fd, 4096)
+            if not data:
+                sink.close()
+                return
+            try:
+                while data:  # an unbuffered sink may take part of it
+                    data = data[sink.write(data):]
+                sink.flush()
+            except BrokenPipeError:  # QEMU is gone; the next select says so
+                continue
+    finally:
+        os.close(process)
 
 
 def cmd_disks(args) -> int:

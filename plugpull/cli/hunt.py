@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_list, \
-    whole_option
+    lock_writable, whole_option
 from plugpull.cli.cluster import add_cluster_option, cluster_target
 from plugpull.cli.generate import add_setup_option, check_sample, names_option, seq_option, space_of_options
 from plugpull.check.fsckchoice import FsckChoice, fsck_choice
@@ -188,9 +188,11 @@ def early_settings(spec, named: list, out: Path) -> dict:
 
 def _check_out(out: Path) -> None:
     from plugpull.hunt.journal import check_out
+    from plugpull.hunt.lock import LOCK
 
     checked_output(out, "--out", parent_must_exist=False, directory=True)
     check_out(out)
+    lock_writable(out, LOCK)
 
 
 def _print_run(run, out: Path, fail_on_unsafe: bool) -> int:

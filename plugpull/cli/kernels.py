@@ -10,6 +10,7 @@ from plugpull.cli.common import EXIT_OK, print_table
 from plugpull.errors import UsageError
 from plugpull.files import a_path
 from plugpull.log import add_log_options
+from plugpull.values import decimal, shown
 
 BUILD_USAGE = "kernels build SPEC [--patch FILE]... [--name NAME] [--config FRAGMENT]"
 PRUNE_USAGE = "kernels prune [--days N] [--dry-run]"
@@ -95,11 +96,11 @@ def cmd_build(args) -> int:
 
 def positive_days(text: str) -> float:
     try:
-        days = float(text)
+        days = decimal(text)
     except ValueError:
         days = -1.0
     if not 0 <= days < 1e6:
-        raise argparse.ArgumentTypeError(f"expected a number of days, 0 or more: {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number of days, 0 or more: {shown(text)}")
     return days
 
 
@@ -114,6 +115,7 @@ def cmd_prune(args) -> int:
         raise UsageError(f"{extra[0] if extra else repr(args.specs[1])} does not go with `plugpull {PRUNE_USAGE}`")
     days = DEFAULT_DAYS if args.days is None else args.days
     root = cache_dir()
+    readable(root / kind.name for kind in CACHE_KINDS)
     outcomes = prune(root, list(CACHE_KINDS), days, args.dry_run)
     for outcome in outcomes:
         print(outcome.line(args.dry_run))
@@ -122,6 +124,20 @@ def cmd_prune(args) -> int:
     if not outcomes:
         print(f"{root}: no cache yet")
     return EXIT_OK
+
+
+def readable(folders) -> None:
+    """Every kind's folder there can be listed, or a UsageError names it before anything is
+    removed (another user's cache, a folder of mode 000), not a harness failure half way."""
+    import os
+    for folder in folders:
+        if folder.is_dir() and not folder.is_symlink():
+            try:
+                with os.scandir(folder) as entries:
+                    next(entries, None)
+            except OSError as e:
+                raise UsageError(f"kernels prune: {folder} cannot be read ({e.strerror}): nothing was removed; "
+                                 "prune the cache as the user who owns it") from None
 
 
 def print_cached(kernels) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from plugpull.cli.common import EXIT_USAGE, no_blank_edges
 from plugpull.files import InputPath, OutputPath
 from plugpull.options import as_once, refuse_repeats
+from plugpull.values import one_line
 
 
 class Parser(argparse.ArgumentParser):
@@ -21,7 +22,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message):
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
 
     def add_argument(self, *names, **kwargs):
         optional = bool(names) and names[0][:1] in self.prefix_chars

@@ -97,6 +97,10 @@ def _target(args):
     if isinstance(args.target, str):
         case, choice = _gen_target(args)
     elif where.is_file() and where.suffix == ".toml":
+        given = [flag for flag, value in (("--fs", args.fs), ("--point", args.point)) if value is not None]
+        if given:  # refused, not ignored: the case file says which state and filesystem it replays
+            raise UsageError(f"{given[0]} does not go with a case file ({args.target}): it replays its own kept "
+                             "state, on its own filesystem")
         case, choice = None, case_choice(where)
     elif where.is_dir():
         case, choice = _state_target(where, args)

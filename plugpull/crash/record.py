@@ -26,7 +26,7 @@ from plugpull.files import SAVED_JSON_MAX, atomic_write_json, read_regular_text
 from plugpull.guest.rig import Rig
 from plugpull.powerloss.writelog import entry_index_at, iter_entries, summarize
 from plugpull.testbed.bed import MOUNTPOINT, BedSpec, disk_count, nth, testbed
-from plugpull.values import EVENTS_MAX, shown, whole
+from plugpull.values import EVENTS_MAX, decimal, shown, whole
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class Trigger:
                 pass
         if kind == "time":
             try:
-                number = float(value)
+                number = decimal(value)
             except ValueError:
                 number = -1
             if 0 < number <= TIME_MAX:

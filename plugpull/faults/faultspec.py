@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from plugpull.crash.record import Trigger
 from plugpull.errors import UsageError
-from plugpull.values import SEED_MAX, shown, whole
+from plugpull.values import SEED_MAX, decimal, shown, whole
 
 KINDS = ("error-writes", "drop-writes", "corrupt-writes", "corrupt-reads", "flaky")
 SEEDED = ("corrupt-writes", "corrupt-reads")
@@ -109,7 +109,7 @@ def _trigger(text: str, value: str) -> Trigger:
 
 def _window(text: str, value: str) -> float:
     try:
-        seconds = float(value)
+        seconds = decimal(value)
     except ValueError:
         seconds = -1
     if not 0 < seconds <= WINDOW_MAX:

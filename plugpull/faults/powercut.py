@@ -15,7 +15,7 @@ from plugpull.crash.record import Record
 from plugpull.errors import UsageError
 from plugpull.powerloss.models import parse_model, parse_user_model
 from plugpull.powerloss.writelog import entry_index_at
-from plugpull.values import once_each
+from plugpull.values import names, once_each
 
 
 @dataclass(frozen=True)
@@ -29,19 +29,20 @@ def power_cuts(models: str, count: int) -> PowerCuts:
     """From `--power-loss MODEL,...` and `--cuts N`; UsageError naming the bad one."""
     if count < 1:
         raise UsageError(f"bad --cuts {count}: at least 1")
-    names = tuple(m.strip() for m in models.split(",") if m.strip())
-    for name in names:
+    try:
+        listed = names(models)
+    except ValueError as e:
+        raise UsageError(f"bad --power-loss: {e}") from None
+    for name in listed:
         try:
             parse_user_model(name)
         except ValueError as e:
             raise UsageError(f"bad --power-loss {name!r}: {e}") from None
-    if not names:
-        raise UsageError("bad --power-loss: name a model (prefix, drop-unflushed, reorder, cache, torn)")
     try:
-        once_each(names, lambda text: str(parse_model(text)))
+        once_each(listed, lambda text: str(parse_model(text)))
     except ValueError as e:
         raise UsageError(f"bad --power-loss: {e}") from None
-    return PowerCuts(names, count)
+    return PowerCuts(listed, count)
 
 
 def spread(first: int, last: int, count: int) -> list[int]:

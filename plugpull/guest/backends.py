@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from plugpull.errors import InfraError, UsageError
+from plugpull.values import shown
 from plugpull.guest.contract.backend import Backend
 from plugpull.guest.qemu.machine import QEMU
 
@@ -41,7 +42,9 @@ def on_this_machine(uri: str) -> bool:
 def checked_hosts(uris: list[str], where: str = "--hosts") -> list[str]:
     """The checker's hosts (`--hosts URI[,URI...]`, a case file's [hosts]): libvirt URIs,
     none twice."""
-    uris = [checked_uri(u.strip(), where) for u in uris if u.strip()]
+    if uris and not all(u.strip() for u in uris):  # a stray comma: refused, never dropped
+        raise UsageError(f"{where}: an empty name in the list {shown(','.join(uris))}")
+    uris = [checked_uri(u.strip(), where) for u in uris]
     if not uris:
         raise UsageError(f"{where} needs at least one libvirt URI")
     if len(set(uris)) != len(uris):

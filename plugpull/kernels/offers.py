@@ -106,12 +106,13 @@ def newest_per_series(offers: list[Offer]) -> list[Offer]:
     return sorted(newest.values(), key=lambda o: upstream_numbers(o.version))
 
 
-def choose(spec: DebianKernel, offers: list[Offer], where: str = "the archive") -> Offer:
-    """The newest offer the spec names; a `UsageError` naming the nearest one otherwise."""
+def choose(spec: DebianKernel, offers: list[Offer], where: str = "the archive", flag: str = "--kernel") -> Offer:
+    """The newest offer the spec names; a `UsageError` naming the nearest one otherwise, and
+    `flag`, what gave the spec (`--kernel`, or `kernels build` for its SPEC)."""
     matching = [o for o in offers if spec.matches(o.release, o.version)]
     if matching:
         return max(matching, key=lambda o: version_key(o.version))
-    raise UsageError(not_offered(spec, offers, where))
+    raise UsageError(not_offered(spec, offers, where, flag))
 
 
 def nearest(spec: DebianKernel, offers: list[Offer]) -> Offer | None:
@@ -129,10 +130,10 @@ def nearest(spec: DebianKernel, offers: list[Offer]) -> Offer | None:
     return best
 
 
-def not_offered(spec: DebianKernel, offers: list[Offer], where: str) -> str:
+def not_offered(spec: DebianKernel, offers: list[Offer], where: str, flag: str = "--kernel") -> str:
     near = nearest(spec, offers)
     if near is None:
-        return f"--kernel {spec}: {where} offers no kernel at all"
+        return f"{flag} {spec}: {where} offers no kernel at all"
     named = f"debian:{near.series}" if spec.match is Match.SERIES else f"debian:{near.version}"
-    return (f"--kernel {spec}: no such kernel in {where}; the nearest offered is {named} "
+    return (f"{flag} {spec}: no such kernel in {where}; the nearest offered is {named} "
             f"({near.release}, {near.version}, {near.suite})")

@@ -136,12 +136,13 @@ class Kernels:
     def cached(self) -> list[CachedKernel]:
         return cached_kernels(self.root)
 
-    def choose(self, spec: DebianKernel | str) -> Offer:
+    def choose(self, spec: DebianKernel | str, flag: str = "--kernel") -> Offer:
         """The offer a spec names, the package lists fetched first if stale: a `UsageError`
-        naming the nearest offered when none matches, nothing downloaded but the lists."""
-        spec = parse_debian(spec) if isinstance(spec, str) else spec
+        naming the nearest offered (and `flag`, what gave the spec) when none matches,
+        nothing downloaded but the lists."""
+        spec = parse_debian(spec, flag) if isinstance(spec, str) else spec
         self.refresh()
-        return choose(spec, self.offers(), self.where)
+        return choose(spec, self.offers(), self.where, flag)
 
     def resolve(self, spec: DebianKernel | str) -> Resolved:
         """The kernel a spec names, fetched and unpacked unless cached."""

@@ -13,6 +13,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from plugpull.errors import UsageError
 
@@ -90,10 +91,25 @@ def mirror_override() -> str | None:
     value = os.environ.get(MIRROR_VARIABLE)
     if value is None:
         return None
-    if not value.startswith(SCHEMES) or any(c.isspace() for c in value):
-        raise UsageError(f"{MIRROR_VARIABLE}={value[:80]!r}: expected an http://, https:// or file:/ "
-                         "address of a Debian archive")
+    if not value.startswith(SCHEMES) or any(c.isspace() for c in value) or not well_formed(value):
+        raise UsageError(f"{MIRROR_VARIABLE}={value[:80]!r}: expected an http://HOST[:PORT]/PATH, https:// or "
+                         "file:/DIR address of a Debian archive")
+    if value.startswith("file:") and not Path(urlsplit(value).path).is_dir():
+        raise UsageError(f"{MIRROR_VARIABLE}={value[:80]!r}: no such directory")
     return value.rstrip("/")
+
+
+def well_formed(address: str) -> bool:
+    """An http(s) address with a host and a port that is a number (if any), or a file: one
+    with a path: what apt would otherwise fail on as an archive it cannot reach (exit 3)."""
+    try:
+        parts = urlsplit(address)
+        port = parts.port  # a ValueError when it is no number from 0 to 65535
+    except ValueError:
+        return False
+    if parts.scheme == "file":
+        return bool(parts.path) and not parts.netloc
+    return bool(parts.hostname) and port != 0
 
 
 def host_archive(sources=HOST_SOURCES) -> Archive:

@@ -26,7 +26,7 @@ from plugpull.testbed.stack import LAYERS, Stack, check_lose_disk
 from plugpull.generate.space import space_of
 from plugpull.generate.workload import PREFIX as GEN_PREFIX
 from plugpull.testbed.workloads import SCRIPT_PREFIX, WORKLOADS
-from plugpull.values import COUNT_MAX, MIB_MAX, SEED_MAX, checked_whole, once_each, whole
+from plugpull.values import COUNT_MAX, MIB_MAX, SEED_MAX, checked_whole, names, once_each, shown, whole
 
 # A disk's volatile cache as it is: 32 MiB, destaged in any order. `reorder` (any subset of all
 # unflushed writes) is harsher: on XFS it can drop a log write far behind the head, beyond the
@@ -49,7 +49,7 @@ class Choice:
     def check(self, value):
         known = list(self.known())
         if value not in known:
-            raise ValueError(f"unknown {self.what} {value!r}; known: {', '.join(known)}")
+            raise ValueError(f"unknown {self.what} {shown(value)}; known: {', '.join(known)}")
         return value
 
     parse = check
@@ -148,12 +148,12 @@ class Switch:
 
     def check(self, value):
         if not isinstance(value, bool):
-            raise ValueError(f"expected true or false, got {value!r}")
+            raise ValueError(f"expected true or false, got {shown(value)}")
         return value
 
     def parse(self, text: str):
         if text not in ("true", "false"):
-            raise ValueError(f"expected true or false, got {text!r}")
+            raise ValueError(f"expected true or false, got {shown(text)}")
         return text == "true"
 
 
@@ -180,10 +180,7 @@ class Setting:
         """The CLI's text for `command` -> the value (a tuple for a list option)."""
         if command not in self.many:
             return self.kind.parse(text)
-        items = [item.strip() for item in text.split(",") if item.strip()]
-        if not items:
-            raise ValueError(f"{self.flag}: expected a comma-separated list, got {text!r}")
-        return once_each(tuple(self.kind.parse(item) for item in items), meaning(self.key))
+        return once_each(tuple(self.kind.parse(item) for item in names(text)), meaning(self.key))
 
 
 def meaning(key: str):

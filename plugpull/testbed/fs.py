@@ -4,6 +4,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from plugpull.errors import UsageError
+from plugpull.values import shown
 from plugpull.testbed.features import SEP, check_kernel, kernel_config, profile, read_config, split
 
 
@@ -145,7 +146,7 @@ def filesystem(name: str) -> Filesystem:
     try:
         return FILESYSTEMS[name]
     except KeyError:
-        raise UsageError(f"unknown filesystem {name!r}; known: {', '.join(FILESYSTEMS)}, each with options "
+        raise UsageError(f"unknown filesystem {shown(name)}; known: {', '.join(FILESYSTEMS)}, each with options "
                          f"(FS+OPTION, e.g. ext4+fast_commit: plugpull doctor lists them)") from None
 
 
@@ -195,7 +196,7 @@ def mode(name: str) -> Mode:
     try:
         return MODES[name]
     except KeyError:
-        raise UsageError(f"unknown mode {name!r}; known: {', '.join(MODES)}") from None
+        raise UsageError(f"unknown mode {shown(name)}; known: {', '.join(MODES)}") from None
 
 
 def check_profiles(names, kernel) -> None:

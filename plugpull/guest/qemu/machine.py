@@ -118,7 +118,7 @@ class Machine(Launched):
             self._proc = spawn(
                 self.argv,
                 pass_fds=[s.fileno() for s in theirs],
-                stdin=None if interactive else subprocess.DEVNULL,
+                stdin=subprocess.PIPE if interactive else subprocess.DEVNULL, bufsize=0,
                 stdout=None if interactive else err,
                 stderr=err,
                 start_new_session=not interactive,
@@ -280,6 +280,12 @@ class Machine(Launched):
         """Until QEMU exits by itself (an interactive guest powered off)."""
         return self._proc.wait()
 
+    @property
+    def console_input(self):
+        """What an interactive guest's console reads (QEMU's stdin): `cli.guests.type_into`."""
+        assert self.spec.interactive and self._proc is not None, "an interactive guest, launched"
+        return self._proc.stdin
+
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
@@ -311,6 +317,8 @@ class Machine(Launched):
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait()
+        if self._proc is not None and self._proc.stdin is not None:
+            self._proc.stdin.close()  # unbuffered: nothing left to write that could fail
         if self.qmp is not None:
             try:
                 self.qmp.close()

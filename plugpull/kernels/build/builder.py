@@ -81,7 +81,7 @@ def plan_build(request: BuildRequest, kernels, store: BuildStore) -> Plan:
         refuse_configured(request.source.path)
         identity, version, suites = tree_identity(request.source.path), "", ()
     else:
-        offer = kernels.choose(request.source)
+        offer = kernels.choose(request.source, "kernels build")
         identity, version, suites = {"debian": offer.version}, offer.version, offer.suites
     key = build_key(identity, patch_bytes, fragment)
     name = request.name or default_name(request.source, version, request.patches)

@@ -32,7 +32,7 @@ class TreeSource:
 def parse_build_source(text: str) -> DebianKernel | TreeSource:
     """`kernels build`'s SPEC: a `DebianKernel` or a `TreeSource`; a one-line `UsageError` else."""
     if text.startswith(DEBIAN):
-        return parse_debian(text)
+        return parse_debian(text, "kernels build")
     if text.startswith(SRC):
         return TreeSource(tree_path(text[len(SRC):]))
     raise UsageError(f"kernels build {text}: expected debian:VERSION or src:DIR (e.g. {EXAMPLES})")
@@ -42,7 +42,10 @@ def tree_path(text: str) -> Path:
     """`src:DIR`'s DIR: a kernel tree (a directory with a Makefile and Kconfig)."""
     if not text.strip():
         raise UsageError(f"{SRC} names no directory (e.g. src:~/linux)")
-    path = Path(text).expanduser().absolute()
+    try:
+        path = Path(text).expanduser().absolute()
+    except RuntimeError:  # `~nouser/x`: no such user, no home to expand
+        raise UsageError(f"{SRC}{text}: {text.split('/')[0]} names no user's home directory") from None
     if not path.is_dir():
         raise UsageError(f"{SRC}{text}: not a directory")
     if not ((path / "Makefile").is_file() and (path / "Kconfig").is_file()):

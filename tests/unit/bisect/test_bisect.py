@@ -88,6 +88,8 @@ def test_the_command_names_the_commit_and_leaves_the_tree_as_it_was(cli, tmp_pat
 @pytest.mark.parametrize("change, says", [
     (lambda a, t, ids: a.__setitem__(3, str(t / "nowhere")), "not a directory"),
     (lambda a, t, ids: a.__setitem__(3, str(t)), "not a git work tree"),
+    (lambda a, t, ids: ((t / "linux" / "fs").mkdir(), a.__setitem__(3, str(t / "linux" / "fs"))),
+     "not the top of a git work tree"),
     (lambda a, t, ids: a.__setitem__(5, "v9.9"), "no such commit"),
     (lambda a, t, ids: (a.__setitem__(5, ids[-1]), a.__setitem__(7, ids[0])), "not an ancestor of --bad"),
     (lambda a, t, ids: a.__setitem__(1, str(t / "missing.sh")), "no such file"),

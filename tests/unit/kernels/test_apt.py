@@ -143,7 +143,9 @@ def test_no_archive_anywhere_is_one_line_naming_the_variable(tmp_path, monkeypat
     assert "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("value", ["ftp://m.example/debian", "archive.invalid/debian", "http://a b", ""])
+@pytest.mark.parametrize("value", ["ftp://m.example/debian", "archive.invalid/debian", "http://a b", "",
+                                   "http://[::1", "http://", "https://:99999/debian", "http://m.example:port/",
+                                   "file://m.example/debian", "file:/nonexistent/debian"])
 def test_a_mirror_that_is_no_address_is_refused(monkeypatch, value):
     monkeypatch.setenv("PLUGPULL_DEBIAN_MIRROR", value)
     with pytest.raises(UsageError, match="PLUGPULL_DEBIAN_MIRROR="):

@@ -38,7 +38,8 @@ def test_spec_is_a_debian_version_or_a_tree(tmp_path):
     assert parse_build_source("debian:7.3") == DebianKernel("7.3", Match.SERIES)
     tree = kernel_tree(tmp_path / "linux")
     assert parse_build_source(f"src:{tree}") == TreeSource(tree)
-    for bad in ("7.3", "build:x", "debian:", "src:", f"src:{tmp_path / 'none'}", f"src:{tmp_path}"):
+    for bad in ("7.3", "build:x", "debian:", "src:", f"src:{tmp_path / 'none'}", f"src:{tmp_path}",
+                "src:~plugpull-no-such-user/linux"):
         with pytest.raises(UsageError):
             parse_build_source(bad)
 
@@ -259,3 +260,10 @@ def test_only_options_the_tree_declares_are_asked(tmp_path):
     (tmp_path / "arch" / "Kconfig.debug").write_text("  config  DEEP \n")
     asked = ["CONFIG_OLD", "CONFIG_MENU", "CONFIG_DEEP", "CONFIG_DEBUG_INFO_NONE", "CONFIG_OLDER"]
     assert kconfig.defined(tmp_path, asked) == {"CONFIG_OLD", "CONFIG_MENU", "CONFIG_DEEP"}
+
+
+@pytest.mark.parametrize("spec", ["debian:zz", "debian:", "debian:6.12 x"])
+def test_a_bad_spec_is_said_as_kernels_build_took_it_not_as_a_kernel_option(spec):
+    with pytest.raises(UsageError) as e:
+        parse_build_source(spec)
+    assert str(e.value).startswith(f"kernels build {spec}") and "--kernel" not in str(e.value)

@@ -152,6 +152,12 @@ def test_an_unknown_version_names_the_nearest_offered(text, nearest):
     assert nearest in message and "\n" not in message and message.startswith(f"--kernel {text}: no such kernel")
 
 
+def test_a_version_not_offered_names_what_gave_it():
+    with pytest.raises(UsageError) as e:
+        choose(parse_debian("debian:9.9", "kernels build"), offers(), "the archive", "kernels build")
+    assert str(e.value).startswith("kernels build debian:9.9: no such kernel"), e.value
+
+
 def test_an_empty_archive_says_so():
     with pytest.raises(UsageError, match="offers no kernel at all"):
         choose(parse_debian("debian:6.12"), [])

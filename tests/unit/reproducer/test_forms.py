@@ -102,7 +102,9 @@ def test_the_command_says_the_form_it_chose(tmp_path, capsys):
 @pytest.mark.parametrize("argv", [["gen:seq1-000051", "--fs", "f2fs", "--form", "flushes", "--point", "0"],
                                   ["gen:seq1-000051", "--fs", "btrfs", "--form", "log-hole"],
                                   [str(ROOT / "suites/cases/finding-btrfs-rename-both-names.toml")],
-                                  [str(ROOT / "suites/cases/finding-xfs-log-hole.toml"), "--form", "delay"]])
+                                  [str(ROOT / "suites/cases/finding-xfs-log-hole.toml"), "--form", "delay"],
+                                  [str(ROOT / "suites/cases/finding-xfs-log-hole.toml"), "--fs", "ext4"],
+                                  [str(ROOT / "suites/cases/finding-xfs-log-hole.toml"), "--point", "1"]])
 def test_a_form_the_finding_cannot_take_exits_2(argv, capsys):
     code, out, err = run(argv, capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
