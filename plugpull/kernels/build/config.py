@@ -25,7 +25,8 @@ BASE = "allnoconfig"
 GUEST = "kvm_guest.config"
 _SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
 _UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
-_VERSIONS = re.compile(r"^(.*?)\s+#\s*in\s+(\d+\.\d+)?(\+|-)(\d+\.\d+)?\s*$")
+_MARK = re.compile(r"^(.*?)\s+#\s*in\s+(\S*)\s*$")
+_RANGE = re.compile(r"^(\d+\.\d+)?(\+|-)(\d+\.\d+)?$")
 
 
 def parse_fragment(text: str, where: str, version: tuple[int, int] | None = None) -> dict[str, str | None]:
@@ -50,14 +51,14 @@ def parse_fragment(text: str, where: str, version: tuple[int, int] | None = None
 
 def _versions(line: str, where: str) -> tuple[str, tuple]:
     """A line without its `# in A.B+` mark, and the versions the mark names ((lo, hi), None: open)."""
-    m = _VERSIONS.match(line)
+    m = _MARK.match(line)
     if not m or not (_SET.match(m.group(1)) or _UNSET.match(m.group(1))):
         return line, (None, None)
-    low, sign, high = m.group(2), m.group(3), m.group(4)
-    if (sign == "+" and (not low or high)) or (sign == "-" and not (low or high)):
-        raise UsageError(f"{where}: {line[m.end(1):].strip()!r}: write the versions as "
+    r = _RANGE.match(m.group(2))
+    if not r or (r.group(2) == "+" and (not r.group(1) or r.group(3))) or not (r.group(1) or r.group(3)):
+        raise UsageError(f"{where}: {line[len(m.group(1)):].strip()!r}: write the versions as "
                          f"'# in 5.18+', '# in -6.1' or '# in 5.6-6.1'")
-    return m.group(1), (_numbers(low), _numbers(high))
+    return m.group(1), (_numbers(r.group(1)), _numbers(r.group(3)))
 
 
 def _numbers(text: str | None) -> tuple[int, int] | None:
