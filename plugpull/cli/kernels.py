@@ -152,7 +152,8 @@ def print_built(kernels) -> None:
     print(f"built ({store.root}): {len(built) or 'none'}")
     if built:
         rows = [(f"build:{name}", b.release, b.manifest.get("spec", "?"),
-                 " ".join(p["file"] for p in b.manifest.get("patches", [])) or "-",
+                 " ".join(("revert:" if p.get("reverse") else "") + p["file"] for p in b.manifest.get("patches", []))
+                 or "-",
                  b.manifest.get("config") or "-", f"{b.bytes() / 2**20:.0f} MiB") for name, b in built]
         print_table(("spec", "release", "source", "patches", "config", "size"), rows)
 

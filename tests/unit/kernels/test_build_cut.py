@@ -176,3 +176,8 @@ def test_the_command_takes_reverts_in_order_with_patches(tree, tmp_path, capsys)
     assert "--revert" in (err := capsys.readouterr().err) and "nothing to revert" in err
     assert sorted((store().root / "entries").iterdir()) == entries
     assert main(["kernels", "--revert", str(fix)]) == 2
+    from plugpull.cli.kernels import print_built
+    from plugpull.kernels import Kernels
+    capsys.readouterr()
+    print_built(Kernels())
+    assert "fix.patch revert:fix.patch" in capsys.readouterr().out
