@@ -172,6 +172,12 @@ def _build_companions(entry: Path) -> list[Path]:
     return [builds / "logs" / f"{entry.name}.log", *links]
 
 
+def _ccache_entry(path: Path) -> bool:
+    """ccache's own folders (0-f, each written when a build stores an object there); not its
+    config and statistics."""
+    return path.is_dir() and len(path.name) == 1
+
+
 def _live_workers(folder: Path) -> list[Path]:
     return sorted(folder.parent.glob(f"{WORKER_MARKER}*"))
 
@@ -195,6 +201,7 @@ CACHE_KINDS = (
     Kind("kernels/downloads", locks=_kernels_lock),
     Kind("kernels/builds/entries", locks=_build_locks, companions=_build_companions),
     Kind("kernels/builds/work", entry_lock=".lock"),
+    Kind("kernels/builds/ccache", locks=_build_locks, entry=_ccache_entry),
     Kind("fstests-roots", entry_lock=".lock", candidate=lambda entry: (entry / "root.img").is_file()),
     Kind("payloads", locks=lambda folder: [folder / ".lock"], entry=_payload_entry, companions=_payload_tar),
     Kind("workdirs", candidate=_stale_listing, aged=False),

@@ -12,7 +12,7 @@ from plugpull.files import a_path
 from plugpull.log import add_log_options
 from plugpull.values import decimal, shown
 
-BUILD_USAGE = "kernels build SPEC [--patch FILE]... [--name NAME] [--config FRAGMENT]"
+BUILD_USAGE = "kernels build SPEC [--patch FILE | --revert FILE]... [--name NAME] [--config FRAGMENT]"
 PRUNE_USAGE = "kernels prune [--days N] [--dry-run]"
 DEFAULT_DAYS = 30
 
@@ -27,8 +27,11 @@ def add_parsers(sub) -> None:
                         "build a kernel from source, SPEC debian:VERSION (Debian's source, its patches applied) "
                         "or src:DIR (a kernel tree, built out of tree and left untouched)")
     k.add_argument("--refresh", action="store_true", help="fetch the archive's package lists even if recent")
-    k.add_argument("--patch", action="append", type=a_path, default=[], metavar="FILE",
+    k.add_argument("--patch", action="append", type=a_patch, default=[], metavar="FILE",
                    help="kernels build: a -p1 patch applied on the source, in the order given (repeatable)")
+    k.add_argument("--revert", action="append", type=a_revert, dest="patch", metavar="FILE",
+                   help="kernels build: a -p1 patch applied in reverse (patch -R: a fix taken out), in order "
+                        "with --patch (repeatable)")
     k.add_argument("--name", help="kernels build: the build's name, booted as --kernel build:NAME "
                                   "(default: the version and the patches' names)")
     k.add_argument("--config", type=a_path, metavar="FRAGMENT",
@@ -52,8 +55,8 @@ def cmd_kernels(args) -> int:
         raise UsageError(f"{pruning[0]} goes with `plugpull {PRUNE_USAGE}`")
     if args.specs[:1] == ["build"]:
         return cmd_build(args)
-    given = [flag for flag, value in (("--patch", args.patch), ("--name", args.name), ("--config", args.config))
-             if value]
+    given = [*(p.flag for p in args.patch), *(flag for flag, value in (("--name", args.name),
+                                                                       ("--config", args.config)) if value)]
     if given:
         raise UsageError(f"{given[0]} goes with `plugpull {BUILD_USAGE}`")
     specs = [parse_debian(s, "kernels") for s in args.specs]
@@ -94,6 +97,16 @@ def cmd_build(args) -> int:
     return EXIT_OK
 
 
+def a_patch(text: str):
+    from plugpull.kernels.build.patches import Change
+    return Change(a_path(text))
+
+
+def a_revert(text: str):
+    from plugpull.kernels.build.patches import Change
+    return Change(a_path(text), reverse=True)
+
+
 def positive_days(text: str) -> float:
     try:
         days = decimal(text)
@@ -109,8 +122,8 @@ def cmd_prune(args) -> int:
     from plugpull.paths import cache_dir
     from plugpull.prune import CACHE_KINDS, prune
 
-    extra = [flag for flag, value in (("--patch", args.patch), ("--name", args.name), ("--config", args.config),
-                                      ("--refresh", args.refresh)) if value]
+    extra = [*(p.flag for p in args.patch), *(flag for flag, value in (
+        ("--name", args.name), ("--config", args.config), ("--refresh", args.refresh)) if value)]
     if len(args.specs) != 1 or extra:
         raise UsageError(f"{extra[0] if extra else repr(args.specs[1])} does not go with `plugpull {PRUNE_USAGE}`")
     days = DEFAULT_DAYS if args.days is None else args.days
@@ -157,7 +170,8 @@ def print_built(kernels) -> None:
     print(f"built ({store.root}): {len(built) or 'none'}")
     if built:
         rows = [(f"build:{name}", b.release, b.manifest.get("spec", "?"),
-                 " ".join(p["file"] for p in b.manifest.get("patches", [])) or "-",
+                 " ".join(("revert:" if p.get("reverse") else "") + p["file"] for p in b.manifest.get("patches", []))
+                 or "-",
                  b.manifest.get("config") or "-", f"{b.bytes() / 2**20:.0f} MiB") for name, b in built]
         print_table(("spec", "release", "source", "patches", "config", "size"), rows)
 

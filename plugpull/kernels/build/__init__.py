@@ -6,8 +6,9 @@
 
 `buildspec` parses SPEC and names; `debsrc` fetches Debian's source through plugpull's own apt;
 `worktree` keeps the tree a build compiles (the user's untouched); `patches` checks and
-applies the patches; `config` makes and checks the config (vmconfig/kernel.config); `make`
-runs make with progress; `preflight` checks tools and disk; `store` is the cache; `builder`
+applies the patches (or reverts them); `config` makes and checks the config (allnoconfig,
+kvm_guest.config, vmconfig/kernel.config); `estimate` counts what a cold build compiles, for
+its ETA; `make` runs make (through ccache) with progress; `preflight` checks tools and disk; `store` is the cache; `builder`
 puts them together.
 """
 

@@ -23,8 +23,9 @@ from plugpull.errors import UsageError
 from plugpull.files import atomic_write_json
 from plugpull.kernels.build import config as kconfig
 from plugpull.kernels.build.debsrc import source_path, source_tree
-from plugpull.kernels.build.make import Make, expected_lines, remember_lines
-from plugpull.kernels.build.patches import check_patches, read_patch
+from plugpull.kernels.build.estimate import estimated_lines
+from plugpull.kernels.build.make import CCACHE, Make, expected_lines, remember_lines
+from plugpull.kernels.build.patches import as_change, check_patches, read_patch
 from plugpull.kernels.build.preflight import check_disk, check_tools, needed_bytes
 from plugpull.kernels.build.buildspec import BUILD, TreeSource, check_name, default_name
 from plugpull.kernels.build.store import Built, BuildStore, build_key
@@ -35,9 +36,12 @@ from plugpull.kernels.naming import DebianKernel
 @dataclass(frozen=True)
 class BuildRequest:
     source: DebianKernel | TreeSource
-    patches: list[Path]
+    patches: list  # `Change`s (a path: applied as it is), in the order given
     name: str | None
     config: Path | None
+
+    def __post_init__(self):
+        object.__setattr__(self, "patches", [as_change(p) for p in self.patches])
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,7 @@ class Plan:
 def plan_build(request: BuildRequest, kernels, store: BuildStore) -> Plan:
     if request.name is not None:
         check_name(request.name)
-    patch_bytes = [read_patch(p) for p in request.patches]
+    patch_bytes = [read_patch(p.path, p.flag) for p in request.patches]
     check_tools()
     fragment = kconfig.fragment_text(request.config)
     kconfig.parse_fragment(fragment, "the config fragments")
@@ -83,7 +87,7 @@ def plan_build(request: BuildRequest, kernels, store: BuildStore) -> Plan:
     else:
         offer = kernels.choose(request.source, "kernels build")
         identity, version, suites = {"debian": offer.version}, offer.version, offer.suites
-    key = build_key(identity, patch_bytes, fragment)
+    key = build_key(identity, patch_bytes, fragment, [p.reverse for p in request.patches])
     name = request.name or default_name(request.source, version, request.patches)
     store.check_name_free(name, key)
     return Plan(request, identity, version, suites, patch_bytes, fragment, key, name)
@@ -148,31 +152,46 @@ def _build(plan: Plan, workspace: Workspace, store: BuildStore, seconds: dict) -
     cold = not (workspace.out / "vmlinux").is_file()  # a configure that failed leaves .config
     step = time.monotonic()
     workspace.prepare(plan.request.patches)
-    make = Make(workspace.tree, workspace.out, log)
-    say(f"configuring ({kconfig.BASE} + {kconfig.FRAGMENT.name}"
-        f"{' + ' + plan.request.config.name if plan.request.config else ''})")
-    make.run(kconfig.BASE, label="defconfig")
-    wanted = {**kconfig.parse_fragment(plan.fragment, "the config fragments"),
-              "CONFIG_LOCALVERSION": f'"-{plan.key[:8]}"', "CONFIG_LOCALVERSION_AUTO": None}
-    unknown = sorted(set(wanted) - kconfig.defined(workspace.tree, wanted))
-    if unknown:
-        say(f"not in this tree's Kconfig, not asked: {', '.join(unknown)}")
-        wanted = {option: value for option, value in wanted.items() if option not in unknown}
-    kconfig.merge(workspace.out / ".config", wanted)
-    make.run("olddefconfig", label="olddefconfig")
-    kconfig.check_config(workspace.out / ".config", wanted, str(plan.request.source))
+    make = Make(workspace.tree, workspace.out, log, ccache=store.ccache if shutil.which(CCACHE) else None)
+    configure(plan, workspace, make)
     seconds["configure"] = time.monotonic() - step
     step = time.monotonic()
     kind = "cold" if cold else "incremental"
-    history = (store.root / "lines.json") if cold else (workspace.root / "lines.json")
+    history = workspace.root / "lines.json"
+    if cold:
+        expected = estimated_lines(workspace.tree, kconfig.values((workspace.out / ".config").read_text()))
+        basis = "estimated from the tree's Makefiles and this .config"
+    else:
+        expected, basis = expected_lines(history, kind), "the last incremental build of this source"
     say(f"building {plan.request.source} ({kind}; log {log})")
-    lines = make.run("bzImage", "modules", expected=expected_lines(history, kind), label=f"make ({kind})")
+    lines = make.run("bzImage", "modules", expected=expected, label=f"make ({kind})", basis=basis)
     remember_lines(history, kind, lines)
     seconds["make"] = time.monotonic() - step
     step = time.monotonic()
     built = _install(plan, workspace, make, store, seconds)
     seconds["install"] = time.monotonic() - step
     return built
+
+
+def configure(plan: Plan, workspace: Workspace, make: Make) -> None:
+    """The .config: allnoconfig, the kernel's kvm_guest.config, the fragments, olddefconfig; an
+    asked option the tree does not declare, or that Kconfig would not give, is refused."""
+    guest = kconfig.guest_config(workspace.tree)
+    user = f" + {plan.request.config.name}" if plan.request.config else ""
+    say(f"configuring ({kconfig.BASE}{' + ' + guest if guest else ''} + {kconfig.FRAGMENT.name}{user})")
+    version = kconfig.tree_version(workspace.tree)
+    wanted = {**kconfig.parse_fragment(plan.fragment, "the config fragments", version),
+              "CONFIG_LOCALVERSION": f'"-{plan.key[:8]}"', "CONFIG_LOCALVERSION_AUTO": None}
+    where = str(plan.request.source)
+    kconfig.refuse_undeclared(workspace.tree, wanted, where)
+    make.run(kconfig.BASE, label=kconfig.BASE)
+    if guest:
+        make.run(guest, label=guest)
+    else:
+        say(f"this tree has no {kconfig.GUEST}: {kconfig.BASE} and {kconfig.FRAGMENT.name} only")
+    kconfig.merge(workspace.out / ".config", wanted)
+    make.run("olddefconfig", label="olddefconfig")
+    kconfig.check_config(workspace.out / ".config", wanted, where)
 
 
 def _install(plan: Plan, workspace: Workspace, make: Make, store: BuildStore, seconds: dict) -> Built:
@@ -191,8 +210,9 @@ def _install(plan: Plan, workspace: Workspace, make: Make, store: BuildStore, se
         shutil.copyfile(workspace.out / ".config", staging / "config")
         request = plan.request
         manifest = {"spec": str(request.source), "name": plan.name, "release": release, "source": plan.identity,
-                    "patches": [{"file": p.name, "sha256": hashlib.sha256(b).hexdigest()} for p, b in
-                                zip(request.patches, plan.patch_bytes)],
+                    "patches": [{"file": p.name, "sha256": hashlib.sha256(b).hexdigest(),
+                                 **({"reverse": True} if p.reverse else {})}
+                                for p, b in zip(request.patches, plan.patch_bytes)],
                     "config": request.config.name if request.config else None, "log": str(make.log),
                     "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "seconds": {k: round(v, 1) for k, v in seconds.items()}}

@@ -74,11 +74,13 @@ def parse_build(text: str) -> str:
 
 def default_name(source: DebianKernel | TreeSource, version: str, patches: list[Path]) -> str:
     """A readable name: the Debian version (its `~bpo13+1` backport suffix dropped) or the tree's
-    folder name, then each patch's name without `.patch`/`.diff`: `7.3.4-1-f2fs-first-fsync`."""
+    folder name, then each patch's name without `.patch`/`.diff` (`revert-` before a reverted
+    one): `7.3.4-1-f2fs-first-fsync`."""
     if isinstance(source, DebianKernel):
         base = version.split(":")[-1].split("~")[0]
     else:
         base = source.path.name
-    parts = [base, *(re.sub(r"\.(patch|diff)$", "", p.name) for p in patches)]
+    parts = [base, *(("revert-" if getattr(p, "reverse", False) else "") + re.sub(r"\.(patch|diff)$", "", p.name)
+                     for p in patches)]
     name = re.sub(r"[^A-Za-z0-9._+-]+", "-", "-".join(parts)).strip("-.") or "kernel"
     return name[:NAME_MAX]

@@ -1,12 +1,16 @@
-"""The kernel config of a build: the tree's own x86_64 defconfig, plugpull's fragment
-(`vmconfig/kernel.config`, the one place that says what the guests need) and the user's
-`--config` fragment after it, merged, then `make olddefconfig`; then every option the
-fragments ask for is checked in the final .config, and a build whose Kconfig would not give
-one is refused, naming them. An option the tree's Kconfig does not define at all (one added
-after that kernel, `CONFIG_DEBUG_INFO_NONE` before 5.18) cannot be had there and is not asked.
+"""The kernel config of a build, cut to the guest: the tree's `allnoconfig`, the kernel's own
+`kvm_guest.config` (`make kvm_guest.config`: kernel/configs/ or arch/x86/configs/), plugpull's
+fragment (`vmconfig/kernel.config`, the one place that says what the guests need) and the
+user's `--config` fragment after it, merged, then `make olddefconfig`. Every option the
+fragments ask for must be declared by the tree's Kconfig (else the build is refused before
+anything is compiled) and is checked in the final .config (a dependency Kconfig would not
+satisfy is refused too).
 
 A fragment holds `CONFIG_X=VALUE` lines and `# CONFIG_X is not set` lines (or `CONFIG_X=n`);
-other comments and blank lines are ignored, anything else is refused.
+other comments and blank lines are ignored, anything else is refused. An option that only
+some kernels declare is marked at the end of its line with the versions that have it:
+`# in 5.18+`, `# in -6.1` or `# in 5.6-6.1` (MAJOR.MINOR, both ends included); on a tree of
+another version the line is not asked.
 """
 
 import re
@@ -17,18 +21,25 @@ from plugpull.files import atomic_write, read_input_text
 from plugpull.paths import VMCONFIG_DIR
 
 FRAGMENT = VMCONFIG_DIR / "kernel.config"
-BASE = "defconfig"
+BASE = "allnoconfig"
+GUEST = "kvm_guest.config"
 FRAGMENT_MAX = 4 << 20  # Debian 12's whole kernel config (6.1) is 254 KiB
 _SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
 _UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
+_MARK = re.compile(r"^(.*?)\s+#\s*in\s+(\S*)\s*$")
+_RANGE = re.compile(r"^(\d+\.\d+)?(\+|-)(\d+\.\d+)?$")
 
 
-def parse_fragment(text: str, where: str) -> dict[str, str | None]:
-    """Option -> asked value (None: not set); a later line overrides an earlier one."""
+def parse_fragment(text: str, where: str, version: tuple[int, int] | None = None) -> dict[str, str | None]:
+    """Option -> asked value (None: not set); a later line overrides an earlier one. With the
+    tree's `version`, the lines marked for other versions are left out."""
     wanted = {}
     for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
+        line, versions = _versions(line.strip(), f"{where} line {number}")
         set_, unset = _SET.match(line), _UNSET.match(line)
+        if set_ or unset:
+            if version is not None and not _within(version, versions):
+                continue
         if set_:
             wanted[set_.group(1)] = None if set_.group(2) == "n" else set_.group(2)
         elif unset:
@@ -37,6 +48,45 @@ def parse_fragment(text: str, where: str) -> dict[str, str | None]:
             raise UsageError(f"{where} line {number}: {line[:60]!r} is neither CONFIG_X=VALUE nor "
                              f"'# CONFIG_X is not set'")
     return wanted
+
+
+def _versions(line: str, where: str) -> tuple[str, tuple]:
+    """A line without its `# in A.B+` mark, and the versions the mark names ((lo, hi), None: open)."""
+    m = _MARK.match(line)
+    if not m or not (_SET.match(m.group(1)) or _UNSET.match(m.group(1))):
+        return line, (None, None)
+    r = _RANGE.match(m.group(2))
+    if not r or (r.group(2) == "+" and (not r.group(1) or r.group(3))) or not (r.group(1) or r.group(3)):
+        raise UsageError(f"{where}: {line[len(m.group(1)):].strip()!r}: write the versions as "
+                         f"'# in 5.18+', '# in -6.1' or '# in 5.6-6.1'")
+    return m.group(1), (_numbers(r.group(1)), _numbers(r.group(3)))
+
+
+def _numbers(text: str | None) -> tuple[int, int] | None:
+    return tuple(int(n) for n in text.split(".")) if text else None
+
+
+def _within(version: tuple[int, int], versions: tuple) -> bool:
+    low, high = versions
+    return (low is None or version >= low) and (high is None or version <= high)
+
+
+def tree_version(tree: Path) -> tuple[int, int] | None:
+    """MAJOR.MINOR of a kernel tree, from its top Makefile's VERSION and PATCHLEVEL."""
+    try:
+        text = Path(tree, "Makefile").read_text(errors="replace")
+    except OSError:
+        return None
+    found = dict(re.findall(r"^(VERSION|PATCHLEVEL)\s*=\s*(\d+)\s*$", text, re.MULTILINE))
+    return (int(found["VERSION"]), int(found["PATCHLEVEL"])) if len(found) == 2 else None
+
+
+def guest_config(tree: Path) -> str | None:
+    """The make target of the kernel's own `kvm_guest.config`, when the tree has one."""
+    for folder in ("kernel/configs", "arch/x86/configs"):
+        if (Path(tree) / folder / GUEST).is_file():
+            return GUEST
+    return None
 
 
 def fragment_text(user: Path | None) -> str:
@@ -87,6 +137,14 @@ def unmet(config_text: str, wanted: dict[str, str | None]) -> list[str]:
             shown = "not set" if value is None else value
             misses.append(f"{option}={shown} (got {have if have is not None else 'not set'})")
     return misses
+
+
+def refuse_undeclared(tree: Path, wanted: dict[str, str | None], where: str) -> None:
+    """A `UsageError` naming every asked option the tree's Kconfig does not declare."""
+    unknown = sorted(set(wanted) - defined(tree, wanted))
+    if unknown:
+        raise UsageError(f"the kernel tree of {where} does not declare what was asked: {', '.join(unknown)} "
+                         f"(mark an option only some kernels have with '# in 5.18+', docs/kernels.md)")
 
 
 def check_config(config: Path, wanted: dict[str, str | None], where: str) -> None:

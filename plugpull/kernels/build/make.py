@@ -1,10 +1,10 @@
 """`make` for a build: every line into the build log, progress with an ETA on stderr.
 
 The ETA counts the lines make prints (one per object compiled, linked or installed) against
-the number the last build of the same kind printed: a cold build (an empty object folder)
-against the last cold build, an incremental one against the last incremental build of that
-workspace. Without such a build there is nothing to estimate from: the lines and the time
-are shown, and no ETA.
+the number expected: for a cold build (an empty object folder), the number estimated from the
+tree's Makefiles and the .config (`estimate`); for an incremental one, the number the last
+incremental build of that workspace printed. Without such a build there is nothing to
+estimate from: the lines and the time are shown, and no ETA.
 """
 
 import json
@@ -21,6 +21,7 @@ from plugpull.files import atomic_write_json
 from plugpull.progress import Progress
 
 ENV = {"LC_ALL": "C", "KBUILD_BUILD_USER": "plugpull", "KBUILD_BUILD_HOST": "plugpull"}
+CCACHE = "ccache"
 
 
 class BuildFailed(InfraError):
@@ -33,21 +34,31 @@ class Make:
     out: Path
     log: Path
     jobs: int = max(1, os.cpu_count() or 1)
+    ccache: Path | None = None  # ccache's folder: every compiler call goes through it
 
     def argv(self, *targets: str) -> list[str]:
-        return ["make", "-C", str(self.tree), f"O={self.out}", f"-j{self.jobs}", *targets]
+        compiler = [f"CC={CCACHE} gcc"] if self.ccache is not None else []
+        return ["make", "-C", str(self.tree), f"O={self.out}", f"-j{self.jobs}", *compiler, *targets]
 
-    def run(self, *targets: str, expected: int = 0, label: str = "make") -> int:
+    def env(self) -> dict[str, str]:
+        """make's environment; with ccache, its folder, and the cache as its base (paths under it
+        are hashed relative to the compiler's folder: two trees of one shape share objects)."""
+        cache = {"CCACHE_DIR": str(self.ccache), "CCACHE_BASEDIR": str(self.ccache.parents[2])} \
+            if self.ccache is not None else {}
+        return {**os.environ, **ENV, **cache}
+
+    def run(self, *targets: str, expected: int = 0, label: str = "make", basis: str = "") -> int:
         """Run make; its lines go to the log. Returns the number of lines; `BuildFailed`
-        naming the log and the first error when make fails."""
+        naming the log and the first error when make fails. `expected` lines (from `basis`)
+        give an ETA."""
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        shown = Lines(label, expected)
+        shown = Lines(label, expected, basis)
         with open(self.log, "a") as log:
             log.write(f"$ {' '.join(self.argv(*targets))}\n")
             log.flush()
             try:
                 proc = subprocess.Popen(self.argv(*targets), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        text=True, errors="replace", env={**os.environ, **ENV},
+                                        text=True, errors="replace", env=self.env(),
                                         start_new_session=True)
             except FileNotFoundError:
                 raise ToolMissing("make", "install the Debian package make") from None
@@ -80,10 +91,10 @@ class Lines:
     """make's lines counted: a `Progress` with an ETA when a line count is expected, else a
     plain line now and then."""
 
-    def __init__(self, label: str, expected: int, every: float = 10.0):
+    def __init__(self, label: str, expected: int, basis: str = "", every: float = 10.0):
         self.label, self.done, self.every = label, 0, every
         self.started = self.last = time.monotonic()
-        self.bar = Progress(f"{label} (eta from {expected} lines of a build like it)", expected) \
+        self.bar = Progress(f"{label} (eta from {expected} lines: {basis or 'a build like it'})", expected) \
             if expected > 0 else None
 
     def advance(self) -> None:

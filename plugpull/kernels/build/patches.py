@@ -7,11 +7,15 @@ checked as it will be applied. `patch -p1 --forward --fuzz=0` refuses a patch al
 of applying it with fuzz (GNU patch's default ignores up to two of them: a patch written for
 another version could land in the wrong place); its rejects are thrown away. A patch that does
 not apply is a one-line `UsageError` naming the file, the hunk and the file of the tree it failed on.
+
+A patch given with `--revert` is applied in reverse (`patch -R`): a fix taken out again. It
+must reverse-apply as it is, with no fuzz; one whose change is not in the tree is refused.
 """
 
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.errors import ToolMissing, UsageError
@@ -24,12 +28,32 @@ _HEADER = re.compile(r"^(?:---|\+\+\+) (\S+)")
 _GIT = re.compile(r"^diff --git (a/\S+) (b/\S+)")
 
 
-def read_patch(path: Path) -> bytes:
+@dataclass(frozen=True)
+class Change:
+    """A patch of a build, applied as it is (`--patch`) or in reverse (`--revert`)."""
+
+    path: Path
+    reverse: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--revert" if self.reverse else "--patch"
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def as_change(patch) -> Change:
+    return patch if isinstance(patch, Change) else Change(Path(patch))
+
+
+def read_patch(path: Path, flag: str = "--patch") -> bytes:
     """A patch file's bytes; missing, unreadable, not a regular file, larger than `PATCH_MAX` or
-    holding no diff is a one-line `UsageError`."""
-    data = read_input(path, "--patch", PATCH_MAX)
+    holding no diff is a one-line `UsageError` naming `flag`."""
+    data = read_input(path, flag, PATCH_MAX)
     if not touched_files(data):
-        raise UsageError(f"--patch {path}: holds no diff (no ---/+++ file headers)")
+        raise UsageError(f"{flag} {path}: holds no diff (no ---/+++ file headers)")
     return data
 
 
@@ -48,17 +72,19 @@ def touched_files(data: bytes) -> list[str]:
     return found
 
 
-def apply_patch(tree: Path, patch: Path, dry_run: bool = False) -> None:
-    """`patch -p1 --forward` in `tree`; a `UsageError` naming the hunk that did not apply."""
-    argv = ["patch", "-p1", "--forward", "--fuzz=0", "--batch", "--no-backup-if-mismatch", "-r", "-", "-d", str(tree),
-            "-i", str(Path(patch).absolute())]
+def apply_patch(tree: Path, patch, dry_run: bool = False) -> None:
+    """`patch -p1 --forward` in `tree` (with `-R` for a `--revert`); a `UsageError` naming the
+    hunk that did not apply."""
+    change = as_change(patch)
+    argv = ["patch", "-p1", *(["-R"] if change.reverse else []), "--forward", "--fuzz=0", "--batch",
+            "--no-backup-if-mismatch", "-r", "-", "-d", str(tree), "-i", str(Path(change.path).absolute())]
     try:
         result = subprocess.run([*argv, *(["--dry-run"] if dry_run else [])], capture_output=True, text=True,
                                 timeout=PATCH_TIMEOUT)
     except FileNotFoundError:
         raise ToolMissing("patch", "install the Debian package patch") from None
     if result.returncode != 0:
-        raise UsageError(f"--patch {patch}: {why_not(result.stdout + result.stderr)}")
+        raise UsageError(f"{change.flag} {change.path}: {why_not(result.stdout + result.stderr)}")
 
 
 def why_not(output: str) -> str:
@@ -73,6 +99,8 @@ def why_not(output: str) -> str:
             return f"hunk #{m.group(1)} of {current} does not apply (at line {m.group(2)})"
         if "Reversed (or previously applied) patch detected" in line:
             return f"{current}: already applied (or reversed) in this tree"
+        if "Unreversed patch detected" in line:
+            return f"{current}: not in this tree, nothing to revert (applies forward)"
         m = re.match(r"^can't find file to patch", line.strip())
         if m:
             return f"names a file the tree does not have ({current}): a -p1 patch against this tree?"
@@ -86,8 +114,8 @@ def check_patches(tree: Path, patches: list[Path]) -> None:
         return
     scratch = make_tempdir("patches")
     try:
-        for patch in patches:
-            for rel in touched_files(read_patch(patch)):
+        for patch in map(as_change, patches):
+            for rel in touched_files(read_patch(patch.path, patch.flag)):
                 if (tree / rel).is_file() and not (scratch / rel).exists():
                     (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(tree / rel, scratch / rel)

@@ -19,7 +19,7 @@ WARM_BYTES = GiB // 2          # an incremental build's changes, the kernel and 
 TOOLS = {
     "gcc": "gcc", "make": "make", "ld": "binutils", "flex": "flex", "bison": "bison", "bc": "bc",
     "perl": "perl", "patch": "patch", "cpio": "cpio", "rsync": "rsync", "depmod": "kmod",
-    "dpkg-source": "dpkg-dev", "dpkg-deb": "dpkg", "xz": "xz-utils",
+    "dpkg-source": "dpkg-dev", "dpkg-deb": "dpkg", "xz": "xz-utils", "ccache": "ccache",
 }
 HEADERS = {"/usr/include/gelf.h": "libelf-dev", "/usr/include/openssl/opensslv.h": "libssl-dev"}
 

@@ -4,10 +4,12 @@
     builds/names/NAME        a link to entries/KEY: what `--kernel build:NAME` boots
     builds/logs/KEY.log      the build log, kept whether the build worked or not
     builds/work/SOURCE/      a source's work tree and objects, kept between builds
+    builds/ccache/           ccache's objects, shared by every build (and bisect step); not in any key
 
 KEY is the digest of what the build is made of: the source (a Debian version, or a user's tree:
-its git HEAD and a digest of its changes), the patches' contents in order, and the config
-fragments' text. An entry appears whole (renamed into place) or not at all.
+its git HEAD and a digest of its changes), the patches' contents in order (each marked when it
+is applied in reverse), and the config fragments' text. Not the compiler's wrapper: a build
+through ccache is the same build. An entry appears whole (renamed into place) or not at all.
 """
 
 import hashlib
@@ -24,9 +26,11 @@ from plugpull.prune import mark_used
 KEY_FORMAT = 1
 
 
-def build_key(source: dict, patches: list[bytes], fragment: str) -> str:
-    doc = {"format": KEY_FORMAT, "source": source, "patches": [hashlib.sha256(p).hexdigest() for p in patches],
-           "config": fragment}
+def build_key(source: dict, patches: list[bytes], fragment: str, reverse: list[bool] = ()) -> str:
+    """The key of a build; a patch applied in reverse (`--revert`) counts as another patch."""
+    reverse = list(reverse) or [False] * len(patches)
+    digests = [("R:" if back else "") + hashlib.sha256(p).hexdigest() for p, back in zip(patches, reverse)]
+    doc = {"format": KEY_FORMAT, "source": source, "patches": digests, "config": fragment}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -62,6 +66,10 @@ class BuildStore:
 
     def name_link(self, name: str) -> Path:
         return self.root / "names" / check_name(name)
+
+    @property
+    def ccache(self) -> Path:
+        return self.root / "ccache"
 
     def log(self, key: str) -> Path:
         return self.root / "logs" / f"{key}.log"

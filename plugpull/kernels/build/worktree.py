@@ -21,7 +21,7 @@ from pathlib import Path
 
 from plugpull.errors import InfraError, ToolMissing, UsageError
 from plugpull.files import atomic_write_json
-from plugpull.kernels.build.patches import apply_patch, read_patch, touched_files
+from plugpull.kernels.build.patches import apply_patch, as_change, read_patch, touched_files
 
 GIT_TIMEOUT = 120
 SKIP = {".git"}
@@ -60,7 +60,7 @@ class Workspace:
             restore(self.source, self.tree, touched_before)
         else:
             sync_tree(self.source, self.tree, touched_before)
-        touched = sorted({rel for p in patches for rel in touched_files(read_patch(p))})
+        touched = sorted({rel for p in map(as_change, patches) for rel in touched_files(read_patch(p.path, p.flag))})
         atomic_write_json(self.applied, {"touched": touched})
         for rel in touched:
             unshare(self.tree / rel)

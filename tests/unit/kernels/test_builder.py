@@ -17,12 +17,17 @@ from plugpull.paths import cache_dir
 from tests.unit.kernels.test_build import a_patch, kernel_tree
 
 FAKE_MAKEFILE = r"""
+VERSION = 1
+PATCHLEVEL = 0
 O ?= .
 REL = 1.0.0$(shell sed -n 's/^CONFIG_LOCALVERSION="\(.*\)"/\1/p' $(O)/.config)
 MODS = $(INSTALL_MOD_PATH)/lib/modules/$(REL)
-defconfig:
-	@echo "defconfig $(CURDIR)" >> $(O)/calls
-	@printf 'CONFIG_64BIT=y\nCONFIG_EXT4_FS=y\n' > $(O)/.config
+allnoconfig:
+	@echo "allnoconfig $(CURDIR)" >> $(O)/calls
+	@printf 'CONFIG_64BIT=y\n' > $(O)/.config
+kvm_guest.config:
+	@echo kvm_guest.config >> $(O)/calls
+	@cat kernel/configs/kvm_guest.config >> $(O)/.config
 olddefconfig:
 	@echo olddefconfig >> $(O)/calls
 	@sed -i '/CONFIG_FAKE_DROPPED/d; /CONFIG_ADDED_IN_A_LATER_KERNEL/d' $(O)/.config
@@ -47,6 +52,8 @@ def tree(tmp_path, monkeypatch):
     monkeypatch.setattr(builder, "check_tools", lambda: None)  # the fake tree needs only make
     root = kernel_tree(tmp_path / "linux")
     (root / "Makefile").write_text(FAKE_MAKEFILE)
+    (root / "kernel" / "configs").mkdir(parents=True)
+    (root / "kernel" / "configs" / "kvm_guest.config").write_text("CONFIG_EXT4_FS=y\n")
     declared = [*kconfig.parse_fragment(kconfig.FRAGMENT.read_text(), "ours"),
                 "CONFIG_LOCALVERSION", "CONFIG_LOCALVERSION_AUTO", "CONFIG_FAKE_DROPPED"]
     (root / "Kconfig").write_text("".join(f"config {option.removeprefix('CONFIG_')}\n" for option in declared))
@@ -79,7 +86,7 @@ def test_a_tree_is_built_out_of_tree_and_left_untouched(tree):
     assert source.kernel.read_text() == (tree / "fs" / "a.c").read_text()
     assert (source.modules_dir / "modules.dep").is_file() and not (source.modules_dir / "build").exists()
     assert source.release == f"1.0.0-{result.built.key[:8]}"
-    assert calls() == [f"defconfig {tree}", "olddefconfig", "bzImage"]
+    assert calls() == [f"allnoconfig {tree}", "kvm_guest.config", "olddefconfig", "bzImage"]
 
 
 def test_the_same_build_again_is_cached_and_runs_no_make(tree):
@@ -182,7 +189,21 @@ def test_an_interrupted_make_leaves_no_process(tmp_path, monkeypatch):
     assert subprocess.run(["pgrep", "-f", f"make -C {tmp_path}"], capture_output=True).returncode == 1
 
 
-def test_an_option_the_tree_does_not_declare_is_not_asked(tree, tmp_path):
+def test_an_option_the_tree_does_not_declare_is_refused_and_nothing_cached(tree, tmp_path, capsys):
     mine = tmp_path / "mine.config"
     mine.write_text("CONFIG_ADDED_IN_A_LATER_KERNEL=y\n")
+    with pytest.raises(UsageError, match="does not declare what was asked: CONFIG_ADDED_IN_A_LATER_KERNEL"):
+        build(tree, name="older", config=mine)
+    assert calls() == []  # refused before make ran at all
+    assert main(["kernels", "build", f"src:{tree}", "--config", str(mine)]) == 2
+    assert "CONFIG_ADDED_IN_A_LATER_KERNEL" in capsys.readouterr().err
+    assert not (store().root / "entries").exists() and not list((store().root / "logs").iterdir())
+
+
+def test_an_option_marked_for_other_versions_is_not_asked_of_this_one(tree, tmp_path):
+    mine = tmp_path / "mine.config"
+    mine.write_text("CONFIG_ADDED_IN_A_LATER_KERNEL=y  # in 1.1+\n# CONFIG_GONE is not set  # in -0.9\n")
     assert build(tree, name="older", config=mine).built.release.startswith("1.0.0-")
+    mine.write_text("CONFIG_ADDED_IN_A_LATER_KERNEL=y  # in 0.9-1.0\n")
+    with pytest.raises(UsageError, match="does not declare what was asked: CONFIG_ADDED_IN_A_LATER_KERNEL"):
+        build(tree, name="asked", config=mine)
