@@ -28,6 +28,7 @@ def head(table: Table) -> list[str]:
     found = len(table.excluded) + len(table.unnamed) + len(bugs)
     by_fs = Counter(b.fs for b in bugs)
     named = Counter(b.named_in for b in bugs)
+    fixes = {s: i for b in bugs for i, s in b.fixes}
     return [
         "# Known bugs: the crash bugs fstests knows, against the generated space", "",
         "*Which crash bugs that fstests guards against can `plugpull generate` express, and what does it lack "
@@ -44,6 +45,9 @@ def head(table: Table) -> list[str]:
         "off** names the nearest workload and the one step the generator lacks (an operation of another size, a "
         "ranged msync); **out of reach** names what is missing. Ids that are the same workload as the test up "
         "to names the test does not depend on say where they differ.", "",
+        f"Of the {len(fixes)} fixes named, {sum(1 for i in fixes.values() if i)} carry a commit id: fstests' own where it "
+        "gives one, else as later kernel commits and the stable list cite the fix by id and subject; the others "
+        "are named by their subject alone, as fstests names them.", "",
         f"This page is written by `python -m plugpull.generate.knowndoc` from `{DATA.relative_to(ROOT)}`; "
         "`tests/unit/generate/test_known_table.py` checks that it is what the data gives, and that each listed "
         "id's guest program performs the table's steps, operation by operation and point by point.", "",
