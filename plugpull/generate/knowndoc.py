@@ -34,8 +34,8 @@ def head(table: Table) -> list[str]:
         "*Which crash bugs that fstests guards against can `plugpull generate` express, and what does it lack "
         "for the others?*", "",
         f"The source is fstests ({src['repository']}) at commit `{src['commit'][:12]}`, its newest commit of "
-        f"{src['date']}. In {', '.join(d.removeprefix('tests/') for d in src['directories'])}, {found} tests call "
-        f"{src['match']}; {len(table.excluded)} of them simulate no power loss ([below](#not-counted)), so "
+        f"{src['date']}. In its {', '.join(d.removeprefix('tests/') for d in src['directories'])} tests, {found} call "
+        f"{' or '.join(f'`{m}`' for m in src['match'])}; {len(table.excluded)} of them simulate no power loss ([below](#not-counted)), so "
         f"{found - len(table.excluded)} simulate one, and {len(bugs)} of those name the kernel fix of the bug they "
         f"guard ({named['test']} in the test, {named['commit']} only in the fstests commit that added it): "
         + ", ".join(f"{fs} {n}" for fs, n in by_fs.most_common()) + f". {len(table.unnamed)} name no fix.", "",
@@ -77,7 +77,7 @@ def reach_cell(bug: Bug) -> str:
         text = f"one step off ({needs}): {bug.off}; nearest `gen:{bug.gen}`"
     else:
         text = f"out of reach: {needs}"
-    return cell(text + (f". {bug.note}" if bug.note else ""))
+    return cell(text + (f"; {bug.note}" if bug.note else ""))
 
 
 def rows(bugs: tuple[Bug, ...]) -> list[str]:
