@@ -26,28 +26,29 @@ def cell(text: str) -> str:
 def head(table: Table) -> list[str]:
     src, bugs = table.source, table.bugs
     found = len(table.excluded) + len(table.unnamed) + len(bugs)
-    by_fs = Counter(b.fs for b in bugs)
+    by_fs = ", ".join(f"{fs} {n}" for fs, n in Counter(b.fs for b in bugs).most_common())
     named = Counter(b.named_in for b in bugs)
     fixes = {s: i for b in bugs for i, s in b.fixes}
+    where = ", ".join(d.removeprefix("tests/") for d in src["directories"])
+    helpers = " or ".join(f"`{m}`" for m in src["match"])
     return [
         "# Known bugs: the crash bugs fstests knows, against the generated space", "",
         "*Which crash bugs that fstests guards against can `plugpull generate` express, and what does it lack "
         "for the others?*", "",
         f"The source is fstests ({src['repository']}) at commit `{src['commit'][:12]}`, its newest commit of "
-        f"{src['date']}. In its {', '.join(d.removeprefix('tests/') for d in src['directories'])} tests, {found} call "
-        f"{' or '.join(f'`{m}`' for m in src['match'])}; {len(table.excluded)} of them simulate no power loss ([below](#not-counted)), so "
-        f"{found - len(table.excluded)} simulate one, and {len(bugs)} of those name the kernel fix of the bug they "
-        f"guard ({named['test']} in the test, {named['commit']} only in the fstests commit that added it): "
-        + ", ".join(f"{fs} {n}" for fs, n in by_fs.most_common()) + f". {len(table.unnamed)} name no fix.", "",
+        f"{src['date']}. In its {where} tests, {found} call {helpers}; {len(table.excluded)} of them simulate no "
+        f"power loss ([below](#not-counted)), so {found - len(table.excluded)} simulate one, and {len(bugs)} of "
+        f"those name the kernel fix of the bug they guard ({named['test']} in the test, {named['commit']} only in "
+        f"the fstests commit that added it): {by_fs}. {len(table.unnamed)} name no fix.", "",
         "Each bug's workload is read against the generator's operations and persistence points "
         "([generate.md](generate.md)): **expressible** names the workload (`gen:ID`) that performs the test's "
         "steps in the generator's names (`A`, `B`, `A/foo`, ...; a setup synced or not, `seqNu-` ids); **one step "
         "off** names the nearest workload and the one step the generator lacks (an operation of another size, a "
         "ranged msync); **out of reach** names what is missing. Ids that are the same workload as the test up "
         "to names the test does not depend on say where they differ.", "",
-        f"Of the {len(fixes)} fixes named, {sum(1 for i in fixes.values() if i)} carry a commit id: fstests' own where it "
-        "gives one, else as later kernel commits and the stable list cite the fix by id and subject; the others "
-        "are named by their subject alone, as fstests names them.", "",
+        f"Of the {len(fixes)} fixes named, {sum(1 for i in fixes.values() if i)} carry a commit id: fstests' own "
+        "where it gives one, else as later kernel commits and the stable list cite the fix by id and subject; "
+        "the others are named by their subject alone, as fstests names them.", "",
         f"This page is written by `python -m plugpull.generate.knowndoc` from `{DATA.relative_to(ROOT)}`; "
         "`tests/unit/generate/test_known_table.py` checks that it is what the data gives, and that each listed "
         "id's guest program performs the table's steps, operation by operation and point by point.", "",
@@ -118,10 +119,10 @@ def main(argv: list[str]) -> int:
         return 2
     if argv:
         same = DOC.is_file() and DOC.read_text() == text
-        print(f"{DOC.relative_to(ROOT)} is {'' if same else 'not '}what {DATA.relative_to(ROOT)} gives")
+        print(f"{DOC.name} is {'' if same else 'not '}what {DATA.name} gives")
         return 0 if same else 1
     atomic_write(DOC, text)
-    print(f"wrote {DOC.relative_to(ROOT)}")
+    print(f"wrote {DOC}")
     return 0
 
 
