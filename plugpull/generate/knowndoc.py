@@ -40,7 +40,7 @@ def head(table: Table) -> list[str]:
         f"power loss ([below](#not-counted)), so {found - len(table.excluded)} simulate one, and {len(bugs)} of "
         f"those name the kernel fix of the bug they guard ({named['test']} in the test, {named['commit']} only in "
         f"the fstests commit that added it): {by_fs}. {len(table.unnamed)} name no fix.", "",
-        "Each bug's workload is read against the generator's operations and persistence points "
+        f"Each bug's workload is read against the generator's operations and persistence points of {src['read']} "
         "([generate.md](generate.md)): **expressible** names the workload (`gen:ID`) that performs the test's "
         "steps in the generator's names (`A`, `B`, `A/foo`, ...; a setup synced or not, `seqNu-` ids); **one step "
         "off** names the nearest workload and the one step the generator lacks (an operation of another size, a "
