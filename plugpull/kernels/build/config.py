@@ -37,9 +37,8 @@ def parse_fragment(text: str, where: str, version: tuple[int, int] | None = None
     for number, line in enumerate(text.splitlines(), 1):
         line, versions = _versions(line.strip(), f"{where} line {number}")
         set_, unset = _SET.match(line), _UNSET.match(line)
-        if set_ or unset:
-            if version is not None and not _within(version, versions):
-                continue
+        if (set_ or unset) and version is not None and not _within(version, versions):
+            continue
         if set_:
             wanted[set_.group(1)] = None if set_.group(2) == "n" else set_.group(2)
         elif unset:

@@ -24,7 +24,8 @@ from plugpull.crash.artifacts import load_record, saved_record
 from plugpull.crash.crashrun import refuse_vacuous, replay, run_crash
 from plugpull.crash.spec import CrashSpec
 from plugpull.errors import LaunchError, NothingChecked, ToolMissing, UsageError
-from plugpull.files import NotReplaceable, a_path, a_state_dir, an_output, atomic_path, atomic_write, check_output
+from plugpull.files import (NotReplaceable, a_case_file, a_path, a_state_dir, an_output, atomic_path, atomic_write,
+                            check_output)
 from plugpull.guest import rig as rig_mod
 from plugpull.guest.qemu.accel import Decision
 from plugpull.guest.contract.config import Accel
@@ -620,7 +621,7 @@ def path_options(output: bool) -> list[tuple[str, str]]:
     """(command, option) for every option or argument of every subcommand that takes a path
     (`output`: a path plugpull writes), read from the parser."""
     sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
-    kinds = (an_output,) if output else (a_path, a_state_dir, an_output)
+    kinds = (an_output,) if output else (a_path, a_state_dir, a_case_file, an_output)
     return [(command, (action.option_strings or [action.dest])[-1]) for command, p in sub.choices.items()
             for action in p._actions if action.type in kinds]
 
