@@ -167,7 +167,7 @@ def test_a_fifo_in_a_bisects_directory_is_said_never_waited_on(tmp_path, deadlin
     out = tmp_path / "b"
     out.mkdir()
     os.mkfifo(out / SETTINGS)
-    with pytest.raises(UsageError, match=f"{out / SETTINGS}: a FIFO, not a regular file"):
+    with pytest.raises(UsageError, match=f"{out / SETTINGS}: a FIFO"):
         check_out(out, {"good": "a"})
     (out / SETTINGS).unlink()
     os.mkfifo(out / STEPS)
