@@ -12,7 +12,7 @@ pytestmark = pytest.mark.vm
 
 STATES = 10
 WORKLOADS = [
-    ("ext4", "link A/foo A/bar, sync; evict; unlink A/bar, fsync-any A/foo"),  # generic/107's shape, evicted
+    ("ext4", "link A/foo A/bar, sync; unlink A/bar; evict, fsync-any A/foo"),  # fstests generic/106's steps
     ("ext4", "write.append A/foo; creat A/bar, fsync-any A/foo"),
     ("btrfs", "reflink.range A/foo A/bar, fsync A/bar"),
     ("xfs", "reflink.file B/bar A/bar, fdatasync A/bar"),
