@@ -5,7 +5,8 @@ its persistence points (`FIRST_FAMILIES`, `FIRST_PERSISTENCE`) are their ranks i
 enumeration, so changing it (an operation added, removed or moved, a size changed) changes ids;
 `test_generate.py` pins its digest. `LATER_OPS` (direct-I/O and mmap writes) and the `msync`
 point came second, `RMDIR_OPS` third, `RANGE_OPS` (fallocate at the end of the file, collapse and
-insert range) fourth (`TABLES`): the workloads that use a table's operations
+insert range) fourth, `NESTED_OPS` fifth, `REACH_OPS` (eviction, reflink and copy, with the
+points of a name the step did not touch: `reach`) sixth (`TABLES`): the workloads that use a table's operations
 are numbered after all of the tables' before it (space.py), so no earlier id moved. Each row is
 an operation family (the name `--ops` takes), a variant and its operands, all among the fixed
 names of `tree`.
@@ -18,6 +19,7 @@ durable by `sync` (ack 0), unless it is unsynced (space.py)."""
 
 from dataclasses import dataclass
 
+from plugpull.generate.reach import ANY_POINTS, REFLINKS, cloned
 from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED_DIR, NESTED_FILES, ROOT, SYMLINK, Inode, \
     Tree, parent, under, with_data, with_xattr
 
@@ -50,7 +52,8 @@ FIRST_FAMILIES = ("creat", "mkdir", "write", "falloc", "truncate", "link", "unli
 FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
 # what each table added, in the order they came: (operation families, persistence points)
 TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()),
-          (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()))
+          (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
+          (("evict", "reflink", "copy"), tuple(ANY_POINTS)))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert")
@@ -69,8 +72,13 @@ class Op:
 
 @dataclass(frozen=True)
 class Persist:
-    kind: str  # fsync, fdatasync, sync or msync
+    kind: str  # fsync, fdatasync, sync or msync; fsync-any, fdatasync-any: of a name the step did not touch
     path: str | None = None
+
+    @property
+    def call(self) -> str:
+        """The call it makes: fsync-any's is fsync."""
+        return ANY_POINTS.get(self.kind, self.kind)
 
     def text(self) -> str:
         return self.kind if self.path is None else f"{self.kind} {self.path}"
@@ -98,7 +106,7 @@ CORE_OPS = _table()
 LATER_OPS = tuple([Op("dwrite", v, (f,)) for f in FILES for v in DWRITES] +
                   [Op("mmapwrite", v, (f,)) for f in FILES for v in MMAPWRITES])
 RMDIR_OPS = tuple(Op("rmdir", "", (d,)) for d in DIRS)  # of an empty directory: ACE's remove(3) of one
-SIZED = ("collapse", "insert")  # the families whose validity needs a file's exact size (`fits`)
+SIZED = ("collapse", "insert", "reflink")  # the families whose validity needs a file's exact size (`fits`, `cloned`)
 RANGE_OPS = tuple([Op("falloc-eof", v, (f,)) for f in FILES for v in EOF_FALLOCS] +
                   [Op(family, "", (f,)) for f in FILES for family in SHIFTS])
 # the nested directory A/C (ACE's): made, a file made in it, moved into it from A or B and out of
@@ -108,7 +116,11 @@ NESTED_OPS = tuple([Op("nested", "mkdir", (NESTED_DIR,))] + [Op("nested", "creat
                    [Op("nested", "rename", move) for move in NESTED_MOVES] +
                    [Op("nested", "rename", move[::-1]) for move in NESTED_MOVES] +
                    [Op("nested", "unlink", (f,)) for f in NESTED_FILES])
-OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS
+# inode eviction between steps; reflink (FICLONE, FICLONERANGE) and copy_file_range of one file into another
+PAIRS = tuple((s, d) for s in FILES for d in FILES if s != d)
+REACH_OPS = tuple([Op("evict", "", ())] + [Op("reflink", v, p) for p in PAIRS for v in REFLINKS] +
+                  [Op("copy", "", p) for p in PAIRS])
+OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS
 
 
 def refusal(op: Op, refused) -> str | None:
@@ -131,11 +143,6 @@ def sibling(path: str) -> str:
     """The other file name in the same directory: what `symlink` points to."""
     head, _, name = path.rpartition("/")
     return "bar" if name == "foo" else "foo"
-
-
-def sibling_path(path: str) -> str:
-    """The other file name in the same directory, as a path: A/C/foo's is A/C/bar."""
-    return f"{parent(path)}/{sibling(path)}"
 
 
 class Sim:
@@ -285,7 +292,24 @@ def apply(sim: Sim, op: Op, step: int) -> bool:
             return False
         tree.set_inode(args[0], with_xattr(tree.inode(args[0]), XATTR, None))
         return True
+    if op.family == "evict":
+        return True  # the model tree is what the disk and the caches both hold: nothing changes
+    if op.family in ("reflink", "copy"):
+        return _clone(sim, op)
     return _namespace(sim, op)
+
+
+def _clone(sim: Sim, op: Op) -> bool:
+    """The source's data into the destination (`reach.cloned`); two names of one inode are
+    refused (EINVAL: the ranges overlap)."""
+    tree, (src, dst) = sim.tree, op.args
+    if not sim.exists(src) or not sim.exists(dst) or tree.paths[src] == tree.paths[dst]:
+        return False
+    data = cloned(op.family, op.variant, tree.inode(src).data, tree.inode(dst).data)
+    if data is None:
+        return False
+    tree.set_inode(dst, with_data(tree.inode(dst), data))
+    return True
 
 
 def _namespace(sim: Sim, op: Op) -> bool:
@@ -344,57 +368,3 @@ def _rename(sim: Sim, op: Op) -> bool:
     sim.touch(src)
     tree.rename(src, dst)
     return True
-
-
-def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The files and the directories a persistence point after `op` may name."""
-    args = op.args
-    if op.family == "nested":
-        return _nested_subjects(op)
-    if op.family in (*DATA_FAMILIES, "setxattr", "removexattr"):
-        return args, ()
-    if op.family == "creat":
-        return args, (parent(args[0]),)
-    if op.family == "rmdir":
-        return (), (parent(args[0]),)
-    if op.family in ("mkdir", "rename") and args[0] in DIRS:
-        return (), (*args[1:], args[0], ROOT) if op.family == "rename" else (args[0], ROOT)
-    if op.family in ("unlink", "symlink"):
-        return (), (parent(args[0]),)
-    files = args if op.family == "link" else args[1:]
-    return files, tuple(dict.fromkeys(parent(a) for a in args))
-
-
-def _nested_subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """As its plain twin's, with the parent of A/C (A) among the directories: ACE's fsync of
-    the parent; after mkdir A/C, A/C and A."""
-    if op.variant == "mkdir":
-        return (), (NESTED_DIR, parent(NESTED_DIR))
-    files = op.args[-1:] if op.variant in ("creat", "rename") else ()
-    return files, tuple(dict.fromkeys([*(parent(a) for a in op.args), parent(NESTED_DIR)]))
-
-
-def siblings(op: Op) -> tuple[str, ...]:
-    """The files a persistence point after a nested operation may fsync besides those it
-    touched: the sibling of each name it used, in that name's directory (ACE's fsync of a
-    sibling)."""
-    if op.family != "nested" or op.variant == "mkdir":
-        return ()
-    return tuple(dict.fromkeys(sibling_path(a) for a in op.args))
-
-
-def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None, ...]:
-    """What may follow `op`: nothing (not after the last operation), sync, fsync or fdatasync
-    of a file it touched, fsync of a directory it touched; in this order. After an mmap write,
-    msync of its file last; after a nested operation, fsync of a sibling file last."""
-    files, dirs = subjects(op)
-    out: list[Persist | None] = [] if last else [None]
-    out.append(Persist("sync"))
-    for f in files:
-        if tree.kind(f) == FILE:
-            out += [Persist("fsync", f), Persist("fdatasync", f)]
-    out += [Persist("fsync", d) for d in dirs if tree.kind(d) == DIR]
-    out += [Persist("fsync", s) for s in siblings(op) if tree.kind(s) == FILE]
-    if op.family == "mmapwrite":
-        out.append(Persist("msync", op.args[0]))
-    return tuple(out)

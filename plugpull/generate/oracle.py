@@ -41,6 +41,13 @@ REFUSED = {
     # f2fs_fallocate (fs/f2fs/file.c), on a compressed file (f2fs_compressed_file: every file under
     # compress_extension=*): PUNCH_HOLE, COLLAPSE_RANGE, ZERO_RANGE and INSERT_RANGE are -EOPNOTSUPP
     # (since the compression commit 4c8ff7095bef, Linux 5.6); plain and KEEP_SIZE allocation are done
+    # reflink (FICLONE, FICLONERANGE) needs the filesystem's remap_file_range, which ext4 and f2fs
+    # do not have (vfs_clone_file_range, fs/remap_range.c: -EOPNOTSUPP), nor xfs without its
+    # reflink feature (xfs_reflink_remap_prep): xfs-2008's v4 format has none (mkfs.xfs wants
+    # crc=1 for it). copy_file_range falls back to a copy on every filesystem
+    "ext4": frozenset({"reflink"}),
+    "f2fs": frozenset({"reflink"}),
+    "xfs-2008": frozenset({"reflink"}),
     "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero",
                                 "falloc-eof.zero-keep-size", "collapse", "insert"}),
 }
@@ -48,10 +55,11 @@ REFUSED = {
 
 def refusals(fs: str) -> frozenset:
     """What filesystem `fs` (a row, a feature profile, or an oracle profile's name) refuses:
-    its kernel type's refusals and each of its options'."""
+    its kernel type's refusals, its row's (by name: a format that lacks a feature), and each
+    of its options'."""
     row = FILESYSTEMS[fs] if fs in FILESYSTEMS else None
     kind = row.mount_type if row else fs
-    keys = {kind, *(f"{kind}{SEP}{option}" for option in (row.features if row else ()))}
+    keys = {kind, fs.split(SEP)[0], *(f"{kind}{SEP}{option}" for option in (row.features if row else ()))}
     return frozenset().union(*(REFUSED.get(k, ()) for k in keys))
 
 
@@ -241,13 +249,16 @@ RULES = (
 
 
 def trigger_of(workload: Workload, step: int) -> tuple[str, str | None]:
+    """The rules' trigger of the point after `step`: by the call it makes, whether or not the
+    step touched its name (fsync-any is fsync: what fsync of a file or directory owes does not
+    depend on which operation came last)."""
     persist = workload.steps[step - 1].persist
-    if persist.kind == "sync":
+    if persist.call == "sync":
         return "sync", None
-    if persist.kind == "msync":
+    if persist.call == "msync":
         return "msync-file", persist.path
     kind = workload.trees[step].kind(persist.path)
-    return f"{persist.kind}-{'dir' if kind == DIR else 'file'}", persist.path
+    return f"{persist.call}-{'dir' if kind == DIR else 'file'}", persist.path
 
 
 def rules_for(fs: str) -> tuple[Rule, ...]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, TRUNCATE_TO, \
     XATTR, Op, Persist, fill_byte, plain, sibling, write_range
+from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import Tree
 
@@ -56,6 +57,8 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = 
     args = [t.at(a) for a in op.args]
     if op.family in ("falloc", "falloc-eof", *SHIFTS):
         return _range_command(op, len(before.inode(op.args[0]).data), t, args[0], refused)
+    if op.family in ("reflink", "copy"):
+        return _clone_command(op, t, args, refused)
     if op.family in ("write", "dwrite", "mmapwrite"):
         size = len(before.inode(op.args[0]).data)
         offset, length = write_range(op, size)
@@ -74,6 +77,7 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = 
         "rename": lambda: f"mv -fT {args[0]} {args[1]}",
         "setxattr": lambda: t.setxattr(args[0], f"v{step}"),
         "removexattr": lambda: t.removexattr(args[0]),
+        "evict": lambda: EVICT_COMMAND,
     }
     return simple[op.family]()
 
@@ -103,6 +107,21 @@ def _range_command(op: Op, size: int, t: Tools, path: str, refused: bool) -> str
         call = f'{t.xfs_io} -c "{command} {size} {length}" {path}'
     else:
         call = f'{t.xfs_io} -c "{SHIFTS[op.family]} {BLOCK} {BLOCK}" {path}'
+    return _silent(call, refused)
+
+
+def _clone_command(op: Op, t: Tools, args: list[str], refused: bool) -> str:
+    """reflink (FICLONE, FICLONERANGE) or copy_file_range of args[0] into args[1], through
+    xfs_io, which says a failed clone and still exits 0: checked as a fallocate is."""
+    src, dst = args
+    if op.family == "copy":
+        return _silent(f'{t.xfs_io} -c "copy_range {src}" {dst}', refused)
+    return _silent(f'{t.xfs_io} -c "reflink -q {src}{REFLINKS[op.variant]}" {dst}', refused)
+
+
+def _silent(call: str, refused: bool) -> str:
+    """`call`, which prints nothing when it works: anything it prints fails the program, but
+    where the filesystem refuses the operation (`refused`), which must then be the refusal."""
     if refused:
         return (f'pp_said=$({call} 2>&1) || :; case $pp_said in *"{REFUSAL}"*) ;; '
                 f'*) echo "not refused: $pp_said" >&2; false;; esac  # EOPNOTSUPP here: not done')
@@ -119,11 +138,11 @@ def step_command(workload: Workload, i: int, t: Tools = GUEST) -> str:
 def persist_command(persist: Persist) -> str | None:
     """The guest's command for a persistence point; None for msync, which the operation's own
     command did."""
-    if persist.kind == "msync":
+    if persist.call == "msync":
         return None
-    if persist.kind == "sync":
+    if persist.call == "sync":
         return "sync"
-    return f"sync -d {persist.path}" if persist.kind == "fdatasync" else f"sync {persist.path}"
+    return f"sync -d {persist.path}" if persist.call == "fdatasync" else f"sync {persist.path}"
 
 
 def setup_lines(names, t: Tools = GUEST) -> list[str]:

@@ -17,7 +17,8 @@ from functools import cache, cached_property
 
 from plugpull.errors import UsageError
 from plugpull.generate.ops import FAMILIES, INITIAL_SIZE, OPS, PERSISTENCE, SETUP_BYTE, SIZED, TABLES, Op, \
-    Persist, Sim, apply, persistence_choices, refusal, up_to
+    Persist, Sim, apply, refusal, up_to
+from plugpull.generate.points import persistence_choices
 from plugpull.generate.tree import DIR, FILE, Inode, Tree
 from plugpull.values import shown
 

@@ -12,11 +12,11 @@ from plugpull.reproducer import Case
 
 def persist_command(persist: Persist, t: Tools) -> str | None:
     """None for msync, which the operation's own command did."""
-    if persist.kind == "msync":
+    if persist.call == "msync":
         return None
-    if persist.kind == "sync":
+    if persist.call == "sync":
         return "sync"
-    return f"{t.xfs_io} -c {persist.kind} {t.at(persist.path)}"
+    return f"{t.xfs_io} -c {persist.call} {t.at(persist.path)}"
 
 
 def setup_lines(case: Case, t: Tools) -> list[str]:

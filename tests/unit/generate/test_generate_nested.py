@@ -67,7 +67,7 @@ def test_the_nested_workloads_come_after_the_four_tables_and_are_pinned():
     assert [Space(1).workload(i).text() for i in (476, 477, 478, 538)] == [
         "nested.mkdir A/C, sync", "nested.mkdir A/C, fsync A/C", "nested.mkdir A/C, fsync A",
         "nested.unlink A/C/bar, fsync A"]
-    assert [Space(seq).count() for seq in (1, 2, 3)] == [539, 300637, 147255276]
+    assert [Space(seq, *up_to(5)).total() for seq in (1, 2, 3)] == [539, 300637, 147255276]
     assert Space(2).workload(231962).text() == "creat A/foo; nested.mkdir A/C, sync"
     assert workload_of("nested.creat A/C/bar; nested.creat A/C/foo, fsync A/C/bar").ident == "seq2-271398"
     assert Space(3).locate(Space(3).workload(120000000).steps) == 120000000

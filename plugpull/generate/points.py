@@ -1,0 +1,75 @@
+"""The persistence points that may follow each operation (`persistence_choices`), in the order
+that numbers the workloads: sync, then fsync and fdatasync of what the operation touched (its
+`subjects`), msync after an mmap write, ACE's fsync of a sibling after a nested operation, and
+last the sixth table's points of a name the step did not touch (`reach.untouched`)."""
+
+from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, sibling
+from plugpull.generate.reach import untouched
+from plugpull.generate.tree import DIR, DIRS, FILE, ROOT, Tree, parent
+
+
+def sibling_path(path: str) -> str:
+    """The other file name in the same directory, as a path: A/C/foo's is A/C/bar."""
+    return f"{parent(path)}/{sibling(path)}"
+
+
+def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The files and the directories a persistence point after `op` may name."""
+    args = op.args
+    if op.family == "nested":
+        return _nested_subjects(op)
+    if op.family == "evict":
+        return (), ()
+    if op.family in ("reflink", "copy"):
+        return args[1:], ()  # the destination: the source is unchanged
+    if op.family in (*DATA_FAMILIES, "setxattr", "removexattr"):
+        return args, ()
+    if op.family == "creat":
+        return args, (parent(args[0]),)
+    if op.family == "rmdir":
+        return (), (parent(args[0]),)
+    if op.family in ("mkdir", "rename") and args[0] in DIRS:
+        return (), (*args[1:], args[0], ROOT) if op.family == "rename" else (args[0], ROOT)
+    if op.family in ("unlink", "symlink"):
+        return (), (parent(args[0]),)
+    files = args if op.family == "link" else args[1:]
+    return files, tuple(dict.fromkeys(parent(a) for a in args))
+
+
+def _nested_subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """As its plain twin's, with the parent of A/C (A) among the directories: ACE's fsync of
+    the parent; after mkdir A/C, A/C and A."""
+    if op.variant == "mkdir":
+        return (), (NESTED_DIR, parent(NESTED_DIR))
+    files = op.args[-1:] if op.variant in ("creat", "rename") else ()
+    return files, tuple(dict.fromkeys([*(parent(a) for a in op.args), parent(NESTED_DIR)]))
+
+
+def siblings(op: Op) -> tuple[str, ...]:
+    """The files a persistence point after a nested operation may fsync besides those it
+    touched: the sibling of each name it used, in that name's directory (ACE's fsync of a
+    sibling)."""
+    if op.family != "nested" or op.variant == "mkdir":
+        return ()
+    return tuple(dict.fromkeys(sibling_path(a) for a in op.args))
+
+
+def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None, ...]:
+    """What may follow `op`: nothing (not after the last operation), sync, fsync or fdatasync
+    of a file it touched, fsync of a directory it touched; in this order. After an mmap write,
+    msync of its file; after a nested operation, fsync of a sibling file; then fsync and
+    fdatasync of every other file there, and fsync of every other directory (`fsync-any`,
+    `fdatasync-any`, the sixth table's)."""
+    files, dirs = subjects(op)
+    out: list[Persist | None] = [] if last else [None]
+    out.append(Persist("sync"))
+    for f in files:
+        if tree.kind(f) == FILE:
+            out += [Persist("fsync", f), Persist("fdatasync", f)]
+    out += [Persist("fsync", d) for d in dirs if tree.kind(d) == DIR]
+    out += [Persist("fsync", s) for s in siblings(op) if tree.kind(s) == FILE]
+    if op.family == "mmapwrite":
+        out.append(Persist("msync", op.args[0]))
+    offered = {p.path for p in out if p is not None and p.path is not None}
+    out += [Persist(kind, path) for kind, path in untouched(tree, offered, offered)]
+    return tuple(out)
