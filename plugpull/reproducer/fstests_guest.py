@@ -5,10 +5,12 @@ written), then TEST_DEV, SCRATCH_DEV and LOGWRITES_DEV, empty. The root is mount
 guest's /dev, /proc, /sys and its kernel's modules are bound into it, and each `check(test,
 fstyp)` writes fstests' local.config for that filesystem and runs `./check TEST` chrooted.
 Its result is read from what fstests leaves: a `.notrun` file (a `_require_*` guard said no,
-with its reason), `Failures:` in check's output with the `.out.bad` beside the golden output,
-or `Passed all 1 tests`. Anything else is a harness failure (InfraError), never a verdict."""
+with its reason), `Failures:` in check's output with the `.out.bad` beside the golden output
+and check's own findings (a filesystem check, dmesg, the test's exit status), or `Passed all 1
+tests`. Anything else is a harness failure (InfraError), never a verdict."""
 
 import difflib
+import re
 import shutil
 import time
 from contextlib import contextmanager
@@ -28,6 +30,10 @@ MEMORY_MIB = 1536
 MKFS_FORCE = {"ext4": "-F", "xfs": "-f", "btrfs": "-f", "f2fs": "-f"}
 # Loaded by the guest's own modprobe: the root's (kmod) cannot read the guest's module tree's
 # index, and fstests' `_require_dm_target` asks `dmsetup targets` after its modprobe.
+# What `check` prints of a failure it found itself, after the test's output matched or beside it.
+CHECK_FINDING = re.compile(r"_check_\w+: [^\n]*|\[failed, exit status \d+\]|\[dumped core\]")
+# The lines of a `.dmesg` fstests saved that say what was found.
+DMESG_FINDING = re.compile(r"WARNING:|BUG:|BUG |Oops|corrupt|critical|error", re.IGNORECASE)
 MODULES = "dm_flakey dm_delay dm_log_writes btrfs f2fs xfs ext4"
 MOUNT_ROOT = f"""set -e
 R={ROOT}
@@ -67,17 +73,30 @@ def local_config(fstyp: str, devices: list[str]) -> str:
         ("LOGWRITES_DEV", logwrites_dev), ("DM_DISABLE_UDEV", "1")))
 
 
+def check_findings(output: str, dmesg: str | None) -> list[str]:
+    """What `check` itself found wrong (a filesystem check, dmesg, the exit status, a core),
+    with the first lines of the saved dmesg that say what it was."""
+    found = CHECK_FINDING.findall(output)
+    if dmesg:
+        found += [line.strip() for line in dmesg.splitlines() if DMESG_FINDING.search(line)][:3]
+    return found
+
+
 def result_of(test: str, fstyp: str, output: str, files: dict[str, str], seconds: float) -> CheckResult:
-    """The result fstests left: `files` holds the test's `.notrun`, `.out.bad` and golden
-    `.out` as far as they exist."""
+    """The result fstests left: `files` holds the test's `.notrun`, `.out.bad`, `.dmesg` and
+    golden `.out` as far as they exist. A failure's reason is the diff against the golden
+    output, then check's own findings; a test whose output matched fails by those alone (a
+    filesystem left inconsistent, a warning in dmesg)."""
     if "notrun" in files:
         return CheckResult(test, fstyp, "notrun", files["notrun"].strip() or "(no reason)", output, seconds)
     if f"Failures: {test}" in output:
-        if "bad" not in files:
-            raise InfraError(f"{test} on {fstyp}: check says it failed and left no .out.bad:\n{output[-2000:]}")
-        diff = difflib.unified_diff(files.get("out", "").splitlines(), files["bad"].splitlines(),
-                                    f"{test}.out", f"{test}.out.bad", lineterm="")
-        return CheckResult(test, fstyp, "fail", "\n".join(diff), output, seconds)
+        found = check_findings(output, files.get("dmesg"))
+        if "bad" not in files and not found:
+            raise InfraError(f"{test} on {fstyp}: check says it failed, left no .out.bad and "
+                             f"named no finding:\n{output[-2000:]}")
+        diff = difflib.unified_diff(files.get("out", "").splitlines(), files.get("bad", "").splitlines(),
+                                    f"{test}.out", f"{test}.out.bad", lineterm="") if "bad" in files else []
+        return CheckResult(test, fstyp, "fail", "\n".join([*diff, *found]), output, seconds)
     if "Passed all 1 tests" in output:
         return CheckResult(test, fstyp, "pass", "", output, seconds)
     raise InfraError(f"{test} on {fstyp}: check gave no result:\n{output[-2000:]}")
@@ -105,17 +124,18 @@ class FstestsGuest:
         got = self.machine.run("cat %s 2>/dev/null", f"{ROOT}{path}", timeout=60)
         return got.text if got.rc == 0 else None
 
-    def check(self, test: str, fstyp: str) -> CheckResult:
+    def check(self, test: str, fstyp: str, timeout: float = CHECK_TIMEOUT) -> CheckResult:
         self._make_test_fs(fstyp)
         self.machine.write_file(f"{ROOT}{FSTESTS_IN_ROOT}/local.config", local_config(fstyp, self.devices))
         results = f"{FSTESTS_IN_ROOT}/results/{test}"
         self.machine.run("rm -f %s.*", f"{ROOT}{results}", timeout=60)
         start = time.monotonic()
         got = self.machine.run("chroot %s /bin/bash -c %s 2>&1", ROOT,
-                               f"cd {FSTESTS_IN_ROOT} && ./check {test}", timeout=CHECK_TIMEOUT)
+                               f"cd {FSTESTS_IN_ROOT} && ./check {test}", timeout=timeout)
         seconds = time.monotonic() - start
         files = {}
         for kind, path in (("notrun", f"{results}.notrun"), ("bad", f"{results}.out.bad"),
+                           ("dmesg", f"{results}.dmesg"),
                            ("out", f"{FSTESTS_IN_ROOT}/tests/{test}.out")):
             if (text := self._read(path)) is not None:
                 files[kind] = text

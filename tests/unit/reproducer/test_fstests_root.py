@@ -87,6 +87,31 @@ def test_a_test_not_run_is_not_a_pass():
     assert result.status == "notrun" and "LOGWRITES_DEV" in result.reason
 
 
+def test_a_filesystem_left_inconsistent_fails_with_no_output_mismatch():
+    out = ("btrfs/231 12s ... _check_btrfs_filesystem: filesystem on /dev/sdc is inconsistent\n"
+           "(see /opt/fstests/results//btrfs/231.full for details)\nFailures: btrfs/231\nFailed 1 of 1 tests\n")
+    result = result_of("btrfs/231", "btrfs", out, {"out": "QA output created by 231\n"}, 12.0)
+    assert result.status == "fail"
+    assert result.diff_lines == ["_check_btrfs_filesystem: filesystem on /dev/sdc is inconsistent"]
+
+
+def test_a_warning_in_dmesg_fails_with_its_first_lines():
+    out = "generic/771 9s ... _check_dmesg: something found in dmesg (see ...)\nFailures: generic/771\n"
+    dmesg = "run fstests generic/771\nBTRFS info (device sdc): using free space tree\nWARNING: CPU: 0 PID: 9 at fs/btrfs/tree-log.c:1\n"
+    result = result_of("generic/771", "btrfs", out, {"dmesg": dmesg}, 9.0)
+    assert result.status == "fail"
+    assert result.diff_lines == ["_check_dmesg: something found in dmesg (see ...)",
+                                 "WARNING: CPU: 0 PID: 9 at fs/btrfs/tree-log.c:1"]
+
+
+def test_an_output_mismatch_keeps_check_s_own_findings_after_the_diff():
+    out = "generic/900 3s ... [failed, exit status 1]- output mismatch (see ...)\nFailures: generic/900\n"
+    files = {"out": "QA output created by 900\nok\n", "bad": "QA output created by 900\nmount failed\n"}
+    result = result_of("generic/900", "btrfs", out, files, 3.0)
+    assert "+mount failed" in result.diff_lines
+    assert result.diff_lines[-1] == "[failed, exit status 1]"
+
+
 @pytest.mark.parametrize("out", ["generic/900 unknown test, ignored\nPassed all 0 tests\n",
                                  "Failures: generic/900\n"])
 def test_no_result_is_a_harness_failure(out):
