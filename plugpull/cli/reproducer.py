@@ -4,6 +4,7 @@ maintainer runs without plugpull, or as an fstests test, in the form that shows 
 crafted XFS log); with --run, the script run in a plugpull guest."""
 
 import argparse
+import stat
 import sys
 from pathlib import Path
 
@@ -91,18 +92,30 @@ def _state_target(where: Path, args):
     return case, state_choice(where, case.point) if args.form == "auto" else None
 
 
+def _kind(where: Path) -> str | None:
+    """"file", "dir", or None (missing or another kind); a name the system refuses to look up
+    (one longer than a name may be) is bad input, not a harness failure."""
+    try:
+        mode = where.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        raise UsageError(f"{where}: {e.strerror}") from None
+    return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else None
+
+
 def _target(args):
     from plugpull.reproducer.forms import Target, case_choice
     where = Path(args.target)
     if isinstance(args.target, str):
         case, choice = _gen_target(args)
-    elif where.is_file() and where.suffix == ".toml":
+    elif _kind(where) == "file" and where.suffix == ".toml":
         given = [flag for flag, value in (("--fs", args.fs), ("--point", args.point)) if value is not None]
         if given:  # refused, not ignored: the case file says which state and filesystem it replays
             raise UsageError(f"{given[0]} does not go with a case file ({args.target}): it replays its own kept "
                              "state, on its own filesystem")
         case, choice = None, case_choice(where)
-    elif where.is_dir():
+    elif _kind(where) == "dir":
         case, choice = _state_target(where, args)
     else:
         raise UsageError(f"{args.target}: neither gen:ID, a saved state directory nor a case file")

@@ -384,3 +384,12 @@ def test_messages_blame_what_was_given(tmp_path, capsys):
                                                                "acks_required": 2}))
     code, _, err = run([str(tmp_path / "zfs")], capsys)
     assert code == 2 and "state.json: its fs is 'zfs'" in err and "--fs 'zfs'" not in err, err
+
+
+def test_a_target_too_long_to_look_up_is_bad_input_in_one_short_line(tmp_path, monkeypatch, capsys):
+    """A name longer than the system lets one be (ENAMETOOLONG) was a harness failure, exit 3."""
+    from tests.cli_run import refused
+
+    monkeypatch.chdir(tmp_path)
+    err = refused(["reproducer", "a" * 20000], capsys, "File name too long")
+    assert len(err) < 400 and not list(tmp_path.iterdir())
