@@ -24,13 +24,13 @@ from plugpull.paths import ROOT
 DATA = ROOT / "suites" / "known" / "fstests.toml"
 REACHES = ("expressible", "one step off", "out of reach")
 NEEDS = {
-    "persist-untouched": "a persistence point of a file or directory the step before did not touch "
-                         "(another link of the file, a second fsync in a row)",
+    "second-point": "a second persistence point with no operation before it (a second fsync in a row, "
+                    "an fsync right after a sync)",
     "more-ops": "more than three operations",
     "third-name": "a third name in one directory",
     "nested-ops": "links and other operations into the nested directory, a directory moved into another",
     "sizes": "other offsets and sizes (sub-page punches, inline files, truncate up, MiB ranges)",
-    "reflink": "reflink and clone (FICLONE, FICLONERANGE)",
+    "reflink": "a clone within one file, or of other ranges (FICLONERANGE)",
     "snapshot": "btrfs snapshots",
     "subvolume": "btrfs subvolumes",
     "evict": "inode eviction between steps (drop_caches)",
