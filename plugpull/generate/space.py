@@ -121,6 +121,12 @@ def block_of(steps) -> int:
     return next(i for i, mask in enumerate(GROWN) if all(allowed_by(mask, s.op, s.persist) for s in steps))
 
 
+# Counts by seq, shared by every Space of that seq in the process: a count depends on the seq,
+# the Sim and the mask (in its key), not on the filter or the setup, and a seq-3 walk of the
+# six tables costs tens of seconds.
+_COUNTS: dict[int, dict] = {}
+
+
 class Space:
     """The workloads of `seq` operations, optionally only those whose operations are all of
     `families` and whose persistence points are all of `persistence` (ids stay those of the
@@ -140,7 +146,7 @@ class Space:
         self.mask: Mask = (frozenset(checked(families, FAMILIES, "operation")),
                            frozenset(checked(persistence, PERSISTENCE, "persistence point")))
         self.filtered = self.mask != WHOLE
-        self._memo: dict = {}
+        self._memo = _COUNTS.setdefault(seq, {})
 
     def allowed(self, op: Op, persist: Persist | None) -> bool:
         return allowed_by(self.mask, op, persist)
@@ -315,6 +321,12 @@ def workload_of(text: str, synced: bool = True) -> Workload:
 def whole_space(seq: int, synced: bool = True) -> Space:
     """The unfiltered space of `seq`, its counts kept for the life of the process."""
     return Space(seq, synced=synced)
+
+
+def forget_counts() -> None:
+    """Drop every count kept in the process: for a test that changed the model's rules."""
+    _COUNTS.clear()
+    whole_space.cache_clear()
 
 
 def space_of(ident: str) -> Space:

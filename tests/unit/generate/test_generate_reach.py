@@ -24,7 +24,7 @@ from plugpull.generate.oracle import LINUX, PROFILES, on_profile, owed, refusals
 from plugpull.generate.ops import INITIAL_SIZE, Op, Persist, up_to
 from plugpull.generate.points import persistence_choices
 from plugpull.generate.program import program
-from plugpull.generate.space import Space, Step, workload_of
+from plugpull.generate.space import Space, Step, forget_counts, workload_of
 from plugpull.generate.tree import digest, read_tree
 
 # sha256 of "ID TEXT | SETUP\n" for every workload of the first five tables (seq 1 and 2), and
@@ -32,7 +32,8 @@ from plugpull.generate.tree import digest, read_tree
 # five tables' code gave them
 FIVE_TABLES = {1: (539, "86ccde56234e41f0635f447c5b3999842f829e832e14d5e8037c6d01d99fb74c"),
                2: (300637, "5a1ae5acfbfc3cc90d7a0fdbc6470d160771d062efab6fc8f0fb1135428affff")}
-DRAWN = {(2, 2000): "aa15f6b4492ef2a2ece4101bc4a1dd7677c71f9c484a3c206d8b41d3470151c4",
+DRAWN = {(2, 300): "07915ecdd346014e381beabc5a7563011b431fa7d61a56de33ddee2bc9536af3",
+         (2, 2000): "aa15f6b4492ef2a2ece4101bc4a1dd7677c71f9c484a3c206d8b41d3470151c4",
          (3, 300): "164aaea9da06948306b07eb0e76a198a928a225953c1265f8b3d6f5539ddd77f",
          (3, 3000): "45a9c3118c4bff9e071f49805d4b83dcc2c07b582593ce4ba05426b00715b46f"}
 
@@ -66,7 +67,8 @@ def test_every_seq2_id_of_the_five_tables_names_the_same_workload():
     assert listed_digest(2) == FIVE_TABLES[2]
 
 
-@pytest.mark.parametrize("seq, k", [(2, 2000), (3, 300), pytest.param(3, 3000, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("seq, k", [(2, 300), pytest.param(2, 2000, marks=pytest.mark.slow), (3, 300),
+                                    pytest.param(3, 3000, marks=pytest.mark.slow)])
 def test_ids_of_the_five_tables_drawn_at_random_name_the_same_workloads(seq, k):
     assert drawn_digest(seq, k) == DRAWN[seq, k]
 
@@ -287,8 +289,11 @@ def test_the_destination_holds_what_the_calls_leave_worked_out_by_hand():
 
 def test_the_clone_check_catches_a_rule_that_replaces_the_destination_whole(monkeypatch):
     monkeypatch.setattr(ops, "cloned", lambda family, variant, src, dst: src)
-    with pytest.raises(AssertionError):
-        model_is_the_hand_worked_one()
+    try:
+        with pytest.raises(AssertionError):
+            model_is_the_hand_worked_one()
+    finally:
+        forget_counts()  # counted with the wrong rule: no later test in this process may use them
 
 
 @pytest.mark.parametrize("text", REFUSED_HERE)

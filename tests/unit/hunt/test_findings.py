@@ -63,12 +63,13 @@ def symlink_rename() -> dict:
 def moves_with_a_data_step(count: int) -> list:
     """Seq-2 workloads that move a file to the other directory, fsync the new one, and change
     some file's data or xattrs before or after (the renamed one or another): `count` of them."""
-    space, picked = Space(2), []
+    data = ("write", "falloc", "truncate", "setxattr")
+    space, picked = Space(2, families=("rename", *data)), []  # the listing of those in the whole space's order
     for w in space.workloads():
         kinds = [(s.op.family, s.op.variant) for s in w.steps]
         move = [s for s in w.steps if s.op.family == "rename" and s.op.variant == "file"
                 and s.op.args[0][0] != s.op.args[1][0] and s.persist and s.persist.path == s.op.args[1][0]]
-        if move and any(f in ("write", "falloc", "truncate", "setxattr") for f, _ in kinds):
+        if move and any(f in data for f, _ in kinds):
             picked.append(w)
     return random.Random(1).sample(picked, count)
 
