@@ -245,8 +245,8 @@ class Space:
         return base
 
     def index_of(self, rank: int) -> int:
-        """The id of the filter's `rank`-th workload."""
-        return self.locate(self._ranked(rank, self.mask)[0])
+        """The id of the filter's `rank`-th workload (the whole space's ranks are its ids)."""
+        return rank if not self.filtered else self.locate(self._ranked(rank, self.mask)[0])
 
     def workloads(self):
         """Every workload the filter lets through, in order."""
