@@ -1,6 +1,9 @@
 """Where a hunt's CPU goes, per distinct state, and the rate two cores allow at that cost.
 
-    .venv/bin/python bench/hunt_cpu.py [--fs ext4,xfs,btrfs] [--sample 64] [--seed 1]
+    .venv/bin/python bench/hunt_cpu.py [--fs ext4,xfs,btrfs] [--sample 64] [--seed 1] [--ops a,b,...]
+
+`--ops` keeps the workloads whose operations and points are all of those names (as `plugpull
+hunt --ops`): the cost of one family against the same run without it.
 
 A seq-2 hunt per filesystem, in this process, with a sampler that reads every 0.2 s the CPU
 seconds (user + system, /proc/PID/stat) of each QEMU this process started: the recording
@@ -27,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from plugpull.generate.space import Space
+from plugpull.cli.generate import space_of_options
 from plugpull.guest.rig import prepare_rig
 from plugpull.hunt.hunter import HuntSpec, hunt
 
@@ -97,10 +100,10 @@ def cpu() -> tuple[float, float]:
     return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
-def measured(rig, fs: str, sample: int, seed: int, out: Path) -> dict:
+def measured(rig, fs: str, sample: int, seed: int, out: Path, ops: tuple[str, ...] = ()) -> dict:
     own0, kids0 = cpu()
     with Sampler() as sampler:
-        run = hunt(HuntSpec(2, fs, sample=sample, seed=seed), Space(2), [rig], out)
+        run = hunt(HuntSpec(2, fs, ops=ops, sample=sample, seed=seed), space_of_options(2, ops), [rig], out)
     own1, kids1 = cpu()
     recorder, checker = sampler.seconds(True), sampler.seconds(False)
     return {"distinct": run.distinct, "wall": run.wall_s, "workloads": run.new,
@@ -125,16 +128,18 @@ def main() -> None:
     p.add_argument("--fs", default="ext4,xfs,btrfs")
     p.add_argument("--sample", type=int, default=64)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--ops", default="", help="only workloads of these operations and points (plugpull hunt --ops)")
     args = p.parse_args()
+    ops = tuple(n for n in args.ops.split(",") if n)
     rig, cores = prepare_rig(), os.cpu_count() or 1
     rows = {}
     with tempfile.TemporaryDirectory(prefix="plugpull-bench-hunt-cpu-") as tmp:
         for fs in args.fs.split(","):
             print(f"{fs}: hunting a seq-2 sample of {args.sample} ...", flush=True)
-            rows[fs] = measured(rig, fs, args.sample, args.seed, Path(tmp) / fs)
+            rows[fs] = measured(rig, fs, args.sample, args.seed, Path(tmp) / fs, ops)
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
-    print(f"seq 2 sample {args.sample} seed {args.seed}, barrier, {rig.accel}, {time.strftime('%Y-%m-%d %H:%M')}, "
+    print(f"seq 2 sample {args.sample} seed {args.seed}{' ops ' + ','.join(ops) if ops else ''}, barrier, {rig.accel}, {time.strftime('%Y-%m-%d %H:%M')}, "
           f"load {load}")
     for fs, row in rows.items():
         report(fs, row, cores)
