@@ -23,6 +23,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from plugpull.crash.saved import state_fields
 from plugpull.errors import UsageError
 from plugpull.files import SAVED_JSON_MAX, TEXT_MAX, open_regular, read_regular_text
 from plugpull.powerloss.writelog import iter_entries
@@ -94,7 +95,7 @@ def _record_entries(record: Path) -> tuple[list, list[dict]]:
 
 def state_choice(state_dir: Path, point: int) -> Choice:
     """The form a saved state of a generated workload calls for, at `point`."""
-    doc = json.loads(read_regular_text(Path(state_dir) / "state.json", most=SAVED_JSON_MAX))
+    doc = state_fields(state_dir)
     if doc.get("verdict") == "unmountable" and doc.get("fs") == "xfs":
         return Choice("log-hole", "the state is one XFS log recovery cannot read (unmountable)")
     if doc.get("minimised"):
