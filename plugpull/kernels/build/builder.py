@@ -21,6 +21,7 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write_json
+from plugpull.kernels import dotconfig
 from plugpull.kernels.build import config as kconfig
 from plugpull.kernels.build.debsrc import source_path, source_tree
 from plugpull.kernels.build.estimate import estimated_lines
@@ -159,7 +160,7 @@ def _build(plan: Plan, workspace: Workspace, store: BuildStore, seconds: dict) -
     kind = "cold" if cold else "incremental"
     history = workspace.root / "lines.json"
     if cold:
-        expected = estimated_lines(workspace.tree, kconfig.values((workspace.out / ".config").read_text()))
+        expected = estimated_lines(workspace.tree, dotconfig.values((workspace.out / ".config").read_text()))
         basis = "estimated from the tree's Makefiles and this .config"
     else:
         expected, basis = expected_lines(history, kind), "the last incremental build of this source"
