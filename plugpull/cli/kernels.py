@@ -120,7 +120,7 @@ def positive_days(text: str) -> float:
 def cmd_prune(args) -> int:
     """The cache pruned by its policy (plugpull.prune): a line per kind of what went and how much."""
     from plugpull.paths import cache_dir
-    from plugpull.prune import CACHE_KINDS, prune
+    from plugpull.prune import prune
 
     extra = [*(p.flag for p in args.patch), *(flag for flag, value in (
         ("--name", args.name), ("--config", args.config), ("--refresh", args.refresh)) if value)]
@@ -128,8 +128,9 @@ def cmd_prune(args) -> int:
         raise UsageError(f"{extra[0] if extra else repr(args.specs[1])} does not go with `plugpull {PRUNE_USAGE}`")
     days = DEFAULT_DAYS if args.days is None else args.days
     root = cache_dir()
-    readable(root / kind.name for kind in CACHE_KINDS)
-    outcomes = prune(root, list(CACHE_KINDS), days, args.dry_run)
+    kinds = cache_kinds()
+    readable(root / kind.name for kind in kinds)
+    outcomes = prune(root, kinds, days, args.dry_run)
     for outcome in outcomes:
         print(outcome.line(args.dry_run))
         for path, why in outcome.failed:
@@ -137,6 +138,20 @@ def cmd_prune(args) -> int:
     if not outcomes:
         print(f"{root}: no cache yet")
     return EXIT_OK
+
+
+def cache_kinds() -> list:
+    """Every cache's kind, registered by the module that keeps the cache (`prune.register`),
+    each imported here for it."""
+    from plugpull import workdirs  # noqa: F401
+    from plugpull.bisect import git  # noqa: F401
+    from plugpull.cluster import workdir  # noqa: F401
+    from plugpull.kernels import resolve  # noqa: F401
+    from plugpull.kernels.build import debsrc, store  # noqa: F401
+    from plugpull.prune import registered
+    from plugpull.reproducer import fstests_root  # noqa: F401
+    from plugpull.testbed import tree  # noqa: F401
+    return registered()
 
 
 def readable(folders) -> None:

@@ -27,7 +27,7 @@ from plugpull.files import atomic_path
 from plugpull.kernels.sources import host_archive
 from plugpull.paths import cache_dir, make_tempdir
 from plugpull.locks import shared
-from plugpull.prune import mark_used
+from plugpull.prune import Kind, mark_used, register
 from plugpull.reproducer.suite import DIR as SUITE
 
 SUITE_NAME = "bookworm"
@@ -209,3 +209,6 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+register(Kind(ROOTS, entry_lock=LOCK, candidate=lambda entry: (entry / "root.img").is_file()))
