@@ -5,7 +5,7 @@ model oracle owes there.
 `case_for` picks the workload and the point; `checks` turns what the oracle owes into shell
 checks; `sh` writes a POSIX sh script, `fstests` a test in fstests' own form; `inguest` runs
 the sh script in a plugpull guest. The workload is cut at the point: the operations after it are
-not run, so nothing they would change is owed anything less (see `Case.workload`)."""
+not run, so nothing they would change is owed anything less (see `ReproducerCase.workload`)."""
 
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -25,7 +25,7 @@ FILESYSTEMS = ("ext4", "xfs", "btrfs", "f2fs", "f2fs-strict")
 
 
 @dataclass(frozen=True)
-class Case:
+class ReproducerCase:
     """Generated workload `whole` on `fs`, dropping writes right after persistence point `point`
     (0: the setup's sync)."""
 
@@ -78,7 +78,7 @@ def checked_fs(fs: str) -> str:
     return fs
 
 
-def case_for(ident: str, fs: str, point: int | None = None) -> Case:
+def case_for(ident: str, fs: str, point: int | None = None) -> ReproducerCase:
     """The case of `gen:ID`; `point` None: its last persistence point. UsageError on a bad id,
     filesystem or point."""
     if not ident.startswith(PREFIX):
@@ -91,7 +91,7 @@ def case_for(ident: str, fs: str, point: int | None = None) -> Case:
         point = last
     if not 0 <= point <= last:
         raise UsageError(f"--point {point}: {ident} has persistence points 0 to {last}")
-    return Case(workload, fs, point)
+    return ReproducerCase(workload, fs, point)
 
 
 def state_target(state_dir: Path) -> tuple[str, str, int]:

@@ -134,7 +134,7 @@ def gen_choice() -> Choice:
 
 @dataclass(frozen=True)
 class Target:
-    case: object  # the reproducer's Case (plugpull.reproducer.Case); None for the log hole, which runs no workload
+    case: object  # plugpull.reproducer.ReproducerCase; None for the log hole, which runs no workload
     form: str
     why: str
 

@@ -16,7 +16,7 @@ stops the test, so the workload never runs on the root filesystem's mount point.
 import re
 
 from plugpull.errors import UsageError
-from plugpull.reproducer import Case
+from plugpull.reproducer import ReproducerCase
 from plugpull.reproducer.checks import Checks, check_calls, checks, comment, reader_functions
 from plugpull.reproducer.findings import fix_lines
 from plugpull.reproducer.profiles import fstests_guards, fstests_mkfs
@@ -142,7 +142,7 @@ METHOD = {
 }
 
 
-def header(case: Case, found: Checks, number: str, form: str = "flakey") -> list[str]:
+def header(case: ReproducerCase, found: Checks, number: str, form: str = "flakey") -> list[str]:
     return [*copyright_lines(number),
             f"# {case.title()}, found by plugpull's generated workloads.",
             f"# Workload: {case.whole.text()}", *METHOD[form],
@@ -153,14 +153,14 @@ def cleanup_lines(*helpers: str) -> list[str]:
     return ["_cleanup()", "{", *(f"\t{h}" for h in helpers), "\tcd /", "\trm -r -f $tmp.*", "}", ""]
 
 
-def requirements(case: Case, targets: tuple[str, ...]) -> list[str]:
+def requirements(case: ReproducerCase, targets: tuple[str, ...]) -> list[str]:
     """The test's `_require_*` lines and the fix line of a known finding."""
     attrs = needs_setfattr(case)
     return ["_require_scratch", *fstests_guards(FILESYSTEMS[case.fs]), *(f"_require_dm_target {t}" for t in targets),
             *(["_require_attrs user"] if attrs else []), *fix_lines(case), ""]
 
 
-def preamble(case: Case, form: str = "flakey") -> list[str]:
+def preamble(case: ReproducerCase, form: str = "flakey") -> list[str]:
     attrs = needs_setfattr(case)
     delay = form == "delay"
     cleanup = ("_cleanup_delay", "_cleanup_flakey") if delay else ("_cleanup_flakey",)
@@ -175,14 +175,14 @@ def preamble(case: Case, form: str = "flakey") -> list[str]:
             "_require_metadata_journaling $SCRATCH_DEV", *own_mount_options(case), *stack, ""]
 
 
-def own_mount_options(case: Case) -> list[str]:
+def own_mount_options(case: ReproducerCase) -> list[str]:
     """The configuration's mount options (f2fs-strict's fsync_mode), which fstests' mounts take
     from MOUNT_OPTIONS."""
     options = FILESYSTEMS[case.fs].mount_options
     return [f'MOUNT_OPTIONS="$MOUNT_OPTIONS -o {",".join(options)}"'] if options else []
 
 
-def printing(case: Case) -> str:
+def printing(case: ReproducerCase) -> str:
     """The test's part after the remount: it prints the checked facts (`golden` is what a
     filesystem that keeps them prints)."""
     lines = [reader_functions("$SCRATCH_MNT", "$GETFATTR_PROG"), SHOW,
@@ -205,7 +205,7 @@ CRASH = {
 }
 
 
-def test(case: Case, number: str = "NNN", form: str = "flakey") -> str:
+def test(case: ReproducerCase, number: str = "NNN", form: str = "flakey") -> str:
     """The fstests test of `case`, numbered `number`, in the `flakey` or `delay` form."""
     body = [*header(case, checks(case), number, form), *preamble(case, form), *setup_lines(case, TOOLS),
             *op_lines(case, TOOLS), "", *CRASH[form], "", printing(case),
@@ -213,6 +213,6 @@ def test(case: Case, number: str = "NNN", form: str = "flakey") -> str:
     return "\n".join(body) + "\n"
 
 
-def golden(case: Case, number: str = "NNN") -> str:
+def golden(case: ReproducerCase, number: str = "NNN") -> str:
     """The test's golden output: what a filesystem that keeps every owed fact prints."""
     return "\n".join([f"QA output created by {number}", *golden_lines(checks(case))]) + "\n"

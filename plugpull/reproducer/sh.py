@@ -14,7 +14,7 @@ wait `DELAY_MS` there, reads and flushes do not. A write the persistence call di
 for is still held in it when the call returns, and the drop loses it every time; a call that
 waits for its writes takes longer instead and keeps them (DESIGN.md fact 17)."""
 
-from plugpull.reproducer import Case
+from plugpull.reproducer import ReproducerCase
 from plugpull.reproducer.checks import Checks, check_calls, checks, comment, reader_functions
 from plugpull.reproducer.profiles import header_lines, mount_command, sh_control, sh_mkfs, sh_mount
 from plugpull.reproducer.steps import Tools, needs_setfattr, op_lines, setup_lines
@@ -111,7 +111,7 @@ METHOD = {
 }
 
 
-def header(case: Case, found: Checks, form: str = "flakey") -> list[str]:
+def header(case: ReproducerCase, found: Checks, form: str = "flakey") -> list[str]:
     targets = "dm-flakey and dm-delay targets" if form == "delay" else "dm-flakey target"
     return ["#!/bin/sh",
             f"# Reproducer: {case.title()}.",
@@ -151,12 +151,12 @@ def dm_targets(*targets: str) -> list[str]:
     return lines
 
 
-def case_tools(case: Case) -> list[str]:
+def case_tools(case: ReproducerCase) -> list[str]:
     return ["xfs_io", FILESYSTEMS[case.fs].mkfs[0], "mount", "umount", "stat", "readlink", "md5sum", "cut", "grep",
             "blockdev", "mktemp"] + (["setfattr", "getfattr"] if needs_setfattr(case) else [])
 
 
-def preflight(case: Case, form: str = "flakey") -> list[str]:
+def preflight(case: ReproducerCase, form: str = "flakey") -> list[str]:
     return [*usage_and_tools(["dmsetup", *case_tools(case)]),
             *dm_targets("flakey", *(["delay"] if form == "delay" else []))]
 
@@ -170,7 +170,7 @@ def delay_device() -> list[str]:
             'dmsetup mknodes "$name-delay"']
 
 
-def make_and_mount(case: Case, form: str = "flakey") -> list[str]:
+def make_and_mount(case: ReproducerCase, form: str = "flakey") -> list[str]:
     """The filesystem made on the device, the dm devices over it, mounted (a profile's control
     first: profiles.sh_control)."""
     fs = FILESYSTEMS[case.fs]
@@ -213,7 +213,7 @@ def late_drop(refuse: str) -> list[str]:
             f'if [ "$late" -ge {DELAY_MS} ]; then {refuse}; fi']
 
 
-def crash_and_remount(case: Case, form: str = "flakey") -> list[str]:
+def crash_and_remount(case: ReproducerCase, form: str = "flakey") -> list[str]:
     mount = mount_command(FILESYSTEMS[case.fs])
     undelay = ['remove "$name-delay" || die "could not remove the dm-delay device"', "delayed="]
     too_late = ('dmsetup resume "$name"; '
@@ -236,7 +236,7 @@ def crash_and_remount(case: Case, form: str = "flakey") -> list[str]:
         "fi"]
 
 
-def verdict(case: Case) -> list[str]:
+def verdict(case: ReproducerCase) -> list[str]:
     return [
         'if [ "$failed" -gt 0 ]; then',
         f'\techo "FAIL: $failed owed fact(s) wrong after a crash right after point {case.point} of {case.ident} on {case.fs}"',
@@ -246,7 +246,7 @@ def verdict(case: Case) -> list[str]:
         "exit 0"]
 
 
-def checking(case: Case) -> str:
+def checking(case: ReproducerCase) -> str:
     """The script's last part: with `mnt` the recovered filesystem's mount point and `failed`
     0, it checks what the point owes, prints the verdict and exits 0 or 1."""
     found = checks(case)
@@ -255,7 +255,7 @@ def checking(case: Case) -> str:
     return "\n".join(lines) + "\n"
 
 
-def script(case: Case, form: str = "flakey") -> str:
+def script(case: ReproducerCase, form: str = "flakey") -> str:
     """The sh reproducer of `case`, in the `flakey` or `delay` form."""
     body = [*header(case, checks(case), form), "", PRELUDE, *preflight(case, form), "", *make_and_mount(case, form),
             "", *guarded(setup_lines(case, TOOLS) + op_lines(case, TOOLS)), "", *crash_and_remount(case, form), ""]
