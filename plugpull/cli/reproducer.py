@@ -145,7 +145,7 @@ def _check_options(args) -> None:
     if args.out is not None:
         check_output(args.out, "--out")
         if args.style == "fstests":
-            from plugpull.reproducer.fstests import test_number
+            from plugpull.reproducer.shell import test_number
             test_number(args.out.name)
             check_output(Path(f"{args.out}.out"), "--out")
 

@@ -15,10 +15,9 @@ Either counts flushes, not their order: a flush sent while the point's write was
 flight passes here. That is the `delay` form's finding."""
 
 from plugpull.reproducer import ReproducerCase
-from plugpull.reproducer.fstests import TOOLS as FSTESTS_TOOLS, cleanup_lines, copyright_lines, ending, \
-    own_mount_options, requirements
-from plugpull.reproducer.sh import EXIT_FOUND, PRELUDE, TOOLS, case_tools, guarded, usage_and_tools
 from plugpull.reproducer.profiles import fstests_mkfs, header_lines, sh_control, sh_mkfs, sh_mount
+from plugpull.reproducer.shell import END, EXIT_FOUND, EXIT_USAGE, FSTESTS_TOOLS, PRELUDE, SH_TOOLS as TOOLS, \
+    case_tools, cleanup_lines, copyright_lines, guarded, own_mount_options, requirements, usage_and_tools
 from plugpull.reproducer.steps import needs_setfattr, op_lines, setup_lines
 from plugpull.testbed.fs import FILESYSTEMS
 
@@ -61,9 +60,10 @@ def _sh_body(case: ReproducerCase) -> list[str]:
     return [
         'sys=$(disk_dir "$dev")',
         'if [ "$(cat "$sys/queue/write_cache" 2>/dev/null)" != "write back" ]; then',
-        '\techo "$dev has no volatile write cache (queue/write_cache): no flush is owed on it" >&2; exit 2',
+        f'\techo "$dev has no volatile write cache (queue/write_cache): no flush is owed on it" >&2; '
+        f'exit {EXIT_USAGE}',
         "fi",
-        'flushes >/dev/null || { echo "$sys/stat counts no flushes (Linux 5.5 on)" >&2; exit 2; }',
+        f'flushes >/dev/null || {{ echo "$sys/stat counts no flushes (Linux 5.5 on)" >&2; exit {EXIT_USAGE}; }}',
         *control, sh_mkfs(fs), *([] if control else ['mnt=$(mktemp -d) || die "mktemp failed"']),
         sh_mount(fs, '"$dev"'), "",
         *steps[:at], 'before=$(flushes) || die "could not read the flush count"', steps[at],
@@ -128,7 +128,7 @@ def fstests_test(case: ReproducerCase, number: str = "NNN") -> str:
             f'\techo "a cache flush while {what} ran: yes"',
             "else",
             f'\techo "a cache flush while {what} ran: none"',
-            "fi", *ending("")[1:]]
+            "fi", *END]
     return "\n".join(body) + "\n"
 
 

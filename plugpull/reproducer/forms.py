@@ -140,13 +140,11 @@ class Target:
 
 
 def texts(t: Target, style: str, number: str = "NNN") -> tuple[str, str | None]:
-    """The reproducer of `t` in `style`: the script or test, and the test's golden output."""
-    from plugpull.reproducer import flushes, fstests, loghole, sh
-    if t.form == "log-hole":
+    """The reproducer of `t` in `style`: the script or test, and the test's golden output. Each
+    form is a module giving both styles."""
+    from plugpull.reproducer import delay, flakey, flushes, loghole
+    if t.form == "log-hole":  # no workload: the crafted log alone
         return (loghole.fstests_test(number), loghole.golden(number)) if style == "fstests" else (loghole.script(), None)
-    if t.form == "flushes":
-        return ((flushes.fstests_test(t.case, number), flushes.golden(t.case, number)) if style == "fstests"
-                else (flushes.script(t.case), None))
-    if style == "fstests":
-        return fstests.test(t.case, number, t.form), fstests.golden(t.case, number)
-    return sh.script(t.case, t.form), None
+    form = {"flakey": flakey, "delay": delay, "flushes": flushes}[t.form]
+    return (form.fstests_test(t.case, number), form.golden(t.case, number)) if style == "fstests" \
+        else (form.script(t.case), None)
