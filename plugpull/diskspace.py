@@ -29,11 +29,13 @@ def allocated_bytes(path: Path) -> int:
     return os.stat(path).st_blocks * 512
 
 
-def require_free(path: Path, need: int, what: str) -> None:
-    """Refuse, before anything is written, when `path`'s filesystem has less than `need` bytes free."""
+def require_free(path: Path, need: int, what: str, hint: str = "") -> None:
+    """Refuse, before anything is written, when `path`'s filesystem has less than `need` bytes
+    free: a harness failure (exit 3), as running out mid-run is; `hint` says what to do."""
     free = free_bytes(path)
     if free < need:
-        raise DiskFull(path, f"{what} needs up to {need / MIB:.0f} MiB, {free / MIB:.0f} MiB free")
+        raise DiskFull(path, f"{what} needs up to {need / MIB:.0f} MiB, {free / MIB:.0f} MiB free"
+                             + (f" ({hint})" if hint else ""))
 
 
 @contextmanager

@@ -8,8 +8,9 @@ first anyway. An entry's last use is the newest mtime of it and of what it direc
 (plugpull touches a cached kernel's, build's, payload's and record's manifest, and an fstests
 root's and a bisect clone's folder, when it uses it).
 
-Each kind is a table row (`Kind`): a folder of the cache whose entries are its direct children
-(names starting with a dot are in-flight or locks, never entries), the lock files that a
+Each kind (`Kind`) is registered by the module that keeps its cache (`register`): a folder
+of the cache whose entries are its direct children (names starting with a dot are in-flight
+or locks, never entries), the lock files that a
 writer holds while it works there (one held: the kind is left alone this time), and an
 optional lock file inside each entry (held: that entry stays). Nothing outside the cache is
 followed: a kind's folder that is a link, or that resolves outside the cache, is skipped; an
@@ -28,7 +29,6 @@ from typing import Callable
 
 from plugpull.files import first_link
 from plugpull.locks import held
-from plugpull.workdirs import listed_work
 
 DAY = 86400
 
@@ -151,60 +151,18 @@ def prune(root: Path, kinds: list[Kind], days: float, dry_run: bool) -> list[Out
     return [prune_kind(root, kind, days, dry_run) for kind in kinds] if root.is_dir() else []
 
 
-WORKER_MARKER = ".plugpull-worker-"  # a live worker holds its marker locked (cluster/workdir)
+_KINDS: dict[str, Kind] = {}
 
 
-def _kernels_lock(folder: Path) -> list[Path]:
-    return [folder.parent / ".lock"]
+def register(kind: Kind) -> Kind:
+    """A cache's kind, registered by the module that keeps that cache when it is imported (as
+    syzkaller's VM backends register themselves): prune knows no cache's layout."""
+    if kind.name in _KINDS:
+        raise ValueError(f"cache kind {kind.name!r} registered twice")
+    _KINDS[kind.name] = kind
+    return kind
 
 
-def _build_locks(folder: Path) -> list[Path]:
-    work = folder.parent / "work"
-    return sorted(work.glob("*/.lock")) if work.is_dir() and not work.is_symlink() else []
-
-
-def _build_companions(entry: Path) -> list[Path]:
-    """A built kernel's log and the names that point at it."""
-    builds = entry.parent.parent
-    names = builds / "names"
-    links = [n for n in names.iterdir() if n.is_symlink() and os.readlink(n).rsplit("/", 1)[-1] == entry.name] \
-        if names.is_dir() and not names.is_symlink() else []
-    return [builds / "logs" / f"{entry.name}.log", *links]
-
-
-def _ccache_entry(path: Path) -> bool:
-    """ccache's own folders (0-f, each written when a build stores an object there); not its
-    config and statistics."""
-    return path.is_dir() and len(path.name) == 1
-
-
-def _live_workers(folder: Path) -> list[Path]:
-    return sorted(folder.parent.glob(f"{WORKER_MARKER}*"))
-
-
-def _payload_entry(entry: Path) -> bool:
-    return entry.suffix != ".tar"  # a tar goes with its .json
-
-
-def _payload_tar(entry: Path) -> list[Path]:
-    return [entry.with_suffix(".tar")] if entry.suffix == ".json" else []
-
-
-def _stale_listing(entry: Path) -> bool:
-    work = listed_work(entry)
-    return work is None or not work.exists()
-
-
-CACHE_KINDS = (
-    Kind("kernels/trees", locks=_kernels_lock),
-    Kind("kernels/sources", locks=_kernels_lock),
-    Kind("kernels/downloads", locks=_kernels_lock),
-    Kind("kernels/builds/entries", locks=_build_locks, companions=_build_companions),
-    Kind("kernels/builds/work", entry_lock=".lock"),
-    Kind("kernels/builds/ccache", locks=_build_locks, entry=_ccache_entry),
-    Kind("fstests-roots", entry_lock=".lock", candidate=lambda entry: (entry / "root.img").is_file()),
-    Kind("payloads", locks=lambda folder: [folder / ".lock"], entry=_payload_entry, companions=_payload_tar),
-    Kind("workdirs", candidate=_stale_listing, aged=False),
-    Kind("cluster/records", locks=_live_workers),
-    Kind("bisect", entry_lock=".lock"),  # a tree's private clone; `plugpull bisect` holds the lock
-)
+def registered() -> list[Kind]:
+    """The kinds registered so far, in their folders' order."""
+    return [_KINDS[name] for name in sorted(_KINDS)]

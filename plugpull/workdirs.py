@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from plugpull.paths import WORK_PREFIX, cache_dir
+from plugpull.prune import Kind, register
 
 log = logging.getLogger(__name__)
 
@@ -132,3 +133,11 @@ def sweep_stale_workdirs(out_dir: Path | None = None) -> list[Path]:
 def _remove_if_empty(out: Path, made_by_the_run: bool) -> None:
     if made_by_the_run and out.is_dir() and not out.is_symlink() and not any(out.iterdir()):
         out.rmdir()
+
+
+def _stale_listing(entry: Path) -> bool:
+    work = listed_work(entry)
+    return work is None or not work.exists()
+
+
+register(Kind(REGISTRY, candidate=_stale_listing, aged=False))

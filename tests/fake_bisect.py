@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.bisect import Journal, Judged, Plan, Untestable, clone_for, revisions, settings
+from plugpull.bisect import BisectPlan, Journal, Judged, Untestable, clone_for, revisions, settings
 from plugpull.errors import InfraError
 
 COMMITS = 9  # c1 .. c9
@@ -66,11 +66,11 @@ class Fakes:
         return Judged(not failing, "FAIL 1/1" if failing else "PASS 3/3")
 
 
-def plan_of(tree, good, bad, out, fixed=False) -> Plan:
+def plan_of(tree, good, bad, out, fixed=False) -> BisectPlan:
     rev = revisions(tree, good, bad, fixed)
     clone = clone_for(rev.tree).ensure(rev.tree)
     out.mkdir(exist_ok=True)
-    return Plan(clone, Journal(out, settings(rev, Path("t.sh"), b"", 3, None)), rev.terms, rev.new, rev.old)
+    return BisectPlan(clone, Journal(out, settings(rev, Path("t.sh"), b"", 3, None)), rev.terms, rev.new, rev.old)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ not hold is not, so the same command tests it again.
 from dataclasses import dataclass
 from typing import Callable
 
-from plugpull.bisect.journal import Step
+from plugpull.bisect.journal import BisectStep
 from plugpull.errors import UsageError
 
 
@@ -34,7 +34,8 @@ def ends_of(plan) -> tuple[End, End]:
     return End("--bad", bad, False), End("--good", good, True)
 
 
-def check_ends(plan, journaled: dict[str, Step], test: Callable[[str, str], Step], say) -> tuple[Step, ...]:
+def check_ends(plan, journaled: dict[str, BisectStep], test: Callable[[str, str], BisectStep],
+               say) -> tuple[BisectStep, ...]:
     """Each end's step, tested (`test(flag, commit)`, the clone checked out at it) unless journaled;
     EndRefused at the first end that is not as said."""
     held = []
@@ -50,7 +51,7 @@ def check_ends(plan, journaled: dict[str, Step], test: Callable[[str, str], Step
     return tuple(held)
 
 
-def refuse_unless_held(end: End, step: Step, mark: str) -> None:
+def refuse_unless_held(end: End, step: BisectStep, mark: str) -> None:
     if step.mark == mark:
         return
     where = f"{end.flag} {end.commit[:12]} \"{step.subject}\""

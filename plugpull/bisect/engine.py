@@ -16,7 +16,7 @@ from typing import Callable
 
 from plugpull.bisect.ends import check_ends
 from plugpull.bisect.git import Clone, Position, subject
-from plugpull.bisect.journal import Journal, Step
+from plugpull.bisect.journal import BisectStep, Journal
 
 SKIP = "skip"
 
@@ -49,7 +49,7 @@ FIXED = Terms("broken", "fixed", pass_is_new=True)
 
 
 @dataclass(frozen=True)
-class Plan:
+class BisectPlan:
     """One bisect: `new` the commit in the state a commit brought (the bad one, or with
     FIXED the good one), `old` the commit before it."""
 
@@ -66,8 +66,8 @@ class Result:
     first: str | None
     subject: str
     candidates: tuple[str, ...]
-    steps: tuple[Step, ...]
-    ends: tuple[Step, ...] = ()  # BAD's and GOOD's, tested before the steps; none if trusted
+    steps: tuple[BisectStep, ...]
+    ends: tuple[BisectStep, ...] = ()  # BAD's and GOOD's, tested before the steps; none if trusted
 
     def to_json(self) -> dict:
         return {"first": self.first, "subject": self.subject, "term": self.terms.new,
@@ -75,7 +75,7 @@ class Result:
                 "steps": [asdict(s) for s in self.steps]}
 
 
-def run_bisect(plan: Plan, build: Callable, judge: Callable, say: Callable[[str], None] = print,
+def run_bisect(plan: BisectPlan, build: Callable, judge: Callable, say: Callable[[str], None] = print,
                test_ends: bool = True) -> Result:
     """The first commit in the new state; first (unless `test_ends` is False) the two ends
     tested (plugpull.bisect.ends), EndRefused if one is not as said."""
@@ -88,7 +88,7 @@ def run_bisect(plan: Plan, build: Callable, judge: Callable, say: Callable[[str]
         say(f"resumed: {both}{steps} already judged ({plan.journal.out / 'steps.jsonl'})")
     ends = ()
     if test_ends:
-        def test_end(flag: str, commit: str) -> Step:
+        def test_end(flag: str, commit: str) -> BisectStep:
             say(f"{flag} {commit[:12]} \"{subject(clone.path, commit)}\", tested before any step: building...")
             return pace.timed(judge_commit, plan, commit, build, judge)
         ends = check_ends(plan, journaled, test_end, say)
@@ -114,14 +114,14 @@ def run_bisect(plan: Plan, build: Callable, judge: Callable, say: Callable[[str]
     return finish(plan, position, list(done.values()), ends)
 
 
-def judge_commit(plan: Plan, commit: str, build, judge) -> Step:
+def judge_commit(plan: BisectPlan, commit: str, build, judge) -> BisectStep:
     """Build and judge the commit checked out in the clone: its step (skip if untestable)."""
     try:
         judged = judge(build(commit))
         mark, detail = plan.terms.mark(judged.passed), judged.detail
     except Untestable as e:
         mark, detail = SKIP, str(e)
-    return Step(commit, subject(plan.clone.path, commit), mark, detail)
+    return BisectStep(commit, subject(plan.clone.path, commit), mark, detail)
 
 
 class Pace:
@@ -148,7 +148,7 @@ class Pace:
         return f" (about {f'{hours} h ' if hours else ''}{minutes} min left)"
 
 
-def finish(plan: Plan, position: Position, steps: list[Step], ends: tuple[Step, ...]) -> Result:
+def finish(plan: BisectPlan, position: Position, steps: list[BisectStep], ends: tuple[BisectStep, ...]) -> Result:
     title = subject(plan.clone.path, position.first) if position.first else ""
     plan.journal.save_log(plan.clone.log())
     return Result(plan.terms, position.first, title, position.candidates, tuple(steps), ends)
@@ -169,5 +169,5 @@ def summary(result: Result, out: Path) -> list[str]:
     return lines
 
 
-def step_line(step: Step) -> str:
+def step_line(step: BisectStep) -> str:
     return f"  {step.commit[:12]} {step.mark:<7} {step.detail}  \"{step.subject}\""

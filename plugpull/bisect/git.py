@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.errors import InfraError, ToolMissing, UsageError
-from plugpull.prune import mark_used
+from plugpull.prune import Kind, mark_used, register
 
 TIMEOUT = 1800  # a checkout of a kernel tree on a slow disk
 FIRST = re.compile(r"^([0-9a-f]{40}) is the first (\S+) commit", re.M)
@@ -142,3 +142,6 @@ class Clone:
         left = ROUGHLY.search(said)
         head = git(self.path, "rev-parse", "HEAD").stdout.strip()
         return Position(head, int(left.group(1)) if left else 0)
+
+
+register(Kind("bisect", entry_lock=".lock"))  # a tree's private clone; `plugpull bisect` holds the lock

@@ -26,7 +26,7 @@ FIELDS = ("commit", "subject", "mark", "detail")
 
 
 @dataclass(frozen=True)
-class Step:
+class BisectStep:
     """One commit judged: `mark` is the term git was told (or skip), `detail` why."""
 
     commit: str
@@ -35,7 +35,7 @@ class Step:
     detail: str
 
     @classmethod
-    def from_json(cls, doc: dict) -> "Step":
+    def from_json(cls, doc: dict) -> "BisectStep":
         return cls(str(doc["commit"]), str(doc["subject"]), str(doc["mark"]), str(doc["detail"]))
 
 
@@ -61,11 +61,11 @@ class Journal:
         BISECT_DIR.begin(self.out, settings)
         self.left_out = rundir.set_aside(self.out / STEPS, self.out / REJECTED, a_step)
 
-    def steps(self) -> list[Step]:
+    def steps(self) -> list[BisectStep]:
         lines = rundir.parsed(rundir.read_journal(self.out / STEPS), a_step)
-        return [Step.from_json(line) for _, line in lines if line is not None]
+        return [BisectStep.from_json(line) for _, line in lines if line is not None]
 
-    def add(self, step: Step) -> None:
+    def add(self, step: BisectStep) -> None:
         rundir.append(self.out / STEPS, [asdict(step)])
 
     def save_log(self, text: str) -> None:

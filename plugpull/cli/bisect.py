@@ -78,7 +78,7 @@ def case_on(path: Path, fs: str | None):
 
 
 def cmd_bisect(args) -> int:
-    from plugpull.bisect import Journal, Plan, check_out, clone_for, revisions, run_bisect, settings, summary
+    from plugpull.bisect import BisectPlan, Journal, check_out, clone_for, revisions, run_bisect, settings, summary
     from plugpull.bisect.git import need_git
     from plugpull.bisect.journal import LOCK
     from plugpull.bisect.testers import builder, case_judge, script_judge
@@ -105,7 +105,7 @@ def cmd_bisect(args) -> int:
                   "steps.rejected; their commits are judged again", file=sys.stderr)
         judge = (script_judge(test, args.runs, args.accel, backend) if kind == "sh"
                  else case_judge(test, out, args.accel, backend))
-        plan = Plan(clone.ensure(rev.tree), journal, rev.terms, rev.new, rev.old)
+        plan = BisectPlan(clone.ensure(rev.tree), journal, rev.terms, rev.new, rev.old)
         result = run_bisect(plan, builder(clone.path), judge, say=lambda line: print(line, file=sys.stderr, flush=True),
                             test_ends=not args.trust_ends)
         where = journal.save_result({**recorded, **result.to_json()})

@@ -132,8 +132,8 @@ def drop_if_only_log(out: Path) -> None:
 
 def saved_fs(state_dir: Path) -> str:
     """The filesystem (or profile) a saved state's state.json names, the file checked."""
-    from plugpull.crash.saved import SavedState, read_saved
-    return read_saved(state_dir / "state.json", SavedState, "a saved crash state")["fs"]
+    from plugpull.crash.saved import SavedState, read_saved, state_file
+    return read_saved(state_file(state_dir), SavedState, "a saved crash state")["fs"]
 
 
 def cmd_replay(args) -> int:

@@ -93,10 +93,11 @@ def cmd_doctor(args) -> int:
 def profile_rows(kernel) -> list[tuple[str, str, bool]]:
     """A row per feature option (`--fs ext4+fast_commit`): whether the guest kernel has it, and
     what it does. Informative: an option the kernel lacks is refused when named, not here."""
-    from plugpull.testbed.features import FEATURES, check_kernel, kernel_config, read_config
+    from plugpull.kernels import dotconfig
+    from plugpull.testbed.features import FEATURES, check_kernel
     from plugpull.testbed.fs import FILESYSTEMS
 
-    config = read_config(kernel_config(kernel.kernel, kernel.modules_dir)) if kernel is not None else None
+    config = dotconfig.read(dotconfig.beside(kernel.kernel, kernel.modules_dir)) if kernel is not None else None
     rows = []
     for feature in FEATURES.values():
         fs = FILESYSTEMS[f"{feature.fs}+{feature.name}"]

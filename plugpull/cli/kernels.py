@@ -12,6 +12,7 @@ from plugpull.files import a_path
 from plugpull.log import add_log_options
 from plugpull.values import decimal, shown
 
+FETCH_USAGE = "kernels [fetch] [debian:VERSION ...] [--refresh]"
 BUILD_USAGE = "kernels build SPEC [--patch FILE | --revert FILE]... [--name NAME] [--config FRAGMENT]"
 PRUNE_USAGE = "kernels prune [--days N] [--dry-run]"
 DEFAULT_DAYS = 30
@@ -20,45 +21,57 @@ DEFAULT_DAYS = 30
 def add_parsers(sub) -> None:
     k = sub.add_parser("kernels", help="kernels: what is cached and built here, what the archive offers; "
                                        "fetch some, or build one from source (kernels build SPEC)",
-                       usage=f"%(prog)s [debian:VERSION ...] [--refresh]\n       plugpull {BUILD_USAGE}"
+                       usage=f"%(prog)s [fetch] [debian:VERSION ...] [--refresh]\n       plugpull {BUILD_USAGE}"
                              f"\n       plugpull {PRUNE_USAGE}")
-    k.add_argument("specs", nargs="*", metavar="debian:VERSION",
-                   help="fetch and unpack these (e.g. debian:6.12 debian:7.3), then list; or `build SPEC`: "
-                        "build a kernel from source, SPEC debian:VERSION (Debian's source, its patches applied) "
-                        "or src:DIR (a kernel tree, built out of tree and left untouched)")
-    k.add_argument("--refresh", action="store_true", help="fetch the archive's package lists even if recent")
-    k.add_argument("--patch", action="append", type=a_patch, default=[], metavar="FILE",
-                   help="kernels build: a -p1 patch applied on the source, in the order given (repeatable)")
-    k.add_argument("--revert", action="append", type=a_revert, dest="patch", metavar="FILE",
-                   help="kernels build: a -p1 patch applied in reverse (patch -R: a fix taken out), in order "
-                        "with --patch (repeatable)")
-    k.add_argument("--name", help="kernels build: the build's name, booted as --kernel build:NAME "
+    words = k.add_subparsers(dest="kernels_command", metavar="{fetch,build,prune}", prog="plugpull kernels")
+    _add_fetch(words)
+    _add_build(words)
+    _add_prune(words)
+    k.default_to("fetch")  # `plugpull kernels debian:6.12`: the word is optional
+
+
+def _add_fetch(words) -> None:
+    f = words.add_parser("fetch", usage=f"plugpull {FETCH_USAGE}",
+                         help="the kernels cached, built and offered (the default); fetch these first")
+    f.add_argument("specs", nargs="*", metavar="debian:VERSION",
+                   help="fetch and unpack these (e.g. debian:6.12 debian:7.3), then list")
+    f.add_argument("--refresh", action="store_true", help="fetch the archive's package lists even if recent")
+    add_log_options(f)
+    f.set_defaults(func=cmd_kernels)
+
+
+def _add_build(words) -> None:
+    b = words.add_parser("build", usage=f"plugpull {BUILD_USAGE}", help="build a kernel from source")
+    b.add_argument("spec", metavar="SPEC",
+                   help="debian:VERSION (Debian's source, its patches applied) or src:DIR (a kernel tree, built "
+                        "out of tree and left untouched)")
+    b.add_argument("--patch", action="append", type=a_patch, default=[], metavar="FILE",
+                   help="a -p1 patch applied on the source, in the order given (repeatable)")
+    b.add_argument("--revert", action="append", type=a_revert, dest="patch", metavar="FILE",
+                   help="a -p1 patch applied in reverse (patch -R: a fix taken out), in order with --patch "
+                        "(repeatable)")
+    b.add_argument("--name", help="the build's name, booted as --kernel build:NAME "
                                   "(default: the version and the patches' names)")
-    k.add_argument("--config", type=a_path, metavar="FRAGMENT",
-                   help="kernels build: a config fragment (CONFIG_X=y lines) merged after plugpull's own")
-    k.add_argument("--days", type=positive_days, metavar="N",
-                   help=f"kernels prune: keep what was used in the last N days (default {DEFAULT_DAYS}) "
-                        "and the newest of each kind")
-    k.add_argument("--dry-run", action="store_true", help="kernels prune: say what would go, remove nothing")
-    add_log_options(k)
-    k.set_defaults(func=cmd_kernels)
+    b.add_argument("--config", type=a_path, metavar="FRAGMENT",
+                   help="a config fragment (CONFIG_X=y lines) merged after plugpull's own")
+    add_log_options(b)
+    b.set_defaults(func=cmd_build)
+
+
+def _add_prune(words) -> None:
+    p = words.add_parser("prune", usage=f"plugpull {PRUNE_USAGE}", help="the cache pruned by its policy")
+    p.add_argument("--days", type=positive_days, metavar="N",
+                   help=f"keep what was used in the last N days (default {DEFAULT_DAYS}) and the newest of each "
+                        "kind")
+    p.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
+    add_log_options(p)
+    p.set_defaults(func=cmd_prune)
 
 
 def cmd_kernels(args) -> int:
     from plugpull.kernels import Kernels, parse_debian
     from plugpull.kernels.option import offered_once
 
-    if args.specs[:1] == ["prune"]:
-        return cmd_prune(args)
-    pruning = [flag for flag, value in (("--days", args.days), ("--dry-run", args.dry_run)) if value]
-    if pruning:
-        raise UsageError(f"{pruning[0]} goes with `plugpull {PRUNE_USAGE}`")
-    if args.specs[:1] == ["build"]:
-        return cmd_build(args)
-    given = [*(p.flag for p in args.patch), *(flag for flag, value in (("--name", args.name),
-                                                                       ("--config", args.config)) if value)]
-    if given:
-        raise UsageError(f"{given[0]} goes with `plugpull {BUILD_USAGE}`")
     specs = [parse_debian(s, "kernels") for s in args.specs]
     kernels = Kernels()
     kernels.apt.archive  # no archive known: one line before anything is listed or made
@@ -84,11 +97,7 @@ def cmd_build(args) -> int:
     """Build, then say what was built; the last line on stdout is its spec (build:NAME)."""
     from plugpull.kernels.build import BuildRequest, build_kernel, parse_build_source
 
-    if len(args.specs) != 2:
-        raise UsageError(f"expected one SPEC: plugpull {BUILD_USAGE} (SPEC: debian:VERSION or src:DIR)")
-    if args.refresh:
-        raise UsageError("--refresh goes with `plugpull kernels`, not with kernels build")
-    request = BuildRequest(parse_build_source(args.specs[1]), list(args.patch), args.name, args.config)
+    request = BuildRequest(parse_build_source(args.spec), list(args.patch), args.name, args.config)
     result = build_kernel(request)
     how = "cached" if result.cached else "built"
     times = ", ".join(f"{k} {v:.0f} s" for k, v in result.seconds.items())
@@ -120,16 +129,13 @@ def positive_days(text: str) -> float:
 def cmd_prune(args) -> int:
     """The cache pruned by its policy (plugpull.prune): a line per kind of what went and how much."""
     from plugpull.paths import cache_dir
-    from plugpull.prune import CACHE_KINDS, prune
+    from plugpull.prune import prune
 
-    extra = [*(p.flag for p in args.patch), *(flag for flag, value in (
-        ("--name", args.name), ("--config", args.config), ("--refresh", args.refresh)) if value)]
-    if len(args.specs) != 1 or extra:
-        raise UsageError(f"{extra[0] if extra else repr(args.specs[1])} does not go with `plugpull {PRUNE_USAGE}`")
     days = DEFAULT_DAYS if args.days is None else args.days
     root = cache_dir()
-    readable(root / kind.name for kind in CACHE_KINDS)
-    outcomes = prune(root, list(CACHE_KINDS), days, args.dry_run)
+    kinds = cache_kinds()
+    readable(root / kind.name for kind in kinds)
+    outcomes = prune(root, kinds, days, args.dry_run)
     for outcome in outcomes:
         print(outcome.line(args.dry_run))
         for path, why in outcome.failed:
@@ -137,6 +143,20 @@ def cmd_prune(args) -> int:
     if not outcomes:
         print(f"{root}: no cache yet")
     return EXIT_OK
+
+
+def cache_kinds() -> list:
+    """Every cache's kind, registered by the module that keeps the cache (`prune.register`),
+    each imported here for it."""
+    from plugpull import workdirs  # noqa: F401
+    from plugpull.bisect import git  # noqa: F401
+    from plugpull.cluster import workdir  # noqa: F401
+    from plugpull.kernels import resolve  # noqa: F401
+    from plugpull.kernels.build import debsrc, store  # noqa: F401
+    from plugpull.prune import registered
+    from plugpull.reproducer import fstests_root  # noqa: F401
+    from plugpull.testbed import tree  # noqa: F401
+    return registered()
 
 
 def readable(folders) -> None:

@@ -19,6 +19,8 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         self.declared: list[argparse.Action] = []
         self.commands: dict[str, "Parser"] = {}
+        self.command_dest = "command"
+        self.default_command: str | None = None
         super().__init__(*args, **kwargs)
 
     def error(self, message):
@@ -34,12 +36,35 @@ class Parser(argparse.ArgumentParser):
 
     def add_subparsers(self, **kwargs):
         sub = super().add_subparsers(**kwargs)
-        self.commands = sub.choices
+        self.commands, self.command_dest = sub.choices, kwargs.get("dest", self.command_dest)
         return sub
 
+    def default_to(self, name: str) -> None:
+        """A command line that names none of this parser's commands is parsed as `name`'s
+        (`plugpull kernels debian:6.12` as `kernels fetch debian:6.12`); --help still shows
+        this parser's own."""
+        self.default_command = name
+
+    def parse_known_args(self, args=None, namespace=None):
+        if self.default_command is not None and args is not None:
+            words = list(args)
+            if not set(words) & {*self.commands, "-h", "--help"}:
+                args = [self.default_command, *words]
+        return super().parse_known_args(args, namespace)
+
+    def leaves(self, words: tuple = ()) -> dict[str, "Parser"]:
+        """Every command's parser by its words (`kernels build`), a command with commands of
+        its own by theirs."""
+        found = {}
+        for name, parser in self.commands.items():
+            found.update(parser.leaves((*words, name)) if parser.commands else {" ".join((*words, name)): parser})
+        return found
+
     def command(self, args) -> "Parser":
-        """The parser of the command `args` were parsed for."""
-        return self.commands[args.command]
+        """The parser of the command `args` were parsed for; a command's own command's
+        (`kernels build`) where it has them."""
+        parser = self.commands[getattr(args, self.command_dest)]
+        return parser.command(args) if parser.commands else parser
 
 
 def refuse_repeated_options(p: Parser, args) -> None:

@@ -79,14 +79,15 @@ def _gen_target(args):
 
 def _state_target(where: Path, args):
     from plugpull.reproducer import FILESYSTEMS, case_for, makes, state_target
+    from plugpull.crash.saved import state_file
     from plugpull.reproducer.forms import state_choice
     workload, fs, point = state_target(where)
     if args.fs is None and not makes(fs):
-        raise UsageError(f"{where / 'state.json'}: its fs is {shown(fs)}, not one the reproducer makes "
+        raise UsageError(f"{state_file(where)}: its fs is {shown(fs)}, not one the reproducer makes "
                          f"({', '.join(FILESYSTEMS)}, or a profile of one): give --fs")
     last = case_for(workload, args.fs or fs).point
     if args.point is None and point > last:
-        raise UsageError(f"{where / 'state.json'}: acks_required is {point + 1}, more than {workload} has "
+        raise UsageError(f"{state_file(where)}: acks_required is {point + 1}, more than {workload} has "
                          f"(its setup and {last} persistence points): give --point")
     case = case_for(workload, args.fs or fs, point if args.point is None else args.point)
     return case, state_choice(where, case.point) if args.form == "auto" else None
@@ -144,7 +145,7 @@ def _check_options(args) -> None:
     if args.out is not None:
         check_output(args.out, "--out")
         if args.style == "fstests":
-            from plugpull.reproducer.fstests import test_number
+            from plugpull.reproducer.shell import test_number
             test_number(args.out.name)
             check_output(Path(f"{args.out}.out"), "--out")
 

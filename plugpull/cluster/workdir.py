@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugpull.locks import exclusive, free
-from plugpull.prune import WORKER_MARKER as MARKER
+from plugpull.prune import Kind, register
+
+MARKER = ".plugpull-worker-"  # a live worker holds its marker locked; prune leaves records alone then
 
 
 @dataclass(frozen=True)
@@ -70,3 +72,10 @@ def worker_dir(root: Path):
         for path in made_by(root, mine.pid):
             shutil.rmtree(path, ignore_errors=True)
         marker.unlink(missing_ok=True)
+
+
+def _live_workers(folder: Path) -> list[Path]:
+    return sorted(folder.parent.glob(f"{MARKER}*"))
+
+
+register(Kind("cluster/records", locks=_live_workers))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from plugpull.check.verdict import Verdict
 from plugpull.crash.record import Record
-from plugpull.crash.saved import SavedRecord, SavedState, read_saved
+from plugpull.crash.saved import SavedRecord, SavedState, read_saved, state_file
 from plugpull.crash.spec import recorded_workload
 from plugpull.errors import InfraError, ToolMissing, UsageError
 from plugpull.files import atomic_path, atomic_write_json
@@ -86,7 +86,7 @@ def save_artifact(out_dir: Path, record_dir: Path, result: StateResult, digest: 
            **({} if lost_member is None else {"lost_member": lost_member}),
            "evidence": {"fsck": obs.fsck_output, "mount": obs.mount_error, "kernel": obs.kernel_log,
                         "kernel_crash": obs.kernel_excerpt}}
-    atomic_write_json(where / "state.json", doc)
+    atomic_write_json(state_file(where), doc)
     return where
 
 
@@ -155,7 +155,7 @@ def describe_bad(error: Exception) -> str:
 
 def load_state(state_dir: Path, scratch: Path) -> tuple[dict, Record]:
     """A saved state's state.json and its unpacked record, checked before any guest boots."""
-    path = state_dir / "state.json"
+    path = state_file(state_dir)
     doc = read_saved(path, SavedState, "a saved crash state")
     rec = load_record((state_dir / doc["record"]).resolve(), scratch / "record")
     end = sum(1 for _ in iter_entries(rec.log))

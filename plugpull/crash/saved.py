@@ -2,7 +2,9 @@
 state.json, a record's record.json), validated by a schema as case files are: a damaged
 file is refused with exit 2, in one line naming the file and the field, before a guest boots.
 
-Fields a reader does not use (evidence, reason, versions) are kept as they are."""
+Fields a reader does not use (evidence, reason, versions) are kept as they are. A reader that
+needs only a few of a state's fields, each checked where it is used (the reproducer's), takes
+them unvalidated (`state_fields`): every state.json is read here."""
 
 import json
 from pathlib import Path
@@ -18,6 +20,7 @@ from plugpull.testbed.fs import FILESYSTEMS
 from plugpull.testbed.stack import Stack
 from plugpull.values import SEED_MAX, shown
 
+STATE_FILE = "state.json"
 KEPT = ConfigDict(extra="allow", strict=True)
 Position = Annotated[int, Field(ge=0)]
 
@@ -110,3 +113,19 @@ def read_saved(path: Path, schema: type[BaseModel], what: str) -> dict:
         first = error.errors()[0]
         raise UsageError(f"{path}: {_where(first['loc'])}: {_message(first)}") from None
     return doc
+
+
+def state_file(state_dir: Path) -> Path:
+    return Path(state_dir) / STATE_FILE
+
+
+def state_fields(state_dir: Path) -> dict:
+    """A saved state's state.json, not checked against `SavedState`; {} for JSON that is not an
+    object. A UsageError when it cannot be read as JSON."""
+    path = state_file(state_dir)
+    try:
+        doc = json.loads(read_regular_text(path, most=SAVED_JSON_MAX))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        detail = e.strerror if isinstance(e, OSError) else "not JSON"
+        raise UsageError(f"{path}: not a saved crash state ({detail})") from None
+    return doc if isinstance(doc, dict) else {}

@@ -166,7 +166,7 @@ def names_in(value) -> list[str] | None:
 
 
 @dataclass(frozen=True)
-class Step:
+class FindingStep:
     op: str  # the operation's name: "rename.file"
     args: tuple[str, ...]
     persist: str  # "", "sync", "fsync", "fdatasync"
@@ -177,18 +177,18 @@ class Step:
         return self.op.partition(".")[0]
 
 
-def steps(ops: str) -> list[Step]:
+def steps(ops: str) -> list[FindingStep]:
     """A journal line's `ops` read back: "creat A/foo, fsync A; rename.file A/foo B/bar, sync"."""
     out = []
     for part in ops.split(";"):
         op_text, _, persist_text = (x.strip() for x in part.partition(","))
         name, *args = op_text.split() or [""]
         kind, _, path = persist_text.partition(" ")
-        out.append(Step(name, tuple(args), kind, path))
+        out.append(FindingStep(name, tuple(args), kind, path))
     return out
 
 
-def up_to_point(parsed: list[Step], point: int | None, names=()) -> list[Step]:
+def up_to_point(parsed: list[FindingStep], point: int | None, names=()) -> list[FindingStep]:
     """The steps a state that owed `point` acks can show, and that name the failure's
     `names`: those up to persistence point `point`, or up to the next one, whose step may
     have been under way (an ack is stamped when the host reads it, so the next step's writes
@@ -207,7 +207,7 @@ def up_to_point(parsed: list[Step], point: int | None, names=()) -> list[Step]:
     return parsed
 
 
-def related(parsed: list[Step], names) -> set[str]:
+def related(parsed: list[FindingStep], names) -> set[str]:
     """The failure's names and every name a rename or a link ties to one of them (a name under
     a renamed directory is tied to the same name under its other name, and to both)."""
     out = set(names)
@@ -225,7 +225,7 @@ def related(parsed: list[Step], names) -> set[str]:
 CREATES = {"creat": 0, "mkdir": 0, "symlink": 0, "link": 1}  # the argument a step creates
 
 
-def core_steps(parsed: list[Step], names) -> tuple[list[int], set[int]]:
+def core_steps(parsed: list[FindingStep], names) -> tuple[list[int], set[int]]:
     """The steps of a workload that a failure on `names` is about (docs/hunt.md#findings),
     and which of them create a name: every step that creates one of the related names, the
     fewest further steps that name them all (each, where several do), and the persistence point
@@ -267,7 +267,7 @@ class Letters:
 SAME_SHAPE = {"rename.file": "rename", "rename.over": "rename"}  # a move to a free name or over a file
 
 
-def abstracted(parsed: list[Step]) -> str:
+def abstracted(parsed: list[FindingStep]) -> str:
     """Steps as text with their names abstracted (`Letters`), a move to a free name and over
     a file alike (`SAME_SHAPE`)."""
     letters, parts = Letters(), []

@@ -27,7 +27,7 @@ from plugpull.kernels.store import MANIFEST, CachedKernel, Package, cached_kerne
 from plugpull.kernels.versions import version_key
 from plugpull.paths import cache_dir
 from plugpull.locks import exclusive
-from plugpull.prune import mark_used
+from plugpull.prune import Kind, mark_used, register
 
 log = logging.getLogger(__name__)
 
@@ -209,3 +209,13 @@ def sweep_unfinished(root: Path) -> list[Path]:
     for path in left:
         shutil.rmtree(path, ignore_errors=True)
     return left
+
+
+def kernels_lock(folder: Path) -> list[Path]:
+    """The lock a fetch holds over the kernels' cache (`Kernels`): its folders are left alone
+    while it is held."""
+    return [folder.parent / ".lock"]
+
+
+register(Kind("kernels/trees", locks=kernels_lock))
+register(Kind("kernels/downloads", locks=kernels_lock))

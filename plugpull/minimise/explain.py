@@ -16,6 +16,7 @@ from plugpull.minimise.explain_btrfs import btrfs_layout, btrfs_meaning
 from plugpull.minimise.xfslog import block_cycle, parse_record
 from plugpull.powerloss.legal import durability
 from plugpull.powerloss.writelog import SECTOR, iter_entries
+from plugpull.reproducer.loghole import XLOG_MAGIC
 from plugpull.testbed.fs import filesystem
 
 JBD2_MAGIC = 0xC03B3998
@@ -26,7 +27,6 @@ XFS_MAGICS = {b"XFSB": "superblock", b"XAGF": "AGF", b"XAGI": "AGI", b"XAFL": "A
               b"IAB3": "inode btree", b"FIB3": "free-inode btree", b"BMA3": "block-map btree",
               b"RMB3": "reverse-map btree", b"R3FC": "refcount btree", b"XAR3": "attribute block",
               b"\x3b\xee": "attribute leaf", b"\x3d\xff": "directory leaf", b"\x3e\xbe": "btree node"}
-XLOG_MAGIC = 0xFEEDBABE
 READ_BYTES = 1 << 16  # a whole log record of the default 32 KiB iclog, with room
 RECOVERY_WINDOW_BB = 4096  # XLOG_TOTAL_REC_SHIFT: 8 iclogs of 256 KiB, where recovery looks for torn writes
 

@@ -13,8 +13,8 @@ import struct
 from dataclasses import dataclass
 
 from plugpull.powerloss.writelog import SECTOR
+from plugpull.reproducer.loghole import XLOG_MAGIC
 
-XLOG_MAGIC = 0xFEEDBABE
 HEADER = struct.Struct(">IIIiQQIIi")  # magic, cycle, version, len, lsn, tail, crc, prev block, ops
 CYCLE_DATA = 44  # offset of h_cycle_data in the header block
 CYCLE_WORDS = 64  # data blocks whose first word one header block keeps

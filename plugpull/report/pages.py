@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from plugpull.files import SAVED_JSON_MAX, atomic_write, read_regular_text
-from plugpull.report.states import SavedState, artifacts_dir, cell_states
+from plugpull.report.states import KeptState, artifacts_dir, cell_states
 from plugpull.report.tables import FS_VERDICTS, groups
 from plugpull.results import INFRA, CellResult
 
@@ -40,7 +40,7 @@ def slug(text: str) -> str:
 class ShownState:
     """A saved state as its page shows it: the state, and its paths from the page and the report."""
 
-    saved: SavedState
+    saved: KeptState
     anchor: str
     command_dir: str  # the artifact directory, relative to the report directory
     json: str  # the copied state.json, relative to the page
@@ -95,7 +95,7 @@ def relative(path: Path, start: Path) -> str:
     return Path(os.path.relpath(path, start)).as_posix()
 
 
-def copy_state(state: SavedState, out_dir: Path, where: Path) -> tuple[str, str]:
+def copy_state(state: KeptState, out_dir: Path, where: Path) -> tuple[str, str]:
     """state.json (and a minimised state's summary.txt) copied to `where`, the artifact paths
     in them made relative to the report directory; their paths relative to the report."""
     doc = json.loads(read_regular_text(state.path / "state.json", most=SAVED_JSON_MAX))
@@ -118,7 +118,7 @@ def portable_summary(text: str, minimised: Path, out_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def shown(state: SavedState, out_dir: Path, page_dir: Path, cell_slug: str) -> ShownState:
+def shown(state: KeptState, out_dir: Path, page_dir: Path, cell_slug: str) -> ShownState:
     anchor = slug(state.name)
     json_path, summary = copy_state(state, out_dir, page_dir / cell_slug / anchor)
     from_page = relative(out_dir, page_dir)

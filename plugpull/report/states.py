@@ -35,7 +35,7 @@ class Minimised:
 
 
 @dataclass(frozen=True)
-class SavedState:
+class KeptState:
     """One saved cut that is not clean, as its state page shows it."""
 
     name: str  # the artifact directory's name, also the state's anchor on its page
@@ -128,14 +128,14 @@ def _int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def saved_state(state_dir: Path) -> SavedState | None:
+def saved_state(state_dir: Path) -> KeptState | None:
     """A state directory as the page shows it; None if it holds no readable state.json."""
     doc = read_json(state_dir / "state.json")
     if doc is None or not isinstance(doc.get("verdict"), str):
         return None
     evidence = doc.get("evidence") if isinstance(doc.get("evidence"), dict) else {}
     excerpt = doc.get("kernel_excerpt") or evidence.get("kernel_crash") or ""
-    return SavedState(
+    return KeptState(
         name=state_dir.name, path=state_dir, verdict=doc["verdict"], reason=str(doc.get("reason", "")),
         model=str(doc.get("model", "")), cut=_int(doc.get("cut")), cuts=tuple(doc.get("cuts") or ()),
         seed=_int(doc.get("seed")), digest=str(doc.get("digest", "")),
@@ -183,7 +183,7 @@ def _linked(state_dir: Path) -> bool:
     return link is not None
 
 
-def cell_states(artifacts: Path | None) -> list[SavedState]:
+def cell_states(artifacts: Path | None) -> list[KeptState]:
     """The cell's saved states, in the order of their cuts; [] without an artifacts directory."""
     if artifacts is None:
         return []

@@ -5,15 +5,14 @@ model oracle owes there.
 `case_for` picks the workload and the point; `checks` turns what the oracle owes into shell
 checks; `sh` writes a POSIX sh script, `fstests` a test in fstests' own form; `inguest` runs
 the sh script in a plugpull guest. The workload is cut at the point: the operations after it are
-not run, so nothing they would change is owed anything less (see `Case.workload`)."""
+not run, so nothing they would change is owed anything less (see `ReproducerCase.workload`)."""
 
-import json
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
+from plugpull.crash.saved import state_fields, state_file
 from plugpull.errors import UsageError
-from plugpull.files import read_regular_text
 from plugpull.generate.oracle import on_profile
 from plugpull.generate.space import Workload, space_of
 from plugpull.generate.workload import PREFIX
@@ -26,7 +25,7 @@ FILESYSTEMS = ("ext4", "xfs", "btrfs", "f2fs", "f2fs-strict")
 
 
 @dataclass(frozen=True)
-class Case:
+class ReproducerCase:
     """Generated workload `whole` on `fs`, dropping writes right after persistence point `point`
     (0: the setup's sync)."""
 
@@ -79,7 +78,7 @@ def checked_fs(fs: str) -> str:
     return fs
 
 
-def case_for(ident: str, fs: str, point: int | None = None) -> Case:
+def case_for(ident: str, fs: str, point: int | None = None) -> ReproducerCase:
     """The case of `gen:ID`; `point` None: its last persistence point. UsageError on a bad id,
     filesystem or point."""
     if not ident.startswith(PREFIX):
@@ -92,19 +91,14 @@ def case_for(ident: str, fs: str, point: int | None = None) -> Case:
         point = last
     if not 0 <= point <= last:
         raise UsageError(f"--point {point}: {ident} has persistence points 0 to {last}")
-    return Case(workload, fs, point)
+    return ReproducerCase(workload, fs, point)
 
 
 def state_target(state_dir: Path) -> tuple[str, str, int]:
     """A saved crash state's generated workload, filesystem and the highest ack it owes; a
     UsageError for a state of any other workload, or one that owes no ack."""
-    path = Path(state_dir) / "state.json"
-    try:
-        doc = json.loads(read_regular_text(path))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        detail = e.strerror if isinstance(e, OSError) else "not JSON"
-        raise UsageError(f"{path}: not a saved crash state ({detail})") from None
-    workload = doc.get("workload") if isinstance(doc, dict) else None
+    path, doc = state_file(state_dir), state_fields(state_dir)
+    workload = doc.get("workload")
     if not isinstance(workload, str) or not workload.startswith(PREFIX):
         raise UsageError(f"{path}: its workload is {workload!r}, not a generated one (gen:ID)")
     required = doc.get("acks_required")

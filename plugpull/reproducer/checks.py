@@ -17,7 +17,7 @@ from plugpull.generate.ops import XATTR
 from plugpull.generate.judge import kept_apart
 from plugpull.generate.oracle import held, owed
 from plugpull.generate.tree import FILE, digest
-from plugpull.reproducer import Case
+from plugpull.reproducer import ReproducerCase
 from plugpull.reproducer.steps import needs_setfattr
 
 SHELL_FACT = {"kind": "kind", "size": "size", "digest": "md5", "nlink": "nlink", "xattrs": "xattr",
@@ -59,7 +59,7 @@ class Checks:
         return any(c.fact == "xattr" for c in self.facts)
 
 
-def md5_of_digests(case: Case) -> dict[str, str]:
+def md5_of_digests(case: ReproducerCase) -> dict[str, str]:
     """Every file content of the workload's trees: its sha256 (the model's digest) -> md5."""
     out = {}
     for tree in case.workload.trees:
@@ -105,7 +105,7 @@ def fact_check(o, md5s: dict[str, str], xattrs: bool) -> Check | str | None:
                  why)
 
 
-def checks(case: Case) -> Checks:
+def checks(case: ReproducerCase) -> Checks:
     """What a state cut right after `case.point` must show on `case.fs`."""
     md5s = md5_of_digests(case)
     xattrs = needs_setfattr(case)
@@ -161,7 +161,7 @@ def check_calls(found: Checks, call: str, held_call: str, apart_call: str) -> li
     return lines
 
 
-def comment(found: Checks, case: Case) -> list[str]:
+def comment(found: Checks, case: ReproducerCase) -> list[str]:
     """What the script checks and leaves out, as comment lines."""
     lines = ["# Checked: what the model oracle says a crash right after this point owes on "
              f"{case.fs}, and nothing more",

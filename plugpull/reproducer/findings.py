@@ -50,6 +50,13 @@ class Live:
     def fstests_dir(self) -> str:
         return FILESYSTEMS[self.fs].mount_type if self.fs else "xfs"
 
+    @property
+    def tree_dir(self) -> str:
+        """The tests/ directory of an fstests tree its test goes in: xfs/ for the log hole's (it
+        reads XFS's superblock with xfs_db), generic/ for the others (each needs only what it
+        requires)."""
+        return "xfs" if self.form == "log-hole" else "generic"
+
 
 LIVE = (
     Live("f2fs-first-fsync", "gen:seq1-000372", "f2fs", "delay", "900", "f2fs-first-fsync-report.md"),
@@ -59,3 +66,13 @@ LIVE = (
     Live("btrfs-link-unlink", "gen:seq2-056383", "btrfs", "flakey", "901", "btrfs-link-unlink-report.md"),
     Live("xfs-log-hole", "suites/cases/finding-xfs-log-hole.toml", "", "log-hole", "900", "xfs-log-hole-report.md"),
 )
+
+
+def tree_numbers(live: tuple[Live, ...] = LIVE) -> dict[str, str]:
+    """Each live finding's fstests test, suites/reproducers/fstests/FS/NNN, as an fstests tree
+    gets it: tests/DIR/NNN, numbered anew from 900 in each DIR in the order of their sources."""
+    out, taken = {}, {}
+    for source, tree_dir in sorted((f"{f.fstests_dir}/{f.number}", f.tree_dir) for f in live):
+        taken[tree_dir] = taken.get(tree_dir, 899) + 1
+        out[source] = f"{tree_dir}/{taken[tree_dir]}"
+    return out

@@ -14,11 +14,10 @@ correct filesystem logs a flush between them.
 Either counts flushes, not their order: a flush sent while the point's write was still in
 flight passes here. That is the `delay` form's finding."""
 
-from plugpull.reproducer import Case
-from plugpull.reproducer.fstests import TOOLS as FSTESTS_TOOLS, cleanup_lines, copyright_lines, ending, \
-    own_mount_options, requirements
-from plugpull.reproducer.sh import EXIT_FOUND, PRELUDE, TOOLS, case_tools, guarded, usage_and_tools
+from plugpull.reproducer import ReproducerCase
 from plugpull.reproducer.profiles import fstests_mkfs, header_lines, sh_control, sh_mkfs, sh_mount
+from plugpull.reproducer.shell import END, EXIT_FOUND, EXIT_USAGE, FSTESTS_TOOLS, PRELUDE, SH_TOOLS as TOOLS, \
+    case_tools, cleanup_lines, copyright_lines, guarded, own_mount_options, requirements, usage_and_tools
 from plugpull.reproducer.steps import needs_setfattr, op_lines, setup_lines
 from plugpull.testbed.fs import FILESYSTEMS
 
@@ -43,16 +42,16 @@ def call_index(lines: list[str]) -> int:
     return max(i for i, line in enumerate(lines) if not line.startswith("#"))
 
 
-def _what(case: Case) -> str:
+def _what(case: ReproducerCase) -> str:
     step = case.whole.steps[case.whole.points()[case.point - 1] - 1]
     return step.persist.text()
 
 
-def title(case: Case) -> str:
+def title(case: ReproducerCase) -> str:
     return f"{case.ident} on {case.fs}, the cache flushes of point {case.point} ({_what(case)})"
 
 
-def _sh_body(case: Case) -> list[str]:
+def _sh_body(case: ReproducerCase) -> list[str]:
     fs = FILESYSTEMS[case.fs]
     control = sh_control(fs)
     steps = guarded(setup_lines(case, TOOLS) + op_lines(case, TOOLS))
@@ -61,9 +60,10 @@ def _sh_body(case: Case) -> list[str]:
     return [
         'sys=$(disk_dir "$dev")',
         'if [ "$(cat "$sys/queue/write_cache" 2>/dev/null)" != "write back" ]; then',
-        '\techo "$dev has no volatile write cache (queue/write_cache): no flush is owed on it" >&2; exit 2',
+        f'\techo "$dev has no volatile write cache (queue/write_cache): no flush is owed on it" >&2; '
+        f'exit {EXIT_USAGE}',
         "fi",
-        'flushes >/dev/null || { echo "$sys/stat counts no flushes (Linux 5.5 on)" >&2; exit 2; }',
+        f'flushes >/dev/null || {{ echo "$sys/stat counts no flushes (Linux 5.5 on)" >&2; exit {EXIT_USAGE}; }}',
         *control, sh_mkfs(fs), *([] if control else ['mnt=$(mktemp -d) || die "mktemp failed"']),
         sh_mount(fs, '"$dev"'), "",
         *steps[:at], 'before=$(flushes) || die "could not read the flush count"', steps[at],
@@ -78,7 +78,7 @@ def _sh_body(case: Case) -> list[str]:
         "exit 0"]
 
 
-def script(case: Case) -> str:
+def script(case: ReproducerCase) -> str:
     """The sh reproducer of `case` in the `flushes` form."""
     header = ["#!/bin/sh",
               f"# Reproducer: {title(case)}.",
@@ -95,7 +95,7 @@ def script(case: Case) -> str:
     return "\n".join([*header, "", PRELUDE, *usage_and_tools(case_tools(case)), "", FLUSH_COUNT, *_sh_body(case)]) + "\n"
 
 
-def fstests_test(case: Case, number: str = "NNN") -> str:
+def fstests_test(case: ReproducerCase, number: str = "NNN") -> str:
     """The fstests test of `case` in the `flushes` form (dm-log-writes, for tests/generic/)."""
     attrs = needs_setfattr(case)
     steps = setup_lines(case, FSTESTS_TOOLS) + op_lines(case, FSTESTS_TOOLS)
@@ -128,9 +128,9 @@ def fstests_test(case: Case, number: str = "NNN") -> str:
             f'\techo "a cache flush while {what} ran: yes"',
             "else",
             f'\techo "a cache flush while {what} ran: none"',
-            "fi", *ending("")[1:]]
+            "fi", *END]
     return "\n".join(body) + "\n"
 
 
-def golden(case: Case, number: str = "NNN") -> str:
+def golden(case: ReproducerCase, number: str = "NNN") -> str:
     return f"QA output created by {number}\na cache flush while {_what(case)} ran: yes\n"

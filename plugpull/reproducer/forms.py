@@ -23,6 +23,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from plugpull.crash.saved import state_fields
 from plugpull.errors import UsageError
 from plugpull.files import SAVED_JSON_MAX, TEXT_MAX, open_regular, read_regular_text
 from plugpull.powerloss.writelog import iter_entries
@@ -94,7 +95,7 @@ def _record_entries(record: Path) -> tuple[list, list[dict]]:
 
 def state_choice(state_dir: Path, point: int) -> Choice:
     """The form a saved state of a generated workload calls for, at `point`."""
-    doc = json.loads(read_regular_text(Path(state_dir) / "state.json", most=SAVED_JSON_MAX))
+    doc = state_fields(state_dir)
     if doc.get("verdict") == "unmountable" and doc.get("fs") == "xfs":
         return Choice("log-hole", "the state is one XFS log recovery cannot read (unmountable)")
     if doc.get("minimised"):
@@ -133,19 +134,17 @@ def gen_choice() -> Choice:
 
 @dataclass(frozen=True)
 class Target:
-    case: object  # the reproducer's Case (plugpull.reproducer.Case); None for the log hole, which runs no workload
+    case: object  # plugpull.reproducer.ReproducerCase; None for the log hole, which runs no workload
     form: str
     why: str
 
 
 def texts(t: Target, style: str, number: str = "NNN") -> tuple[str, str | None]:
-    """The reproducer of `t` in `style`: the script or test, and the test's golden output."""
-    from plugpull.reproducer import flushes, fstests, loghole, sh
-    if t.form == "log-hole":
+    """The reproducer of `t` in `style`: the script or test, and the test's golden output. Each
+    form is a module giving both styles."""
+    from plugpull.reproducer import delay, flakey, flushes, loghole
+    if t.form == "log-hole":  # no workload: the crafted log alone
         return (loghole.fstests_test(number), loghole.golden(number)) if style == "fstests" else (loghole.script(), None)
-    if t.form == "flushes":
-        return ((flushes.fstests_test(t.case, number), flushes.golden(t.case, number)) if style == "fstests"
-                else (flushes.script(t.case), None))
-    if style == "fstests":
-        return fstests.test(t.case, number, t.form), fstests.golden(t.case, number)
-    return sh.script(t.case, t.form), None
+    form = {"flakey": flakey, "delay": delay, "flushes": flushes}[t.form]
+    return (form.fstests_test(t.case, number), form.golden(t.case, number)) if style == "fstests" \
+        else (form.script(t.case), None)

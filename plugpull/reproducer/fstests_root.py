@@ -27,7 +27,8 @@ from plugpull.files import atomic_path
 from plugpull.kernels.sources import host_archive
 from plugpull.paths import cache_dir, make_tempdir
 from plugpull.locks import shared
-from plugpull.prune import mark_used
+from plugpull.prune import Kind, mark_used, register
+from plugpull.reproducer.findings import tree_numbers
 from plugpull.reproducer.suite import DIR as SUITE
 
 SUITE_NAME = "bookworm"
@@ -41,12 +42,7 @@ PACKAGES = (
     "libuuid1", "make", "pkgconf", "procps", "psmisc", "python3", "sed", "util-linux", "uuid-dev", "uuid-runtime",
     "xfslibs-dev", "xfsprogs",
 )
-# suites/reproducers/fstests/FS/NNN -> the tree's tests/DIR/NNN
-EXPORTS = {
-    "btrfs/900": "generic/900", "btrfs/901": "generic/901",
-    "f2fs/900": "generic/902", "f2fs/901": "generic/903",
-    "xfs/900": "xfs/900",
-}
+EXPORTS = tree_numbers()  # suites/reproducers/fstests/FS/NNN -> the tree's tests/DIR/NNN, from findings.LIVE
 IMAGE_SLACK_MIB = 512  # free space in the root for fstests' results and temp files
 BUILD_TIMEOUT = 3600.0
 ROOTS, LOCK = "fstests-roots", ".lock"  # the cache's folder of roots; a root's lock (plugpull.prune)
@@ -209,3 +205,6 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+register(Kind(ROOTS, entry_lock=LOCK, candidate=lambda entry: (entry / "root.img").is_file()))

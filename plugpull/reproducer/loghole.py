@@ -13,10 +13,9 @@ same with `_scratch_mkfs`, `_scratch_xfs_db` and `_try_scratch_mount`."""
 
 import struct
 
-from plugpull.reproducer.fstests import cleanup_lines, copyright_lines, ending
-from plugpull.reproducer.sh import EXIT_FOUND, PRELUDE, usage_and_tools
+from plugpull.reproducer.shell import END, EXIT_FOUND, PRELUDE, cleanup_lines, copyright_lines, usage_and_tools
 
-XLOG_MAGIC = 0xFEEDBABE  # XFS's XLOG_HEADER_MAGIC_NUM (minimise.xfslog reads it; a later stage than this)
+XLOG_MAGIC = 0xFEEDBABE  # XFS's XLOG_HEADER_MAGIC_NUM; minimise/ reads records by it, a later stage than this
 HEAD = 2  # a fresh log's head: right after mkfs's unmount record
 RECORD_BB = 64  # a 32 KiB iclog, in 512-byte log blocks
 FAR = HEAD + 4032 + 4  # the record then ends 4096 blocks past the hole's first block (block 6)
@@ -136,7 +135,7 @@ def fstests_test(number: str = "NNN") -> str:
             f"crafted {FAR}",
             f"_try_scratch_mount >> $seqres.full 2>&1 && echo \"a record {FAR - HEAD} blocks past a hole: mounted\" || \\",
             f"\techo \"a record {FAR - HEAD} blocks past a hole: log recovery failed\"",
-            "_scratch_unmount >> $seqres.full 2>&1", *ending("")[1:]]
+            "_scratch_unmount >> $seqres.full 2>&1", *END]
     return "\n".join(body) + "\n"
 
 

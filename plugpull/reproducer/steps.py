@@ -7,7 +7,7 @@ and "$mnt" in the sh script, `$XFS_IO_PROG` and `$SCRATCH_MNT` in fstests)."""
 
 from plugpull.generate.ops import Persist
 from plugpull.generate.program import Tools, setup_lines as created, step_command
-from plugpull.reproducer import Case
+from plugpull.reproducer import ReproducerCase
 
 
 def persist_command(persist: Persist, t: Tools) -> str | None:
@@ -19,7 +19,7 @@ def persist_command(persist: Persist, t: Tools) -> str | None:
     return f"{t.xfs_io} -c {persist.call} {t.at(persist.path)}"
 
 
-def setup_lines(case: Case, t: Tools) -> list[str]:
+def setup_lines(case: ReproducerCase, t: Tools) -> list[str]:
     """The workload's setup, then `sync` (the point 0 the reproducer starts from)."""
     if not case.workload.synced:
         return ["# setup, not synced: in the same transaction as the operations (point 0 owes nothing)",
@@ -27,7 +27,7 @@ def setup_lines(case: Case, t: Tools) -> list[str]:
     return ["# setup, made durable by sync (point 0)", *created(case.workload.setup, t), "sync"]
 
 
-def op_lines(case: Case, t: Tools) -> list[str]:
+def op_lines(case: ReproducerCase, t: Tools) -> list[str]:
     """The operations up to the point, each followed by its persistence call if it has one;
     the last line is the chosen point's call (none for point 0)."""
     lines, point = [], 0
@@ -42,5 +42,5 @@ def op_lines(case: Case, t: Tools) -> list[str]:
     return lines
 
 
-def needs_setfattr(case: Case) -> bool:
+def needs_setfattr(case: ReproducerCase) -> bool:
     return any(s.op.family in ("setxattr", "removexattr") for s in case.workload.steps)

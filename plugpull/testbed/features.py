@@ -9,9 +9,7 @@ these options changes what fsync, fdatasync or sync promise (each row's `promise
 its source).
 """
 
-import re
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.kernels.versions import upstream_numbers
@@ -115,30 +113,4 @@ def check_kernel(fs, release: str, config: dict[str, str] | None) -> None:
         if missing:
             raise UsageError(f"--fs {fs.name}: kernel {release} is built without {', '.join(missing)}, "
                              f"which {option} needs")
-
-
-_CONFIG_LINE = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
-
-
-def read_config(path: Path | None) -> dict[str, str] | None:
-    """A kernel's .config as {symbol: value}; None if there is none to read."""
-    if path is None or not path.is_file():
-        return None
-    found = {}
-    for line in path.read_text(errors="replace").splitlines():
-        if m := _CONFIG_LINE.match(line):
-            found[m.group(1)] = m.group(2).strip('"')
-    return found
-
-
-def kernel_config(kernel_file: Path, modules_dir: Path) -> Path | None:
-    """Where a kernel's config is kept: beside its image (/boot/config-RELEASE, a Debian
-    package's tree; `config`, as `plugpull kernels build` keeps it beside bzImage), or in its
-    modules tree (`config`, as a build leaves it)."""
-    release = modules_dir.name
-    for path in (kernel_file.parent / f"config-{release}", kernel_file.parent / "config", modules_dir / "config",
-                 modules_dir.parents[2] / "boot" / f"config-{release}" if len(modules_dir.parents) > 2 else None):
-        if path is not None and path.is_file():
-            return path
-    return None
 

@@ -4,8 +4,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from plugpull.errors import UsageError
+from plugpull.kernels import dotconfig
 from plugpull.values import shown
-from plugpull.testbed.features import SEP, check_kernel, kernel_config, profile, read_config, split
+from plugpull.testbed.features import SEP, check_kernel, profile, split
 
 
 E2FSCK_BITS = 1 | 2 | 4 | 8 | 16 | 32 | 128
@@ -208,6 +209,6 @@ def check_profiles(names, kernel) -> None:
     if not profiles:
         return
     kernel = kernel or host_kernel()
-    config = read_config(kernel_config(kernel.kernel, kernel.modules_dir))
+    config = dotconfig.read(dotconfig.beside(kernel.kernel, kernel.modules_dir))
     for fs in profiles:
         check_kernel(fs, kernel.release, config)

@@ -22,7 +22,7 @@ from plugpull.errors import ToolMissing
 from plugpull.files import atomic_path, atomic_write_json
 from plugpull.paths import cache_dir
 from plugpull.locks import exclusive
-from plugpull.prune import mark_used
+from plugpull.prune import Kind, mark_used, register
 
 KERNEL_FILES = 28566
 KERNEL_DIRS = 2090
@@ -171,3 +171,14 @@ def payload(shape: TreeShape, root: Path | None = None) -> Payload:
         return {"manifest": manifest, "bytes": total}
 
     return _cached_tar(root, f"tree-{shape.key()}", write)
+
+
+def _payload_entry(entry: Path) -> bool:
+    return entry.suffix != ".tar"  # a tar goes with its .json
+
+
+def _payload_tar(entry: Path) -> list[Path]:
+    return [entry.with_suffix(".tar")] if entry.suffix == ".json" else []
+
+
+register(Kind("payloads", locks=lambda folder: [folder / ".lock"], entry=_payload_entry, companions=_payload_tar))

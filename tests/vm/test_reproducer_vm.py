@@ -19,9 +19,9 @@ from plugpull.guest.contract.config import Bus, DiskSpec, MachineSpec
 from plugpull.guest.qemu.machine import create_disk
 from plugpull.reproducer import case_for
 from plugpull.reproducer.findings import LIVE
-from plugpull.reproducer.fstests import golden, test as fstests_test
+from plugpull.reproducer.flakey import fstests_test, golden
 from plugpull.reproducer.inguest import DISK_MIB, GUEST_DISK, run_in_guest, run_on
-from plugpull.reproducer.sh import script
+from plugpull.reproducer.flakey import script
 from plugpull.reproducer.suite import DIR, sh_text
 from plugpull.testbed.fs import FILESYSTEMS
 

@@ -130,7 +130,7 @@ def canonical(path: Path) -> str:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ImagePlan:
     """Everything that goes into the initramfs, as (guest path, host path) pairs."""
 
     files: tuple  # (guest_path, host_path, mode)
@@ -143,7 +143,7 @@ class Plan:
     modules_skipped: tuple = ()  # optional modules the kernel has neither way
 
 
-def plan_image(recipe: Recipe, kernel: KernelSource) -> Plan:
+def plan_image(recipe: Recipe, kernel: KernelSource) -> ImagePlan:
     files, links = {}, {}
     for program, package in sorted(recipe.programs.items()):
         host = which(program)
@@ -189,7 +189,7 @@ def plan_image(recipe: Recipe, kernel: KernelSource) -> Plan:
     )
     base = f"/usr/lib/modules/{kernel.release}"
     modules = tuple((f"{base}/{p}", kernel.modules_dir / p) for p in rel_modules)
-    return Plan(
+    return ImagePlan(
         files=tuple((g, h, m) for g, (h, m) in sorted(files.items())),
         symlinks=tuple(sorted(links.items())),
         modules=modules,
@@ -209,7 +209,7 @@ def _busybox_applets() -> list[str]:
     return sorted(a for a in out.stdout.split() if a not in ("busybox",))
 
 
-def cache_key(recipe: Recipe, kernel: KernelSource, plan: Plan) -> str:
+def cache_key(recipe: Recipe, kernel: KernelSource, plan: ImagePlan) -> str:
     h = hashlib.sha256()
     h.update(f"builder {BUILDER_VERSION}\n".encode())
     h.update(recipe.text.encode())
@@ -259,7 +259,7 @@ def _compile_builds(builds, out_dir: Path) -> tuple:
                  for guest, source in builds)
 
 
-def write_initramfs(plan: Plan, release: str, out_path: Path) -> None:
+def write_initramfs(plan: ImagePlan, release: str, out_path: Path) -> None:
     dirs = {"dev", "proc", "sys", "tmp", "run", "mnt", "root", "etc", "usr/lib64"}
     entries = [p for p, _, _ in plan.files] + [p for p, _ in plan.symlinks] + [p for p, _ in plan.modules]
     for p in entries:
@@ -324,7 +324,7 @@ def build_image(kernel: KernelSource | None = None, recipe: Recipe | None = None
     return GuestImage(key, final / "kernel", final / "initramfs.cpio", kernel.release, manifest, fresh)
 
 
-def _build_into(final: Path, plan: Plan, kernel: KernelSource, recipe: Recipe, key: str) -> None:
+def _build_into(final: Path, plan: ImagePlan, kernel: KernelSource, recipe: Recipe, key: str) -> None:
     with atomic_path(final, directory=True) as staging:
         elf = pvh_kernel(kernel.kernel.read_bytes())
         if elf is None:

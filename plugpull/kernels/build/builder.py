@@ -21,6 +21,7 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write_json
+from plugpull.kernels import dotconfig
 from plugpull.kernels.build import config as kconfig
 from plugpull.kernels.build.debsrc import source_path, source_tree
 from plugpull.kernels.build.estimate import estimated_lines
@@ -61,7 +62,7 @@ def say(message: str) -> None:
 
 
 @dataclass
-class Plan:
+class BuildPlan:
     """A request resolved: what the source is, the key, the name; nothing fetched or built yet."""
 
     request: BuildRequest
@@ -74,7 +75,7 @@ class Plan:
     name: str
 
 
-def plan_build(request: BuildRequest, kernels, store: BuildStore) -> Plan:
+def plan_build(request: BuildRequest, kernels, store: BuildStore) -> BuildPlan:
     if request.name is not None:
         check_name(request.name)
     patch_bytes = [read_patch(p.path, p.flag) for p in request.patches]
@@ -90,7 +91,7 @@ def plan_build(request: BuildRequest, kernels, store: BuildStore) -> Plan:
     key = build_key(identity, patch_bytes, fragment, [p.reverse for p in request.patches])
     name = request.name or default_name(request.source, version, request.patches)
     store.check_name_free(name, key)
-    return Plan(request, identity, version, suites, patch_bytes, fragment, key, name)
+    return BuildPlan(request, identity, version, suites, patch_bytes, fragment, key, name)
 
 
 def build_kernel(request: BuildRequest, kernels=None, store: BuildStore | None = None) -> BuildResult:
@@ -126,7 +127,7 @@ def build_kernel(request: BuildRequest, kernels=None, store: BuildStore | None =
     return BuildResult(plan.name, built, False, seconds)
 
 
-def workspace_for(plan: Plan, kernels, store: BuildStore) -> Workspace:
+def workspace_for(plan: BuildPlan, kernels, store: BuildStore) -> Workspace:
     source = plan.request.source
     if isinstance(source, TreeSource):
         copied = bool(plan.request.patches)
@@ -145,7 +146,7 @@ def locked(folder: Path):
         yield
 
 
-def _build(plan: Plan, workspace: Workspace, store: BuildStore, seconds: dict) -> Built:
+def _build(plan: BuildPlan, workspace: Workspace, store: BuildStore, seconds: dict) -> Built:
     log = store.log(plan.key)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(f"plugpull kernels build {plan.request.source} -> {BUILD}{plan.name} (key {plan.key})\n")
@@ -159,7 +160,7 @@ def _build(plan: Plan, workspace: Workspace, store: BuildStore, seconds: dict) -
     kind = "cold" if cold else "incremental"
     history = workspace.root / "lines.json"
     if cold:
-        expected = estimated_lines(workspace.tree, kconfig.values((workspace.out / ".config").read_text()))
+        expected = estimated_lines(workspace.tree, dotconfig.values((workspace.out / ".config").read_text()))
         basis = "estimated from the tree's Makefiles and this .config"
     else:
         expected, basis = expected_lines(history, kind), "the last incremental build of this source"
@@ -173,7 +174,7 @@ def _build(plan: Plan, workspace: Workspace, store: BuildStore, seconds: dict) -
     return built
 
 
-def configure(plan: Plan, workspace: Workspace, make: Make) -> None:
+def configure(plan: BuildPlan, workspace: Workspace, make: Make) -> None:
     """The .config: allnoconfig, the kernel's kvm_guest.config, the fragments, olddefconfig; an
     asked option the tree does not declare, or that Kconfig would not give, is refused."""
     guest = kconfig.guest_config(workspace.tree)
@@ -194,7 +195,7 @@ def configure(plan: Plan, workspace: Workspace, make: Make) -> None:
     kconfig.check_config(workspace.out / ".config", wanted, where)
 
 
-def _install(plan: Plan, workspace: Workspace, make: Make, store: BuildStore, seconds: dict) -> Built:
+def _install(plan: BuildPlan, workspace: Workspace, make: Make, store: BuildStore, seconds: dict) -> Built:
     """The kernel and its modules tree into the cache entry, whole or not at all."""
     final = store.entry(plan.key)
     staging = final.with_name(f".{plan.key}.tmp")

@@ -18,14 +18,13 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write, read_input_text
+from plugpull.kernels.dotconfig import SET, UNSET, values
 from plugpull.paths import VMCONFIG_DIR
 
 FRAGMENT = VMCONFIG_DIR / "kernel.config"
 BASE = "allnoconfig"
 GUEST = "kvm_guest.config"
 FRAGMENT_MAX = 4 << 20  # Debian 12's whole kernel config (6.1) is 254 KiB
-_SET = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
-_UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
 _MARK = re.compile(r"^(.*?)\s+#\s*in\s+(\S*)\s*$")
 _RANGE = re.compile(r"^(\d+\.\d+)?(\+|-)(\d+\.\d+)?$")
 
@@ -36,7 +35,7 @@ def parse_fragment(text: str, where: str, version: tuple[int, int] | None = None
     wanted = {}
     for number, line in enumerate(text.splitlines(), 1):
         line, versions = _versions(line.strip(), f"{where} line {number}")
-        set_, unset = _SET.match(line), _UNSET.match(line)
+        set_, unset = SET.match(line), UNSET.match(line)
         if (set_ or unset) and version is not None and not _within(version, versions):
             continue
         if set_:
@@ -52,7 +51,7 @@ def parse_fragment(text: str, where: str, version: tuple[int, int] | None = None
 def _versions(line: str, where: str) -> tuple[str, tuple]:
     """A line without its `# in A.B+` mark, and the versions the mark names ((lo, hi), None: open)."""
     m = _MARK.match(line)
-    if not m or not (_SET.match(m.group(1)) or _UNSET.match(m.group(1))):
+    if not m or not (SET.match(m.group(1)) or UNSET.match(m.group(1))):
         return line, (None, None)
     r = _RANGE.match(m.group(2))
     if not r or (r.group(2) == "+" and (not r.group(1) or r.group(3))) or not (r.group(1) or r.group(3)):
@@ -117,13 +116,8 @@ def merge(config: Path, wanted: dict[str, str | None]) -> None:
 
 
 def _option(line: str) -> str | None:
-    m = _SET.match(line) or _UNSET.match(line)
+    m = SET.match(line) or UNSET.match(line)
     return m.group(1) if m else None
-
-
-def values(config_text: str) -> dict[str, str]:
-    """A .config's set options: option -> value."""
-    return {m.group(1): m.group(2) for m in map(_SET.match, config_text.splitlines()) if m}
 
 
 def unmet(config_text: str, wanted: dict[str, str | None]) -> list[str]:

@@ -22,6 +22,8 @@ from pathlib import Path
 from plugpull.errors import InfraError, ToolMissing
 from plugpull.kernels.apt import ArchiveUnreachable
 from plugpull.kernels.lists import AptLists
+from plugpull.kernels.resolve import kernels_lock
+from plugpull.prune import Kind, register
 from plugpull.kernels.versions import series_of
 
 log = logging.getLogger(__name__)
@@ -124,3 +126,6 @@ def run_tool(argv: list[str], cwd: Path, package: str) -> None:
         raise ToolMissing(argv[0], f"install the Debian package {package}") from None
     if result.returncode != 0:
         raise InfraError(f"{' '.join(argv[:3])} failed: {(result.stderr.strip().splitlines() or ['?'])[-1]}")
+
+
+register(Kind("kernels/sources", locks=kernels_lock))

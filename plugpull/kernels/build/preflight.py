@@ -1,5 +1,5 @@
 """What a build needs of the host, checked before anything is fetched or built: the tools
-(a `doctor` row too) and the free disk.
+(a `doctor` row too) and the free disk (through `diskspace`, as every run checks it).
 
 The disk a build needs was measured on Debian's 7.3 with plugpull's config (docs/kernels.md):
 the unpacked source, the objects of a cold build, and the kernel and modules kept.
@@ -8,7 +8,8 @@ the unpacked source, the objects of a cold build, and the kernel and modules kep
 import shutil
 from pathlib import Path
 
-from plugpull.errors import ToolMissing, UsageError
+from plugpull.diskspace import require_free
+from plugpull.errors import ToolMissing
 
 GiB = 2**30
 SOURCE_BYTES = int(2.5 * GiB)  # Debian's unpacked source (1.8 GiB for 7.3) and its tarball while unpacking
@@ -42,12 +43,7 @@ def needed_bytes(source_fetched: bool, cold: bool) -> int:
     return (0 if source_fetched else SOURCE_BYTES) + (COLD_BYTES if cold else 0) + WARM_BYTES
 
 
-def check_disk(where: Path, needed: int, free=None) -> None:
-    """A one-line `UsageError` when the filesystem of `where` has less than `needed` free."""
-    where = Path(where)
-    while not where.exists():
-        where = where.parent
-    have = free if free is not None else shutil.disk_usage(where).free
-    if have < needed:
-        raise UsageError(f"too little free disk for this build in {where}: {have / GiB:.1f} GiB free, "
-                         f"{needed / GiB:.1f} GiB needed (free some, or set PLUGPULL_CACHE elsewhere)")
+def check_disk(where: Path, needed: int) -> None:
+    """`DiskFull` when the filesystem of `where` has less than `needed` free: not the user's
+    input, but the host's, so a harness failure (exit 3), as running out mid-build is."""
+    require_free(where, needed, "this kernel build", hint="free some, or set PLUGPULL_CACHE elsewhere")

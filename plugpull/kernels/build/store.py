@@ -21,7 +21,7 @@ from pathlib import Path
 from plugpull.errors import UsageError
 from plugpull.guest.image.build import KernelSource
 from plugpull.kernels.build.buildspec import BUILD, check_name
-from plugpull.prune import mark_used
+from plugpull.prune import Kind, mark_used, register
 
 KEY_FORMAT = 1
 
@@ -124,3 +124,28 @@ class BuildStore:
                              f"plugpull kernels build SPEC --name {name})")
         mark_used(built.entry / "manifest.json")
         return built.source
+
+
+def _build_locks(folder: Path) -> list[Path]:
+    work = folder.parent / "work"
+    return sorted(work.glob("*/.lock")) if work.is_dir() and not work.is_symlink() else []
+
+
+def _build_companions(entry: Path) -> list[Path]:
+    """A built kernel's log and the names that point at it."""
+    builds = entry.parent.parent
+    names = builds / "names"
+    links = [n for n in names.iterdir() if n.is_symlink() and os.readlink(n).rsplit("/", 1)[-1] == entry.name] \
+        if names.is_dir() and not names.is_symlink() else []
+    return [builds / "logs" / f"{entry.name}.log", *links]
+
+
+def _ccache_entry(path: Path) -> bool:
+    """ccache's own folders (0-f, each written when a build stores an object there); not its
+    config and statistics."""
+    return path.is_dir() and len(path.name) == 1
+
+
+register(Kind("kernels/builds/entries", locks=_build_locks, companions=_build_companions))
+register(Kind("kernels/builds/work", entry_lock=".lock"))
+register(Kind("kernels/builds/ccache", locks=_build_locks, entry=_ccache_entry))

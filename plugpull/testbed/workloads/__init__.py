@@ -17,7 +17,7 @@ Content is a pure function of the parameters and seed, so the host regenerates i
 """
 
 from plugpull.errors import UsageError
-from plugpull.testbed.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Findings, Lost, Step, Workload,
+from plugpull.testbed.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Findings, Lost, TimedStep, Workload,
                                          content_line, repeated, sha256)
 from plugpull.testbed.workloads.bench import (FIO_JOBS, BigCopy, Bonnie, Fio, SmallFiles, TreeCopy, TreeExtract,
                                           TreeRemove)
@@ -29,7 +29,7 @@ from plugpull.testbed.workloads.sqlite import Sqlite
 
 __all__ = ["ACK_PORT", "DIR", "PAYLOAD_DEV", "FIO_JOBS", "SCRIPT_PREFIX", "WORKLOADS", "AtomicReplace", "BigCopy",
            "Bonnie", "CheckScriptError", "Findings", "Fio", "FsyncAppend", "FsyncFiles", "FsyncRetry", "Lost", "Script",
-           "SmallFiles", "Sqlite", "Step", "TreeCopy", "TreeExtract", "TreeRemove", "Workload", "content_line",
+           "SmallFiles", "Sqlite", "TimedStep", "TreeCopy", "TreeExtract", "TreeRemove", "Workload", "content_line",
            "read_script", "repeated", "sha256", "workload"]
 
 

@@ -1,4 +1,4 @@
-"""What every workload shares: the guest-side names, the base class and its timed `Step`."""
+"""What every workload shares: the guest-side names, the base class and its timed `TimedStep`."""
 
 import hashlib
 from dataclasses import dataclass, field, fields
@@ -46,7 +46,7 @@ class Findings:
 
 
 @dataclass(frozen=True)
-class Step:
+class TimedStep:
     """A timed guest command. `parser` names a parser of its output ("smallfiles", "fio",
     "bonnie") when the command measures its own phases."""
 
@@ -80,9 +80,9 @@ class Workload:
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
         raise NotImplementedError
 
-    def steps(self, mnt: str) -> list[Step]:
+    def steps(self, mnt: str) -> list[TimedStep]:
         """By default the power-cut script itself, timed, with its acks thrown away."""
-        return [Step(self.name, self.script(mnt, ack="/dev/null"), ops=self.ops())]
+        return [TimedStep(self.name, self.script(mnt, ack="/dev/null"), ops=self.ops())]
 
     def ops(self) -> int | None:
         return None

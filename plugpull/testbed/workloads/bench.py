@@ -12,7 +12,7 @@ from typing import Iterator
 from plugpull.paths import cache_dir
 from plugpull.prune import mark_used
 from plugpull.testbed.tree import TreeShape, debian_payload, payload as tree_payload
-from plugpull.testbed.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Lost, Step, Workload, acked,
+from plugpull.testbed.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Lost, TimedStep, Workload, acked,
                                          shell_script)
 
 
@@ -70,8 +70,8 @@ class TreeExtract(_Tree):
 
     name = "tree-extract"
 
-    def steps(self, mnt: str) -> list[Step]:
-        return [Step("extract", f"tar -xf {PAYLOAD_DEV} -C {mnt}/{DIR} && sync", self.ops(), self.tree().bytes)]
+    def steps(self, mnt: str) -> list[TimedStep]:
+        return [TimedStep("extract", f"tar -xf {PAYLOAD_DEV} -C {mnt}/{DIR} && sync", self.ops(), self.tree().bytes)]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
         return shell_script(mnt, ack, [acked(f"tar -xf {PAYLOAD_DEV} && sync")])
@@ -86,8 +86,8 @@ class TreeRemove(_Tree):
     def setup(self, mnt: str) -> str:
         return f"tar -xf {PAYLOAD_DEV} -C {mnt}/{DIR} && sync"
 
-    def steps(self, mnt: str) -> list[Step]:
-        return [Step("remove", f"rm -rf {mnt}/{DIR}/{self.tree().root} && sync", self.ops())]
+    def steps(self, mnt: str) -> list[TimedStep]:
+        return [TimedStep("remove", f"rm -rf {mnt}/{DIR}/{self.tree().root} && sync", self.ops())]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
         return shell_script(mnt, ack, [acked(f"rm -rf {self.tree().root} && sync")])
@@ -105,8 +105,8 @@ class TreeCopy(_Tree):
     def setup(self, mnt: str) -> str:
         return f"mkdir -p /tmp/src && tar -xf {PAYLOAD_DEV} -C /tmp/src"
 
-    def steps(self, mnt: str) -> list[Step]:
-        return [Step("rsync", f"rsync -a /tmp/src/{self.tree().root} {mnt}/{DIR}/ && sync", self.ops(),
+    def steps(self, mnt: str) -> list[TimedStep]:
+        return [TimedStep("rsync", f"rsync -a /tmp/src/{self.tree().root} {mnt}/{DIR}/ && sync", self.ops(),
                      self.tree().bytes)]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
@@ -140,8 +140,8 @@ class BigCopy(Workload):
         mark_used(path)
         return path
 
-    def steps(self, mnt: str) -> list[Step]:
-        return [Step("copy", f"cat {PAYLOAD_DEV} > {mnt}/{DIR}/big && sync", None, self.mib << 20)]
+    def steps(self, mnt: str) -> list[TimedStep]:
+        return [TimedStep("copy", f"cat {PAYLOAD_DEV} > {mnt}/{DIR}/big && sync", None, self.mib << 20)]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
         return shell_script(mnt, ack, [acked(f"cat {PAYLOAD_DEV} > big && sync")])
@@ -163,8 +163,8 @@ class SmallFiles(Workload):
     name = "smallfiles"
     metadata_heavy = True
 
-    def steps(self, mnt: str) -> list[Step]:
-        return [Step("smallfiles", f"pp-smallfiles {mnt}/{DIR}/sf {self.count} {self.size} {self.seed}",
+    def steps(self, mnt: str) -> list[TimedStep]:
+        return [TimedStep("smallfiles", f"pp-smallfiles {mnt}/{DIR}/sf {self.count} {self.size} {self.seed}",
                      parser="smallfiles")]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
@@ -190,8 +190,8 @@ class Bonnie(Workload):
         size = f"-s {self.size_mib} -r {self.ram_mib or max(1, self.size_mib // 2)}" if self.size_mib else "-s 0"
         return f"bonnie++ -d {where} -u root -n {self.files_k} {size} -q"
 
-    def steps(self, mnt: str) -> list[Step]:
-        return [Step("bonnie", self._argv(f"{mnt}/{DIR}"), parser="bonnie")]
+    def steps(self, mnt: str) -> list[TimedStep]:
+        return [TimedStep("bonnie", self._argv(f"{mnt}/{DIR}"), parser="bonnie")]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
         return shell_script(mnt, ack, [f"{self._argv('.')} >/dev/null || exit 2"])
@@ -224,9 +224,9 @@ class Fio(Workload):
         return (f"fio --output-format=json --name={self.job} {FIO_JOBS[self.job]} --size={self.size_mib}M "
                 f"--filename={filename} --end_fsync=1 --ioengine=psync")
 
-    def steps(self, mnt: str) -> list[Step]:
+    def steps(self, mnt: str) -> list[TimedStep]:
         prep = f"{self._argv(f'{mnt}/{DIR}/fio.dat')} >/dev/null && " if self.job == "rewrite" else ""
-        return [Step(self.job, prep + self._argv(f"{mnt}/{DIR}/fio.dat"), parser="fio")]
+        return [TimedStep(self.job, prep + self._argv(f"{mnt}/{DIR}/fio.dat"), parser="fio")]
 
     def script(self, mnt: str, ack: str = ACK_PORT) -> str:
         return shell_script(mnt, ack, [acked(f"{self._argv('fio.dat')} >/dev/null")])

@@ -7,7 +7,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from plugpull.testbed.workloads.base import ACK_PORT, DIR, Findings, Lost, Step, Workload, content_line, shell_script
+from plugpull.testbed.workloads.base import (ACK_PORT, DIR, Findings, Lost, TimedStep, Workload, content_line,
+                                             shell_script)
 
 DB = f"{DIR}/db"
 DELETE_FULL = ("journal_mode=delete with synchronous=FULL does not sync the directory after the "
@@ -82,8 +83,8 @@ class Sqlite(Workload):
     def script(self, mnt: str, ack: str = ACK_PORT, acks: bool = True) -> str:
         return shell_script(mnt, ack, ["sqlite3 -bail db >/dev/null <<'EOF' || exit 2", *self.sql(acks), "EOF"])
 
-    def steps(self, mnt: str) -> list[Step]:
-        return [Step(self.name, self.script(mnt, ack="/dev/null", acks=False), ops=self.ops())]
+    def steps(self, mnt: str) -> list[TimedStep]:
+        return [TimedStep(self.name, self.script(mnt, ack="/dev/null", acks=False), ops=self.ops())]
 
     def lost(self, required: list[int], files: dict) -> list[Lost]:
         return self.examine(required, files).lost

@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from plugpull.bisect.journal import REJECTED, SETTINGS, STEPS, Journal, Step, check_out
+from plugpull.bisect.journal import REJECTED, SETTINGS, STEPS, BisectStep, Journal, check_out
 from plugpull.errors import UsageError
 
 SETTINGS_DOC = {"tree": "/t", "good": "a" * 40, "bad": "b" * 40, "runs": 3}
-STEP = Step("c" * 40, "fix a thing", "bad", "FAIL at run 1 of 3")
+STEP = BisectStep("c" * 40, "fix a thing", "bad", "FAIL at run 1 of 3")
 UNUSABLE = {
     "nested brackets": "[" * 10_000 + "]" * 10_000,
     "torn": '{"commit": "cc',

@@ -55,7 +55,7 @@ def test_options_that_gather_and_words_after_the_end_of_options_are_not_repeats(
 
 def test_every_option_of_every_command_is_given_once_but_those_that_gather():
     p = cli.parser()
-    kept = {a.dest for c in p.commands.values() for a in c.declared if a.option_strings and not isinstance(a, Once)}
+    kept = {a.dest for c in p.leaves().values() for a in c.declared if a.option_strings and not isinstance(a, Once)}
     assert kept == {"help", "verbose", "param", "patch", "fault"}  # -h, -vv, and the lists given by repeating
     args = p.parse_args(["worker", "--scheduler", "tcp://127.0.0.1:1", "--log-file", "a", "--log-file", "b"])
     with pytest.raises(UsageError, match="--log-file is given twice"):

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from plugpull.errors import ToolMissing, UsageError
+from plugpull import diskspace
+from plugpull.errors import DiskFull, ToolMissing, UsageError
 from plugpull.kernels.apt import Apt
 from plugpull.kernels.build.debsrc import source_lists
 from plugpull.kernels.lists import AptLists
@@ -181,10 +182,13 @@ def test_missing_tools_are_named_with_their_packages(tmp_path):
         check_tools()
 
 
-def test_too_little_disk_is_refused_saying_how_much_is_needed(tmp_path):
-    with pytest.raises(UsageError, match=r"0.5 GiB free, 6.0 GiB needed"):
-        check_disk(tmp_path / "not" / "yet", 6 * 2**30, free=2**29)
-    check_disk(tmp_path, 2**20, free=2**30)
+def test_too_little_disk_is_a_harness_failure_saying_how_much_is_needed(tmp_path, monkeypatch):
+    """Not the user's input but the host's: exit 3 (DiskFull), as running out mid-build is."""
+    monkeypatch.setattr(diskspace.shutil, "disk_usage", lambda p: type("U", (), {"free": 2**29})())
+    with pytest.raises(DiskFull, match=rf"{tmp_path}/not/yet: this kernel build needs up to 6144 MiB, 512 MiB free "
+                                       r"\(free some, or set PLUGPULL_CACHE elsewhere\)"):
+        check_disk(tmp_path / "not" / "yet", 6 * 2**30)
+    check_disk(tmp_path, 2**20)
 
 
 def test_the_patch_tool_is_the_one_the_check_uses():

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from plugpull.cli import main
-from plugpull.errors import UsageError
+from plugpull import diskspace
+from plugpull.errors import DiskFull, UsageError
 from plugpull.kernels.build import BuildRequest, BuildStore, build_kernel, parse_build_source
-from plugpull.kernels.build import builder, config as kconfig, preflight
+from plugpull.kernels.build import builder, config as kconfig
 from plugpull.kernels.build.make import BuildFailed
 from plugpull.kernels.option import kernel_option
 from plugpull.paths import cache_dir
@@ -147,10 +148,12 @@ def test_a_failing_build_keeps_its_log_and_caches_nothing(tree, tmp_path):
     assert not list((store().root / "entries").glob("*"))
 
 
-def test_too_little_disk_is_refused_before_anything(tree, monkeypatch):
-    monkeypatch.setattr(preflight.shutil, "disk_usage", lambda p: type("U", (), {"free": 2**20})())
-    with pytest.raises(UsageError, match="too little free disk.*GiB needed"):
+def test_too_little_disk_is_refused_before_anything(tree, monkeypatch, capsys):
+    monkeypatch.setattr(diskspace.shutil, "disk_usage", lambda p: type("U", (), {"free": 2**20})())
+    with pytest.raises(DiskFull, match="this kernel build needs up to .* MiB, 1 MiB free"):
         build(tree)
+    assert main(["kernels", "build", f"src:{tree}", "--name", "full"]) == 3
+    assert "harness failure" in capsys.readouterr().err
     assert not (store().root / "work").exists() and not (store().root / "entries").exists()
 
 

@@ -2,7 +2,6 @@
 in one line what is wrong, shows no traceback and leaves nothing behind. All of it is
 refused before a guest boots: a probe that reaches a boot fails here."""
 
-import argparse
 import gzip
 import re
 import json
@@ -530,15 +529,14 @@ POSITIONALS = {"replay": ["x"], "minimise": ["x"], "minimize": ["x"], "reproduce
                "report": ["x.jsonl"], "faults": ["--fault", "error-writes"],
                "worker": ["--scheduler", "tcp://127.0.0.1:8786"], "hunt": ["--seq", "1"],
                "reproducer": ["gen:seq1-000253", "--fs", "xfs"],
-               "bisect": ["x.sh", "--tree", "x", "--good", "a", "--bad", "b"]}
+               "bisect": ["x.sh", "--tree", "x", "--good", "a", "--bad", "b"], "kernels build": ["src:x"]}
 RANGE = re.compile(r"from \d+ to \d+|above 0 and at most 1")
 
 
 def numeric_options() -> list[tuple[str, str]]:
     """(command, option) for every option of every subcommand that takes a number, read from
     the parser: an int or float type, or one of plugpull's typed parsers marked numeric."""
-    sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return [(command, action.option_strings[-1]) for command, p in sub.choices.items() for action in p._actions
+    return [(command, action.option_strings[-1]) for command, p in cli.parser().leaves().items() for action in p._actions
             if action.option_strings and (action.type in (int, float) or getattr(action.type, "numeric", False))]
 
 
@@ -557,7 +555,7 @@ def test_the_walk_finds_every_kind_of_numeric_option():
 @pytest.mark.parametrize("bad", BAD_NUMBERS.values(), ids=BAD_NUMBERS.keys())
 @pytest.mark.parametrize("command, option", numeric_options(), ids=_ids(numeric_options()))
 def test_every_numeric_option_refuses_a_bad_number_in_one_line(command, option, bad, sandbox, capsys):
-    code = exit_code([command, f"{option}={bad}", *POSITIONALS.get(command, [])])
+    code = exit_code([*command.split(), f"{option}={bad}", *POSITIONALS.get(command, [])])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err, err
     [line] = err.strip().splitlines()
@@ -620,9 +618,8 @@ def test_a_minimise_cache_of_another_state_is_set_aside_and_its_own_is_read(tmp_
 def path_options(output: bool) -> list[tuple[str, str]]:
     """(command, option) for every option or argument of every subcommand that takes a path
     (`output`: a path plugpull writes), read from the parser."""
-    sub = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction))
     kinds = (an_output,) if output else (a_path, a_state_dir, a_case_file, an_output)
-    return [(command, (action.option_strings or [action.dest])[-1]) for command, p in sub.choices.items()
+    return [(command, (action.option_strings or [action.dest])[-1]) for command, p in cli.parser().leaves().items()
             for action in p._actions if action.type in kinds]
 
 
@@ -631,7 +628,8 @@ def test_the_walk_finds_every_kind_of_path_option():
     assert {("crash", "--json"), ("crash", "--out"), ("matrix", "--results"), ("matrix", "--report"),
             ("reproduce", "--report"), ("report", "--out"), ("faults", "--results"), ("minimise", "--out"),
             ("doctor", "--log-file"), ("faults", "--log-file")} <= outputs
-    assert {("replay", "dir"), ("reproduce", "case"), ("crash", "--modules")} <= paths - outputs
+    assert {("replay", "dir"), ("reproduce", "case"), ("crash", "--modules"), ("kernels build", "--config")} <= \
+        paths - outputs
     assert {(command, "--tls-key") for command in ("crash", "matrix", "reproduce", "scheduler", "worker")} <= paths
 
 
@@ -647,7 +645,7 @@ def test_an_empty_kernel_name_is_refused(argv, sandbox, capsys):
 def _argv(command: str, option: str, value: str) -> list[str]:
     given = [value] if not option.startswith("-") else [f"{option}={value}"]
     rest = [] if not option.startswith("-") else POSITIONALS.get(command, [])
-    return [command, *given, *rest]
+    return [*command.split(), *given, *rest]
 
 
 @pytest.mark.parametrize("command, option", path_options(False), ids=_ids(path_options(False)))
@@ -672,7 +670,7 @@ def test_every_output_option_refuses_a_device_or_a_fifo_before_anything_runs(com
         make(sandbox)
     before, mode = files_under(sandbox), os.stat(sandbox / "null").st_mode
     rest = [str(sandbox / given)] if given else POSITIONALS.get(command, [])
-    assert exit_code([command, f"{option}={sandbox / 'null'}", *rest]) == 2
+    assert exit_code([*command.split(), f"{option}={sandbox / 'null'}", *rest]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
     assert f"{option} {sandbox / 'null'}: {what}" in line, line
     assert os.stat(sandbox / "null").st_mode == mode and files_under(sandbox) == before

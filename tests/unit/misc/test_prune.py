@@ -12,7 +12,8 @@ import pytest
 
 from tests.cli_run import run_cli
 from plugpull import cli
-from plugpull.prune import CACHE_KINDS, DAY, Kind, held, prune, prune_kind
+from plugpull.cli.kernels import cache_kinds
+from plugpull.prune import DAY, Kind, held, prune, prune_kind, register
 
 OLD = time.time() - 90 * DAY
 
@@ -31,7 +32,18 @@ def _entry(folder: Path, name: str, old: bool = True, size: int = 4096) -> Path:
 
 
 def _kind(name: str) -> Kind:
-    return next(k for k in CACHE_KINDS if k.name == name)
+    return next(k for k in cache_kinds() if k.name == name)
+
+
+def test_each_cache_registers_its_own_kind_once():
+    """prune.py knows no cache's layout: every kind is registered by the module that keeps it,
+    and a second kind of the same folder is refused."""
+    import plugpull.prune
+    names = [k.name for k in cache_kinds()]
+    assert names == sorted(set(names)) and {"kernels/trees", "workdirs", "cluster/records", "bisect"} <= set(names)
+    assert "Kind(\"" not in Path(plugpull.prune.__file__).read_text()
+    with pytest.raises(ValueError, match="'payloads' registered twice"):
+        register(Kind("payloads"))
 
 
 def test_old_entries_go_and_recent_ones_stay(tmp_path):
@@ -193,7 +205,7 @@ def test_the_command_prunes_the_cache_it_is_given(tmp_path, monkeypatch, capsys)
     assert old.exists()
     assert cli.main(["kernels", "prune"]) == 0
     assert not old.exists()
-    assert len(capsys.readouterr().out.strip().splitlines()) == 2 * len(CACHE_KINDS)
+    assert len(capsys.readouterr().out.strip().splitlines()) == 2 * len(cache_kinds())
 
 
 @pytest.mark.parametrize("argv, names", [
@@ -215,7 +227,7 @@ def test_bad_prune_input_is_one_line_and_exit_2(argv, names, tmp_path, monkeypat
 
 
 def test_no_cache_yet_is_said(tmp_path):
-    assert prune(tmp_path / "none", list(CACHE_KINDS), 30, dry_run=False) == []
+    assert prune(tmp_path / "none", cache_kinds(), 30, dry_run=False) == []
 
 
 def test_a_build_booted_by_name_is_marked_used(tmp_path):

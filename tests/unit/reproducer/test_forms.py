@@ -19,12 +19,12 @@ from plugpull.minimise.explain import xfs_layout, xfs_log_bytes
 from plugpull.minimise.xfslog import XLOG_MAGIC
 from plugpull.powerloss.writelog import LogWriter
 from plugpull.reproducer import case_for
+from plugpull.reproducer.delay import fstests_test as delay_test, script as delay_script
+from plugpull.reproducer.flakey import fstests_test, script
 from plugpull.reproducer.flushes import FLUSH_COUNT, fstests_test as flushes_test, script as flushes_script
 from plugpull.reproducer.forms import Window, case_choice, state_choice, window_choice
-from plugpull.reproducer.fstests import test as fstests_test
 from plugpull.reproducer.loghole import FAR, crafting, fstests_test as loghole_test, record_bytes, \
     script as loghole_script
-from plugpull.reproducer.sh import script
 from tests.unit.reproducer.test_reproducer import parses, run
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -93,7 +93,7 @@ def test_the_command_says_the_form_it_chose(tmp_path, capsys):
     state = saved_state(tmp_path, list("wwfwfwfw"), [5, 8])
     code, out, err = run([str(state)], capsys)
     assert code == 0 and err.startswith("form: delay (point 1's last flush was issued with 1 of its writes")
-    assert out == script(case_for("gen:seq1-000372", "f2fs"), "delay")
+    assert out == delay_script(case_for("gen:seq1-000372", "f2fs"))
     code, out, err = run([str(state), "--form", "flakey"], capsys)
     assert code == 0 and "form: flakey (asked for (--form))" in err and out == script(case_for("gen:seq1-000372",
                                                                                                  "f2fs"))
@@ -113,9 +113,9 @@ def test_a_form_the_finding_cannot_take_exits_2(argv, capsys):
 def test_every_form_parses(tmp_path):
     shells = [s for s in ("dash", "busybox sh") if shutil.which(s.split()[0])]
     delay, strict = case_for("gen:seq1-000372", "f2fs"), case_for("gen:seq1-000051", "f2fs-strict")
-    for text in (script(delay, "delay"), flushes_script(strict), loghole_script()):
+    for text in (delay_script(delay), flushes_script(strict), loghole_script()):
         assert shells and all(parses(s, text, tmp_path) for s in shells)
-    for text in (fstests_test(delay, "901", "delay"), flushes_test(strict, "902"), loghole_test("903")):
+    for text in (delay_test(delay, "901"), flushes_test(strict, "902"), loghole_test("903")):
         assert parses("bash", text, tmp_path)
     assert not parses("dash", loghole_script() + "fi\n", tmp_path)
 
@@ -160,7 +160,7 @@ def test_a_partitions_flushes_are_read_on_its_disk(tmp_path):
 @pytest.mark.parametrize(("returned", "refused"), [("0.00", True), ("now", False)])
 def test_a_drop_later_than_the_delay_is_no_verdict(returned, refused):
     """The delay form's drop came after the writes held were let through: no PASS can be read."""
-    from plugpull.reproducer.sh import late_drop
+    from plugpull.reproducer.shell import late_drop
     if returned == "now":
         returned = Path("/proc/uptime").read_text().split()[0]
     lines = [f"returned={returned}", *late_drop('echo "late $late"; exit 3'), "echo in-time"]
@@ -178,6 +178,6 @@ def test_the_delay_forms_check_the_drop_came_in_time():
                 'dmsetup load "$name" --table "$drop"', "umount")
     fstests_marks = ("read -r returned", "_load_flakey_table $FLAKEY_DROP_WRITES", 'if [ "$late" -ge 2000 ]',
                      "_unmount_delay")
-    for text, marks in ((script(case, "delay"), sh_marks), (fstests_test(case, "900", "delay"), fstests_marks)):
+    for text, marks in ((delay_script(case), sh_marks), (delay_test(case, "900"), fstests_marks)):
         places = [text.index(m, text.index("read -r returned")) for m in marks]
         assert places == sorted(places)

@@ -13,10 +13,12 @@ import pytest
 
 from plugpull.guest.image.build import KernelSource
 from plugpull.reproducer import case_for
+from plugpull.reproducer.delay import fstests_test as delay_test, script as delay_script
+from plugpull.reproducer.flakey import FLAKEY, fstests_test, script
 from plugpull.reproducer.flushes import fstests_test as flushes_test, script as flushes_script
-from plugpull.reproducer.fstests import test as fstests_test
 from plugpull.reproducer.profiles import NEEDS
-from plugpull.reproducer.sh import PRELUDE, make_and_mount, script
+from plugpull.reproducer.sh import make_and_mount
+from plugpull.reproducer.shell import PRELUDE
 from plugpull.testbed.features import FEATURES
 from tests.unit.reproducer.test_reproducer import SHIM, helpers_called, helpers_defined, parses, run
 
@@ -65,9 +67,9 @@ def test_a_plain_filesystem_has_no_control():
 
 @pytest.mark.parametrize("case", [FAST, ZSTD], ids=["fast_commit", "zstd"])
 def test_every_form_parses(case, tmp_path):
-    for text in (script(case), script(case, "delay"), flushes_script(case)):
+    for text in (script(case), delay_script(case), flushes_script(case)):
         assert parses("dash", text, tmp_path)
-    for text in (fstests_test(case, "901"), fstests_test(case, "901", "delay"), flushes_test(case, "901")):
+    for text in (fstests_test(case, "901"), delay_test(case, "901"), flushes_test(case, "901")):
         assert parses("bash", text, tmp_path)
 
 
@@ -98,7 +100,7 @@ def making(case, tmp_path: Path, refuse: str = "", sysfs: bool = True):
     for need in NEEDS.values():
         if need.sysfs and sysfs:
             (sysfs_dir / Path(need.sysfs).name).touch()
-    text = "\n".join(["dev=/dev/fake", PRELUDE, *make_and_mount(case), "echo MADE"])
+    text = "\n".join(["dev=/dev/fake", PRELUDE, *make_and_mount(case, FLAKEY), "echo MADE"])
     for need in NEEDS.values():
         if need.sysfs:
             text = text.replace(need.sysfs, str(sysfs_dir / Path(need.sysfs).name))
@@ -153,7 +155,7 @@ PROFILES = ("ext4+fast_commit", "ext4+data=journal", "ext4+inline_data", "btrfs+
 @pytest.mark.parametrize("fs", PROFILES)
 def test_each_profile_calls_only_helpers_of_the_stand_in(fs):
     case = case_for("gen:seq1-000253", fs)
-    for text in (fstests_test(case, "901"), fstests_test(case, "901", "delay"), flushes_test(case, "901")):
+    for text in (fstests_test(case, "901"), delay_test(case, "901"), flushes_test(case, "901")):
         assert helpers_called(text) <= helpers_defined(SHIM / "common"), helpers_called(text)
 
 

@@ -17,9 +17,11 @@ from tests.cli_run import run_cli
 from plugpull.errors import InfraError, UsageError
 from plugpull.reproducer import case_for, flushes, loghole, state_target
 from plugpull.reproducer.checks import checks
-from plugpull.reproducer.fstests import FLAKEY_MOUNT, TOOLS as FSTESTS_TOOLS, golden, printing, test as fstests_test
+from plugpull.reproducer.delay import fstests_test as delay_test
+from plugpull.reproducer.flakey import FLAKEY_MOUNT, fstests_test, script
+from plugpull.reproducer.fstests import TOOLS as FSTESTS_TOOLS, golden, printing
 from plugpull.reproducer.inguest import verdict_of
-from plugpull.reproducer.sh import TOOLS as SH_TOOLS, checking, script
+from plugpull.reproducer.sh import TOOLS as SH_TOOLS, checking
 from plugpull.reproducer.steps import op_lines, setup_lines
 
 FINDINGS = ("gen:seq1-000253", "gen:seq2-056383", "gen:seq2-080435")
@@ -210,7 +212,7 @@ def helpers_called(text: str) -> set[str]:
 def every_fstests_form(ident: str, fs: str) -> list[str]:
     """The fstests tests of `ident` on `fs` in every form, and the XFS log hole's."""
     case = case_for(ident, fs)
-    return [fstests_test(case, "901"), fstests_test(case, "901", "delay"), flushes.fstests_test(case, "901"),
+    return [fstests_test(case, "901"), delay_test(case, "901"), flushes.fstests_test(case, "901"),
             loghole.fstests_test("901")]
 
 

@@ -17,8 +17,7 @@ from plugpull.generate.oracle import PROFILES, rules_for
 from plugpull.generate.space import workload_of
 from plugpull.hunt.hunter import HuntSpec
 from plugpull.reproducer import case_for
-from plugpull.reproducer.fstests import test as fstests_test
-from plugpull.reproducer.sh import script as sh_script
+from plugpull.reproducer.flakey import fstests_test, script as sh_script
 from plugpull.testbed.fs import filesystem, mode
 
 F2FS = filesystem("f2fs")

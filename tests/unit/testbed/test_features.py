@@ -7,7 +7,8 @@ from tests.cli_run import run_cli
 from plugpull import cli
 from plugpull.errors import UsageError
 from plugpull.guest.image.build import KernelSource
-from plugpull.testbed.features import FEATURES, check_kernel, kernel_config, read_config
+from plugpull.kernels.dotconfig import beside as kernel_config, read as read_config
+from plugpull.testbed.features import FEATURES, check_kernel
 from plugpull.testbed.fs import FILESYSTEMS, check_profiles, filesystem
 
 

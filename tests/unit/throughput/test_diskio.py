@@ -4,7 +4,7 @@ import pytest
 
 from plugpull.errors import InfraError
 from plugpull.results import DiskIO, Phase, StatError, Throughput
-from plugpull.testbed.workloads.base import Step
+from plugpull.testbed.workloads.base import TimedStep
 from plugpull.throughput.diskstat import phase_ios
 from plugpull.throughput.measure import run_step
 
@@ -80,8 +80,8 @@ class Guest:
 
 def test_a_step_is_read_around_and_told_where_the_counters_are():
     guest = Guest([BEFORE, AFTER])
-    (phase,), io = run_step(guest, Step("extract", "tar -xf x", ops=10), "sda")
+    (phase,), io = run_step(guest, TimedStep("extract", "tar -xf x", ops=10), "sda")
     assert phase.io == io and io.flushes == 150 and phase.ops == 10
     assert guest.commands[1] == "export PP_STAT=/sys/block/sda/stat; tar -xf x"
     with pytest.raises(InfraError, match="step extract"):
-        run_step(Guest(["garbage", AFTER]), Step("extract", "tar -xf x"), "sda")
+        run_step(Guest(["garbage", AFTER]), TimedStep("extract", "tar -xf x"), "sda")
