@@ -1,0 +1,28 @@
+"""The seventh table's operation in guests, on the host's kernel with barriers: a file's last
+name unlinked while the program holds it open, then fsync of the open descriptor (fstests
+generic/764's steps), recorded, crashed around its point and judged by the oracle, every state
+clean, the point owing the name's absence; on btrfs, whose fix of it (5e85262e542d) the host's
+kernel has, and on ext4 with generic/771's steps."""
+
+import pytest
+
+from plugpull.crash.spec import CrashSpec
+from plugpull.generate.space import workload_of
+
+pytestmark = pytest.mark.vm
+
+STATES = 10
+WORKLOADS = [
+    ("btrfs", "unlink-open A/foo, fsync-open A/foo", True),  # generic/764
+    ("ext4", "unlink-open A/foo, fsync-open A/foo; creat A/bar, fsync A/bar", False),  # generic/771
+]
+
+
+@pytest.mark.parametrize("fs, text, synced", WORKLOADS, ids=[fs for fs, _, _ in WORKLOADS])
+def test_barrier_keeps_the_unlink_the_fsync_of_the_open_file_owes(crash_run, fs, text, synced):
+    workload = f"gen:{workload_of(text, synced).ident}"
+    run = crash_run(CrashSpec(fs=fs, mode="barrier", workload=workload, models=("reorder",), states=STATES,
+                              seed=1, trigger="end"))
+    assert any(s.acks_required >= 1 for s in run.states), "no state after the fsync of the open file"
+    assert run.summary["infra-error"] == 0
+    assert [(s.cut, s.verdict, s.reason) for s in run.states if s.verdict != "clean"] == []
