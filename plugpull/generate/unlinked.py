@@ -20,14 +20,16 @@ OPEN_POINTS = {"fsync-open": "fsync", "fdatasync-open": "fdatasync"}
 
 def open_and_unlink(path: str, unlink: str) -> str:
     """The shell command that opens `path` on `HELD_FD` and unlinks it (`unlink`: the
-    command the script's style unlinks with)."""
-    return f"exec {HELD_FD}<{path}; {unlink} {path}"
+    command the script's style unlinks with). One list that fails as a whole (`|| false`:
+    under `set -e` a failure inside an && list alone would not stop the program, and a
+    reproducer's `|| die` after it would see only its last command)."""
+    return f"exec {HELD_FD}<{path} && {unlink} {path} || false"
 
 
 def held_point(syncer: str) -> str:
     """The point's command: `syncer` (the style's fsync or fdatasync of a path, without it) of
-    the held descriptor, then the descriptor closed."""
-    return f"{syncer} {HELD}; exec {HELD_FD}<&-"
+    the held descriptor, then the descriptor closed; one list that fails as a whole."""
+    return f"{syncer} {HELD} && exec {HELD_FD}<&- || false"
 
 
 def last_name(tree: Tree, path: str) -> bool:

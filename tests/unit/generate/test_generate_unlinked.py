@@ -7,6 +7,7 @@ hand-worked states, and the check is shown to catch a deliberately wrong rule. N
 
 import hashlib
 import random
+import subprocess
 from dataclasses import replace
 
 import pytest
@@ -85,8 +86,20 @@ def test_unlink_open_leaves_the_tree_unlink_leaves_and_nothing_refuses_it():
 
 def test_the_program_holds_the_file_open_across_the_unlink_and_syncs_the_descriptor():
     text = program(workload_of("unlink-open B/foo, fdatasync-open B/foo; creat A/bar, fsync A/bar"))
-    assert "\nexec 7<B/foo; unlink B/foo\nsync -d /proc/self/fd/7; exec 7<&-  # point 1: fdatasync-open B/foo\n" in text
-    assert "\nsync /proc/self/fd/7; exec 7<&-  # point 1: fsync-open A/foo\n" in program(workload_of(GENERIC_764))
+    assert ("\nexec 7<B/foo && unlink B/foo || false\n"
+            "sync -d /proc/self/fd/7 && exec 7<&- || false  # point 1: fdatasync-open B/foo\n") in text
+    assert "\nsync /proc/self/fd/7 && exec 7<&- || false  # point 1: fsync-open A/foo\n" in program(
+        workload_of(GENERIC_764))
+
+
+def test_a_failed_fsync_of_the_held_file_stops_the_program(host_tools, tmp_path):
+    """`set -e` and a failure inside the point's list: the program stops before the ack."""
+    script = program(workload_of(GENERIC_764)).replace("sync /proc/self/fd/7", "false /proc/self/fd/7")
+    (tmp_path / "prog.sh").write_text(script)
+    (tmp_path / "work").mkdir()
+    done = subprocess.run(["dash", "-c", 'dash "$1" 4>/dev/null; echo "rc $?"', "sh", str(tmp_path / "prog.sh")],
+                          cwd=tmp_path / "work", capture_output=True, text=True)
+    assert done.stdout.strip().splitlines()[-1] != "rc 0"
 
 
 @pytest.mark.parametrize("text, synced", [(GENERIC_764, True), (GENERIC_771, False),
