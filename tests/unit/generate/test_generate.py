@@ -23,7 +23,8 @@ TWO_TABLES_COUNTS = {1: 412, 2: 167644, 3: 58557564}  # with the direct-I/O and 
 THREE_TABLES_COUNTS = {1: 416, 2: 169438, 3: 59028516}  # and rmdir
 FOUR_TABLES_COUNTS = {1: 476, 2: 231962, 3: 99018204}  # and fallocate at the end of the file, collapse and insert
 FIVE_TABLES_COUNTS = {1: 539, 2: 300637, 3: 147255276}  # and the nested directory
-SIX_TABLES_COUNTS = {1: 1038, 2: 1505275, 3: 2234643969}  # and eviction, reflink, copy, the points of any name
+SIX_TABLES_COUNTS = {1: 1038, 2: 1505275}  # and eviction, reflink, copy, the points of any name (seq 3: 2234643969,
+# not walked again here: docs/generate.md)
 WHOLE_COUNTS = {1: 1046, 2: 1520311, 3: 2259751689}  # and unlink-open with the points of the file it holds open
 
 
@@ -50,7 +51,7 @@ def test_counts_are_stable(seq):
     assert Space(seq, *up_to(3)).total() == THREE_TABLES_COUNTS[seq]
     assert Space(seq, *up_to(4)).total() == FOUR_TABLES_COUNTS[seq]
     assert Space(seq, *up_to(5)).total() == FIVE_TABLES_COUNTS[seq]
-    assert Space(seq, *up_to(6)).total() == SIX_TABLES_COUNTS[seq]
+    assert seq not in SIX_TABLES_COUNTS or Space(seq, *up_to(6)).total() == SIX_TABLES_COUNTS[seq]
     assert Space(seq).count() == Space(seq).total() == WHOLE_COUNTS[seq]
     assert Space(seq, synced=False).count() == WHOLE_COUNTS[seq]  # the setup changes no operation's validity
 
