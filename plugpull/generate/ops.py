@@ -6,7 +6,9 @@ enumeration, so changing it (an operation added, removed or moved, a size change
 `test_generate.py` pins its digest. `LATER_OPS` (direct-I/O and mmap writes) and the `msync`
 point came second, `RMDIR_OPS` third, `RANGE_OPS` (fallocate at the end of the file, collapse and
 insert range) fourth, `NESTED_OPS` fifth, `REACH_OPS` (eviction, reflink and copy, with the
-points of a name the step did not touch: `reach`) sixth (`TABLES`): the workloads that use a table's operations
+points of a name the step did not touch: `reach`) sixth, `UNLINKED_OPS` (a file's last name
+unlinked while it is held open, with fsync and fdatasync of the open descriptor: `unlinked`)
+seventh (`TABLES`): the workloads that use a table's operations
 are numbered after all of the tables' before it (space.py), so no earlier id moved. Each row is
 an operation family (the name `--ops` takes), a variant and its operands, all among the fixed
 names of `tree`.
@@ -20,6 +22,7 @@ durable by `sync` (ack 0), unless it is unsynced (space.py)."""
 from dataclasses import dataclass
 
 from plugpull.generate.reach import ANY_POINTS, REFLINKS, cloned
+from plugpull.generate.unlinked import OPEN_POINTS, last_name
 from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED_DIR, NESTED_FILES, ROOT, SYMLINK, Inode, \
     Tree, parent, under, with_data, with_xattr
 
@@ -53,7 +56,7 @@ FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
 # what each table added, in the order they came: (operation families, persistence points)
 TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()),
           (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
-          (("evict", "reflink", "copy"), tuple(ANY_POINTS)))
+          (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert")
@@ -72,13 +75,14 @@ class Op:
 
 @dataclass(frozen=True)
 class Persist:
-    kind: str  # fsync, fdatasync, sync or msync; fsync-any, fdatasync-any: of a name the step did not touch
+    kind: str  # fsync, fdatasync, sync or msync; fsync-any, fdatasync-any: of a name the step did not touch;
+    # fsync-open, fdatasync-open: of the file unlink-open held open (`path`: the name it had)
     path: str | None = None
 
     @property
     def call(self) -> str:
-        """The call it makes: fsync-any's is fsync."""
-        return ANY_POINTS.get(self.kind, self.kind)
+        """The call it makes: fsync-any's and fsync-open's is fsync."""
+        return ANY_POINTS.get(self.kind, OPEN_POINTS.get(self.kind, self.kind))
 
     def text(self) -> str:
         return self.kind if self.path is None else f"{self.kind} {self.path}"
@@ -120,7 +124,8 @@ NESTED_OPS = tuple([Op("nested", "mkdir", (NESTED_DIR,))] + [Op("nested", "creat
 PAIRS = tuple((s, d) for s in FILES for d in FILES if s != d)
 REACH_OPS = tuple([Op("evict", "", ())] + [Op("reflink", v, p) for p in PAIRS for v in REFLINKS] +
                   [Op("copy", "", p) for p in PAIRS])
-OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS
+UNLINKED_OPS = tuple(Op("unlink-open", "", (f,)) for f in FILES)  # of a file's last name, held open
+OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS
 
 
 def refusal(op: Op, refused) -> str | None:
@@ -321,8 +326,10 @@ def _namespace(sim: Sim, op: Op) -> bool:
         node = {"creat": Inode(FILE), "mkdir": Inode(DIR), "symlink": Inode(SYMLINK, target=sibling(args[0]))}
         tree.paths[args[0]] = tree.new_inode(node[op.family])
         return True
-    if op.family == "unlink":
-        if not sim.exists(args[0], (FILE, SYMLINK)):
+    if op.family in ("unlink", "unlink-open"):
+        if not sim.exists(args[0], (FILE, SYMLINK) if op.family == "unlink" else (FILE,)):
+            return False
+        if op.family == "unlink-open" and not last_name(tree, args[0]):
             return False
         sim.touch(args[0])
         tree.unlink(args[0])

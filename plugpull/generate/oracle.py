@@ -21,6 +21,7 @@ from plugpull.generate.delalloc import delayed_only
 from plugpull.generate.ops import refusal
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import DIR, FILE, NAMES, NESTED, SYMLINK, Tree, digest, parent, under
+from plugpull.generate.unlinked import OPEN_POINTS, gone_names
 from plugpull.testbed.features import SEP
 from plugpull.testbed.fs import FILESYSTEMS
 
@@ -158,6 +159,12 @@ def file_names(ctx: Context):
         if p in had and p not in now and not ctx.moved_with_a_dir(p)]
 
 
+def unlinked_names(ctx: Context):
+    """After an fsync of a file with no name left: each name it had is no longer it."""
+    return [(p, "kind", AnyOf({None, now})) for p, now in gone_names(ctx.inode_history(), ctx.path)
+            if not ctx.moved_with_a_dir(p)]
+
+
 def new_file_name(ctx: Context):
     """The name of a file the workload created (an unsynced setup's files too), while it is
     the only name it ever had."""
@@ -202,7 +209,7 @@ def ext4_replace_via_rename(ctx: Context):
 @dataclass(frozen=True)
 class Rule:
     name: str
-    trigger: str  # sync, fsync-file, fdatasync-file, msync-file or fsync-dir
+    trigger: str  # sync, fsync-file, fdatasync-file, msync-file, fsync-dir or fsync-unlinked
     filesystems: tuple[str, ...]
     owes: Callable[[Context], list]
     source: str
@@ -228,6 +235,12 @@ RULES = (
          "link or rename; xfs forces the log to the inode's last change; btrfs logs the inode's names; f2fs "
          "checkpoints when the parent is not yet checkpointed, after a rename or link, or for a hard-linked "
          "file, and else marks the inode's node for roll-forward to restore its entry)"),
+    Rule("fsync-unlinked-names", "fsync-unlinked", LINUX, unlinked_names,
+         "relied on (fstests generic/764): fsync of a file whose last name was unlinked while it was open "
+         "persists the unlink (the inode's link count, 0, is its metadata: ext4 commits the transaction holding "
+         "the unlink; xfs forces the log to the inode's last change; btrfs logs the inode's deletion, since "
+         "5e85262e542d; f2fs checkpoints for a link count other than 1). fdatasync owes nothing: no name "
+         "reads the data back"),
     Rule("fdatasync-new-name", "fdatasync-file", LINUX, new_file_name,
          "relied on: a new file's name is needed to read its data back, and is logged with the inode's creation"),
     Rule("msync-data", "msync-file", PROFILES, file_data,
@@ -257,6 +270,8 @@ def trigger_of(workload: Workload, step: int) -> tuple[str, str | None]:
         return "sync", None
     if persist.call == "msync":
         return "msync-file", persist.path
+    if persist.kind in OPEN_POINTS:
+        return f"{persist.call}-unlinked", persist.path
     kind = workload.trees[step].kind(persist.path)
     return f"{persist.call}-{'dir' if kind == DIR else 'file'}", persist.path
 

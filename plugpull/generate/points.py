@@ -1,10 +1,12 @@
 """The persistence points that may follow each operation (`persistence_choices`), in the order
 that numbers the workloads: sync, then fsync and fdatasync of what the operation touched (its
 `subjects`), msync after an mmap write, ACE's fsync of a sibling after a nested operation, and
-last the sixth table's points of a name the step did not touch (`reach.untouched`)."""
+the sixth table's points of a name the step did not touch (`reach.untouched`); after the
+seventh's unlink-open, only the points of the file it holds open (`unlinked`)."""
 
 from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, sibling
 from plugpull.generate.reach import untouched
+from plugpull.generate.unlinked import OPEN_POINTS
 from plugpull.generate.tree import DIR, DIRS, FILE, ROOT, Tree, parent
 
 
@@ -59,7 +61,10 @@ def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None,
     of a file it touched, fsync of a directory it touched; in this order. After an mmap write,
     msync of its file; after a nested operation, fsync of a sibling file; then fsync and
     fdatasync of every other file there, and fsync of every other directory (`fsync-any`,
-    `fdatasync-any`, the sixth table's)."""
+    `fdatasync-any`, the sixth table's). After unlink-open, fsync or fdatasync of the file it
+    holds open and nothing else (`fsync-open`, `fdatasync-open`: the point of the operation)."""
+    if op.family == "unlink-open":
+        return tuple(Persist(kind, op.args[0]) for kind in OPEN_POINTS)
     files, dirs = subjects(op)
     out: list[Persist | None] = [] if last else [None]
     out.append(Persist("sync"))

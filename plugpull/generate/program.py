@@ -19,6 +19,7 @@ from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SET
     XATTR, Op, Persist, fill_byte, plain, sibling, write_range
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
 from plugpull.generate.space import Workload
+from plugpull.generate.unlinked import OPEN_POINTS, held_point, open_and_unlink
 from plugpull.generate.tree import Tree
 
 
@@ -72,6 +73,7 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = 
         "truncate": lambda: f'{t.xfs_io} -c "truncate {TRUNCATE_TO}" {args[0]}',
         "link": lambda: f"ln {args[0]} {args[1]}",
         "unlink": lambda: f"{t.unlink} {args[0]}",
+        "unlink-open": lambda: open_and_unlink(args[0], t.unlink),
         "rmdir": lambda: f"rmdir {args[0]}",
         "symlink": lambda: f"ln -s {sibling(op.args[0])} {args[0]}",
         "rename": lambda: f"mv -fT {args[0]} {args[1]}",
@@ -142,7 +144,8 @@ def persist_command(persist: Persist) -> str | None:
         return None
     if persist.call == "sync":
         return "sync"
-    return f"sync -d {persist.path}" if persist.call == "fdatasync" else f"sync {persist.path}"
+    syncer = "sync -d" if persist.call == "fdatasync" else "sync"
+    return held_point(syncer) if persist.kind in OPEN_POINTS else f"{syncer} {persist.path}"
 
 
 def setup_lines(names, t: Tools = GUEST) -> list[str]:

@@ -7,6 +7,7 @@ and "$mnt" in the sh script, `$XFS_IO_PROG` and `$SCRATCH_MNT` in fstests)."""
 
 from plugpull.generate.ops import Persist
 from plugpull.generate.program import Tools, setup_lines as created, step_command
+from plugpull.generate.unlinked import OPEN_POINTS, held_point
 from plugpull.reproducer import ReproducerCase
 
 
@@ -16,7 +17,8 @@ def persist_command(persist: Persist, t: Tools) -> str | None:
         return None
     if persist.call == "sync":
         return "sync"
-    return f"{t.xfs_io} -c {persist.call} {t.at(persist.path)}"
+    syncer = f"{t.xfs_io} -c {persist.call}"
+    return held_point(syncer) if persist.kind in OPEN_POINTS else f"{syncer} {t.at(persist.path)}"
 
 
 def setup_lines(case: ReproducerCase, t: Tools) -> list[str]:

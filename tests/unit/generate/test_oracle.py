@@ -270,6 +270,7 @@ BROKEN_BY_ONE_RULE = {
                                 lambda t: _with_digest(t, "A/foo", b"B" * INITIAL_SIZE)),
     "msync-data": ("mmapwrite.overwrite A/foo, msync A/foo", "xfs", 1, setup_view),
     "msync-new-name": ("creat A/foo; mmapwrite.extend A/foo, msync A/foo", "f2fs", 1, setup_view),
+    "fsync-unlinked-names": ("unlink-open A/foo, fsync-open A/foo", "btrfs", 1, setup_view),  # the name back
 }
 
 
@@ -320,6 +321,8 @@ PASSED_BY_EACH_RULE = {
                    lambda t: _torn(t, "A/foo")),  # the later overwrite may be torn
     "msync-new-name": ("creat A/foo; mmapwrite.extend A/foo, msync A/foo; rename.file A/foo A/bar, sync", "ext4",
                        1, final),
+    "fsync-unlinked-names": ("unlink-open A/foo, fsync-open A/foo; creat A/foo, sync", "ext4", 1,
+                             final),  # a later file under the name
 }
 
 
