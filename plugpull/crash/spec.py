@@ -17,7 +17,7 @@ from plugpull.powerloss.models import ModelSpec, parse_model
 from plugpull.testbed.bed import BedSpec
 from plugpull.testbed.fs import Filesystem, Mode, filesystem, mode as mode_named
 from plugpull.testbed.stack import Stack
-from plugpull.testbed.workloads import SCRIPT_PREFIX, Script, Workload, read_script, workload as workload_named
+from plugpull.testbed.workloads import SCRIPT_PREFIX, Script, GuestWorkload, read_script, workload as workload_named
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ class CrashSpec:
         return CrashPlan(self, filesystem(self.fs), mode, self._workload(), tuple(models), Trigger.parse(self.trigger),
                          stack, lost)
 
-    def _workload(self) -> Workload:
+    def _workload(self) -> GuestWorkload:
         """A built-in workload, or a generated one (`gen:ID`, judged by this filesystem's rules)."""
         if self.workload.startswith(GEN_PREFIX):
             if self.params:
@@ -113,7 +113,7 @@ class CrashPlan:
     spec: CrashSpec
     fs: Filesystem
     mode: Mode
-    workload: Workload
+    workload: GuestWorkload
     models: tuple[ModelSpec, ...]
     trigger: Trigger
     stack: Stack | None = None
@@ -149,7 +149,7 @@ def load_user_scripts(spec: CrashSpec, base: Path) -> CrashSpec:
     return replace(spec, workload=Script.name, params=tuple(params.items()), check_script="")
 
 
-def recorded_workload(name: str, params: dict) -> Workload:
+def recorded_workload(name: str, params: dict) -> GuestWorkload:
     """The workload a record names (its `workload` and `params`), a generated one too."""
     if name == GeneratedWorkload.name:
         return GeneratedWorkload(**params)

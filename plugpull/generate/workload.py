@@ -17,7 +17,7 @@ from plugpull.generate.oracle import PROFILES, on_profile, rules_of
 from plugpull.generate.program import program
 from plugpull.generate.space import Workload as Generated, space_of
 from plugpull.generate.tree import DIR, FILE, NAMES, SYMLINK, Entry
-from plugpull.testbed.workloads.base import ACK_PORT, Findings, Lost, Workload, shell_script
+from plugpull.testbed.workloads.base import ACK_PORT, Findings, Lost, GuestWorkload, shell_script
 
 PREFIX = "gen:"
 
@@ -47,7 +47,7 @@ def collected(text: str) -> tuple[dict[str, Entry], list[str]]:
 
 
 @dataclass(frozen=True)
-class GeneratedWorkload(Workload):
+class GeneratedWorkload(GuestWorkload):
     """`ident`: the generated workload's id; `profile`: whose rules judge it (posix, ext4,
     xfs, btrfs: the filesystem's own, else posix); `fs`: the filesystem it runs on, whose
     refusals (oracle.REFUSED) are not done ("": the profile's)."""

@@ -29,7 +29,7 @@ from plugpull.guest.rig import Rig
 from plugpull.sparse import copy_sparse
 from plugpull.testbed.bed import MOUNTPOINT, format_disks, mount_command
 from plugpull.testbed.fs import Filesystem, Mode
-from plugpull.testbed.workloads.base import Workload
+from plugpull.testbed.workloads.base import GuestWorkload
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class Recorder:
         self._guest: HotGuest | None = None
         self._running: set = set()
 
-    def record(self, workload: Workload, directory: Path) -> Record | Failed:
+    def record(self, workload: GuestWorkload, directory: Path) -> Record | Failed:
         """The workload's record in `directory` (base.img, write.log, record.json), or why there is none."""
         directory.mkdir(parents=True, exist_ok=True)
         _link_or_copy(self.base, directory / "base.img")
@@ -90,7 +90,7 @@ class Recorder:
         rec.save()
         return rec
 
-    def _run(self, guest: HotGuest, workload: Workload, disk: Path, write_log: Path):
+    def _run(self, guest: HotGuest, workload: GuestWorkload, disk: Path, write_log: Path):
         """Plug in, mount, run the workload to its end: (acks, log bytes at its end, meta) or Failed."""
         m = guest.machine
         attached = m.attach_disk(DiskSpec(disk, BUS, self.mode.write_cache, host_flush=False, write_log=write_log),
@@ -124,7 +124,7 @@ class Recorder:
             if unplug:
                 m.detach_disk(attached, wait=False)  # the next workload's command waits for its own disk
 
-    def _start_command(self, serial: str, workload: Workload) -> str:
+    def _start_command(self, serial: str, workload: GuestWorkload) -> str:
         """One guest command (each costs a round trip): wait for the disk, set it up in the
         mode, mount it, write the workload's script, say the queue's cache, start the script."""
         script = base64.b64encode(workload.script(MOUNTPOINT).encode()).decode()
@@ -133,7 +133,7 @@ class Recorder:
                  "{ " + START_WORKLOAD + " }"]
         return await_disk_command(serial, "dev") + " && ".join(steps)
 
-    def _meta(self, workload: Workload, guest: HotGuest) -> dict:
+    def _meta(self, workload: GuestWorkload, guest: HotGuest) -> dict:
         return {**recording_meta(self.fs, self.mode, workload, Trigger("end"), self.disk_mib, BUS, self.rig.image),
                 "accel": str(guest.machine.accel)}
 

@@ -17,7 +17,7 @@ Content is a pure function of the parameters and seed, so the host regenerates i
 """
 
 from plugpull.errors import UsageError
-from plugpull.testbed.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Findings, Lost, TimedStep, Workload,
+from plugpull.testbed.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Findings, GuestWorkload, Lost, TimedStep,
                                          content_line, repeated, sha256)
 from plugpull.testbed.workloads.bench import (FIO_JOBS, BigCopy, Bonnie, Fio, SmallFiles, TreeCopy, TreeExtract,
                                           TreeRemove)
@@ -28,8 +28,8 @@ from plugpull.testbed.workloads.script import PREFIX as SCRIPT_PREFIX, CheckScri
 from plugpull.testbed.workloads.sqlite import Sqlite
 
 __all__ = ["ACK_PORT", "DIR", "PAYLOAD_DEV", "FIO_JOBS", "SCRIPT_PREFIX", "WORKLOADS", "AtomicReplace", "BigCopy",
-           "Bonnie", "CheckScriptError", "Findings", "Fio", "FsyncAppend", "FsyncFiles", "FsyncRetry", "Lost", "Script",
-           "SmallFiles", "Sqlite", "TimedStep", "TreeCopy", "TreeExtract", "TreeRemove", "Workload", "content_line",
+           "Bonnie", "CheckScriptError", "Findings", "Fio", "FsyncAppend", "FsyncFiles", "FsyncRetry", "GuestWorkload",
+           "Lost", "Script", "SmallFiles", "Sqlite", "TimedStep", "TreeCopy", "TreeExtract", "TreeRemove", "content_line",
            "read_script", "repeated", "sha256", "workload"]
 
 
@@ -39,7 +39,7 @@ WORKLOADS = {w.name: w for w in (FsyncFiles, FsyncAppend, AtomicReplace, TreeExt
 USER_WORKLOADS = {Script.name: Script}
 
 
-def workload(name: str, **params) -> Workload:
+def workload(name: str, **params) -> GuestWorkload:
     try:
         cls = {**WORKLOADS, **USER_WORKLOADS}[name]
     except KeyError:

@@ -57,7 +57,7 @@ class TimedStep:
     parser: str | None = None
 
 
-class Workload:
+class GuestWorkload:
     name = ""
     collect = "tar"
     metadata_heavy = False

@@ -12,7 +12,7 @@ from typing import Iterator
 from plugpull.paths import cache_dir
 from plugpull.prune import mark_used
 from plugpull.testbed.tree import TreeShape, debian_payload, payload as tree_payload
-from plugpull.testbed.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Lost, TimedStep, Workload, acked,
+from plugpull.testbed.workloads.base import (ACK_PORT, DIR, PAYLOAD_DEV, Lost, TimedStep, GuestWorkload, acked,
                                          shell_script)
 
 
@@ -25,7 +25,7 @@ def _came_back(required: list[int], files: dict, prefix: str, what: str) -> list
 
 
 @dataclass(frozen=True)
-class _Tree(Workload):
+class _Tree(GuestWorkload):
     """Shared by the workloads that handle a kernel tree (plugpull.testbed.tree): `source` is
     "synthetic" (the seeds' shape, `files` of them) or "debian" (linux-source-6.1; `files`
     is then ignored). Once acked, the whole tree must be there with the right content."""
@@ -114,7 +114,7 @@ class TreeCopy(_Tree):
 
 
 @dataclass(frozen=True)
-class BigCopy(Workload):
+class BigCopy(GuestWorkload):
     """cp of one large file, then sync (seed 002, case 3)."""
 
     mib: int = 64
@@ -153,7 +153,7 @@ class BigCopy(Workload):
 
 
 @dataclass(frozen=True)
-class SmallFiles(Workload):
+class SmallFiles(GuestWorkload):
     """Seed 003's benchmark: N files of 1 KB; sequential create, random open, random stat,
     random read, sequential delete (pp-smallfiles in the guest reports each phase)."""
 
@@ -176,7 +176,7 @@ class SmallFiles(Workload):
 
 
 @dataclass(frozen=True)
-class Bonnie(Workload):
+class Bonnie(GuestWorkload):
     """bonnie++ as the seeds ran it (-n files test; -s block test when size_mib > 0). It
     cleans up after itself and promises nothing: a crash state is judged by fsck alone."""
 
@@ -208,7 +208,7 @@ FIO_JOBS = {
 
 
 @dataclass(frozen=True)
-class Fio(Workload):
+class Fio(GuestWorkload):
     """One fio job: seqwrite, rewrite, or randwrite-fsync; ack after it returns (end_fsync)."""
 
     job: str = "randwrite-fsync"

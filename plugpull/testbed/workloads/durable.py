@@ -3,12 +3,12 @@
 import hashlib
 from dataclasses import dataclass
 
-from plugpull.testbed.workloads.base import (ACK_PORT, DIR, Findings, Lost, Workload, acked, content_line, repeated,
-                                         shell_script, yes_head)
+from plugpull.testbed.workloads.base import (ACK_PORT, DIR, Findings, GuestWorkload, Lost, acked, content_line,
+                                         repeated, shell_script, yes_head)
 
 
 @dataclass(frozen=True)
-class FsyncFiles(Workload):
+class FsyncFiles(GuestWorkload):
     """Create files of 1-16 KiB one by one; after each, fsync the file and its directory."""
 
     count: int = 40
@@ -61,7 +61,7 @@ class FsyncFiles(Workload):
 
 
 @dataclass(frozen=True)
-class FsyncAppend(Workload):
+class FsyncAppend(GuestWorkload):
     """Append fixed-size records to one file, fsync after each: ack N promises records 1..N."""
 
     count: int = 100
@@ -119,7 +119,7 @@ def first_difference(got: bytes, expected: bytes) -> int:
 
 
 @dataclass(frozen=True)
-class AtomicReplace(Workload):
+class AtomicReplace(GuestWorkload):
     """Replace one file atomically, again and again, as editors and package managers do:
     write a temp file, fsync it, rename it over the target, fsync the directory; ack V once
     version V is in place. Versions are 1-16 KiB, each a pure function of (seed, V)."""

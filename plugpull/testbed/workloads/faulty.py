@@ -5,7 +5,8 @@ the fault on and FAULT_OFF when it switched it off."""
 
 from dataclasses import dataclass
 
-from plugpull.testbed.workloads.base import ACK_PORT, DIR, Findings, Lost, Workload, content_line, repeated, shell_script
+from plugpull.testbed.workloads.base import (ACK_PORT, DIR, Findings, GuestWorkload, Lost, content_line, repeated,
+                                         shell_script)
 
 FAULT_ON = "/tmp/pp-fault-on"
 FAULT_OFF = "/tmp/pp-fault-off"
@@ -18,7 +19,7 @@ def wait_for(path: str, seconds: int) -> str:
 
 
 @dataclass(frozen=True)
-class FsyncRetry(Workload):
+class FsyncRetry(GuestWorkload):
     """The fsyncgate pattern. Op 1: write version 1 of `data`, fsync it and its directory,
     `ack 1`. Then, once the fault is on, op 2: overwrite it in place with version 2 and
     fsync (`ack 2` if that succeeded), read it back from the disk (caches dropped), and again

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.files import TEXT_MAX, read_input_text
-from plugpull.testbed.workloads.base import ACK_PORT, Findings, Lost, Workload, shell_script
+from plugpull.testbed.workloads.base import ACK_PORT, Findings, Lost, GuestWorkload, shell_script
 
 PREFIX = "script:"
 OUTPUT = "check-script.out"  # the keys of the check script's "files"
@@ -83,7 +83,7 @@ def _text(files: dict, key: str) -> str:
 
 
 @dataclass(frozen=True)
-class Script(Workload):
+class Script(GuestWorkload):
     """`text`: the workload script, run by busybox sh in the work directory with fd 4 open on
     the acks' way to the port (its path in $PP_ACK). `check`: the check script's text.
 

@@ -7,7 +7,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from plugpull.testbed.workloads.base import (ACK_PORT, DIR, Findings, Lost, TimedStep, Workload, content_line,
+from plugpull.testbed.workloads.base import (ACK_PORT, DIR, Findings, Lost, TimedStep, GuestWorkload, content_line,
                                              shell_script)
 
 DB = f"{DIR}/db"
@@ -16,7 +16,7 @@ DELETE_FULL = ("journal_mode=delete with synchronous=FULL does not sync the dire
 
 
 @dataclass(frozen=True)
-class Sqlite(Workload):
+class Sqlite(GuestWorkload):
     """Transactions of one row each (row N = transaction N) through one `sqlite3` process.
 
     The CLI reads the whole workload on its stdin; after each COMMIT a `.shell` command writes

@@ -8,7 +8,7 @@ import pytest
 from plugpull.check.verdict import Ack, Observation, Verdict, classify, required_acks
 from plugpull.errors import UsageError
 from plugpull.testbed.fs import filesystem
-from plugpull.testbed.workloads import (AtomicReplace, Findings, FsyncAppend, FsyncFiles, Script, Sqlite, Workload,
+from plugpull.testbed.workloads import (AtomicReplace, Findings, FsyncAppend, FsyncFiles, Script, Sqlite, GuestWorkload,
                                     workload)
 from plugpull.results import StateResult
 from plugpull.testbed.workloads.params import promised_acks
@@ -165,7 +165,7 @@ def test_precedence_fs_corrupt_over_inconsistent_over_data_loss(tmp_path):
 
 
 def test_a_workload_without_invariants_keeps_its_lost():
-    class Old(Workload):
+    class Old(GuestWorkload):
         def lost(self, required, files):
             return [] if files else [object()] * len(required)
 
