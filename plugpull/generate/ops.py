@@ -59,6 +59,7 @@ TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync
           (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
+CALLS = {**ANY_POINTS, **OPEN_POINTS}  # the later tables' points, by the call each makes
 DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert")
 
 
@@ -82,7 +83,7 @@ class Persist:
     @property
     def call(self) -> str:
         """The call it makes: fsync-any's and fsync-open's is fsync."""
-        return ANY_POINTS.get(self.kind, OPEN_POINTS.get(self.kind, self.kind))
+        return CALLS.get(self.kind, self.kind)
 
     def text(self) -> str:
         return self.kind if self.path is None else f"{self.kind} {self.path}"
