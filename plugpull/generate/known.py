@@ -24,8 +24,6 @@ from plugpull.paths import ROOT
 DATA = ROOT / "suites" / "known" / "fstests.toml"
 REACHES = ("expressible", "one step off", "out of reach")
 NEEDS = {
-    "second-point": "a second persistence point with no operation before it (a second fsync in a row, "
-                    "an fsync right after a sync)",
     "more-ops": "more than three operations",
     "third-name": "a third name in one directory",
     "nested-ops": "links and other operations into the nested directory, a directory moved into another",

@@ -8,7 +8,8 @@ point came second, `RMDIR_OPS` third, `RANGE_OPS` (fallocate at the end of the f
 insert range) fourth, `NESTED_OPS` fifth, `REACH_OPS` (eviction, reflink and copy, with the
 points of a name the step did not touch: `reach`) sixth, `UNLINKED_OPS` (a file's last name
 unlinked while it is held open, with fsync and fdatasync of the open descriptor: `unlinked`)
-seventh (`TABLES`): the workloads that use a table's operations
+seventh, `AGAIN_OPS` (no operation: a second persistence point in a row, `again`) eighth
+(`TABLES`): the workloads that use a table's operations
 are numbered after all of the tables' before it (space.py), so no earlier id moved. Each row is
 an operation family (the name `--ops` takes), a variant and its operands, all among the fixed
 names of `tree`.
@@ -56,7 +57,7 @@ FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
 # what each table added, in the order they came: (operation families, persistence points)
 TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()),
           (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
-          (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)))
+          (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)), (("again",), ()))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 CALLS = {**ANY_POINTS, **OPEN_POINTS}  # the later tables' points, by the call each makes
@@ -126,7 +127,8 @@ PAIRS = tuple((s, d) for s in FILES for d in FILES if s != d)
 REACH_OPS = tuple([Op("evict", "", ())] + [Op("reflink", v, p) for p in PAIRS for v in REFLINKS] +
                   [Op("copy", "", p) for p in PAIRS])
 UNLINKED_OPS = tuple(Op("unlink-open", "", (f,)) for f in FILES)  # of a file's last name, held open
-OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS
+AGAIN_OPS = (Op("again", "", ()),)  # no operation: a point right after the last one (`again`)
+OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS
 
 
 def refusal(op: Op, refused) -> str | None:
@@ -152,18 +154,32 @@ def sibling(path: str) -> str:
 
 
 class Sim:
-    """A tree while a workload is being built: which names are still untouched, and what the
-    setup had to create. `apply` returns False, leaving the Sim half changed, when the
-    operation is invalid there: apply it to a copy."""
+    """A tree while a workload is being built: which names are still untouched, what the
+    setup had to create, and whether the last step ended with a persistence point (`pointed`;
+    the setup's ack 0 counts: what `again` needs before it). `apply` returns False, leaving the
+    Sim half changed, when the operation is invalid there: apply it to a copy."""
 
-    def __init__(self, tree: Tree | None = None, known: set | None = None, setup: list | None = None):
+    def __init__(self, tree: Tree | None = None, known: set | None = None, setup: list | None = None,
+                 pointed: bool = True):
         self.tree = tree or Tree()
         self.known = set(NAMES) if tree is not None and known is None else (known or set())
         self.setup = setup or []
+        self.pointed = pointed
         self._keys: dict[tuple[bool, bool], tuple] = {}
+        self._twin: Sim | None = None
 
     def copy(self) -> "Sim":
-        return Sim(self.tree.copy(), set(self.known), list(self.setup))
+        return Sim(self.tree.copy(), set(self.known), list(self.setup), self.pointed)
+
+    def ended(self, pointed: bool) -> "Sim":
+        """This Sim with the step ended by a point or not: itself, or its twin, which shares its
+        tree, names, setup and keys (neither is changed after: `Space.choices` applies to copies)."""
+        if pointed == self.pointed:
+            return self
+        if self._twin is None:
+            self._twin = Sim(self.tree, self.known, self.setup, pointed)
+            self._twin._keys, self._twin._twin = self._keys, self
+        return self._twin
 
     def touch(self, path: str) -> None:
         self.known.update(p for p in NAMES if under(p, path))
@@ -300,6 +316,8 @@ def apply(sim: Sim, op: Op, step: int) -> bool:
         return True
     if op.family == "evict":
         return True  # the model tree is what the disk and the caches both hold: nothing changes
+    if op.family == "again":
+        return sim.pointed  # nothing is done: only a point after a point (a step without one adds nothing)
     if op.family in ("reflink", "copy"):
         return _clone(sim, op)
     return _namespace(sim, op)

@@ -2,9 +2,12 @@
 that numbers the workloads: sync, then fsync and fdatasync of what the operation touched (its
 `subjects`), msync after an mmap write, ACE's fsync of a sibling after a nested operation, and
 the sixth table's points of a name the step did not touch (`reach.untouched`); after the
-seventh's unlink-open, only the points of the file it holds open (`unlinked`)."""
+seventh's unlink-open, only the points of the file it holds open (`unlinked`); after the
+eighth's `again`, any point of the tree as it stands (`again`). `followed` gives each with the
+Sim it leaves."""
 
-from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, sibling
+from plugpull.generate.again import again_points
+from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, Sim, sibling
 from plugpull.generate.reach import untouched
 from plugpull.generate.unlinked import OPEN_POINTS
 from plugpull.generate.tree import DIR, DIRS, FILE, ROOT, Tree, parent
@@ -78,3 +81,10 @@ def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None,
     offered = {p.path for p in out if p is not None and p.path is not None}
     out += [Persist(kind, path) for kind, path in untouched(tree, offered, offered)]
     return tuple(out)
+
+
+def followed(sim: Sim, op: Op, last: bool) -> list[tuple[Persist | None, Sim]]:
+    """(point, the Sim after it) for each persistence choice after `op`, which left `sim`."""
+    if op.family == "again":
+        return again_points(sim)
+    return [(p, sim.ended(p is not None)) for p in persistence_choices(sim.tree, op, last)]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, TRUNCATE_TO, \
     XATTR, Op, Persist, fill_byte, plain, sibling, write_range
+from plugpull.generate.again import AGAIN_COMMAND
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
 from plugpull.generate.space import Workload
 from plugpull.generate.unlinked import OPEN_POINTS, held_point, open_and_unlink
@@ -80,6 +81,7 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = 
         "setxattr": lambda: t.setxattr(args[0], f"v{step}"),
         "removexattr": lambda: t.removexattr(args[0]),
         "evict": lambda: EVICT_COMMAND,
+        "again": lambda: AGAIN_COMMAND,
     }
     return simple[op.family]()
 

@@ -18,7 +18,7 @@ from functools import cache, cached_property
 from plugpull.errors import UsageError
 from plugpull.generate.ops import FAMILIES, INITIAL_SIZE, OPS, PERSISTENCE, SETUP_BYTE, SIZED, TABLES, Op, \
     Persist, Sim, apply, refusal, up_to
-from plugpull.generate.points import persistence_choices
+from plugpull.generate.points import followed
 from plugpull.generate.tree import DIR, FILE, Inode, Tree
 from plugpull.values import shown
 
@@ -66,11 +66,9 @@ class Workload:
         sim = Sim(setup_tree(self.setup))
         out = [sim.tree.copy()]
         for i, step in enumerate(self.steps, 1):
-            if self.refuses(step.op):
-                out.append(sim.tree.copy())
-                continue
-            if not apply(sim, step.op, i):
+            if not self.refuses(step.op) and not apply(sim, step.op, i):
                 raise ValueError(f"{self.ident}: step {i} ({step.op.text()}) is invalid")
+            sim.pointed = step.persist is not None
             out.append(sim.tree.copy())
         return out
 
@@ -160,8 +158,8 @@ class Space:
                 continue
             after = sim.copy()
             if apply(after, op, step):
-                for persist in persistence_choices(after.tree, op, last=left == 1):
-                    yield op, persist, after
+                for persist, then in followed(after, op, last=left == 1):
+                    yield op, persist, then
 
     def count(self, sim: Sim | None = None, left: int | None = None, mask: Mask = WHOLE) -> int:
         """The workloads from `sim` with `left` operations to go (by default: all of them)
@@ -170,7 +168,8 @@ class Space:
         left = self.seq if left is None else left
         if left == 0:
             return 1
-        key = (sim.key(sized=not mask[0].isdisjoint(SIZED), nested="nested" in mask[0]), left, mask)
+        key = (sim.key(sized=not mask[0].isdisjoint(SIZED), nested="nested" in mask[0]), left, mask,
+               "again" in mask[0] and sim.pointed)  # whether `again` may come next
         if key not in self._memo:
             self._memo[key] = sum(self.count(after, left - 1, mask) for op, persist, after in
                                   self.choices(sim, left, mask[0]) if allowed_by(mask, op, persist))
