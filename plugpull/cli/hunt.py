@@ -151,7 +151,7 @@ def held_table(out: Path) -> int:
     operations, which goes on with the first table's alone; 2: one started before `rmdir`; 3:
     one started before the fourth table's fallocate, collapse and insert; 4: one started before
     the nested directory; 5: one started before the sixth table's eviction, reflink and copy; 6:
-    one started before unlink-open), else the current count."""
+    one started before unlink-open; 7: one started before `again`), else the current count."""
     from plugpull.hunt.journal import LEGACY, TABLE, held_settings
 
     held = held_settings(out)
