@@ -1,0 +1,28 @@
+"""The eighth table's step in guests, on the host's kernel with barriers: `again`, no operation
+and a point right after the last one, recorded, crashed around its points and judged by the
+oracle, every state clean: on ext4 with fstests generic/034's steps (fsync of a directory, then
+of the new file in it), and on xfs with two of them from an unsynced setup (the file made in
+the same transaction fsynced, then its directory)."""
+
+import pytest
+
+from plugpull.crash.spec import CrashSpec
+from plugpull.generate.space import workload_of
+
+pytestmark = pytest.mark.vm
+
+STATES = 10
+WORKLOADS = [
+    ("ext4", "creat A/foo, fsync A; again, fsync-any A/foo", True),  # generic/034
+    ("xfs", "again, fsync-any A/foo; again, fsync-any A", False),
+]
+
+
+@pytest.mark.parametrize("fs, text, synced", WORKLOADS, ids=[fs for fs, _, _ in WORKLOADS])
+def test_barrier_keeps_what_the_second_point_in_a_row_owes(crash_run, fs, text, synced):
+    workload = f"gen:{workload_of(text, synced).ident}"
+    run = crash_run(CrashSpec(fs=fs, mode="barrier", workload=workload, models=("reorder",), states=STATES,
+                              seed=1, trigger="end"))
+    assert any(s.acks_required >= 2 for s in run.states), "no state after the second point"
+    assert run.summary["infra-error"] == 0
+    assert [(s.cut, s.verdict, s.reason) for s in run.states if s.verdict != "clean"] == []
