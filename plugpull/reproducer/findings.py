@@ -64,6 +64,8 @@ LIVE = (
     Live("btrfs-rename-both-names", "gen:seq1-000253", "btrfs", "flakey", "900",
          "btrfs-rename-both-names-report.md"),
     Live("btrfs-link-unlink", "gen:seq2-056383", "btrfs", "flakey", "901", "btrfs-link-unlink-report.md"),
+    Live("btrfs-unlink-logged-dir", "gen:seq3-735518077", "btrfs", "flakey", "902",
+         "btrfs-unlink-logged-dir-report.md"),
     Live("xfs-log-hole", "suites/cases/finding-xfs-log-hole.toml", "", "log-hole", "900", "xfs-log-hole-report.md"),
 )
 

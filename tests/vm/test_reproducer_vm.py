@@ -43,6 +43,7 @@ SAYS = {  # each finding's first FAIL line starts so
     "f2fs-strict-fdatasync": "FAIL: fdatasync B/foo returned and no cache flush reached",
     "btrfs-rename-both-names": "FAIL: A/bar: nlink is 2, owed 1",
     "btrfs-link-unlink": "FAIL: the file owed at A/foo is under none of A/foo B/bar",
+    "btrfs-unlink-logged-dir": "FAIL: A/bar: nlink is 2, owed 1",
     "xfs-log-hole": "FAIL: XFS log recovery failed on a log whose only record lies 4036 blocks past a hole",
 }
 FSTESTS = {  # (fstests dir, test, FSTYP): a line its output has where the golden output has another

@@ -27,9 +27,10 @@ def test_the_fstests_numbers_are_derived_from_the_live_findings():
     from plugpull.reproducer.findings import LIVE, Live, tree_numbers
     from plugpull.reproducer.fstests_root import EXPORTS
     assert EXPORTS == tree_numbers(LIVE) == {"btrfs/900": "generic/900", "btrfs/901": "generic/901",
-                                             "f2fs/900": "generic/902", "f2fs/901": "generic/903", "xfs/900": "xfs/900"}
+                                             "btrfs/902": "generic/902", "f2fs/900": "generic/903",
+                                             "f2fs/901": "generic/904", "xfs/900": "xfs/900"}
     more = tree_numbers((*LIVE, Live("ext4-new", "gen:seq1-000001", "ext4", "flakey", "900", "new-report.md")))
-    assert more["ext4/900"] == "generic/902" and more["f2fs/901"] == "generic/904" and more["xfs/900"] == "xfs/900"
+    assert more["ext4/900"] == "generic/903" and more["f2fs/901"] == "generic/905" and more["xfs/900"] == "xfs/900"
 
 
 def test_no_live_finding_has_a_known_fix():
