@@ -14,8 +14,9 @@ from dataclasses import MISSING, fields
 from plugpull.errors import UsageError
 from plugpull.values import COUNT_MAX, SEED_MAX, checked_whole, shown
 
-# What `acked()` writes to the ack port (fd 4) once an operation is durable.
-_ACK = re.compile(r"echo 'ack \d+' >&4")
+# What `acked()` writes to the ack port (fd 4) once an operation is durable, and the line that
+# calls a generated workload's `pp_acked` (plugpull/generate/program.py).
+_ACK = re.compile(r"echo 'ack \d+' >&4|^pp_acked \d+$", re.MULTILINE)
 
 
 def _minimum(name: str, default) -> int:

@@ -202,3 +202,13 @@ def test_a_check_scripts_inconsistent_line_is_an_inconsistent_verdict():
     v = state(out, wl, [1])
     assert v.verdict is Verdict.INCONSISTENT and "rec-5 exists without rec-4" in v.reason and len(v.lost) == 1
     assert state({"check-script.out": b"lost 1 gone\n", "check-script.rc": b"1"}, wl, [1]).verdict is Verdict.DATA_LOSS
+
+
+@pytest.mark.parametrize("ident, acks", [("gen:seq1-000001", 2), ("gen:seq2-1507707", 3), ("gen:seq3-735518077", 4)])
+def test_a_generated_workload_promises_the_setup_ack_and_one_per_point(ident, acks):
+    """A generated program acks through its `pp_acked` (ack 0 after the setup, then one per
+    point): counted, so that `crash --trigger acks:N` past them is warned of and a recording
+    with none of them is refused, as for the other workloads."""
+    from plugpull.generate.workload import generated_workload
+    wl = generated_workload(ident, "btrfs")
+    assert promised_acks(wl) == acks == len(wl.generated.points()) + 1
