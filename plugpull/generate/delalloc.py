@@ -4,6 +4,8 @@ out before the rename commits (oracle rule `ext4-replace-via-rename`, docs/gener
 from plugpull.generate.ops import BLOCK, DATA_FAMILIES, plain, write_range
 from plugpull.generate.space import Workload
 
+FALLOCATES = ("falloc", "falloc-eof", "tiny")  # the families with a fallocate that may allocate past the end
+
 
 def delayed_only(workload: Workload, rename: int) -> bool:
     """Whether all that was written to the file step `rename` renames over another since a point
@@ -50,5 +52,5 @@ def _last_persisted(workload: Workload, ino: int, before: int) -> int:
 
 def _fallocated(workload: Workload, ino: int, before: int) -> bool:
     """A fallocate on file `ino` before step `before`: it may have allocated blocks past the end."""
-    return any(plain(s.op).family in ("falloc", "falloc-eof") and workload.trees[k].paths.get(s.op.args[0]) == ino
+    return any(plain(s.op).family in FALLOCATES and workload.trees[k].paths.get(s.op.args[0]) == ino
                for k, s in enumerate(workload.steps[:before - 1]))

@@ -50,7 +50,7 @@ REFUSED = {
     "f2fs": frozenset({"reflink"}),
     "xfs-2008": frozenset({"reflink"}),
     "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero",
-                                "falloc-eof.zero-keep-size", "collapse", "insert"}),
+                                "falloc-eof.zero-keep-size", "collapse", "insert", "punch"}),
 }
 
 

@@ -15,9 +15,10 @@ nothing comes back (fd 4 on a file, /dev/null), the read ends at once and the pr
 
 from dataclasses import dataclass
 
-from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, TRUNCATE_TO, \
-    XATTR, Op, Persist, fill_byte, plain, sibling, write_range
+from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, SIZE_FAMILIES, \
+    TRUNCATE_TO, XATTR, Op, Persist, fill_byte, plain, sibling, write_range
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
+from plugpull.generate.sizes import sized_command
 from plugpull.generate.space import Workload
 from plugpull.generate.unlinked import OPEN_POINTS, held_point, open_and_unlink
 from plugpull.generate.tree import Tree
@@ -60,6 +61,10 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = 
         return _range_command(op, len(before.inode(op.args[0]).data), t, args[0], refused)
     if op.family in ("reflink", "copy"):
         return _clone_command(op, t, args, refused)
+    if op.family in SIZE_FAMILIES:
+        command, fallocate = sized_command(op.family, op.variant, fill_byte(step))
+        call = f'{t.xfs_io} -c "{command}" {args[0]}'
+        return _silent(call, refused) if fallocate else call
     if op.family in ("write", "dwrite", "mmapwrite"):
         size = len(before.inode(op.args[0]).data)
         offset, length = write_range(op, size)
