@@ -23,7 +23,7 @@ durable by `sync` (ack 0), unless it is unsynced (space.py)."""
 from dataclasses import dataclass
 
 from plugpull.generate.reach import ANY_POINTS, REFLINKS, cloned
-from plugpull.generate.sizes import PUNCHES, RESIZES, TINIES, sized_data, sized_fits
+from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
 from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED_DIR, NESTED_FILES, ROOT, SYMLINK, Inode, \
     Tree, parent, under, with_data, with_xattr
@@ -52,7 +52,7 @@ EOF_FALLOCS = {"keep-size": ("falloc -k", 2 * BLOCK, True), "zero": ("fzero", BL
 # both take the block at offset BLOCK, BLOCK long (block-aligned, as both require)
 SHIFTS = {"collapse": "fcollapse", "insert": "finsert"}
 
-SIZE_FAMILIES = ("punch", "resize", "tiny")  # the ninth table's
+SIZE_FAMILIES = ("punch", "resize", "tiny", "mmap")  # the ninth table's
 FIRST_FAMILIES = ("creat", "mkdir", "write", "falloc", "truncate", "link", "unlink", "symlink", "rename",
                   "setxattr", "removexattr")
 FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
@@ -60,10 +60,11 @@ FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
 TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()),
           (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
           (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)),
-          (SIZE_FAMILIES, ()))
+          (SIZE_FAMILIES, tuple(RANGED)))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
-CALLS = {**ANY_POINTS, **OPEN_POINTS}  # the later tables' points, by the call each makes
+# the later tables' points, by the call each makes
+CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}
 DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert",
                  *SIZE_FAMILIES)
 
@@ -82,7 +83,8 @@ class Op:
 @dataclass(frozen=True)
 class Persist:
     kind: str  # fsync, fdatasync, sync or msync; fsync-any, fdatasync-any: of a name the step did not touch;
-    # fsync-open, fdatasync-open: of the file unlink-open held open (`path`: the name it had)
+    # fsync-open, fdatasync-open: of the file unlink-open held open (`path`: the name it had);
+    # msync-head, msync-tail: msync of one page of the mapping (after the ninth table's mmap)
     path: str | None = None
 
     @property
@@ -132,10 +134,12 @@ PAIRS = tuple((s, d) for s in FILES for d in FILES if s != d)
 REACH_OPS = tuple([Op("evict", "", ())] + [Op("reflink", v, p) for p in PAIRS for v in REFLINKS] +
                   [Op("copy", "", p) for p in PAIRS])
 UNLINKED_OPS = tuple(Op("unlink-open", "", (f,)) for f in FILES)  # of a file's last name, held open
-# other offsets and sizes: hole punches, a truncate down and up, a tiny file and a fallocate past its end
+# other offsets and sizes: hole punches, a truncate down and up, a tiny file and a fallocate past its end,
+# writes through a mapping of the first and last pages
 SIZE_OPS = tuple([Op("punch", v, (f,)) for f in FILES for v in PUNCHES] +
                  [Op("resize", v, (f,)) for f in FILES for v in RESIZES] +
-                 [Op("tiny", v, (f,)) for f in FILES for v in TINIES])
+                 [Op("tiny", v, (f,)) for f in FILES for v in TINIES] +
+                 [Op("mmap", v, (f,)) for f in FILES for v in MMAPS])
 OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + SIZE_OPS
 
 

@@ -21,6 +21,7 @@ from plugpull.generate.delalloc import delayed_only
 from plugpull.generate.ops import refusal
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import DIR, FILE, NAMES, NESTED, SYMLINK, Tree, digest, parent, under
+from plugpull.generate.sizes import RANGED, msync_owed
 from plugpull.generate.unlinked import OPEN_POINTS, gone_names
 from plugpull.testbed.features import SEP
 from plugpull.testbed.fs import FILESYSTEMS
@@ -175,6 +176,14 @@ def new_file_name(ctx: Context):
     return [(ctx.path, "kind", FILE)] if created and names == {ctx.path} else []
 
 
+def ranged_data(ctx: Context):
+    """After an msync of one page of the mapping (`sizes.msync_owed`)."""
+    ino = ctx.tree.paths[ctx.path]
+    versions = [t.inodes[ino].data for t in ctx.inode_history() if ino in t.inodes]
+    sizes, datas = msync_owed(ctx.workload.steps[ctx.step - 1].persist.kind, versions)
+    return [(ctx.path, "size", AnyOf(sizes)), (ctx.path, "digest", AnyOf(map(digest, datas)))]
+
+
 def dir_entries(ctx: Context):
     if ctx.moved_with_a_dir(ctx.path):
         return []
@@ -209,7 +218,7 @@ def ext4_replace_via_rename(ctx: Context):
 @dataclass(frozen=True)
 class Rule:
     name: str
-    trigger: str  # sync, fsync-file, fdatasync-file, msync-file, fsync-dir or fsync-unlinked
+    trigger: str  # sync, fsync-file, fdatasync-file, msync-file, msync-range, fsync-dir or fsync-unlinked
     filesystems: tuple[str, ...]
     owes: Callable[[Context], list]
     source: str
@@ -249,6 +258,12 @@ RULES = (
     Rule("msync-new-name", "msync-file", LINUX, new_file_name,
          "relied on: Linux msync(MS_SYNC) on a shared file mapping syncs the mapped range by vfs_fsync_range() "
          "with datasync set (mm/msync.c), fdatasync's path, so it owes what fdatasync-new-name owes"),
+    Rule("msync-range-data", "msync-range", PROFILES, ranged_data,
+         "POSIX msync(), MS_SYNC: the modified data of the whole pages in the range is written, with synchronized "
+         "I/O data integrity completion; Linux syncs just that range of the file (mm/msync.c, vfs_fsync_range()), "
+         "so the pages outside it are owed nothing new"),
+    Rule("msync-range-new-name", "msync-range", LINUX, new_file_name,
+         "relied on: as msync-new-name (fdatasync's path, for the range)"),
     Rule("fsync-dir-entries", "fsync-dir", LINUX, dir_entries,
          "fsync(2), Linux man-pages: an explicit fsync of the directory persists its entries"),
     Rule("ext4-replace-via-rename", "fsync-dir", ("ext4",), ext4_replace_via_rename,
@@ -268,6 +283,8 @@ def trigger_of(workload: Workload, step: int) -> tuple[str, str | None]:
     persist = workload.steps[step - 1].persist
     if persist.call == "sync":
         return "sync", None
+    if persist.kind in RANGED:
+        return "msync-range", persist.path
     if persist.call == "msync":
         return "msync-file", persist.path
     if persist.kind in OPEN_POINTS:

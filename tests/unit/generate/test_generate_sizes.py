@@ -1,10 +1,11 @@
 """The ninth operation table: hole punches at sub-page offsets and over overlapping ranges
 (`punch`), a truncate down and up (`resize`), a tiny file and a fallocate past its end (`tiny`),
-the offsets and sizes of fstests generic/059, 101, 177 and 512. The ids the first seven tables
+writes through a mapping of the first and last pages and the msync of one of them (`mmap`,
+`msync-head`, `msync-tail`): the offsets and sizes of fstests generic/059, 101, 177, 512 and 325. The ids the first seven tables
 gave name the same workloads (pinned by digests of the seven tables' code, seq 1 whole and a
 sample of seq 2); the new ones come after them; the data each variant leaves is worked out by
 hand, a point's owed data is checked on hand-worked states, and the check is shown to catch a
-model that punches whole pages. No VM."""
+model that punches whole pages and a ranged msync that owes the whole file. No VM."""
 
 import hashlib
 import random
@@ -17,9 +18,9 @@ from tests.unit.generate.test_oracle import assert_own_states_clean
 
 from plugpull.check.verdict import Verdict
 from plugpull.errors import UsageError
-from plugpull.generate import ops
+from plugpull.generate import ops, oracle
 from plugpull.generate.judge import judge
-from plugpull.generate.oracle import PROFILES, on_profile, refusals
+from plugpull.generate.oracle import PROFILES, on_profile, owed, refusals
 from plugpull.generate.ops import SIZE_FAMILIES, Sim, apply, up_to
 from plugpull.generate.program import program
 from plugpull.generate.space import Space, Workload, ordered_setup, steps_of, workload_of
@@ -34,6 +35,7 @@ GENERIC_059 = "punch.sub-page A/foo; punch.tail A/foo, fsync A/foo"
 GENERIC_101 = "resize.down A/foo; resize.up A/foo, fsync A/foo"  # an eighth of its sizes
 GENERIC_177 = "punch.last A/foo; punch.past-eof A/foo; punch.to-eof A/foo, fsync A/foo"  # an eighth of its ranges
 GENERIC_512 = "creat A/foo; tiny.write A/foo; tiny.falloc A/foo, fsync A/foo"
+GENERIC_325 = "mmap.ends A/foo, msync-head A/foo; mmap.remap A/foo, msync-tail A/foo"  # a sixteenth of its file
 SETUP = b"A" * 16384  # A/foo as the setup makes it
 
 
@@ -94,6 +96,9 @@ def zeroed(buf: bytes, start: int, end: int) -> bytes:
     ("creat A/foo; tiny.write A/foo, sync", b"b" * 21),
     (GENERIC_512, b"b" * 21 + bytes(80 - 21)),
     ("truncate A/foo; tiny.falloc A/foo, sync", None),  # 2500 bytes: past 40, no tiny fallocate
+    (GENERIC_325, b"a" * 4096 + SETUP[4096:12288] + b"a" * 4096),  # the first and last pages; remap writes none
+    ("resize.down A/foo; mmap.ends A/foo, sync", b"b" * 8192),
+    ("resize.down A/foo; resize.up A/foo; mmap.ends A/foo, sync", None),  # 16000 bytes: not whole pages
 ])
 def test_each_variant_leaves_the_data_worked_out_by_hand(text, wanted):
     if wanted is None:
@@ -109,6 +114,9 @@ def test_each_variant_leaves_the_data_worked_out_by_hand(text, wanted):
     "resize.down A/foo; resize.down A/foo, sync",  # not down
     "tiny.write A/foo, sync",  # the setup's file is not empty
     "creat A/foo; resize.down A/foo, sync",
+    "mmap.remap A/foo, sync",  # the remap is there to msync a page
+    "mmap.ends A/foo, msync A/foo",  # the whole mapping's msync follows the second table's mmapwrite
+    "write.overwrite A/foo; mmap.remap A/foo, fsync A/foo",
 ])
 def test_a_variant_that_would_do_nothing_or_the_other_way_is_no_workload(text):
     with pytest.raises(UsageError):
@@ -121,18 +129,23 @@ def test_the_program_runs_each_through_xfs_io():
     assert 'pp_said=$(xfs_io -c "falloc 40 40" A/foo 2>&1) && [ -z "$pp_said" ]' in text
     assert 'xfs_io -c "fpunch 15000 100" A/foo' in program(workload_of(GENERIC_059))
     assert '\nxfs_io -c "truncate 16000" A/foo\n' in program(workload_of(GENERIC_101))
+    assert ('\nxfs_io -c "mmap -w 0 16384" -c "mwrite -S 0x61 0 4096" -c "mwrite -S 0x61 12288 4096" '
+            '-c "msync -s 0 4096" A/foo\n# point 1: msync-head A/foo, done by the command above\n'
+            'pp_acked 1\n# 2: mmap.remap A/foo\nxfs_io -c "mmap -w 0 16384" -c "msync -s 12288 4096" A/foo\n'
+            ) in program(workload_of(GENERIC_325))
 
 
 @pytest.mark.parametrize("text, synced", [
     (GENERIC_059, True), (GENERIC_101, False), ("punch.past-eof A/foo; punch.to-eof A/foo, fsync A/foo", True),
     ("creat A/foo; tiny.write A/foo, fsync A/foo", True), ("creat A/foo; tiny.falloc A/foo, fsync A/foo", False),
-    ("resize.down A/foo; punch.tail B/bar, sync", True)])
+    ("resize.down A/foo; punch.tail B/bar, sync", True), (GENERIC_325, True), (GENERIC_325, False)])
 def test_the_program_leaves_the_models_tree_on_the_host(host_tools, text, synced, tmp_path):
     program_leaves_the_models_tree(text, synced, tmp_path)
 
 
-def test_the_reproducers_steps_run_and_its_checks_pass_on_the_host(host_tools, tmp_path):
-    reproducers_checks_pass("punch.last A/foo; punch.past-eof A/foo, fsync A/foo", tmp_path)
+@pytest.mark.parametrize("text", ["punch.last A/foo; punch.past-eof A/foo, fsync A/foo", GENERIC_325])
+def test_the_reproducers_steps_run_and_its_checks_pass_on_the_host(host_tools, text, tmp_path):
+    reproducers_checks_pass(text, tmp_path)
 
 
 def file_state(text: str, contents: bytes) -> dict:
@@ -214,3 +227,42 @@ def test_the_models_own_states_after_the_ninth_tables_steps_are_clean(synced):
     assert_own_states_clean(Space(1, synced=synced), range(first, Space(1).count()))
     block = range(Space(2, *up_to(earlier)).total(), space.count())
     assert_own_states_clean(space, sorted(random.Random(19).sample(block, 40)))
+
+
+HEAD, TAIL = b"a" * 4096 + SETUP[4096:], SETUP[:12288] + b"a" * 4096  # one of the two pages written
+
+
+def owes_the_synced_page(at: int, state: bytes, wanted: str) -> None:
+    """generic/325's workload: after point `at`, A/foo holding `state` is `wanted` on every profile."""
+    workload = workload_of(GENERIC_325)
+    for fs in PROFILES:
+        assert judge(workload, fs, at, file_state(GENERIC_325, state)).verdict == wanted, (fs, at)
+
+
+@pytest.mark.parametrize("at, state, wanted", [
+    (1, HEAD, Verdict.CLEAN),  # the head synced, the tail page not yet: msync-head owes it nothing
+    (1, SETUP, Verdict.DATA_LOSS),  # the head lost
+    (1, TAIL, Verdict.DATA_LOSS),
+    (2, HEAD, Verdict.DATA_LOSS),  # generic/325's loss: the tail page lost after its own msync
+    (2, data(GENERIC_325), Verdict.CLEAN),
+    (0, SETUP, Verdict.CLEAN),
+])
+def test_a_ranged_msync_owes_its_page_and_nothing_of_the_other(at, state, wanted):
+    owes_the_synced_page(at, state, wanted)
+
+
+def test_the_check_catches_a_ranged_msync_that_owes_the_whole_file(monkeypatch):
+    """A wrong rule: msync of one page taken for msync of the whole mapping (msync-data)."""
+    whole = next(r for r in oracle.RULES if r.name == "msync-data")
+    wrong = tuple(replace(r, owes=whole.owes) if r.name == "msync-range-data" else r for r in oracle.RULES)
+    monkeypatch.setattr(oracle, "RULES", wrong)
+    with pytest.raises(AssertionError):
+        owes_the_synced_page(1, HEAD, Verdict.CLEAN)
+
+
+def test_ext4s_rename_rule_takes_no_ranged_msync_for_the_files_data_made_durable():
+    """An append before a mapping whose head alone was msynced, then a rename over another
+    file: what was written since the data was last durable includes the mmap write, which
+    nothing forces out, so ext4's replace-via-rename owes nothing."""
+    workload = unnumbered("write.append A/foo; mmap.ends A/foo, msync-head A/foo; rename.over A/foo A/bar, fsync A")
+    assert [o for o in owed(workload, "ext4", 2) if o.rule == "ext4-replace-via-rename"] == []
