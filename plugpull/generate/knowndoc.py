@@ -2,14 +2,15 @@
 generator lacks ranked by the bugs it would bring in reach, and the table itself.
 
 `python -m plugpull.generate.knowndoc` writes the doc; `--check` exits 1 when the doc is not
-what the table gives."""
+what the table gives; `--renumber` first sets each listed id to the one its steps have now (ids
+of a later table move when a table is added before it), then writes the doc."""
 
 import sys
 from collections import Counter
 
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write
-from plugpull.generate.known import DATA, NEEDS, REACHES, Bug, Table, load, need_counts
+from plugpull.generate.known import DATA, NEEDS, REACHES, Bug, Table, load, need_counts, renumbered
 from plugpull.paths import ROOT
 
 DOC = ROOT / "docs" / "known-bugs.md"
@@ -109,21 +110,31 @@ def render(table: Table) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv not in ([], ["--check"]):
-        print("usage: python -m plugpull.generate.knowndoc [--check]", file=sys.stderr)
+    if argv not in ([], ["--check"], ["--renumber"]):
+        print("usage: python -m plugpull.generate.knowndoc [--check | --renumber]", file=sys.stderr)
         return 2
     try:
+        if argv == ["--renumber"]:
+            _renumber()
         text = render(load())
     except UsageError as e:
         print(f"plugpull.generate.knowndoc: {e}", file=sys.stderr)
         return 2
-    if argv:
+    if argv == ["--check"]:
         same = DOC.is_file() and DOC.read_text() == text
         print(f"{DOC.name} is {'' if same else 'not '}what {DATA.name} gives")
         return 0 if same else 1
     atomic_write(DOC, text)
     print(f"wrote {DOC}")
     return 0
+
+
+def _renumber() -> None:
+    text, moves = renumbered(DATA.read_text(), load().bugs)
+    for old, new in moves:
+        print(f"{old} -> {new}")
+    if moves:
+        atomic_write(DATA, text)
 
 
 if __name__ == "__main__":
