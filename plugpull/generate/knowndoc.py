@@ -50,7 +50,9 @@ def head(table: Table) -> list[str]:
         f"Of the {len(fixes)} fixes named, {sum(1 for i in fixes.values() if i)} carry a commit id: fstests' own "
         "where it gives one, else as later kernel commits and the stable list cite the fix by id and subject; "
         "the others are named by their subject alone, as fstests names them.", "",
-        f"This page is written by `python -m plugpull.generate.knowndoc` from `{DATA.relative_to(ROOT)}`; "
+        f"This page is written by `python -m plugpull.generate.knowndoc` from `{DATA.relative_to(ROOT)}` (with "
+        "`--renumber`, each listed id is first set to the one its steps have now: a table of operations added "
+        "before another moves the later one's ids); "
         "`tests/unit/generate/test_known_table.py` checks that it is what the data gives, and that each listed "
         "id's guest program performs the table's steps, operation by operation and point by point.", "",
     ]
