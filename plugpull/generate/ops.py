@@ -8,11 +8,11 @@ point came second, `RMDIR_OPS` third, `RANGE_OPS` (fallocate at the end of the f
 insert range) fourth, `NESTED_OPS` fifth, `REACH_OPS` (eviction, reflink and copy, with the
 points of a name the step did not touch: `reach`) sixth, `UNLINKED_OPS` (a file's last name
 unlinked while it is held open, with fsync and fdatasync of the open descriptor: `unlinked`)
-seventh, `SIZE_OPS` (hole punches, truncates and a tiny file of other offsets and sizes:
-`sizes`) ninth (after an eighth, added beside it) (`TABLES`): the workloads that use a table's operations
-are numbered after all of the tables' before it (space.py), so no earlier id moved. Each row is
-an operation family (the name `--ops` takes), a variant and its operands, all among the fixed
-names of `tree`.
+seventh, `SIZE_OPS` (hole punches, truncates, a tiny file and writes through a mapping at other
+offsets and sizes, with the msync of one page: `sizes`) ninth (`TABLES`): the workloads that use
+a table's operations are numbered after all of the tables' before it (space.py), so no earlier
+id moved. Each row is an operation family (the name `--ops` takes), a variant and its operands,
+all among the fixed names of `tree`.
 
 A name no operation has touched yet is resolved when first needed: an operation that needs it
 to exist makes the workload's setup create it (a file of `INITIAL_SIZE` bytes, or a directory),
