@@ -176,11 +176,10 @@ def new_file_name(ctx: Context):
     return [(ctx.path, "kind", FILE)] if created and names == {ctx.path} else []
 
 
-def ranged_data(ctx: Context):
-    """After an msync of one page of the mapping (`sizes.msync_owed`)."""
+def ranged_data(ctx: Context):  # after an msync of one page of the mapping (`sizes.msync_owed`)
     ino = ctx.tree.paths[ctx.path]
-    versions = [t.inodes[ino].data for t in ctx.inode_history() if ino in t.inodes]
-    sizes, datas = msync_owed(ctx.workload.steps[ctx.step - 1].persist.kind, versions)
+    sizes, datas = msync_owed(ctx.workload.steps[ctx.step - 1].persist.kind,
+                              [t.inodes[ino].data for t in ctx.inode_history() if ino in t.inodes])
     return [(ctx.path, "size", AnyOf(sizes)), (ctx.path, "digest", AnyOf(map(digest, datas)))]
 
 
@@ -258,12 +257,9 @@ RULES = (
     Rule("msync-new-name", "msync-file", LINUX, new_file_name,
          "relied on: Linux msync(MS_SYNC) on a shared file mapping syncs the mapped range by vfs_fsync_range() "
          "with datasync set (mm/msync.c), fdatasync's path, so it owes what fdatasync-new-name owes"),
-    Rule("msync-range-data", "msync-range", PROFILES, ranged_data,
-         "POSIX msync(), MS_SYNC: the modified data of the whole pages in the range is written, with synchronized "
-         "I/O data integrity completion; Linux syncs just that range of the file (mm/msync.c, vfs_fsync_range()), "
-         "so the pages outside it are owed nothing new"),
-    Rule("msync-range-new-name", "msync-range", LINUX, new_file_name,
-         "relied on: as msync-new-name (fdatasync's path, for the range)"),
+    Rule("msync-range-data", "msync-range", PROFILES, ranged_data, "POSIX msync(), MS_SYNC: the modified data "
+         "of the pages in the range; Linux syncs that range of the file alone (mm/msync.c, vfs_fsync_range())"),
+    Rule("msync-range-new-name", "msync-range", LINUX, new_file_name, "relied on: as msync-new-name, for the range"),
     Rule("fsync-dir-entries", "fsync-dir", LINUX, dir_entries,
          "fsync(2), Linux man-pages: an explicit fsync of the directory persists its entries"),
     Rule("ext4-replace-via-rename", "fsync-dir", ("ext4",), ext4_replace_via_rename,
