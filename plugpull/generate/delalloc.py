@@ -2,7 +2,10 @@
 out before the rename commits (oracle rule `ext4-replace-via-rename`, docs/generate.md)."""
 
 from plugpull.generate.ops import BLOCK, DATA_FAMILIES, plain, write_range
+from plugpull.generate.sizes import RANGED
 from plugpull.generate.space import Workload
+
+FALLOCATES = ("falloc", "falloc-eof", "tiny")  # the families with a fallocate that may allocate past the end
 
 
 def delayed_only(workload: Workload, rename: int) -> bool:
@@ -40,15 +43,17 @@ def delayed_only(workload: Workload, rename: int) -> bool:
 
 def _last_persisted(workload: Workload, ino: int, before: int) -> int:
     """The last step before `before` after which a point made file `ino`'s data durable: a
-    sync, or an fsync, fdatasync or msync of one of its names (0: the setup)."""
+    sync, or an fsync, fdatasync or msync of one of its names (0: the setup); not an msync of
+    one page, which leaves the others as they were."""
     for j in range(before - 1, 0, -1):
         persist = workload.steps[j - 1].persist
-        if persist and (persist.kind == "sync" or workload.trees[j].paths.get(persist.path) == ino):
+        if persist and persist.kind not in RANGED and (persist.kind == "sync" or
+                                                       workload.trees[j].paths.get(persist.path) == ino):
             return j
     return 0
 
 
 def _fallocated(workload: Workload, ino: int, before: int) -> bool:
     """A fallocate on file `ino` before step `before`: it may have allocated blocks past the end."""
-    return any(plain(s.op).family in ("falloc", "falloc-eof") and workload.trees[k].paths.get(s.op.args[0]) == ino
+    return any(plain(s.op).family in FALLOCATES and workload.trees[k].paths.get(s.op.args[0]) == ino
                for k, s in enumerate(workload.steps[:before - 1]))

@@ -10,6 +10,7 @@ table cannot drift from the generator.
 
 docs/known-bugs.md is written from it by `knowndoc`."""
 
+import re
 import tomllib
 from collections import Counter
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from pathlib import Path
 from plugpull.errors import UsageError
 from plugpull.generate.ops import Op, Persist
 from plugpull.generate.program import persist_command, program, step_command
-from plugpull.generate.space import Step, Workload, space_of
+from plugpull.generate.space import Step, Workload, space_of, workload_of
 from plugpull.paths import ROOT
 
 DATA = ROOT / "suites" / "known" / "fstests.toml"
@@ -133,6 +134,20 @@ def program_mismatches(workload: Workload) -> list[str]:
                 break
             at = found + 1
     return wrong
+
+
+def renumbered(text: str, bugs) -> tuple[str, list[tuple[str, str]]]:
+    """The table's text with each listed id (`gen`, `near`) replaced by the id its steps have
+    now, and the (old, new) pairs: after a table of operations is added before another, the
+    later table's ids move, and the steps say which workload each row means."""
+    moves = {}
+    for bug in bugs:
+        if bug.gen and bug.steps:
+            now = workload_of("; ".join(s.text() for s in bug.steps), "u-" not in bug.gen).ident
+            if now != bug.gen:
+                moves[bug.gen] = now
+    out = re.sub(r'^(gen|near) = "([^"]+)"', lambda m: f'{m[1]} = "{moves.get(m[2], m[2])}"', text, flags=re.M)
+    return out, sorted(moves.items())
 
 
 def need_counts(bugs) -> list[tuple[str, int, int]]:

@@ -2,14 +2,15 @@
 generator lacks ranked by the bugs it would bring in reach, and the table itself.
 
 `python -m plugpull.generate.knowndoc` writes the doc; `--check` exits 1 when the doc is not
-what the table gives."""
+what the table gives; `--renumber` first sets each listed id to the one its steps have now (ids
+of a later table move when a table is added before it), then writes the doc."""
 
 import sys
 from collections import Counter
 
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write
-from plugpull.generate.known import DATA, NEEDS, REACHES, Bug, Table, load, need_counts
+from plugpull.generate.known import DATA, NEEDS, REACHES, Bug, Table, load, need_counts, renumbered
 from plugpull.paths import ROOT
 
 DOC = ROOT / "docs" / "known-bugs.md"
@@ -49,7 +50,9 @@ def head(table: Table) -> list[str]:
         f"Of the {len(fixes)} fixes named, {sum(1 for i in fixes.values() if i)} carry a commit id: fstests' own "
         "where it gives one, else as later kernel commits and the stable list cite the fix by id and subject; "
         "the others are named by their subject alone, as fstests names them.", "",
-        f"This page is written by `python -m plugpull.generate.knowndoc` from `{DATA.relative_to(ROOT)}`; "
+        f"This page is written by `python -m plugpull.generate.knowndoc` from `{DATA.relative_to(ROOT)}` (with "
+        "`--renumber`, each listed id is first set to the one its steps have now: a table of operations added "
+        "before another moves the later one's ids); "
         "`tests/unit/generate/test_known_table.py` checks that it is what the data gives, and that each listed "
         "id's guest program performs the table's steps, operation by operation and point by point.", "",
     ]
@@ -109,21 +112,31 @@ def render(table: Table) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv not in ([], ["--check"]):
-        print("usage: python -m plugpull.generate.knowndoc [--check]", file=sys.stderr)
+    if argv not in ([], ["--check"], ["--renumber"]):
+        print("usage: python -m plugpull.generate.knowndoc [--check | --renumber]", file=sys.stderr)
         return 2
     try:
+        if argv == ["--renumber"]:
+            _renumber()
         text = render(load())
     except UsageError as e:
         print(f"plugpull.generate.knowndoc: {e}", file=sys.stderr)
         return 2
-    if argv:
+    if argv == ["--check"]:
         same = DOC.is_file() and DOC.read_text() == text
         print(f"{DOC.name} is {'' if same else 'not '}what {DATA.name} gives")
         return 0 if same else 1
     atomic_write(DOC, text)
     print(f"wrote {DOC}")
     return 0
+
+
+def _renumber() -> None:
+    text, moves = renumbered(DATA.read_text(), load().bugs)
+    for old, new in moves:
+        print(f"{old} -> {new}")
+    if moves:
+        atomic_write(DATA, text)
 
 
 if __name__ == "__main__":

@@ -8,11 +8,12 @@ point came second, `RMDIR_OPS` third, `RANGE_OPS` (fallocate at the end of the f
 insert range) fourth, `NESTED_OPS` fifth, `REACH_OPS` (eviction, reflink and copy, with the
 points of a name the step did not touch: `reach`) sixth, `UNLINKED_OPS` (a file's last name
 unlinked while it is held open, with fsync and fdatasync of the open descriptor: `unlinked`)
-seventh, `AGAIN_OPS` (no operation: a second persistence point in a row, `again`) eighth
-(`TABLES`): the workloads that use a table's operations
-are numbered after all of the tables' before it (space.py), so no earlier id moved. Each row is
-an operation family (the name `--ops` takes), a variant and its operands, all among the fixed
-names of `tree`.
+seventh, `AGAIN_OPS` (no operation: a second persistence point in a row, `again`) eighth,
+`SIZE_OPS` (hole punches, truncates, a tiny file and writes through a mapping at other offsets
+and sizes, with the msync of one page: `sizes`) ninth (`TABLES`): the workloads that use a
+table's operations are numbered after all of the tables' before it (space.py), so no earlier id
+moved. Each row is an operation family (the name `--ops` takes), a variant and its operands, all
+among the fixed names of `tree`.
 
 A name no operation has touched yet is resolved when first needed: an operation that needs it
 to exist makes the workload's setup create it (a file of `INITIAL_SIZE` bytes, or a directory),
@@ -23,6 +24,7 @@ durable by `sync` (ack 0), unless it is unsynced (space.py)."""
 from dataclasses import dataclass
 
 from plugpull.generate.reach import ANY_POINTS, REFLINKS, cloned
+from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
 from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED_DIR, NESTED_FILES, ROOT, SYMLINK, Inode, \
     Tree, parent, under, with_data, with_xattr
@@ -51,17 +53,21 @@ EOF_FALLOCS = {"keep-size": ("falloc -k", 2 * BLOCK, True), "zero": ("fzero", BL
 # both take the block at offset BLOCK, BLOCK long (block-aligned, as both require)
 SHIFTS = {"collapse": "fcollapse", "insert": "finsert"}
 
+SIZE_FAMILIES = ("punch", "resize", "tiny", "mmap")  # the ninth table's
 FIRST_FAMILIES = ("creat", "mkdir", "write", "falloc", "truncate", "link", "unlink", "symlink", "rename",
                   "setxattr", "removexattr")
 FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
 # what each table added, in the order they came: (operation families, persistence points)
 TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()),
           (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
-          (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)), (("again",), ()))
+          (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)), (("again",), ()),
+          (SIZE_FAMILIES, tuple(RANGED)))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
-CALLS = {**ANY_POINTS, **OPEN_POINTS}  # the later tables' points, by the call each makes
-DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert")
+# the later tables' points, by the call each makes
+CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}
+DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert",
+                 *SIZE_FAMILIES)
 
 
 @dataclass(frozen=True)
@@ -78,7 +84,8 @@ class Op:
 @dataclass(frozen=True)
 class Persist:
     kind: str  # fsync, fdatasync, sync or msync; fsync-any, fdatasync-any: of a name the step did not touch;
-    # fsync-open, fdatasync-open: of the file unlink-open held open (`path`: the name it had)
+    # fsync-open, fdatasync-open: of the file unlink-open held open (`path`: the name it had);
+    # msync-head, msync-tail: msync of one page of the mapping (after the ninth table's mmap)
     path: str | None = None
 
     @property
@@ -112,7 +119,8 @@ CORE_OPS = _table()
 LATER_OPS = tuple([Op("dwrite", v, (f,)) for f in FILES for v in DWRITES] +
                   [Op("mmapwrite", v, (f,)) for f in FILES for v in MMAPWRITES])
 RMDIR_OPS = tuple(Op("rmdir", "", (d,)) for d in DIRS)  # of an empty directory: ACE's remove(3) of one
-SIZED = ("collapse", "insert", "reflink")  # the families whose validity needs a file's exact size (`fits`, `cloned`)
+# the families whose validity needs a file's exact size (`fits`, `cloned`)
+SIZED = ("collapse", "insert", "reflink", *SIZE_FAMILIES)
 RANGE_OPS = tuple([Op("falloc-eof", v, (f,)) for f in FILES for v in EOF_FALLOCS] +
                   [Op(family, "", (f,)) for f in FILES for family in SHIFTS])
 # the nested directory A/C (ACE's): made, a file made in it, moved into it from A or B and out of
@@ -128,7 +136,13 @@ REACH_OPS = tuple([Op("evict", "", ())] + [Op("reflink", v, p) for p in PAIRS fo
                   [Op("copy", "", p) for p in PAIRS])
 UNLINKED_OPS = tuple(Op("unlink-open", "", (f,)) for f in FILES)  # of a file's last name, held open
 AGAIN_OPS = (Op("again", "", ()),)  # no operation: a point right after the last one (`again`)
-OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS
+# other offsets and sizes: hole punches, a truncate down and up, a tiny file and a fallocate past its end,
+# writes through a mapping of the first and last pages
+SIZE_OPS = tuple([Op("punch", v, (f,)) for f in FILES for v in PUNCHES] +
+                 [Op("resize", v, (f,)) for f in FILES for v in RESIZES] +
+                 [Op("tiny", v, (f,)) for f in FILES for v in TINIES] +
+                 [Op("mmap", v, (f,)) for f in FILES for v in MMAPS])
+OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS
 
 
 def refusal(op: Op, refused) -> str | None:
@@ -266,6 +280,8 @@ def new_data(op: Op, data: bytes, fill: int) -> bytes:
     if op.family == "falloc-eof":
         _, length, keep_size = EOF_FALLOCS[op.variant]
         return data if keep_size else data + bytes(length)
+    if op.family in SIZE_FAMILIES:
+        return sized_data(op.family, op.variant, data, fill)
     if op.family == "collapse":
         return data[:BLOCK] + data[2 * BLOCK:]
     if op.family == "insert":
@@ -280,14 +296,15 @@ def new_data(op: Op, data: bytes, fill: int) -> bytes:
 def fits(op: Op, size: int) -> bool:
     """Whether `op` can run on a file of `size` bytes: an mmap write over a page wholly past the
     end is SIGBUS (no page of the file); collapse range must leave data after the range, and
-    insert range must start inside the file, else EINVAL (fallocate(2))."""
+    insert range must start inside the file, else EINVAL (fallocate(2)); the ninth table's as
+    `sizes.sized_fits` says."""
     if op.family == "mmapwrite" and op.variant == "overwrite":
         return size >= BLOCK
     if op.family == "collapse":
         return size > 2 * BLOCK
     if op.family == "insert":
         return size > BLOCK
-    return True
+    return sized_fits(op.family, op.variant, size) if op.family in SIZE_FAMILIES else True
 
 
 def fill_byte(step: int) -> int:

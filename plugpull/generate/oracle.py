@@ -21,6 +21,7 @@ from plugpull.generate.delalloc import delayed_only
 from plugpull.generate.ops import refusal
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import DIR, FILE, NAMES, NESTED, SYMLINK, Tree, digest, parent, under
+from plugpull.generate.sizes import RANGED, msync_owed
 from plugpull.generate.unlinked import OPEN_POINTS, gone_names
 from plugpull.testbed.features import SEP
 from plugpull.testbed.fs import FILESYSTEMS
@@ -50,7 +51,7 @@ REFUSED = {
     "f2fs": frozenset({"reflink"}),
     "xfs-2008": frozenset({"reflink"}),
     "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero",
-                                "falloc-eof.zero-keep-size", "collapse", "insert"}),
+                                "falloc-eof.zero-keep-size", "collapse", "insert", "punch"}),
 }
 
 
@@ -175,6 +176,13 @@ def new_file_name(ctx: Context):
     return [(ctx.path, "kind", FILE)] if created and names == {ctx.path} else []
 
 
+def ranged_data(ctx: Context):  # after an msync of one page of the mapping (`sizes.msync_owed`)
+    ino = ctx.tree.paths[ctx.path]
+    sizes, datas = msync_owed(ctx.workload.steps[ctx.step - 1].persist.kind,
+                              [t.inodes[ino].data for t in ctx.inode_history() if ino in t.inodes])
+    return [(ctx.path, "size", AnyOf(sizes)), (ctx.path, "digest", AnyOf(map(digest, datas)))]
+
+
 def dir_entries(ctx: Context):
     if ctx.moved_with_a_dir(ctx.path):
         return []
@@ -209,7 +217,7 @@ def ext4_replace_via_rename(ctx: Context):
 @dataclass(frozen=True)
 class Rule:
     name: str
-    trigger: str  # sync, fsync-file, fdatasync-file, msync-file, fsync-dir or fsync-unlinked
+    trigger: str  # sync, fsync-file, fdatasync-file, msync-file, msync-range, fsync-dir or fsync-unlinked
     filesystems: tuple[str, ...]
     owes: Callable[[Context], list]
     source: str
@@ -249,6 +257,9 @@ RULES = (
     Rule("msync-new-name", "msync-file", LINUX, new_file_name,
          "relied on: Linux msync(MS_SYNC) on a shared file mapping syncs the mapped range by vfs_fsync_range() "
          "with datasync set (mm/msync.c), fdatasync's path, so it owes what fdatasync-new-name owes"),
+    Rule("msync-range-data", "msync-range", PROFILES, ranged_data, "POSIX msync(), MS_SYNC: the modified data "
+         "of the pages in the range; Linux syncs that range of the file alone (mm/msync.c, vfs_fsync_range())"),
+    Rule("msync-range-new-name", "msync-range", LINUX, new_file_name, "relied on: as msync-new-name, for the range"),
     Rule("fsync-dir-entries", "fsync-dir", LINUX, dir_entries,
          "fsync(2), Linux man-pages: an explicit fsync of the directory persists its entries"),
     Rule("ext4-replace-via-rename", "fsync-dir", ("ext4",), ext4_replace_via_rename,
@@ -268,6 +279,8 @@ def trigger_of(workload: Workload, step: int) -> tuple[str, str | None]:
     persist = workload.steps[step - 1].persist
     if persist.call == "sync":
         return "sync", None
+    if persist.kind in RANGED:
+        return "msync-range", persist.path
     if persist.call == "msync":
         return "msync-file", persist.path
     if persist.kind in OPEN_POINTS:

@@ -3,12 +3,13 @@ that numbers the workloads: sync, then fsync and fdatasync of what the operation
 `subjects`), msync after an mmap write, ACE's fsync of a sibling after a nested operation, and
 the sixth table's points of a name the step did not touch (`reach.untouched`); after the
 seventh's unlink-open, only the points of the file it holds open (`unlinked`); after the
-eighth's `again`, any point of the tree as it stands (`again`). `followed` gives each with the
-Sim it leaves."""
+eighth's `again`, any point of the tree as it stands (`again`); ranged msyncs after the ninth
+table's mmap (`sizes`). `followed` gives each with the Sim it leaves."""
 
 from plugpull.generate.again import again_points
 from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, Sim, sibling
 from plugpull.generate.reach import untouched
+from plugpull.generate.sizes import RANGED
 from plugpull.generate.unlinked import OPEN_POINTS
 from plugpull.generate.tree import DIR, DIRS, FILE, ROOT, Tree, parent
 
@@ -65,9 +66,13 @@ def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None,
     msync of its file; after a nested operation, fsync of a sibling file; then fsync and
     fdatasync of every other file there, and fsync of every other directory (`fsync-any`,
     `fdatasync-any`, the sixth table's). After unlink-open, fsync or fdatasync of the file it
-    holds open and nothing else (`fsync-open`, `fdatasync-open`: the point of the operation)."""
+    holds open and nothing else (`fsync-open`, `fdatasync-open`: the point of the operation).
+    After the ninth table's mmap, msync of its first or last page (`msync-head`, `msync-tail`);
+    after its `mmap.remap`, which maps the file to msync it, only those."""
     if op.family == "unlink-open":
         return tuple(Persist(kind, op.args[0]) for kind in OPEN_POINTS)
+    if op.family == "mmap" and op.variant == "remap":
+        return tuple(Persist(kind, op.args[0]) for kind in RANGED)
     files, dirs = subjects(op)
     out: list[Persist | None] = [] if last else [None]
     out.append(Persist("sync"))
@@ -78,6 +83,8 @@ def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None,
     out += [Persist("fsync", s) for s in siblings(op) if tree.kind(s) == FILE]
     if op.family == "mmapwrite":
         out.append(Persist("msync", op.args[0]))
+    if op.family == "mmap":
+        out += [Persist(kind, op.args[0]) for kind in RANGED]
     offered = {p.path for p in out if p is not None and p.path is not None}
     out += [Persist(kind, path) for kind, path in untouched(tree, offered, offered)]
     return tuple(out)

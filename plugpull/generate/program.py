@@ -15,10 +15,11 @@ nothing comes back (fd 4 on a file, /dev/null), the read ends at once and the pr
 
 from dataclasses import dataclass
 
-from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, TRUNCATE_TO, \
-    XATTR, Op, Persist, fill_byte, plain, sibling, write_range
+from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, SIZE_FAMILIES, \
+    TRUNCATE_TO, XATTR, Op, Persist, fill_byte, plain, sibling, write_range
 from plugpull.generate.again import AGAIN_COMMAND
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
+from plugpull.generate.sizes import sized_commands
 from plugpull.generate.space import Workload
 from plugpull.generate.unlinked import OPEN_POINTS, held_point, open_and_unlink
 from plugpull.generate.tree import Tree
@@ -50,10 +51,11 @@ class Tools:
 GUEST = Tools()
 
 
-def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = False,
+def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: str = "",
                refused: bool = False) -> str:
     """The shell command for `op`, operation number `step`, on the tree `before` it; `msync`:
-    an mmap write followed by its msync(MS_SYNC), which only the same process can do;
+    the msync point after an mmap write (`msync`, or a ranged one), which only the same process
+    can do;
     `refused`: the filesystem refuses it (EOPNOTSUPP), and the workload goes on without it."""
     op = plain(op)
     args = [t.at(a) for a in op.args]
@@ -61,6 +63,11 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = 
         return _range_command(op, len(before.inode(op.args[0]).data), t, args[0], refused)
     if op.family in ("reflink", "copy"):
         return _clone_command(op, t, args, refused)
+    if op.family in SIZE_FAMILIES:
+        size = len(before.inode(op.args[0]).data)
+        commands, fallocate = sized_commands(op.family, op.variant, fill_byte(step), size, msync)
+        call = f"{t.xfs_io} " + " ".join(f'-c "{c}"' for c in commands) + f" {args[0]}"
+        return _silent(call, refused) if fallocate else call
     if op.family in ("write", "dwrite", "mmapwrite"):
         size = len(before.inode(op.args[0]).data)
         offset, length = write_range(op, size)
@@ -86,7 +93,7 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: bool = 
     return simple[op.family]()
 
 
-def _mmap_write(t: Tools, path: str, size: int, offset: int, length: int, fill: int, msync: bool) -> str:
+def _mmap_write(t: Tools, path: str, size: int, offset: int, length: int, fill: int, msync: str) -> str:
     """A range past the end is first made part of the file by ftruncate (xfs_io `truncate`), then
     the whole file is mapped shared and written through the mapping."""
     end = max(size, offset + length)
@@ -135,7 +142,7 @@ def _silent(call: str, refused: bool) -> str:
 def step_command(workload: Workload, i: int, t: Tools = GUEST) -> str:
     """Operation number `i` of `workload` (1-based), with the msync that follows it if any."""
     step = workload.steps[i - 1]
-    msync = step.persist is not None and step.persist.kind == "msync"
+    msync = step.persist.kind if step.persist is not None and step.persist.call == "msync" else ""
     return op_command(step.op, i, workload.trees[i - 1], t, msync, workload.refuses(step.op))
 
 

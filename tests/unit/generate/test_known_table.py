@@ -8,7 +8,7 @@ import pytest
 
 from plugpull.errors import UsageError
 from plugpull.generate import known, knowndoc
-from plugpull.generate.known import Bug, bug_of, load, mismatches, need_counts
+from plugpull.generate.known import Bug, bug_of, load, mismatches, need_counts, renumbered
 from plugpull.generate.ops import Op, Persist
 from plugpull.generate.space import Step
 
@@ -98,3 +98,13 @@ def test_needs_are_ranked_by_the_bugs_they_alone_keep_out():
 
     bugs = [bug("evict"), bug("evict", "sizes"), bug("sizes", "reflink"), bug("sizes", "more-ops"), bug("reflink")]
     assert need_counts(bugs) == [("evict", 1, 2), ("reflink", 1, 2), ("sizes", 0, 3), ("more-ops", 0, 1)]
+
+
+def test_renumber_sets_each_listed_id_to_its_steps_id_and_leaves_the_current_ones():
+    moved = bug_of({**ROW, "reach": "expressible", "needs": [], "gen": "seq1-000005",
+                    "steps": [{"op": "creat", "args": ["A/foo"], "point": "sync"}]})
+    text = 'test = "generic/999"\ngen = "seq1-000005"\nnote = "gen = \\"seq1-000005\\""\n'
+    out, moves = renumbered(text, [moved])
+    assert moves == [("seq1-000005", "seq1-000000")]
+    assert out == text.replace('gen = "seq1-000005"\n', 'gen = "seq1-000000"\n', 1)
+    assert renumbered(known.DATA.read_text(), LISTED) == (known.DATA.read_text(), [])

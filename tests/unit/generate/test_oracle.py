@@ -255,6 +255,10 @@ def _with_digest(text: str, path: str, data: bytes) -> dict:
     return {**final(text), path: replace(final(text)[path], digest=digest(data))}
 
 
+NEW_MAPPED = "creat A/foo; write.past-eof A/foo; mmap.ends A/foo, msync-head A/foo"  # 12 KiB: 8 of zeros, 4 of b
+HEAD_ONLY = b"a" * 4096 + b"A" * 12288  # mmap.ends's first page synced, its last not yet
+
+
 # rule -> (workload, profile, ack, a state after that ack that breaks the rule and nothing else)
 BROKEN_BY_ONE_RULE = {
     "sync-all": ("creat A/foo, sync", "ext4", 1, setup_view),
@@ -271,6 +275,8 @@ BROKEN_BY_ONE_RULE = {
     "msync-data": ("mmapwrite.overwrite A/foo, msync A/foo", "xfs", 1, setup_view),
     "msync-new-name": ("creat A/foo; mmapwrite.extend A/foo, msync A/foo", "f2fs", 1, setup_view),
     "fsync-unlinked-names": ("unlink-open A/foo, fsync-open A/foo", "btrfs", 1, setup_view),  # the name back
+    "msync-range-data": ("mmap.ends A/foo, msync-head A/foo", "xfs", 1, setup_view),  # the synced page lost
+    "msync-range-new-name": (NEW_MAPPED, "f2fs", 1, setup_view),
 }
 
 
@@ -323,6 +329,10 @@ PASSED_BY_EACH_RULE = {
                        1, final),
     "fsync-unlinked-names": ("unlink-open A/foo, fsync-open A/foo; creat A/foo, sync", "ext4", 1,
                              final),  # a later file under the name
+    "msync-range-data": ("mmap.ends A/foo, msync-head A/foo", "xfs", 1,
+                         lambda t: _with_digest(t, "A/foo", HEAD_ONLY)),  # the other page not synced
+    "msync-range-new-name": (NEW_MAPPED, "ext4", 1,
+                             lambda t: _with_digest(t, "A/foo", b"c" * 4096 + bytes(4096) + b"b" * 4096)),
 }
 
 
