@@ -3,7 +3,7 @@ reflink and clone and copy_file_range between two of the fixed files, and the pe
 a name the step did not touch. Plain functions on bytes and trees, so that `ops` (which owns
 the operation table) can use them without this module knowing its `Op`."""
 
-from plugpull.generate.tree import DIR, FILE, NAMES, ROOT, Tree
+from plugpull.generate.tree import DIR, FILE, NAMES, ROOT, Tree, with_data
 
 BLOCK = 4096
 
@@ -55,3 +55,16 @@ def untouched(tree: Tree, files, dirs) -> list[tuple[str, str]]:
             out += [("fsync-any", path), ("fdatasync-any", path)]
     out += [("fsync-any", d) for d in (ROOT, *NAMES) if tree.kind(d) == DIR and d not in dirs]
     return out
+
+
+def clone_step(sim, op) -> bool:
+    """A reflink or copy step on the model (`ops.Sim`): the source's data into the destination
+    (`cloned`); two names of one inode are refused (EINVAL: the ranges overlap)."""
+    tree, (src, dst) = sim.tree, op.args
+    if not sim.exists(src) or not sim.exists(dst) or tree.paths[src] == tree.paths[dst]:
+        return False
+    data = cloned(op.family, op.variant, tree.inode(src).data, tree.inode(dst).data)
+    if data is None:
+        return False
+    tree.set_inode(dst, with_data(tree.inode(dst), data))
+    return True

@@ -66,7 +66,7 @@ class Workload:
         sim = Sim(setup_tree(self.setup))
         out = [sim.tree.copy()]
         for i, step in enumerate(self.steps, 1):
-            if not self.refuses(step.op) and not apply(sim, step.op, i):
+            if not self.refuses(step.op) and not apply(sim, step.op, i, lenient=bool(self.refused)):
                 raise ValueError(f"{self.ident}: step {i} ({step.op.text()}) is invalid")
             sim.pointed = step.persist is not None
             out.append(sim.tree.copy())
