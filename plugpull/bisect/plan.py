@@ -50,11 +50,15 @@ def revisions(tree: Path, good: str, bad: str, fixed: bool) -> Revisions:
 
 
 def clone_for(tree: Path) -> Clone:
-    """The tree's private clone in plugpull's cache, one per tree: every bisect of it builds in
-    one workspace, so its steps are incremental builds. Its folder's lock is held while a
-    bisect runs in it."""
+    """The tree's private clone in plugpull's cache, one per tree (`bisect/NAME/src`): every
+    bisect of it builds with its objects beside it (`bisect/NAME/out`), so its steps are
+    incremental builds, and its first build finds a Debian build's objects of the same source in
+    ccache. Its folder's lock is held while a bisect runs in it."""
     digest = hashlib.sha256(str(tree).encode()).hexdigest()[:16]
-    return Clone(cache_dir() / "bisect" / f"{tree.name}-{digest}" / "repo")
+    entry = cache_dir() / "bisect" / f"{tree.name}-{digest}"
+    if (entry / "repo" / ".git").is_dir() and not (entry / "src").exists():
+        (entry / "repo").rename(entry / "src")  # a clone made before its objects were kept beside it
+    return Clone(entry / "src")
 
 
 def settings(rev: Revisions, test: Path, test_bytes: bytes, runs: int, fs: str | None) -> dict:

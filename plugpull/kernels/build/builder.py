@@ -21,6 +21,7 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write_json
+from plugpull.paths import cache_dir
 from plugpull.kernels import dotconfig
 from plugpull.kernels.build import config as kconfig
 from plugpull.kernels.build.debsrc import source_path, source_tree
@@ -132,9 +133,18 @@ def workspace_for(plan: BuildPlan, kernels, store: BuildStore) -> Workspace:
     if isinstance(source, TreeSource):
         copied = bool(plan.request.patches)
         tag = f"src-{build_key({'tree': str(source.path)}, [], '')[:12]}-{'copy' if copied else 'direct'}"
-        return Workspace(store.root / "work" / tag, source.path, copied, pristine=False)
+        return Workspace(store.root / "work" / tag, source.path, copied, pristine=False,
+                         beside=not copied and own_tree(source.path))
     return Workspace(store.root / "work" / f"debian-{plan.version.replace(':', '%')}",
                      source_path(kernels, plan.version), copied=True, pristine=True)
+
+
+def own_tree(path: Path) -> bool:
+    """A tree plugpull keeps in its cache as `src` (a bisect's clone): compiled with its objects
+    beside it, `out` next to `src` as in a Debian source's work copy, so that ccache, which
+    names the source relative to the object folder (`../src`), finds the objects of a Debian
+    build of the same source. A user's own tree is never written beside."""
+    return path.name == "src" and cache_dir() in path.parents
 
 
 @contextmanager

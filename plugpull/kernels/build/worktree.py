@@ -35,10 +35,11 @@ class Workspace:
     source: Path
     copied: bool      # compile a work copy (patches, or a Debian source); else the source itself
     pristine: bool    # the source never changes (Debian's): the work copy is hard links
+    beside: bool = False  # the objects beside the source it compiles (SOURCE/../out); else under root
 
     @property
     def out(self) -> Path:
-        return self.root / "out"
+        return self.tree.parent / "out" if self.beside else self.root / "out"
 
     @property
     def tree(self) -> Path:

@@ -210,3 +210,19 @@ def test_an_option_marked_for_other_versions_is_not_asked_of_this_one(tree, tmp_
     mine.write_text("CONFIG_ADDED_IN_A_LATER_KERNEL=y  # in 0.9-1.0\n")
     with pytest.raises(UsageError, match="does not declare what was asked: CONFIG_ADDED_IN_A_LATER_KERNEL"):
         build(tree, name="asked", config=mine)
+
+
+def test_a_tree_the_cache_keeps_as_src_is_built_with_its_objects_beside_it(tree, tmp_path):
+    """A bisect's clone (`CACHE/bisect/NAME/src`) is compiled into `NAME/out`, the layout of a
+    Debian work copy, so ccache names its sources `../src` as it names theirs; a user's tree,
+    even one named src, is never written beside."""
+    import shutil
+    clone = cache_dir() / "bisect" / "linux-0123" / "src"
+    shutil.copytree(tree, clone)
+    result = build(clone, name="step")
+    assert (clone.parent / "out" / "calls").is_file() and result.spec == "build:step"
+    assert not list((store().root / "work").glob("*/out"))
+    users = tmp_path / "elsewhere" / "src"
+    shutil.copytree(tree, users)
+    build(users, name="users")
+    assert not (users.parent / "out").exists() and len(list((store().root / "work").glob("*/out/calls"))) == 1

@@ -289,3 +289,14 @@ def test_a_fstests_root_in_use_stays_an_unused_old_one_goes(tmp_path):
         _age(busy)
         outcome = prune_kind(tmp_path, _kind("fstests-roots"), 30, dry_run=False)
     assert outcome.removed == [idle] and busy.exists()
+
+
+def test_a_bisect_clone_made_before_its_objects_were_kept_beside_it_is_taken_as_it_is(tmp_path, monkeypatch):
+    """A clone of the old layout (`bisect/NAME/repo`) becomes `bisect/NAME/src`, not a new clone."""
+    from plugpull.bisect import clone_for
+    monkeypatch.setenv("PLUGPULL_CACHE", str(tmp_path))
+    entry = clone_for(tmp_path / "linux").path.parent
+    (entry / "repo" / ".git").mkdir(parents=True)
+    (entry / "repo" / "kept").write_text("x")
+    clone = clone_for(tmp_path / "linux")
+    assert clone.path == entry / "src" and (clone.path / "kept").is_file() and not (entry / "repo").exists()
