@@ -18,7 +18,7 @@ from tests.unit.generate.test_oracle import assert_own_states_clean, table_block
 
 from plugpull.check.verdict import Verdict
 from plugpull.errors import UsageError
-from plugpull.generate import oracle, ops
+from plugpull.generate import oracle, ops, reach
 from plugpull.generate.judge import judge
 from plugpull.generate.oracle import LINUX, PROFILES, on_profile, owed, refusals
 from plugpull.generate.ops import INITIAL_SIZE, Op, Persist, up_to
@@ -288,7 +288,7 @@ def test_the_destination_holds_what_the_calls_leave_worked_out_by_hand():
 
 
 def test_the_clone_check_catches_a_rule_that_replaces_the_destination_whole(monkeypatch):
-    monkeypatch.setattr(ops, "cloned", lambda family, variant, src, dst: src)
+    monkeypatch.setattr(reach, "cloned", lambda family, variant, src, dst: src)
     try:
         with pytest.raises(AssertionError):
             model_is_the_hand_worked_one()
