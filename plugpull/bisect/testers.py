@@ -25,10 +25,13 @@ def build_name(commit: str) -> str:
 
 def builder(clone: Path):
     """`build(commit)` for the clone git checked the commit out in: its `build:NAME` spec.
-    Every step builds in the clone's one workspace, so a step after the first is incremental."""
+    Every step builds in the clone's one workspace, so a step after the first is incremental.
+    A clone kept as `src` is compiled into `out` beside it, the layout of a Debian work copy, so
+    that ccache, which names a source relative to the object folder (`../src`), finds the
+    objects of a Debian build of the same source (`plan.clone_for` keeps every clone so)."""
     def build(commit: str) -> str:
         try:
-            return build_kernel(BuildRequest(TreeSource(clone), [], build_name(commit), None)).spec
+            return build_kernel(BuildRequest(TreeSource(clone), [], build_name(commit), None, beside=True)).spec
         except BuildFailed as e:
             raise Untestable(f"build failed: {e}") from None
         except UsageError as e:

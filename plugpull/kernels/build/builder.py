@@ -21,7 +21,6 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.files import atomic_write_json
-from plugpull.paths import cache_dir
 from plugpull.kernels import dotconfig
 from plugpull.kernels.build import config as kconfig
 from plugpull.kernels.build.debsrc import source_path, source_tree
@@ -41,6 +40,7 @@ class BuildRequest:
     patches: list  # `Change`s (a path: applied as it is), in the order given
     name: str | None
     config: Path | None
+    beside: bool = False  # a tree plugpull keeps as `src` (a bisect's clone): its objects go to `../out`
 
     def __post_init__(self):
         object.__setattr__(self, "patches", [as_change(p) for p in self.patches])
@@ -134,17 +134,9 @@ def workspace_for(plan: BuildPlan, kernels, store: BuildStore) -> Workspace:
         copied = bool(plan.request.patches)
         tag = f"src-{build_key({'tree': str(source.path)}, [], '')[:12]}-{'copy' if copied else 'direct'}"
         return Workspace(store.root / "work" / tag, source.path, copied, pristine=False,
-                         beside=not copied and own_tree(source.path))
+                         beside=not copied and plan.request.beside)
     return Workspace(store.root / "work" / f"debian-{plan.version.replace(':', '%')}",
                      source_path(kernels, plan.version), copied=True, pristine=True)
-
-
-def own_tree(path: Path) -> bool:
-    """A tree plugpull keeps in its cache as `src` (a bisect's clone): compiled with its objects
-    beside it, `out` next to `src` as in a Debian source's work copy, so that ccache, which
-    names the source relative to the object folder (`../src`), finds the objects of a Debian
-    build of the same source. A user's own tree is never written beside."""
-    return path.name == "src" and cache_dir() in path.parents
 
 
 @contextmanager

@@ -160,6 +160,19 @@ def test_a_failed_build_is_untestable_and_a_missing_tool_is_not(monkeypatch, tmp
             testers.builder(tmp_path)("0123456789abcdef" * 2 + "01234567")
 
 
+def test_a_bisects_clone_is_built_with_its_objects_beside_it(tmp_path, monkeypatch):
+    import plugpull.bisect.testers as testers
+    asked = []
+
+    def build_kernel(request):
+        asked.append(request.beside)
+        raise testers.BuildFailed("stop here")
+    monkeypatch.setattr(testers, "build_kernel", build_kernel)
+    with pytest.raises(Untestable):
+        testers.builder(tmp_path / "src")("0123456789abcdef" * 2 + "01234567")
+    assert asked == [True]
+
+
 def test_a_fifo_in_a_bisects_directory_is_said_never_waited_on(tmp_path, deadline):  # noqa: F811
     """A FIFO where a bisect keeps its settings or its steps: one line naming it, no hang."""
     from plugpull.bisect.journal import SETTINGS, STEPS, check_out

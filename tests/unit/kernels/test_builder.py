@@ -65,8 +65,8 @@ def snapshot(root: Path) -> dict:
     return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
 
 
-def build(tree, patches=(), name=None, config=None):
-    return build_kernel(BuildRequest(parse_build_source(f"src:{tree}"), list(patches), name, config))
+def build(tree, patches=(), name=None, config=None, beside=False):
+    return build_kernel(BuildRequest(parse_build_source(f"src:{tree}"), list(patches), name, config, beside))
 
 
 def store() -> BuildStore:
@@ -212,17 +212,19 @@ def test_an_option_marked_for_other_versions_is_not_asked_of_this_one(tree, tmp_
         build(tree, name="asked", config=mine)
 
 
-def test_a_tree_the_cache_keeps_as_src_is_built_with_its_objects_beside_it(tree, tmp_path):
-    """A bisect's clone (`CACHE/bisect/NAME/src`) is compiled into `NAME/out`, the layout of a
-    Debian work copy, so ccache names its sources `../src` as it names theirs; a user's tree,
-    even one named src, is never written beside."""
+def test_a_tree_built_beside_gets_its_objects_in_out_next_to_it_and_a_users_tree_never(tree, tmp_path):
+    """A bisect's clone (`CACHE/bisect/NAME/src`) asks for its objects beside it, in `NAME/out`,
+    the layout of a Debian work copy, so ccache names its sources `../src` as it names theirs;
+    `kernels build src:DIR` never asks, whatever the tree's name."""
     import shutil
-    clone = cache_dir() / "bisect" / "linux-0123" / "src"
+    clone = tmp_path / "bisect" / "linux-0123" / "src"
     shutil.copytree(tree, clone)
-    result = build(clone, name="step")
+    result = build(clone, name="step", beside=True)
     assert (clone.parent / "out" / "calls").is_file() and result.spec == "build:step"
     assert not list((store().root / "work").glob("*/out"))
     users = tmp_path / "elsewhere" / "src"
     shutil.copytree(tree, users)
     build(users, name="users")
     assert not (users.parent / "out").exists() and len(list((store().root / "work").glob("*/out/calls"))) == 1
+
+
