@@ -20,7 +20,6 @@ guest is then replaced before the next one. A workload that exits non-zero is a 
 the harness or the generator (`Failed.kernel` empty), never a verdict.
 """
 
-import base64
 import logging
 import os
 import shlex
@@ -164,11 +163,11 @@ class Recorder:
     def _start_command(self, disk: AttachedDisk, workload: GuestWorkload) -> str:
         """One guest command (each costs a round trip): forget what the guest cached of the
         kept disk (or wait for a disk just plugged in), set it up in the mode, mount it, write
-        the workload's script, say the queue's cache, start the script."""
-        script = base64.b64encode(workload.script(MOUNTPOINT).encode()).decode()
+        the workload's script, say the queue's cache, start the script; the shell's builtins
+        where they serve (printf, read), as every process costs the guest under TCG."""
         steps = [*self.mode.guest_setup(self.fs, "$dev"), mount_command(self.fs, self.mode, "$dev"),
-                 f"echo {script} | base64 -d > /tmp/workload.sh",
-                 "echo queue=$(cat /sys/block/$dev/queue/write_cache)", "{ " + START_WORKLOAD + " }"]
+                 f"printf %s {shlex.quote(workload.script(MOUNTPOINT))} > /tmp/workload.sh",
+                 "read -r pp_q < /sys/block/$dev/queue/write_cache", "echo queue=$pp_q", "{ " + START_WORKLOAD + " }"]
         if not disk.device:
             return await_disk_command(disk.serial, "dev") + " && ".join(steps)
         return f"dev={shlex.quote(disk.device)}; " + " && ".join(["blockdev --flushbufs /dev/$dev", *steps])

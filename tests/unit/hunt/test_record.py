@@ -6,6 +6,7 @@ superblock until a flush) and writes to the disk's file."""
 
 import os
 import queue
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,17 @@ def test_a_stretch_cut_out_of_a_log_is_a_log_of_its_own_and_a_torn_last_entry_is
     assert [e.sector for e in iter_entries(tmp_path / "all.log")] == [2, 3]
     cut_out(log, start, disk.since(start) - 100, tmp_path / "torn.log")
     assert [e.sector for e in iter_entries(tmp_path / "torn.log")] == [2]
+
+
+def test_the_start_command_writes_the_script_byte_for_byte_with_the_shells_printf(recorder, tmp_path):
+    """The script goes into the guest by the shell's printf, not a base64 pipeline: the same
+    bytes, whatever quotes, percents, backslashes and newlines it holds."""
+    class Tricky(Workload):
+        def script(self, mountpoint: str) -> str:
+            return "echo 'it''s' \"%s %d\" \\n $HOME `x`\n\tdone\n"
+
+    command = recorder._start_command(AttachedDisk("h", "plugpull1", "sdb"), Tricky())
+    printf = next(step for step in command.split(" && ") if step.startswith("printf %s "))
+    target = tmp_path / "workload.sh"
+    subprocess.run(["sh", "-c", printf.replace("/tmp/workload.sh", str(target))], check=True)
+    assert target.read_text() == Tricky().script("/mnt")
