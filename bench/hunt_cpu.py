@@ -1,6 +1,6 @@
 """Where a hunt's CPU goes, per distinct state, and the rate two cores allow at that cost.
 
-    .venv/bin/python bench/hunt_cpu.py [--fs ext4,xfs,btrfs] [--sample 64] [--seed 1] [--ops a,b,...] [--parts]
+    .venv/bin/python bench/hunt_cpu.py [--fs ext4,xfs,btrfs] [--sample 64] [--seed 1] [--ops a,b,...] [--parts] [--both]
 
 `--ops` keeps the workloads whose operations and points are all of those names (as `plugpull
 hunt --ops`): the cost of one family against the same run without it.
@@ -25,6 +25,10 @@ distinct state (`hunt_parts`): the guests' commands and disk plugs with their co
 round trips), the recording guest's workload, the host's recording, materialising, slot
 copies, fsck, judge and journal, and the checker guest's own clock around its mounts,
 walks and unmounts.
+With `--both`, each filesystem is hunted twice in a row, its recording disk plugged in and out
+per workload (today's) and kept plugged in (new, `hunt.record`): on a shared machine the CPU
+a state costs moves with what runs beside it, so two paths compare best one right after the
+other.
 Run by hand (`make bench-hunt-cpu`); never asserted in tests.
 """
 
@@ -45,6 +49,7 @@ from plugpull.hunt.hunter import HuntSpec, hunt
 
 TICK = os.sysconf("SC_CLK_TCK")
 EVERY_S = 0.2
+PATH_NAMES = {False: "today's", True: "new"}  # --both: the recording disk plugged in per workload, or kept
 
 
 def records(pid: int) -> bool:
@@ -109,10 +114,12 @@ def cpu() -> tuple[float, float]:
     return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
-def measured(rig, fs: str, sample: int, seed: int, out: Path, ops: tuple[str, ...] = (), parts: bool = False) -> dict:
+def measured(rig, fs: str, sample: int, seed: int, out: Path, ops: tuple[str, ...] = (), parts: bool = False,
+             keep_disk: bool = True) -> dict:
     own0, kids0 = cpu()
+    spec = HuntSpec(2, fs, ops=ops, sample=sample, seed=seed, keep_disk=keep_disk)
     with Sampler() as sampler, (Parts() if parts else nullcontext()) as split:
-        run = hunt(HuntSpec(2, fs, ops=ops, sample=sample, seed=seed), space_of_options(2, ops), [rig], out)
+        run = hunt(spec, space_of_options(2, ops), [rig], out)
     own1, kids1 = cpu()
     recorder, checker = sampler.seconds(True), sampler.seconds(False)
     return {"distinct": run.distinct, "wall": run.wall_s, "workloads": run.new, "split": split,
@@ -143,14 +150,20 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--ops", default="", help="only workloads of these operations and points (plugpull hunt --ops)")
     p.add_argument("--parts", action="store_true", help="and where the time goes, part by part (hunt_parts)")
+    p.add_argument("--both", action="store_true",
+                   help="each filesystem hunted twice, one after the other: a recording disk plugged in per "
+                        "workload (today's), then the kept one (new)")
     args = p.parse_args()
     ops = tuple(n for n in args.ops.split(",") if n)
     rig, cores = prepare_rig(), os.cpu_count() or 1
     rows = {}
     with tempfile.TemporaryDirectory(prefix="plugpull-bench-hunt-cpu-") as tmp:
         for fs in args.fs.split(","):
-            print(f"{fs}: hunting a seq-2 sample of {args.sample} ...", flush=True)
-            rows[fs] = measured(rig, fs, args.sample, args.seed, Path(tmp) / fs, ops, args.parts)
+            for kept in ((False, True) if args.both else (True,)):
+                name = f"{fs} ({PATH_NAMES[kept]})" if args.both else fs
+                print(f"{name}: hunting a seq-2 sample of {args.sample} ...", flush=True)
+                rows[name] = measured(rig, fs, args.sample, args.seed, Path(tmp) / f"{fs}-{kept}", ops, args.parts,
+                                      kept)
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
     print(f"seq 2 sample {args.sample} seed {args.seed}{' ops ' + ','.join(ops) if ops else ''}, barrier, {rig.accel}, {time.strftime('%Y-%m-%d %H:%M')}, "

@@ -5,8 +5,9 @@ plugpull changes) and adds up per part:
 
 - the CPU seconds of each guest command and QMP disk operation, read from the QEMU's
   /proc/PID/stat before and after it, told apart by the thread that sent it (the recorder's
-  thread, `plugpull-recorder`, or a checker's); the recording guest's CPU between its start
-  command and its `umount` is the workload itself;
+  thread, `plugpull-recorder`, or a checker's); a plug's wait for the guest to see the disk
+  is the plug's; the recording guest's CPU between its start command and its `umount` is the
+  workload itself;
 - the host's own work, in CPU seconds of the thread that does it (`time.thread_time`):
   recording a workload (copies, stamps, the record), planning and materialising states,
   copying them into slots, judging (the oracle), the journal line and a failing workload's
@@ -65,7 +66,7 @@ class Parts:
         self.cpu: dict[str, float] = defaultdict(float)
         self.count: dict[str, int] = defaultdict(int)
         self.guest: dict[str, float] = defaultdict(float)
-        self._lock, self._fsck = threading.Lock(), threading.Lock()
+        self._lock, self._fsck, self._local = threading.Lock(), threading.Lock(), threading.local()
         self._since: dict[int, float] = {}  # recording QEMU pid -> its CPU when its start command ended
 
     def add(self, part: str, seconds: float, count: int = 1) -> None:
@@ -106,6 +107,8 @@ class Parts:
 
     def _run(self, f):
         def run(m, command, *args, **kwargs):
+            if getattr(self._local, "plugging", False):
+                return f(m, command, *args, **kwargs)  # a plug's wait for the guest: counted with the plug
             who, c0 = role(), qemu_cpu(m)
             what = "umount" if command.startswith("umount ") else "pp-check" if "pp-check" in command else "command"
             if who == "recording" and what == "umount" and m.pid in self._since:
@@ -122,10 +125,11 @@ class Parts:
     def _qmp(self, what: str):
         def wrap(f):
             def op(m, *args, **kwargs):
-                c0 = qemu_cpu(m)
+                c0, self._local.plugging = qemu_cpu(m), True
                 try:
                     return f(m, *args, **kwargs)
                 finally:
+                    self._local.plugging = False
                     self.add(f"{role()} QEMU: {what}", qemu_cpu(m) - c0)
             return op
         return wrap
