@@ -1,4 +1,4 @@
-"""Record many generated workloads in one guest, each on a disk of its own plugged in while it runs.
+"""Record many generated workloads in one guest, each on a fresh copy of one formatted image.
 
 The filesystem is made once per hunt (`formatted`); each workload gets a fresh copy of that
 image on a disk the recording guest keeps plugged in (`KeptDisk`), on its virtio-scsi
@@ -6,7 +6,7 @@ controller with the mode's write cache, under a blklogwrites node that logs ever
 flush as a disk given at boot is logged. The host copies the image into the disk's file
 (sparse, in place) before each workload, and the guest drops what it cached of the disk
 before it mounts it, as the checker's slots do (`check.slots`): so no hot-plug, SCSI scan and
-unplug is paid per workload (under TCG about a quarter of a CPU second of the guest's). The
+unplug is paid per workload (0.02 to 0.07 CPU s of the guest's under TCG). The
 disk's one write log holds workload after workload; a workload's record is the stretch of it
 from where it stood when the workload started to where it stood when the workload said it
 was done (`cut_out`), so the unmount that follows is not part of it. A disk whose log has
