@@ -211,7 +211,7 @@ def table(fs: str, parts: Parts, distinct: int, workloads: int, totals: dict) ->
     d, w = max(distinct, 1), max(workloads, 1)
     rest = {"recording QEMU: the rest (boot, idle, console)": totals["recording QEMU"] - _sum(parts, "recording QEMU"),
             "checking QEMU: the rest (boot, idle, slots plugged)": totals["checker QEMUs"] - _sum(parts, "checking QEMU"),
-            "plugpull: the rest (threads, acks, progress)": totals["plugpull"] - _sum(parts, "", host=True),
+            "plugpull: the rest (threads, acks, progress, this sampler)": totals["plugpull"] - _sum(parts, "", host=True),
             "tools but fsck (mkfs, qemu-img)": totals["fsck and tools"] - parts.cpu["host fsck"]}
     rows = [f"{fs}: where the CPU goes, per distinct state ({distinct} distinct states, {workloads} workloads)",
             f"  {'part':52} {'CPU s':>7} {'a state':>8} {'a workload':>10}"]
