@@ -1,13 +1,13 @@
 """Where a hunt's CPU goes, per distinct state, and the rate two cores allow at that cost.
 
-    .venv/bin/python bench/hunt_cpu.py [--fs ext4,xfs,btrfs] [--sample 64] [--seed 1] [--ops a,b,...]
+    .venv/bin/python bench/hunt_cpu.py [--fs ext4,xfs,btrfs] [--sample 64] [--seed 1] [--ops a,b,...] [--parts] [--both]
 
 `--ops` keeps the workloads whose operations and points are all of those names (as `plugpull
 hunt --ops`): the cost of one family against the same run without it.
 
 A seq-2 hunt per filesystem, in this process, with a sampler that reads every 0.2 s the CPU
 seconds (user + system, /proc/PID/stat) of each QEMU this process started: the recording
-guest (seen holding a workload's `write.log` open) and the checker guests.
+guest (seen holding a write log open, `*write.log`) and the checker guests.
 The rest of the children's CPU (the host's fsck, mkfs, qemu-img; reaped, so counted by
 getrusage) and plugpull's own (this process: building states, the oracle) are the other
 parts. A QEMU's last 0.2 s before it exits are not seen by the sampler; they land in the
@@ -19,6 +19,16 @@ machine's cores would give if every cycle went to the hunt at this cost. When th
 rate is near that ceiling, no overlap of its steps can make it faster: only less CPU per
 state can. CPU seconds do not depend much on what else runs (wall time does), so the
 ceiling holds on a shared machine; the rate measured beside other work does not.
+
+With `--parts`, each filesystem's run also says where the time goes part by part, per
+distinct state (`hunt_parts`): the guests' commands and disk plugs with their counts (the
+round trips), the recording guest's workload, the host's recording, materialising, slot
+copies, fsck, judge and journal, and the checker guest's own clock around its mounts,
+walks and unmounts.
+With `--both`, each filesystem is hunted twice in a row, its recording disk plugged in and out
+per workload (today's) and kept plugged in (new, `hunt.record`): on a shared machine the CPU
+a state costs moves with what runs beside it, so two paths compare best one right after the
+other.
 Run by hand (`make bench-hunt-cpu`); never asserted in tests.
 """
 
@@ -28,7 +38,10 @@ import resource
 import tempfile
 import threading
 import time
+from contextlib import nullcontext
 from pathlib import Path
+
+from hunt_parts import Parts, table
 
 from plugpull.cli.generate import space_of_options
 from plugpull.guest.rig import prepare_rig
@@ -36,12 +49,13 @@ from plugpull.hunt.hunter import HuntSpec, hunt
 
 TICK = os.sysconf("SC_CLK_TCK")
 EVERY_S = 0.2
+PATH_NAMES = {False: "today's", True: "new"}  # --both: the recording disk plugged in per workload, or kept
 
 
 def records(pid: int) -> bool:
     """Whether the QEMU holds a workload's write log open: the recording guest, while it records."""
     try:
-        return any(os.readlink(f"/proc/{pid}/fd/{fd}").endswith("/write.log") for fd in os.listdir(f"/proc/{pid}/fd"))
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}").endswith("write.log") for fd in os.listdir(f"/proc/{pid}/fd"))
     except OSError:
         return False
 
@@ -100,13 +114,16 @@ def cpu() -> tuple[float, float]:
     return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
-def measured(rig, fs: str, sample: int, seed: int, out: Path, ops: tuple[str, ...] = ()) -> dict:
+def measured(rig, fs: str, sample: int, seed: int, out: Path, ops: tuple[str, ...] = (), parts: bool = False,
+             keep_disk: bool = True) -> dict:
     own0, kids0 = cpu()
-    with Sampler() as sampler:
-        run = hunt(HuntSpec(2, fs, ops=ops, sample=sample, seed=seed), space_of_options(2, ops), [rig], out)
+    spec = HuntSpec(2, fs, ops=ops, sample=sample, seed=seed, keep_disk=keep_disk)
+    with Sampler() as sampler, (Parts() if parts else nullcontext()) as split:
+        run = hunt(spec, space_of_options(2, ops), [rig], out)
     own1, kids1 = cpu()
     recorder, checker = sampler.seconds(True), sampler.seconds(False)
-    return {"distinct": run.distinct, "wall": run.wall_s, "workloads": run.new,
+    return {"distinct": run.distinct, "wall": run.wall_s, "workloads": run.new, "split": split,
+            "failing": sorted(line["id"] for line in run.lines if line["failing"]),
             "parts": {"recording QEMU": recorder, "checker QEMUs": checker,
                       "fsck and tools": max(0.0, kids1 - kids0 - recorder - checker), "plugpull": own1 - own0}}
 
@@ -121,6 +138,9 @@ def report(fs: str, row: dict, cores: int) -> None:
           f"CPU s per distinct state: " + ", ".join(f"{n} {s:.3f}" for n, s in per.items()) + f"; total {total:.3f}")
     print(f"{fs}: {rate:.0f} distinct states/min measured, {busy:.2f} cores busy; "
           f"ceiling on {cores} cores at this cost: {ceiling:.0f}/min")
+    print(f"{fs}: failing workloads: {' '.join(row['failing']) or 'none'}")
+    if row["split"] is not None:
+        print("\n".join(table(fs, row["split"], row["distinct"], row["workloads"], row["parts"])))
 
 
 def main() -> None:
@@ -129,14 +149,21 @@ def main() -> None:
     p.add_argument("--sample", type=int, default=64)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--ops", default="", help="only workloads of these operations and points (plugpull hunt --ops)")
+    p.add_argument("--parts", action="store_true", help="and where the time goes, part by part (hunt_parts)")
+    p.add_argument("--both", action="store_true",
+                   help="each filesystem hunted twice, one after the other: a recording disk plugged in per "
+                        "workload (today's), then the kept one (new)")
     args = p.parse_args()
     ops = tuple(n for n in args.ops.split(",") if n)
     rig, cores = prepare_rig(), os.cpu_count() or 1
     rows = {}
     with tempfile.TemporaryDirectory(prefix="plugpull-bench-hunt-cpu-") as tmp:
         for fs in args.fs.split(","):
-            print(f"{fs}: hunting a seq-2 sample of {args.sample} ...", flush=True)
-            rows[fs] = measured(rig, fs, args.sample, args.seed, Path(tmp) / fs, ops)
+            for kept in ((False, True) if args.both else (True,)):
+                name = f"{fs} ({PATH_NAMES[kept]})" if args.both else fs
+                print(f"{name}: hunting a seq-2 sample of {args.sample} ...", flush=True)
+                rows[name] = measured(rig, fs, args.sample, args.seed, Path(tmp) / f"{fs}-{kept}", ops, args.parts,
+                                      kept)
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
     print(f"seq 2 sample {args.sample} seed {args.seed}{' ops ' + ','.join(ops) if ops else ''}, barrier, {rig.accel}, {time.strftime('%Y-%m-%d %H:%M')}, "

@@ -1,8 +1,10 @@
 """Today's hunt path and the new one, side by side in one run, per filesystem: the same seq-2
-sample hunted with each crash state plugged into a checker guest and out again (today's), and
-copied into disks the checker guests keep plugged in (new, `check.slots`); the host's fsck
-reads every distinct state on both. With `--fsck-failing`, a third path: slots, and fsck only
-on the states the mount or the oracle judged not clean (`--fsck failing`).
+sample hunted with each workload's recording disk plugged into the recording guest and out
+again (today's), and with one disk the recording guest keeps plugged in, given the formatted
+image's bytes before each workload (new, `hunt.record`); both check states in the checker
+guests' slots (`check.slots`), and the host's fsck reads every distinct state on both. With
+`--fsck-failing`, a third path: the new one, and fsck only on the states the mount or the
+oracle judged not clean (`--fsck failing`).
 
     .venv/bin/python bench/hunt_paths.py [--fs ext4,xfs,btrfs] [--sample 200] [--seed 1] [--fsck-failing]
 
@@ -32,12 +34,12 @@ from plugpull.generate.space import Space
 from plugpull.guest.rig import prepare_rig
 from plugpull.hunt.hunter import HuntSpec, hunt
 
-PATHS = {"today's": (False, "always"), "new": (True, "always"), "failing": (True, "failing")}  # slots, --fsck
+PATHS = {"today's": (False, "always"), "new": (True, "always"), "failing": (True, "failing")}  # kept disk, --fsck
 
 
 def hunted(rig, space, fs: str, path: str, sample: int, seed: int, out: Path) -> dict:
-    slots, fsck = PATHS[path]
-    spec = HuntSpec(2, fs, sample=sample, seed=seed, fsck=fsck_choice(fsck), slots=slots)
+    kept, fsck = PATHS[path]
+    spec = HuntSpec(2, fs, sample=sample, seed=seed, fsck=fsck_choice(fsck), keep_disk=kept)
     before = sum(cpu())
     run = hunt(spec, space, [rig], out)
     failing = {line["id"]: tuple(sorted(line["rules"])) for line in run.lines if line["failing"]}
@@ -64,7 +66,7 @@ def main() -> None:
     p.add_argument("--fs", default="ext4,xfs,btrfs")
     p.add_argument("--sample", type=int, default=200)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--fsck-failing", action="store_true", help="a third path: slots and --fsck failing")
+    p.add_argument("--fsck-failing", action="store_true", help="a third path: the new one and --fsck failing")
     args = p.parse_args()
     rig, space, results = prepare_rig(), Space(2), {}
     paths = list(PATHS) if args.fsck_failing else ["today's", "new"]
@@ -77,11 +79,11 @@ def main() -> None:
         load = " ".join(f.read().split()[:3])
     print(f"seq 2 sample {args.sample} seed {args.seed}, barrier, {rig.accel}, {time.strftime('%Y-%m-%d %H:%M')}, "
           f"load {load}")
-    print(f"{'fs':6} {'path':8} {'slots':5} {'fsck':8} {'workloads/min':>13} {'distinct/min':>12} {'distinct':>8} "
+    print(f"{'fs':6} {'path':8} {'kept':5} {'fsck':8} {'workloads/min':>13} {'distinct/min':>12} {'distinct':>8} "
           f"{'wall s':>7} {'CPU s/distinct':>14}")
     for (fs, path), row in results.items():
-        slots, fsck = PATHS[path]
-        print(f"{fs:6} {path:8} {'yes' if slots else 'no':5} {fsck:8} {per_minute(row, 'workloads'):13.1f} "
+        kept, fsck = PATHS[path]
+        print(f"{fs:6} {path:8} {'yes' if kept else 'no':5} {fsck:8} {per_minute(row, 'workloads'):13.1f} "
               f"{per_minute(row, 'distinct'):12.0f} {row['distinct']:8} {row['seconds']:7.0f} "
               f"{row['cpu'] / max(row['distinct'], 1):14.3f}")
     for fs, path in results:

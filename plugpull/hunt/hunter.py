@@ -73,6 +73,7 @@ class HuntSpec:
     setup: str = "synced"  # or unsynced: the setup's files in the same transaction as the operations
     table: int = TABLE  # 1: only the first table's operations (a hunt started before the later ones)
     slots: bool = True  # states copied into disks the checker guests keep plugged in (`check.slots`)
+    keep_disk: bool = True  # the recording guest's disk kept plugged in from one workload to the next (`record`)
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -191,7 +192,7 @@ class HuntGuests:
         base = formatted(fs, spec.recording_mode, spec.mib, work / "mkfs.img")
         self.checker = Checker(rig, fs, batch=1, plug=Plug.HOT, workers=workers or default_workers(), kept=kept,
                                slots=spec.slots)
-        self.recorder = Recorder(rig, fs, spec.recording_mode, base, spec.mib)
+        self.recorder = Recorder(rig, fs, spec.recording_mode, base, spec.mib, keep_disk=spec.keep_disk)
 
     def close(self) -> None:
         self.recorder.close()

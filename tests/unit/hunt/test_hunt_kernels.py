@@ -43,7 +43,7 @@ class FakeKernels:
         self.recorded: list[tuple[str, str]] = []
         self.boots = 1
 
-    def __call__(self, rig, *args):  # the Recorder of one kernel
+    def __call__(self, rig, *args, **kwargs):  # the Recorder of one kernel
         self.booted.append(rig.image.kernel_release)
         return self
 
