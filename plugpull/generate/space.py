@@ -187,10 +187,12 @@ class Space:
 
     def traits(self, mask: Mask, left: int) -> tuple[bool, bool, bool]:
         """What the Sim's key must tell apart with `left` steps to go under `mask`: whether a
-        sized or a nested operation may still come (`Sim.key`), and `again` next."""
+        sized operation may still come, whether a nested one may come or came (its names are
+        then points a later step may have: `Sim.key`), and whether `again` may come next."""
         if (mask, left) not in self._traits:
             ahead = frozenset().union(*(p[0] for p in self.positions[self.seq - left:])) & mask[0]
-            self._traits[mask, left] = (not ahead.isdisjoint(SIZED), "nested" in ahead,
+            ever = frozenset().union(*(p[0] for p in self.positions)) & mask[0]
+            self._traits[mask, left] = (not ahead.isdisjoint(SIZED), "nested" in ever,
                                         "again" in mask[0] & self.positions[self.seq - left][0])
         return self._traits[mask, left]
 
