@@ -63,7 +63,8 @@ SHAPES = (
               at(("write", "dwrite", "falloc"), (NO_POINT, "fsync", "fdatasync")),
               at(("write", "truncate", "resize"), (NO_POINT, "fsync", "fdatasync")),
               at(("write", "truncate", "resize"), OWN))),
-    Shape("links", "generic/041: a name unlinked or renamed over; links made and unlinked in turn; the last and a point", (
+    Shape("links", "generic/041: a name unlinked or renamed over; links made and unlinked in turn; the last and "
+          "a point", (
               at(("unlink", "rename"), (NO_POINT,)), at(("link",), (NO_POINT,)), at(("link",), (NO_POINT,)),
               at(("unlink",), (NO_POINT,)), at(("link",), (NO_POINT,)), at(("link", "creat"), OWN + ANY))),
 )

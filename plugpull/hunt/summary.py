@@ -38,7 +38,8 @@ def summary(settings: dict, lines: list[dict], total: int, out: Path | None = No
     for line in lines:
         verdicts.update(line["verdicts"])
     failing = [line for line in lines if line["failing"]]
-    where = f"hunt: seq {settings['seq']}{shape_text(settings)}{_filters(settings)} on {settings['fs']} ({settings['mode']})"
+    where = (f"hunt: seq {settings['seq']}{shape_text(settings)}{_filters(settings)} on {settings['fs']} "
+             f"({settings['mode']})")
     if len(kernels) > 1:
         text = [f"{where}, kernels {', '.join(kernels)}: {len(lines)} of {total} workload runs "
                 f"({total // len(kernels)} workloads on each), {_counts(lines)}, "
