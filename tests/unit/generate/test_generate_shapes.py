@@ -260,3 +260,16 @@ def test_the_models_own_states_of_shape_workloads_are_clean(synced):
     for shape in SHAPES:
         space = shape_space(shape.name, synced)
         assert_own_states_clean(space, sorted(random.Random(21).sample(range(space.count()), 3)))
+
+
+def test_the_commands_that_take_gen_id_take_a_shapes():
+    from plugpull.crash.spec import CrashSpec
+    from plugpull.reproducer import case_for
+    from plugpull.runs.settings import WorkloadName
+    plan = CrashSpec(fs="btrfs", mode="barrier", workload="gen:seq5.renames-2794427").resolve()
+    assert plan.workload.generated.shape == "renames" and "pp_acked 3" in plan.workload.script("/mnt")
+    assert case_for("gen:seq4u.evict-rename-029735", "ext4", 1).workload.ident == "seq4u.evict-rename-029735"
+    setting = WorkloadName("workload", lambda: ())
+    assert setting.check("gen:seq6.links-010469") == "gen:seq6.links-010469"
+    with pytest.raises(ValueError, match="unknown shape 'nope'"):
+        setting.check("gen:seq6.nope-010469")
