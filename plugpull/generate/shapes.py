@@ -36,6 +36,12 @@ def at(families: tuple[str, ...], points: tuple[str, ...]) -> tuple[frozenset, f
     return frozenset(families), frozenset(points)
 
 
+def allows(position: tuple[frozenset, frozenset], op, persist) -> bool:
+    """Whether a position allows a step: `op` (an `ops.Op`) ended by `persist` (an
+    `ops.Persist`, or None: `NO_POINT`)."""
+    return op.family in position[0] and (persist.kind if persist else NO_POINT) in position[1]
+
+
 SHAPES = (
     Shape("renames", "btrfs/243: a name made and fsynced; a rename; a rename; a write or truncate and a point; "
           "a second point", (

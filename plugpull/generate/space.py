@@ -21,7 +21,7 @@ from plugpull.errors import UsageError
 from plugpull.generate.ops import FAMILIES, INITIAL_SIZE, OPS, PERSISTENCE, SETUP_BYTE, SIZED, TABLES, Op, \
     Persist, Sim, apply, refusal, up_to
 from plugpull.generate.points import followed
-from plugpull.generate.shapes import NO_POINT, Shape, shape_named
+from plugpull.generate.shapes import NO_POINT, Shape, allows, shape_named
 from plugpull.generate.tree import DIR, FILE, Inode, Tree
 from plugpull.values import shown
 
@@ -127,11 +127,6 @@ def block_of(steps) -> int:
     return next(i for i, mask in enumerate(GROWN) if all(allowed_by(mask, s.op, s.persist) for s in steps))
 
 
-def fits(position: Mask, op: Op, persist: Persist | None) -> bool:
-    """Whether a step is one a position of a shape allows (its points: `NO_POINT` for none)."""
-    return op.family in position[0] and (persist.kind if persist else NO_POINT) in position[1]
-
-
 # Counts by the steps' positions (a seq's, or a shape's), shared by every Space of them in the
 # process: a count depends on them, the Sim and the mask (in its key), not on the filter or the
 # setup, and a seq-3 walk of the nine tables costs tens of seconds.
@@ -182,7 +177,7 @@ class Space:
             after = sim.copy()
             if apply(after, op, step):
                 for persist, then in followed(after, op, last=left == 1):
-                    if fits(position, op, persist):
+                    if allows(position, op, persist):
                         yield op, persist, then
 
     def traits(self, mask: Mask, left: int) -> tuple[bool, bool, bool]:
