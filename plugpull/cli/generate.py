@@ -1,5 +1,6 @@
-"""`plugpull generate --seq 1|2|3`: the generated workloads (B3/ACE-style), counted, listed,
-sampled, and one shown as its guest program or as what its persistence points owe."""
+"""`plugpull generate --seq 1|2|3` or `--shape NAME`: the generated workloads (B3/ACE-style),
+counted, listed, sampled, and one shown as its guest program or as what its persistence points
+owe; `--shapes`: the shapes of longer workloads, counted."""
 
 import argparse
 
@@ -23,6 +24,21 @@ def seq_option(text: str) -> int:
     return int(text)
 
 
+def shape_option(text: str) -> str:
+    from plugpull.generate.shapes import NAMES
+    if text not in NAMES:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(NAMES)}, not {text!r}")
+    return text
+
+
+def add_space_options(parser, required: bool, seq_help: str) -> None:
+    """`--seq N` or `--shape NAME`, one of them."""
+    group = parser.add_mutually_exclusive_group(required=required)
+    group.add_argument("--seq", type=seq_option, help=seq_help)
+    group.add_argument("--shape", type=shape_option, help="a shape of four to six operations, each step's "
+                       "operations fixed by its place (plugpull generate --shapes lists them)")
+
+
 def names_option(text: str) -> tuple[str, ...]:
     try:
         return once_each(names(text))
@@ -32,7 +48,7 @@ def names_option(text: str) -> tuple[str, ...]:
 
 def add_parsers(sub) -> None:
     g = sub.add_parser("generate", help="the generated workloads: count, list, sample, show one")
-    g.add_argument("--seq", type=seq_option, help="core operations per workload: 1, 2 or 3 (with --show: the id's)")
+    add_space_options(g, False, "core operations per workload: 1, 2 or 3 (with --show: the id's)")
     g.add_argument("--ops", type=names_option, help="only workloads whose operations and persistence points are all "
                    "of these (e.g. rename,link,fsync,sync); ids stay those of the whole space")
     g.add_argument("--sample", type=whole_option(1, COUNT_MAX), metavar="K", help="K workloads drawn at random (by --seed)")
@@ -42,6 +58,8 @@ def add_parsers(sub) -> None:
     what.add_argument("--list", action="store_true", help="one line per workload: its id and operations")
     what.add_argument("--show", metavar="ID", help="the workload's guest program (a POSIX sh script)")
     what.add_argument("--owed", metavar="ID", help="what each persistence point of the workload owes, by rule")
+    what.add_argument("--shapes", action="store_true", help="the shapes of longer workloads: each one's "
+                      "operations, count and the known bugs it is for")
     g.add_argument("--fs", type=fs_option, help="an oracle profile or a filesystem (f2fs+compress): with --owed: "
                    "its rules; with --show and --owed: the operations it refuses not done (default ext4)")
     g.set_defaults(func=cmd_generate)
@@ -56,17 +74,21 @@ def add_setup_option(parser, default: str) -> None:
 def _space(args):
     from plugpull.generate.space import space_of
     ident = args.show or args.owed
-    if args.seq is None and ident is None:
-        raise UsageError("generate needs --seq 1, 2 or 3")
-    setup = args.setup or (("synced" if space_of(ident).synced else "unsynced") if ident else "synced")
-    return space_of_options(args.seq if args.seq is not None else space_of(ident).seq, args.ops, setup)
+    if args.seq is None and args.shape is None and ident is None:
+        raise UsageError("generate needs --seq 1, 2 or 3, or --shape NAME")
+    of_id = space_of(ident) if ident else None
+    setup = args.setup or (("synced" if of_id.synced else "unsynced") if of_id else "synced")
+    if args.seq is None and args.shape is None:
+        return space_of_options(of_id.seq, args.ops, setup, shape=of_id.shape or None)
+    return space_of_options(args.seq, args.ops, setup, shape=args.shape)
 
 
-def space_of_options(seq: int, ops, setup: str = "synced", table: int | None = None):
-    """The space of `--seq` and `--setup`, filtered by `--ops` names (UsageError on an unknown
-    one); without them, by `table`: only the operations and points of the first `table`
-    tables (a hunt started before the later ones were added goes on with those it had)."""
+def space_of_options(seq: int | None, ops, setup: str = "synced", table: int | None = None, shape: str | None = None):
+    """The space of `--seq` (or `--shape`) and `--setup`, filtered by `--ops` names (UsageError
+    on an unknown one); without them, by `table`: only the operations and points of the first
+    `table` tables (a hunt started before the later ones were added goes on with those it had)."""
     from plugpull.generate.ops import FAMILIES, PERSISTENCE, TABLES, up_to
+    from plugpull.generate.shapes import shape_named
     from plugpull.generate.space import Space
     unknown = [n for n in ops or () if n not in FAMILIES + PERSISTENCE]
     if unknown:
@@ -75,13 +97,16 @@ def space_of_options(seq: int, ops, setup: str = "synced", table: int | None = N
     had_families, had_points = up_to(table or len(TABLES))
     families = [n for n in ops or () if n not in PERSISTENCE] or had_families
     persistence = [n for n in ops or () if n in PERSISTENCE] or had_points
+    if shape:
+        named = shape_named(shape)
+        return Space(len(named.positions), families, persistence, synced=setup == "synced", shape=named)
     return Space(seq, families, persistence, synced=setup == "synced")
 
 
 def check_sample(space, sample: int | None) -> None:
     """A sample larger than the space is refused, never cut down to it."""
     if sample is not None and sample > space.total():
-        raise UsageError(f"--sample {sample}: seq {space.seq} has only {space.total()} workloads "
+        raise UsageError(f"--sample {sample}: {space.name} has only {space.total()} workloads "
                          f"{'of those --ops keeps ' if space.filtered else ''}(leave --sample out for every one)")
 
 
@@ -91,6 +116,8 @@ def cmd_generate(args) -> int:
                          "its filesystem refuses")
     if args.seed is not None and args.sample is None:
         raise UsageError("--seed goes with --sample K: it draws the sample")
+    if args.shapes:
+        return _print_shapes(args)
     space = _space(args)
     if args.show:
         from plugpull.generate.oracle import on_profile
@@ -107,7 +134,20 @@ def cmd_generate(args) -> int:
             print(f"{workload.ident}  {workload.text()}")
     else:
         which = " (filtered)" if space.filtered else ""
-        print(f"seq {space.seq}: {space.total()} workloads{which} of {space.count()}")
+        print(f"{space.name}: {space.total()} workloads{which} of {space.count()}")
+    return EXIT_OK
+
+
+def _print_shapes(args) -> int:
+    """Each shape, its length, its count (with `--ops`: those it keeps), and what it is for."""
+    from plugpull.generate.shapes import SHAPES
+    if args.seq is not None or args.shape is not None or args.sample is not None:
+        raise UsageError("--shapes lists every shape: it takes no --seq, --shape or --sample")
+    rows = []
+    for shape in SHAPES:
+        space = space_of_options(None, args.ops, args.setup or "synced", shape=shape.name)
+        rows.append((shape.name, len(shape.positions), f"{space.total():,}", shape.why))
+    print_table(("shape", "ops", "workloads", "for"), rows)
     return EXIT_OK
 
 

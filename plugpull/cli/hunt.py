@@ -1,4 +1,4 @@
-"""`plugpull hunt --seq 1|2|3 --fs FS [--kernel host,debian:6.12] [--cluster ADDR]`: generated
+"""`plugpull hunt --seq 1|2|3 (or --shape NAME) --fs FS [--kernel host,debian:6.12] [--cluster ADDR]`: generated
 workloads crashed at each persistence point, judged by the model oracle on each kernel, here or
 in chunks on a cluster's workers; resumable, within a time budget, failing workloads kept."""
 
@@ -10,7 +10,8 @@ from pathlib import Path
 from plugpull.cli.common import EXIT_FOUND, EXIT_INFRA, EXIT_OK, add_guest_options, checked_output, kernel_list, \
     lock_writable, whole_option
 from plugpull.cli.cluster import add_cluster_option, cluster_target
-from plugpull.cli.generate import add_setup_option, check_sample, names_option, seq_option, space_of_options
+from plugpull.cli.generate import add_setup_option, add_space_options, check_sample, names_option, \
+    space_of_options
 from plugpull.check.fsckchoice import FsckChoice, fsck_choice
 from plugpull.errors import UsageError
 from plugpull.files import an_output, atomic_write
@@ -44,7 +45,7 @@ def budget(text: str) -> float:
 def add_parsers(sub) -> None:
     h = sub.add_parser("hunt", help="generated workloads, crashed at each persistence point, judged by the oracle")
     add_guest_options(h)
-    h.add_argument("--seq", type=seq_option, required=True, help="core operations per workload: 1, 2 or 3")
+    add_space_options(h, True, "core operations per workload: 1, 2 or 3")
     h.add_argument("--ops", type=names_option, help="only workloads whose operations and persistence points are "
                    "all of these (as plugpull generate --ops)")
     add_setup_option(h, "(default synced; a hunt goes on with the setup it started with, or is refused)")
@@ -90,11 +91,12 @@ def fsck_option(text: str) -> FsckChoice:
 
 
 def default_out(args, kernels: list) -> Path:
-    """results/hunt-SEQ-FS-MODE[-OPS][-SAMPLE][-KERNELS]: one kernel other than the host's by
-    its release; several by their releases joined with +, the host's as `host`."""
+    """results/hunt-SEQ-FS-MODE[-OPS][-SAMPLE][-KERNELS] (hunt-shape-NAME-... for a shape): one
+    kernel other than the host's by its release; several by their releases joined with +, the
+    host's as `host`."""
     from plugpull.runs.matrix import kernel_tag
 
-    parts = [f"hunt-seq{args.seq}", args.fs, args.mode]
+    parts = [f"hunt-shape-{args.shape}" if args.shape else f"hunt-seq{args.seq}", args.fs, args.mode]
     if args.ops:
         parts.append("+".join(args.ops))
     if args.setup == "unsynced":
@@ -129,10 +131,10 @@ def cmd_hunt(args) -> int:
     out = args.out or default_out(args, [k for _, k in named])
     _check_out(out)
     setup, table = args.setup or "synced", held_table(out)
-    space = space_of_options(args.seq, args.ops, setup, table)
+    space = space_of_options(args.seq, args.ops, setup, table, shape=args.shape)
     check_sample(space, args.sample)
-    spec = HuntSpec(args.seq, args.fs, args.mode, tuple(args.ops or ()), args.sample, args.seed, args.disk_mib,
-                    args.budget, args.chunk, fsck=args.fsck, setup=setup, table=table)
+    spec = HuntSpec(space.seq, args.fs, args.mode, tuple(args.ops or ()), args.sample, args.seed, args.disk_mib,
+                    args.budget, args.chunk, fsck=args.fsck, setup=setup, table=table, shape=space.shape)
     check_out(out, early_settings(spec, named, out))  # before any image or guest
     hunting = hunt
     if target is not None:

@@ -19,13 +19,13 @@ from pathlib import Path
 from plugpull.errors import UsageError
 from plugpull.generate.ops import Op, Persist
 from plugpull.generate.program import persist_command, program, step_command
-from plugpull.generate.space import Step, Workload, space_of, workload_of
+from plugpull.generate.space import Step, Workload, space_of
 from plugpull.paths import ROOT
 
 DATA = ROOT / "suites" / "known" / "fstests.toml"
 REACHES = ("expressible", "one step off", "out of reach")
 NEEDS = {
-    "more-ops": "more than three operations",
+    "more-ops": "more operations than three, in an order no shape has, or more than six",
     "third-name": "a third name in one directory",
     "nested-ops": "links and other operations into the nested directory, a directory moved into another",
     "sizes": "other offsets and sizes (sub-page punches, inline files, truncate up, MiB ranges)",
@@ -139,11 +139,13 @@ def program_mismatches(workload: Workload) -> list[str]:
 def renumbered(text: str, bugs) -> tuple[str, list[tuple[str, str]]]:
     """The table's text with each listed id (`gen`, `near`) replaced by the id its steps have
     now, and the (old, new) pairs: after a table of operations is added before another, the
-    later table's ids move, and the steps say which workload each row means."""
+    later table's ids move, and the steps say which workload each row means. Each is looked for
+    in the space of its id: its seq's, or its shape's."""
     moves = {}
     for bug in bugs:
         if bug.gen and bug.steps:
-            now = workload_of("; ".join(s.text() for s in bug.steps), "u-" not in bug.gen).ident
+            space = space_of(bug.gen)
+            now = space.workload(space.locate(bug.steps)).ident
             if now != bug.gen:
                 moves[bug.gen] = now
     out = re.sub(r'^(gen|near) = "([^"]+)"', lambda m: f'{m[1]} = "{moves.get(m[2], m[2])}"', text, flags=re.M)

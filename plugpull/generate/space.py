@@ -4,7 +4,9 @@ simulated tree. Workloads are numbered in depth-first order (the table's order a
 then the persistence choices' order), and the number is the id: `seq2-000412`. Those made of
 the first table's steps come first and keep the numbers they had before later operations were
 added, then those of each later table in turn (`Space`); `seq2u-000412` is the same workload
-with a setup that is not synced.
+with a setup that is not synced. A shape (`shapes`) is a space of its own of four to six
+operations, each step's families and points fixed by its position, numbered alike:
+`seq5.renames-000042`, `seq5u.renames-000042`.
 
 Nothing is listed to be counted: the number of valid continuations depends only on the
 simulated tree's shape (`Sim.key`), so counts are memoised on it, and an id is turned back into
@@ -19,12 +21,15 @@ from plugpull.errors import UsageError
 from plugpull.generate.ops import FAMILIES, INITIAL_SIZE, OPS, PERSISTENCE, SETUP_BYTE, SIZED, TABLES, Op, \
     Persist, Sim, apply, refusal, up_to
 from plugpull.generate.points import followed
+from plugpull.generate.shapes import NO_POINT, Shape, allows, shape_named
 from plugpull.generate.tree import DIR, FILE, Inode, Tree
 from plugpull.values import shown
 
 SEQS = (1, 2, 3)
 SETUPS = ("synced", "unsynced")
-_ID = re.compile(r"seq([0-9]{1,2})(u?)-([0-9]{1,12})")  # no id of thousands of digits reaches int()
+# no id of thousands of digits reaches int(); a shape's name after the seq: seq5.renames-000042
+_ID = re.compile(r"seq([0-9]{1,2})(u?)(?:\.([a-z]{1,20}(?:-[a-z]{1,20}){0,3}))?-([0-9]{1,12})")
+ID_FORMS = "seqN-NNNNNN, seqNu-NNNNNN or seqN.SHAPE-NNNNNN"
 
 
 @dataclass(frozen=True)
@@ -44,10 +49,11 @@ class Workload:
     setup: tuple[str, ...]  # the names the setup creates, parents first
     synced: bool = True  # the setup ends with sync; else it is in the same transaction as the operations
     refused: frozenset = frozenset()  # what the filesystem refuses (EOPNOTSUPP), not done: ops.refusal's names
+    shape: str = ""  # the shape whose space numbers it ("": the whole space of its seq)
 
     @property
     def ident(self) -> str:
-        return workload_id(self.seq, self.index, self.synced)
+        return workload_id(self.seq, self.index, self.synced, self.shape)
 
     def text(self) -> str:
         return "; ".join(s.text() for s in self.steps)
@@ -73,8 +79,8 @@ class Workload:
         return out
 
 
-def workload_id(seq: int, index: int, synced: bool = True) -> str:
-    return f"seq{seq}{'' if synced else 'u'}-{index:06d}"
+def workload_id(seq: int, index: int, synced: bool = True, shape: str = "") -> str:
+    return f"seq{seq}{'' if synced else 'u'}{'.' + shape if shape else ''}-{index:06d}"
 
 
 def setup_name(synced: bool) -> str:
@@ -96,6 +102,8 @@ def ordered_setup(names) -> tuple[str, ...]:
 
 Mask = tuple[frozenset, frozenset]  # (operation families, persistence points) a walk may take
 WHOLE: Mask = (frozenset(FAMILIES), frozenset(PERSISTENCE))
+# a step of a space without a shape: any operation, any point or none
+OPEN: Mask = (frozenset(FAMILIES), frozenset(PERSISTENCE) | {NO_POINT})
 # the steps of the first table, of the first two, ...: each id block's (the last is WHOLE)
 GROWN: tuple[Mask, ...] = tuple((frozenset(f), frozenset(p)) for f, p in map(up_to, range(1, len(TABLES) + 1)))
 FIRST: Mask = GROWN[0]
@@ -119,10 +127,10 @@ def block_of(steps) -> int:
     return next(i for i, mask in enumerate(GROWN) if all(allowed_by(mask, s.op, s.persist) for s in steps))
 
 
-# Counts by seq, shared by every Space of that seq in the process: a count depends on the seq,
-# the Sim and the mask (in its key), not on the filter or the setup, and a seq-3 walk of the
-# six tables costs tens of seconds.
-_COUNTS: dict[int, dict] = {}
+# Counts by the steps' positions (a seq's, or a shape's), shared by every Space of them in the
+# process: a count depends on them, the Sim and the mask (in its key), not on the filter or the
+# setup, and a seq-3 walk of the nine tables costs tens of seconds.
+_COUNTS: dict[tuple, dict] = {}
 
 
 class Space:
@@ -134,32 +142,54 @@ class Space:
     first table's steps, in the order of a walk of that table (the ids they always had); then
     those made of the first two tables' steps with one of the second's, in the order of a walk
     of those tables; and so on. A walk of block i skips the workloads all of whose steps are
-    in `below`, the tables before i (None: skips nothing, or no such step is still to come)."""
+    in `below`, the tables before i (None: skips nothing, or no such step is still to come).
 
-    def __init__(self, seq: int, families=FAMILIES, persistence=PERSISTENCE, synced: bool = True):
-        if seq not in SEQS:
+    `shape` (`shapes.Shape`): each step only of what its position allows; `seq` is then the
+    shape's length, and ids name the shape (`seq5.renames-000042`)."""
+
+    def __init__(self, seq: int, families=FAMILIES, persistence=PERSISTENCE, synced: bool = True,
+                 shape: Shape | None = None):
+        if shape is None and seq not in SEQS:
             raise UsageError(f"bad --seq {seq!r}: expected one of {', '.join(map(str, SEQS))}")
+        if shape is not None and seq != len(shape.positions):
+            raise UsageError(f"shape {shape.name} has {len(shape.positions)} operations, not {seq}")
         self.seq = seq
         self.synced = synced
+        self.shape = shape.name if shape else ""
+        self.positions: tuple[Mask, ...] = shape.positions if shape else (OPEN,) * seq
         self.mask: Mask = (frozenset(checked(families, FAMILIES, "operation")),
                            frozenset(checked(persistence, PERSISTENCE, "persistence point")))
         self.filtered = self.mask != WHOLE
-        self._memo = _COUNTS.setdefault(seq, {})
+        self._memo = _COUNTS.setdefault(self.positions, {})
+        self._traits: dict[tuple[Mask, int], tuple[bool, bool, bool]] = {}
 
     def allowed(self, op: Op, persist: Persist | None) -> bool:
         return allowed_by(self.mask, op, persist)
 
     def choices(self, sim: Sim, left: int, families: frozenset = frozenset(FAMILIES)):
         """(op, persistence point, the Sim after them) for every valid next step whose operation
-        is of `families`, in order."""
+        is of `families` and that its position allows, in order."""
         step = self.seq - left + 1
+        position = self.positions[step - 1]
         for op in OPS:
-            if op.family not in families:
+            if op.family not in families or op.family not in position[0]:
                 continue
             after = sim.copy()
             if apply(after, op, step):
                 for persist, then in followed(after, op, last=left == 1):
-                    yield op, persist, then
+                    if allows(position, op, persist):
+                        yield op, persist, then
+
+    def traits(self, mask: Mask, left: int) -> tuple[bool, bool, bool]:
+        """What the Sim's key must tell apart with `left` steps to go under `mask`: whether a
+        sized operation may still come, whether a nested one may come or came (its names are
+        then points a later step may have: `Sim.key`), and whether `again` may come next."""
+        if (mask, left) not in self._traits:
+            ahead = frozenset().union(*(p[0] for p in self.positions[self.seq - left:])) & mask[0]
+            ever = frozenset().union(*(p[0] for p in self.positions)) & mask[0]
+            self._traits[mask, left] = (not ahead.isdisjoint(SIZED), "nested" in ever,
+                                        "again" in mask[0] & self.positions[self.seq - left][0])
+        return self._traits[mask, left]
 
     def count(self, sim: Sim | None = None, left: int | None = None, mask: Mask = WHOLE) -> int:
         """The workloads from `sim` with `left` operations to go (by default: all of them)
@@ -168,8 +198,8 @@ class Space:
         left = self.seq if left is None else left
         if left == 0:
             return 1
-        key = (sim.key(sized=not mask[0].isdisjoint(SIZED), nested="nested" in mask[0]), left, mask,
-               "again" in mask[0] and sim.pointed)  # whether `again` may come next
+        sized, nested, again = self.traits(mask, left)
+        key = (sim.key(sized=sized, nested=nested), left, mask, again and sim.pointed)  # whether `again` may come next
         if key not in self._memo:
             self._memo[key] = sum(self.count(after, left - 1, mask) for op, persist, after in
                                   self.choices(sim, left, mask[0]) if allowed_by(mask, op, persist))
@@ -220,10 +250,17 @@ class Space:
     def workload(self, index: int) -> Workload:
         """The workload numbered `index` in the whole space."""
         if not 0 <= index < self.count():
-            raise UsageError(f"no workload {workload_id(self.seq, index, self.synced)}: seq {self.seq} has "
-                             f"{self.count()}")
+            raise UsageError(f"no workload {workload_id(self.seq, index, self.synced, self.shape)}: {self.name} "
+                             f"has {self.count()}")
         steps, sim = self._ranked(index, WHOLE)
-        return Workload(self.seq, index, tuple(steps), ordered_setup(sim.setup), self.synced)
+        return self._made(index, steps, sim)
+
+    @property
+    def name(self) -> str:
+        return f"shape {self.shape}" if self.shape else f"seq {self.seq}"
+
+    def _made(self, index: int, steps, sim: Sim) -> Workload:
+        return Workload(self.seq, index, tuple(steps), ordered_setup(sim.setup), self.synced, shape=self.shape)
 
     def locate(self, steps) -> int:
         """The id of the workload made of `steps`; UsageError if it is not one of the space."""
@@ -240,7 +277,7 @@ class Space:
                     break
                 base += self.size(after, left - 1, mask, still)
             else:
-                raise UsageError(f"not a seq {self.seq} workload: {wanted.text()} is invalid or not allowed there")
+                raise UsageError(f"not a {self.name} workload: {wanted.text()} is invalid or not allowed there")
         return base
 
     def index_of(self, rank: int) -> int:
@@ -255,7 +292,7 @@ class Space:
     def _walk(self, sim: Sim, left: int, base: int, steps: tuple, masks: tuple[Mask, Mask], below: Mask | None):
         """`masks`: the filter's, and the one the ids are counted in."""
         if left == 0:
-            yield Workload(self.seq, base, steps, ordered_setup(sim.setup), self.synced)
+            yield self._made(base, steps, sim)
             return
         mask, ids = masks
         for op, persist, after in self.choices(sim, left):
@@ -274,14 +311,14 @@ class Space:
 
     def parse(self, ident: str) -> Workload:
         """The workload an id names; UsageError if it names none of this space."""
-        m = _ID.fullmatch(ident)
-        if not m:
-            raise UsageError(f"bad workload id {shown(ident)}: expected seqN-NNNNNN or seqNu-NNNNNN")
+        m = _matched(ident)
+        if (m.group(3) or "") != self.shape:
+            raise UsageError(f"workload {ident} is not of {f'--shape {self.shape}' if self.shape else 'a --seq space'}")
         if int(m.group(1)) != self.seq:
             raise UsageError(f"workload {ident} is not of --seq {self.seq}")
         if (m.group(2) == "") != self.synced:
             raise UsageError(f"workload {ident} is not of --setup {setup_name(self.synced)}")
-        return self.workload(int(m.group(3)))
+        return self.workload(int(m.group(4)))
 
 
 def checked(names, known, what: str) -> tuple[str, ...]:
@@ -326,12 +363,30 @@ def forget_counts() -> None:
     """Drop every count kept in the process: for a test that changed the model's rules."""
     _COUNTS.clear()
     whole_space.cache_clear()
+    shape_space.cache_clear()
+
+
+@cache
+def shape_space(name: str, synced: bool = True) -> Space:
+    """The unfiltered space of the shape `name` (UsageError on an unknown one)."""
+    shape = shape_named(name)
+    return Space(len(shape.positions), synced=synced, shape=shape)
+
+
+def _matched(ident: str) -> re.Match:
+    m = _ID.fullmatch(ident)
+    if not m:
+        raise UsageError(f"bad workload id {shown(ident)}: expected {ID_FORMS}")
+    return m
 
 
 def space_of(ident: str) -> Space:
-    """The whole space an id belongs to."""
-    m = _ID.fullmatch(ident)
-    if not m:
-        raise UsageError(f"bad workload id {shown(ident)}: expected seqN-NNNNNN or seqNu-NNNNNN")
-    seq, synced = int(m.group(1)), not m.group(2)
+    """The whole space an id belongs to: its seq's, or its shape's."""
+    m = _matched(ident)
+    seq, synced, shape = int(m.group(1)), not m.group(2), m.group(3)
+    if shape:
+        space = shape_space(shape, synced)
+        if space.seq != seq:
+            raise UsageError(f"bad workload id {shown(ident)}: shape {shape} has {space.seq} operations, not {seq}")
+        return space
     return whole_space(seq, synced) if seq in SEQS else Space(seq, synced=synced)

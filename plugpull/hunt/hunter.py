@@ -74,6 +74,7 @@ class HuntSpec:
     table: int = TABLE  # 1: only the first table's operations (a hunt started before the later ones)
     slots: bool = True  # states copied into disks the checker guests keep plugged in (`check.slots`)
     keep_disk: bool = True  # the recording guest's disk kept plugged in from one workload to the next (`record`)
+    shape: str = ""  # the shape whose workloads it takes (generate/shapes.py; "": the whole space of `seq`)
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -93,6 +94,7 @@ class HuntSpec:
         release as `kernel` (as before hunts took several), with several their `kernels`."""
         on = {"kernel": kernels[0]} if len(kernels) == 1 else {"kernels": list(kernels)}
         fsck = {} if self.fsck.always else {"fsck": self.fsck.text}  # hunts from before the choice resume
+        fsck |= {"shape": self.shape} if self.shape else {}  # and hunts from before shapes
         return {"seq": self.seq, "ops": list(self.ops), "sample": self.sample, "seed": self.seed, "fs": self.fs,
                 "mode": self.mode, "disk_mib": self.mib, **on, "models": list(self.models), "cuts": POINT_CUTS, **fsck,
                 "setup": self.setup, "table": self.table}

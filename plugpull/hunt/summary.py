@@ -38,7 +38,8 @@ def summary(settings: dict, lines: list[dict], total: int, out: Path | None = No
     for line in lines:
         verdicts.update(line["verdicts"])
     failing = [line for line in lines if line["failing"]]
-    where = f"hunt: seq {settings['seq']}{_filters(settings)} on {settings['fs']} ({settings['mode']})"
+    where = (f"hunt: seq {settings['seq']}{shape_text(settings)}{_filters(settings)} on {settings['fs']} "
+             f"({settings['mode']})")
     if len(kernels) > 1:
         text = [f"{where}, kernels {', '.join(kernels)}: {len(lines)} of {total} workload runs "
                 f"({total // len(kernels)} workloads on each), {_counts(lines)}, "
@@ -144,6 +145,11 @@ def kernels_text(lines: list[dict]) -> str:
     kept = next((line["artifact"] for line in lines if line.get("artifact")), None)
     where = str(Path(kept).parent) + "/" if kept else ""
     return f"{first['id']}  {first['ops']}  on {on}  {where}".rstrip()
+
+
+def shape_text(settings: dict) -> str:
+    """", shape NAME" for a hunt of a shape's workloads; "" for one of a whole --seq space."""
+    return f", shape {settings['shape']}" if settings.get("shape") else ""
 
 
 def _filters(settings: dict) -> str:

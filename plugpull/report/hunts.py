@@ -19,7 +19,7 @@ from plugpull.files import TEXT_MAX, atomic_write, first_link, read_regular, sta
 from plugpull.hunt.findings import Finding, Hunt, Member, across, families, names_in
 from plugpull.hunt.journal import JOURNAL, SETTINGS, Journal, kernels_of
 from plugpull.hunt.lock import LOCK
-from plugpull.hunt.summary import FAILING
+from plugpull.hunt.summary import FAILING, shape_text
 from plugpull.report.unwritten import unwritten
 from plugpull.report.pages import LISTED, Section, relative, shown, slug, with_same
 from plugpull.report.states import cell_states, left_out, read_json
@@ -76,7 +76,7 @@ def hunt_label(hunt: Hunt) -> str:
     kernels = kernels_of(s)
     on = f"kernel{'s' if len(kernels) > 1 else ''} {', '.join(kernels) or '?'}"
     where = f"{s.get('fs', '?')} {s.get('mode', '?')}, {on}"
-    return f"{where}, seq {s.get('seq', '?')}{ops}{sample}"
+    return f"{where}, seq {s.get('seq', '?')}{shape_text(s)}{ops}{sample}"
 
 
 @dataclass(frozen=True)

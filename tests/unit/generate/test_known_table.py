@@ -108,3 +108,14 @@ def test_renumber_sets_each_listed_id_to_its_steps_id_and_leaves_the_current_one
     assert moves == [("seq1-000005", "seq1-000000")]
     assert out == text.replace('gen = "seq1-000005"\n', 'gen = "seq1-000000"\n', 1)
     assert renumbered(known.DATA.read_text(), LISTED) == (known.DATA.read_text(), [])
+
+
+def test_a_shapes_listed_id_is_checked_and_renumbered_in_its_shape():
+    bug = next(b for b in LISTED if b.test == "btrfs/243")
+    assert bug.gen.startswith("seq5.renames-") and mismatches(bug) == []
+    first, *rest = bug.steps
+    wrong = replace(bug, steps=(Step(first.op, Persist("sync")), *rest))
+    assert mismatches(wrong) and "not" in mismatches(wrong)[0]
+    stale = replace(bug, gen="seq5.renames-000007")
+    out, moves = renumbered('gen = "seq5.renames-000007"\n', [stale])
+    assert moves == [("seq5.renames-000007", bug.gen)] and out == f'gen = "{bug.gen}"\n'

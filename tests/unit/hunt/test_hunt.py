@@ -183,7 +183,7 @@ def test_a_lying_disk_is_a_barrier_recording_judged_by_lying_models():
 
 def test_the_default_out_names_the_hunt_so_the_same_command_goes_on():
     args = SimpleNamespace(seq=2, fs="btrfs", mode="barrier", ops=("rename", "fsync"), sample=2000, seed=3, kernel=None,
-                           setup=None)
+                           setup=None, shape=None)
     assert default_out(args, [None]) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3")
     unsynced = SimpleNamespace(**{**vars(args), "setup": "unsynced"})
     assert default_out(unsynced, [None]) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-unsynced-sample2000-seed3")
