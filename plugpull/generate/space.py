@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 
 from plugpull.errors import UsageError
+from plugpull.generate.names import NESTED_FAMILIES
 from plugpull.generate.ops import FAMILIES, INITIAL_SIZE, OPS, PERSISTENCE, SETUP_BYTE, SIZED, TABLES, Op, \
     Persist, Sim, apply, refusal, up_to
 from plugpull.generate.points import followed
@@ -168,7 +169,8 @@ class Space:
         left = self.seq if left is None else left
         if left == 0:
             return 1
-        key = (sim.key(sized=not mask[0].isdisjoint(SIZED), nested="nested" in mask[0]), left, mask,
+        key = (sim.key(not mask[0].isdisjoint(SIZED), not mask[0].isdisjoint(NESTED_FAMILIES), "third" in mask[0]),
+               left, mask,
                "again" in mask[0] and sim.pointed)  # whether `again` may come next
         if key not in self._memo:
             self._memo[key] = sum(self.count(after, left - 1, mask) for op, persist, after in
