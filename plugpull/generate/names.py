@@ -1,5 +1,4 @@
-"""The tenth table's model (docs/generate.md#the-tenth-table-a-third-name-links-into-the-nested-directory-a-directory-moved):
-a third file name in each directory (`third`: `A/baz`, `B/baz`, fstests' own third name), links
+"""The tenth table's model (docs/generate.md, "The tenth table"): a third file name in each directory (`third`: `A/baz`, `B/baz`, fstests' own third name), links
 into and out of the nested directory (`nested-link`), and the nested directory moved into the
 other directory with a file made where it was (`move-dir`): what fstests generic/343, 498, 552,
 782 and 784 need. Each operation is its twin of the first table on other names (`TWINS`), so

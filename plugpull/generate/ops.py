@@ -15,7 +15,7 @@ renamed with its files. Setup runs first and is made durable by `sync` (ack 0), 
 
 from dataclasses import dataclass
 
-from plugpull.generate.names import NAME_FAMILIES, NAME_ROWS, NESTED_FAMILIES, TWINS, name_step_allowed
+from plugpull.generate.names import NAME_FAMILIES, NAME_ROWS, TWINS, name_step_allowed
 from plugpull.generate.reach import ANY_POINTS, REFLINKS, clone_step
 from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
@@ -57,8 +57,7 @@ TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync
           (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
-# the later tables' points, by the call each makes
-CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}
+CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}  # the later tables' points, by their call
 DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert",
                  *SIZE_FAMILIES)
 

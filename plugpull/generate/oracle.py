@@ -123,9 +123,8 @@ def fact(tree: Tree, path: str, name: str):
 
 
 def _all_facts(tree: Tree, path: str):
-    kind = tree.kind(path)
     names = {FILE: ("kind", "size", "digest", "nlink", "xattrs"), SYMLINK: ("kind", "target"), DIR: ("kind",)}
-    return [(path, n, fact(tree, path, n)) for n in names.get(kind, ("kind",))]
+    return [(path, n, fact(tree, path, n)) for n in names.get(tree.kind(path), ("kind",))]
 
 
 def sync_all(ctx: Context):
