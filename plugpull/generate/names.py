@@ -1,8 +1,9 @@
-"""The tenth table's model (docs/generate.md, "The tenth table"): a third file name in each directory (`third`: `A/baz`, `B/baz`, fstests' own third name), links
-into and out of the nested directory (`nested-link`), and the nested directory moved into the
-other directory with a file made where it was (`move-dir`): what fstests generic/343, 498, 552,
-782 and 784 need. Each operation is its twin of the first table on other names (`TWINS`), so
-the program runs it as that one and the oracle's rules apply as they are. Plain tuples, so that
+"""The tenth table's model (docs/generate.md, "The tenth table"): a third file name in each
+directory (`third`: `A/baz`, `B/baz`, fstests' own third name), links into and out of the
+nested directory (`nested-link`), and the nested directory moved into the other directory with
+a file made where it was (`move-dir`): what fstests generic/343, 498, 782 and 784 need, and
+552's rename. Each operation is its twin of the first table on other names (`TWINS`), so the
+program runs it as that one and the oracle's rules apply as they are. Plain tuples, so that
 `ops` (which owns the operation table and its `Op`) builds the rows.
 
 Only the operations those tests need, not every operation on every name: each row multiplies
