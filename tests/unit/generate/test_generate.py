@@ -13,7 +13,7 @@ from tests.cli_run import run_cli
 from plugpull import cli
 from plugpull.errors import UsageError
 from plugpull.generate.ops import CORE_OPS, FALLOCS, FIRST_FAMILIES, FIRST_PERSISTENCE, INITIAL_SIZE, TRUNCATE_TO, \
-    WRITES, up_to
+    FAMILIES, PERSISTENCE, WRITES, up_to
 from plugpull.generate.program import program
 from plugpull.generate.space import Space, space_of, workload_of
 
@@ -165,7 +165,8 @@ def run(argv, capsys):
 @pytest.mark.parametrize("argv", [["--seq", "0"], ["--seq", "4"], ["--seq", "x"], ["--seq", "1", "--ops", "frob"],
                                   ["--show", "seq9-000001"], ["--seq", "1", "--show", "seq1-001380"],
                                   ["--seq", "1", "--show", "seq2-000001"], ["--show", "nonsense"], [],
-                                  ["--seq", "1", "--sample", "-2"], ["--owed", "seq1-000001", "--fs", "zfs"]])
+                                  ["--seq", "1", "--sample", "-2"], ["--owed", "seq1-000001", "--fs", "zfs"],
+                                  ["--seq", "1", "--ops"]])
 def test_bad_input_exits_2_in_one_line(argv, capsys):
     code, out, err = run(argv, capsys)
     assert code == 2 and out == ""
@@ -238,3 +239,14 @@ def test_a_record_of_a_generated_workload_names_it_again():
     assert recorded_workload("fsync-files", {"count": 3}).name == "fsync-files"
     with pytest.raises(UsageError):
         recorded_workload("gen", {"ident": "seq1-999999", "profile": "xfs"})
+
+
+def test_ops_alone_lists_each_name_by_table_with_its_operations_and_seq1_workloads(capsys):
+    lines = run(["--ops"], capsys)[1].splitlines()
+    assert lines[0].split() == ["table", "name", "kind", "operations", "seq", "1"]
+    rows = {line.split()[1]: line.split() for line in lines[1:]}
+    assert rows["creat"] == ["1", "creat", "operation", "4", str(Space(1, ("creat",), PERSISTENCE).total())]
+    assert rows["third"] == ["10", "third", "operation", "14", "80"]
+    assert rows["nested-link"][3:] == ["8", "68"] and rows["move-dir"][3:] == ["6", "20"]
+    assert rows["msync-head"] == ["9", "msync-head", "point", "8"]
+    assert len(rows) == len(FAMILIES) + len(PERSISTENCE)
