@@ -49,8 +49,9 @@ def names_option(text: str) -> tuple[str, ...]:
 def add_parsers(sub) -> None:
     g = sub.add_parser("generate", help="the generated workloads: count, list, sample, show one")
     add_space_options(g, False, "core operations per workload: 1, 2 or 3 (with --show: the id's)")
-    g.add_argument("--ops", type=names_option, help="only workloads whose operations and persistence points are all "
-                   "of these (e.g. rename,link,fsync,sync); ids stay those of the whole space")
+    g.add_argument("--ops", type=names_option, nargs="?", const=(), help="only workloads whose operations and "
+                   "persistence points are all of these (e.g. rename,link,fsync,sync); ids stay those of the whole "
+                   "space; alone: the names, by table, with their operations and seq-1 workloads")
     g.add_argument("--sample", type=whole_option(1, COUNT_MAX), metavar="K", help="K workloads drawn at random (by --seed)")
     g.add_argument("--seed", type=whole_option(0, SEED_MAX), help="with --sample: the sample's seed (default 1)")
     add_setup_option(g, "(default synced; with --show or --owed: the id's)")
@@ -118,6 +119,11 @@ def cmd_generate(args) -> int:
         raise UsageError("--seed goes with --sample K: it draws the sample")
     if args.shapes:
         return _print_shapes(args)
+    if args.ops == ():
+        if args.seq is not None or args.shape or args.show or args.owed or args.list or args.sample is not None:
+            raise UsageError("--ops without names lists them; to filter, give it names (--ops rename,fsync)")
+        _print_names()
+        return EXIT_OK
     space = _space(args)
     if args.show:
         from plugpull.generate.oracle import on_profile
@@ -149,6 +155,20 @@ def _print_shapes(args) -> int:
         rows.append((shape.name, len(shape.positions), f"{space.total():,}", shape.why))
     print_table(("shape", "ops", "workloads", "for"), rows)
     return EXIT_OK
+
+
+def _print_names() -> None:
+    """Each operation family and persistence point `--ops` takes, by the table it came with: how
+    many operations (rows) a family has, and how many seq-1 workloads `--ops NAME` keeps with
+    every point (a family) or with every operation (a point)."""
+    from plugpull.generate.ops import FAMILIES, OPS, PERSISTENCE, TABLES
+    from plugpull.generate.space import Space
+    rows = []
+    for table, (families, points) in enumerate(TABLES, 1):
+        rows += [(table, f, "operation", sum(op.family == f for op in OPS), Space(1, (f,), PERSISTENCE).total())
+                 for f in families]
+        rows += [(table, p, "point", "", Space(1, FAMILIES, (p,)).total()) for p in points]
+    print_table(("table", "name", "kind", "operations", "seq 1"), rows)
 
 
 def _print_owed(workload, fs: str) -> None:

@@ -11,19 +11,19 @@ name `--ops` takes), a variant and its operands, all among the fixed names of `t
 A name no operation has touched yet is resolved when first needed: an operation that needs it
 to exist makes the workload's setup create it (a file of `INITIAL_SIZE` bytes, or a directory),
 one that needs it absent takes it as absent; a directory from the setup that is renamed is
-renamed with its files. Setup runs before the first operation and is made
-durable by `sync` (ack 0), unless it is unsynced (space.py)."""
+renamed with its files. Setup runs first and is made durable by `sync` (ack 0), unless unsynced."""
 
 from dataclasses import dataclass
 
+from plugpull.generate.names import NAME_FAMILIES, NAME_ROWS, TWINS, name_step_allowed
 from plugpull.generate.reach import ANY_POINTS, REFLINKS, clone_step
 from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
-from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED_DIR, NESTED_FILES, ROOT, SYMLINK, Inode, \
-    Tree, parent, under, with_data, with_xattr
+from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED, NESTED_DIR, NESTED_FILES, ROOT, SYMLINK, \
+    THIRD, Inode, Tree, parent, under, with_data, with_xattr
 
 INITIAL_SIZE = 16384
-SETUP_BYTE = {"A/foo": 0x41, "A/bar": 0x42, "B/foo": 0x43, "B/bar": 0x44, "A/C/foo": 0x45, "A/C/bar": 0x46}  # each setup file's fill
+SETUP_BYTE = dict(zip(("A/foo", "A/bar", "B/foo", "B/bar", "A/C/foo", "A/C/bar", "A/baz", "B/baz"), range(0x41, 0x49)))
 XATTR = "user.pp"
 
 # write variants: offset from the file's size, length
@@ -54,11 +54,10 @@ FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
 TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()),
           (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
           (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)), (("again",), ()),
-          (SIZE_FAMILIES, tuple(RANGED)))
+          (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
-# the later tables' points, by the call each makes
-CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}
+CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}  # the later tables' points, by their call
 DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert",
                  *SIZE_FAMILIES)
 
@@ -116,8 +115,8 @@ RMDIR_OPS = tuple(Op("rmdir", "", (d,)) for d in DIRS)  # of an empty directory:
 SIZED = ("collapse", "insert", "reflink", *SIZE_FAMILIES)
 RANGE_OPS = tuple([Op("falloc-eof", v, (f,)) for f in FILES for v in EOF_FALLOCS] +
                   [Op(family, "", (f,)) for f in FILES for family in SHIFTS])
-# the nested directory A/C (ACE's): made, a file made in it, moved into it from A or B and out of
-# it back, and unlinked in it; each is its plain twin (`plain`) on the nested names
+# the nested directory A/C (ACE's): made, a file made in it, moved into it from A or B and out of it back,
+# and unlinked in it; each is its plain twin (`plain`) on the nested names
 NESTED_MOVES = tuple((src, f"{NESTED_DIR}/{src.rpartition('/')[2]}") for src in FILES)
 NESTED_OPS = tuple([Op("nested", "mkdir", (NESTED_DIR,))] + [Op("nested", "creat", (f,)) for f in NESTED_FILES] +
                    [Op("nested", "rename", move) for move in NESTED_MOVES] +
@@ -135,7 +134,9 @@ SIZE_OPS = tuple([Op("punch", v, (f,)) for f in FILES for v in PUNCHES] +
                  [Op("resize", v, (f,)) for f in FILES for v in RESIZES] +
                  [Op("tiny", v, (f,)) for f in FILES for v in TINIES] +
                  [Op("mmap", v, (f,)) for f in FILES for v in MMAPS])
-OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS
+NAME_OPS = tuple(Op(*row) for row in NAME_ROWS)  # a third name, links into A/C, A/C moved (`names`)
+OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS + \
+    NAME_OPS
 
 
 def refusal(op: Op, refused) -> str | None:
@@ -144,7 +145,9 @@ def refusal(op: Op, refused) -> str | None:
 
 
 def plain(op: Op) -> Op:
-    """A nested operation as the first table's operation it is (a rename: to a free name)."""
+    """A nested or tenth-table operation as the first table's operation it is (`names.TWINS`)."""
+    if op.family in NAME_FAMILIES:
+        return Op(*TWINS[op.family, op.variant], op.args)
     return Op(op.variant, "file" if op.variant == "rename" else "", op.args) if op.family == "nested" else op
 
 
@@ -215,17 +218,18 @@ class Sim:
         self.touch(path)
         return self.exists(parent(path), (DIR,))
 
-    def key(self, sized: bool = True, nested: bool = True) -> tuple:
+    def key(self, sized: bool = True, nested: bool = True, third: bool = True) -> tuple:
         """What decides which operations are valid from here on: each name's state, hard
         links told apart by the order their inodes first appear, and each file's size (`sized`:
         collapse and insert range may come, whose validity the exact size decides; else only
         whether it holds a whole page, which is all the other operations ask and counts many
-        fewer shapes). The nested names only where nested operations may come (`nested`):
-        no other operation makes them. Taken once: a Sim is not changed after its operation
-        was applied (`Space.choices` applies to copies)."""
-        if (sized, nested) not in self._keys:
-            self._keys[sized, nested] = self._shape(sized, NAMES if nested else DIRS + FILES)
-        return self._keys[sized, nested]
+        fewer shapes). The nested names only where nested operations may come (`nested`), the
+        third names only where `third` ones may (`third`): no other operation makes them. Taken
+        once: a Sim is not changed after its operation was applied (`Space.choices` applies to copies)."""
+        if (sized, nested, third) not in self._keys:
+            names = DIRS + FILES + (NESTED if nested else ()) + (THIRD if third else ())
+            self._keys[sized, nested, third] = self._shape(sized, names)
+        return self._keys[sized, nested, third]
 
     def _shape(self, sized: bool, names: tuple[str, ...]) -> tuple:
         order: dict[int, int] = {}
@@ -333,7 +337,7 @@ def apply(sim: Sim, op: Op, step: int, lenient: bool = False) -> bool:
         return sim.pointed  # nothing is done: only a point after a point (a step without one adds nothing)
     if op.family in ("reflink", "copy"):
         return clone_step(sim, op)
-    return _namespace(sim, op)
+    return name_step_allowed(sim, op.family, op.variant, op.args) and _namespace(sim, op)
 
 
 def _namespace(sim: Sim, op: Op) -> bool:

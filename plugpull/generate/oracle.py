@@ -18,9 +18,9 @@ from functools import lru_cache
 
 from plugpull.errors import UsageError
 from plugpull.generate.delalloc import delayed_only
-from plugpull.generate.ops import refusal
+from plugpull.generate.ops import plain, refusal
 from plugpull.generate.space import Workload
-from plugpull.generate.tree import DIR, FILE, NAMES, NESTED, SYMLINK, Tree, digest, parent, under
+from plugpull.generate.tree import DIR, FILE, NAMES, OPTIONAL, SYMLINK, Tree, digest, parent, under
 from plugpull.generate.sizes import RANGED, msync_owed
 from plugpull.generate.unlinked import OPEN_POINTS, gone_names
 from plugpull.testbed.features import SEP
@@ -98,17 +98,18 @@ class Context:
         return self.workload.trees[:self.step + 1]
 
     def moved_with_a_dir(self, path: str) -> bool:
-        """`path` lies in a directory renamed so far: a file's fsync need not persist that
-        rename (xfs logs only the directories and the moved directory's inode)."""
-        renames = [s.op.args for s in self.workload.steps[:self.step] if s.op.family == "rename"
-                   and s.op.variant == "dir"]
-        return any(under(path, d) for pair in renames for d in pair)
+        """`path` lies in a directory renamed so far (A/C moved too): a file's fsync need not persist
+        that rename (xfs logs only the directories and the moved directory's inode); a file made at
+        a moved directory's old name (`move-dir.creat`) is not in it."""
+        moves = [plain(s.op) for s in self.workload.steps[:self.step]]
+        dirs = {d for op in moves if (op.family, op.variant) == ("rename", "dir") for d in op.args}
+        return any(under(path, d) for d in dirs if path != d or self.tree.kind(path) == DIR)
 
 
 def named(workload: Workload) -> tuple[str, ...]:
-    """The names whose facts a point may owe: the first table's, and a nested one only where a
-    tree of the workload has it (one that never has it owes of it what it owed before)."""
-    return tuple(p for p in NAMES if p not in NESTED or any(p in t.paths for t in workload.trees))
+    """The names whose facts a point may owe: the first table's, and a nested or third one only where a tree of
+    the workload has it (one that never has it owes of it what it owed before)."""
+    return tuple(p for p in NAMES if p not in OPTIONAL or any(p in t.paths for t in workload.trees))
 
 
 def fact(tree: Tree, path: str, name: str):
@@ -122,9 +123,8 @@ def fact(tree: Tree, path: str, name: str):
 
 
 def _all_facts(tree: Tree, path: str):
-    kind = tree.kind(path)
     names = {FILE: ("kind", "size", "digest", "nlink", "xattrs"), SYMLINK: ("kind", "target"), DIR: ("kind",)}
-    return [(path, n, fact(tree, path, n)) for n in names.get(kind, ("kind",))]
+    return [(path, n, fact(tree, path, n)) for n in names.get(tree.kind(path), ("kind",))]
 
 
 def sync_all(ctx: Context):

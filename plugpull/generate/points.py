@@ -7,7 +7,8 @@ eighth's `again`, any point of the tree as it stands (`again`); ranged msyncs af
 table's mmap (`sizes`). `followed` gives each with the Sim it leaves."""
 
 from plugpull.generate.again import again_points
-from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, Sim, sibling
+from plugpull.generate.names import NAME_FAMILIES
+from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, Sim, plain, sibling
 from plugpull.generate.reach import untouched
 from plugpull.generate.sizes import RANGED
 from plugpull.generate.unlinked import OPEN_POINTS
@@ -24,6 +25,8 @@ def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
     args = op.args
     if op.family == "nested":
         return _nested_subjects(op)
+    if op.family in NAME_FAMILIES:
+        return _name_subjects(op)
     if op.family == "evict":
         return (), ()
     if op.family in ("reflink", "copy"):
@@ -49,6 +52,17 @@ def _nested_subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return (), (NESTED_DIR, parent(NESTED_DIR))
     files = op.args[-1:] if op.variant in ("creat", "rename") else ()
     return files, tuple(dict.fromkeys([*(parent(a) for a in op.args), parent(NESTED_DIR)]))
+
+
+def _name_subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """As its twin's (`ops.plain`), with the parent of A/C (A) among the directories after a
+    link into or out of it, as after a nested operation; after a directory moved, the directory
+    at its new name and both parents."""
+    if op.family == "move-dir" and op.variant == "dir":
+        return (), tuple(dict.fromkeys([op.args[1], parent(op.args[0]), parent(op.args[1])]))
+    files, dirs = subjects(plain(op))
+    extra = (parent(NESTED_DIR),) if op.family == "nested-link" else ()
+    return files, tuple(dict.fromkeys([*dirs, *extra]))
 
 
 def siblings(op: Op) -> tuple[str, ...]:

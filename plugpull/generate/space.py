@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 
 from plugpull.errors import UsageError
+from plugpull.generate.names import NESTED_FAMILIES
 from plugpull.generate.ops import FAMILIES, INITIAL_SIZE, OPS, PERSISTENCE, SETUP_BYTE, SIZED, TABLES, Op, \
     Persist, Sim, apply, refusal, up_to
 from plugpull.generate.points import followed
@@ -180,15 +181,16 @@ class Space:
                     if allows(position, op, persist):
                         yield op, persist, then
 
-    def traits(self, mask: Mask, left: int) -> tuple[bool, bool, bool]:
+    def traits(self, mask: Mask, left: int) -> tuple[bool, bool, bool, bool]:
         """What the Sim's key must tell apart with `left` steps to go under `mask`: whether a
-        sized operation may still come, whether a nested one may come or came (its names are
-        then points a later step may have: `Sim.key`), and whether `again` may come next."""
+        sized operation may still come, whether a nested one or one of the third name may come
+        or came (its names are then points a later step may have: `Sim.key`), and whether
+        `again` may come next."""
         if (mask, left) not in self._traits:
             ahead = frozenset().union(*(p[0] for p in self.positions[self.seq - left:])) & mask[0]
             ever = frozenset().union(*(p[0] for p in self.positions)) & mask[0]
-            self._traits[mask, left] = (not ahead.isdisjoint(SIZED), "nested" in ever,
-                                        "again" in mask[0] & self.positions[self.seq - left][0])
+            self._traits[mask, left] = (not ahead.isdisjoint(SIZED), not ever.isdisjoint(NESTED_FAMILIES),
+                                        "third" in ever, "again" in mask[0] & self.positions[self.seq - left][0])
         return self._traits[mask, left]
 
     def count(self, sim: Sim | None = None, left: int | None = None, mask: Mask = WHOLE) -> int:
@@ -198,8 +200,8 @@ class Space:
         left = self.seq if left is None else left
         if left == 0:
             return 1
-        sized, nested, again = self.traits(mask, left)
-        key = (sim.key(sized=sized, nested=nested), left, mask, again and sim.pointed)  # whether `again` may come next
+        sized, nested, third, again = self.traits(mask, left)
+        key = (sim.key(sized, nested, third), left, mask, again and sim.pointed)  # whether `again` may come next
         if key not in self._memo:
             self._memo[key] = sum(self.count(after, left - 1, mask) for op, persist, after in
                                   self.choices(sim, left, mask[0]) if allowed_by(mask, op, persist))

@@ -3,8 +3,9 @@ targets. Generated workloads are simulated on it (which operations are valid, wh
 and a recovered filesystem is compared with it in the same shape, `Entry`.
 
 Paths are relative to the workload's work directory, "." is that directory itself. The names a
-workload may use are fixed: `DIRS` and `FILES`, and the nested directory `A/C` with its files
-(`NESTED`; under `B` once `A` is renamed to it), see docs/generate.md."""
+workload may use are fixed: `DIRS` and `FILES`, the nested directory `A/C` with its files
+(`NESTED`; under `B` once `A` is renamed to it or it is moved there), and a third file name in
+each directory (`THIRD`, the tenth table's), see docs/generate.md."""
 
 import hashlib
 from functools import lru_cache
@@ -16,7 +17,9 @@ FILES = ("A/foo", "A/bar", "B/foo", "B/bar")
 NESTED_DIR = "A/C"  # ACE's nested directory: a subdirectory of A
 NESTED_FILES = ("A/C/foo", "A/C/bar")
 NESTED = (NESTED_DIR, *NESTED_FILES, "B/C", "B/C/foo", "B/C/bar")  # B/C: where a rename of A takes A/C
-NAMES = DIRS + FILES + NESTED
+THIRD = ("A/baz", "B/baz")  # the tenth table's third name in each directory (fstests' own: generic/552's dir/baz)
+OPTIONAL = NESTED + THIRD  # names no operation of the first tables makes: owed only where a workload has them
+NAMES = DIRS + FILES + NESTED + THIRD
 
 FILE, DIR, SYMLINK = "file", "dir", "symlink"
 
@@ -152,7 +155,7 @@ def read_tree(root) -> dict[str, Entry]:
         full = os.path.join(root, path)
         try:
             st = os.lstat(full)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # A/C/foo where A/C is a file
             continue
         xattrs = tuple(sorted((n, os.getxattr(full, n, follow_symlinks=False).decode())
                               for n in os.listxattr(full, follow_symlinks=False) if n.startswith("user.")))

@@ -13,7 +13,7 @@ from tests.cli_run import run_cli
 from plugpull import cli
 from plugpull.errors import UsageError
 from plugpull.generate.ops import CORE_OPS, FALLOCS, FIRST_FAMILIES, FIRST_PERSISTENCE, INITIAL_SIZE, TRUNCATE_TO, \
-    WRITES, up_to
+    FAMILIES, PERSISTENCE, WRITES, up_to
 from plugpull.generate.program import program
 from plugpull.generate.space import Space, space_of, workload_of
 
@@ -28,7 +28,8 @@ SIX_TABLES_COUNTS = {1: 1038, 2: 1505275}  # and eviction, reflink, copy, the po
 SEVEN_TABLES_COUNTS = {1: 1046, 2: 1520311}  # and unlink-open with the points of the file it holds open (seq 3:
 # 2259751689, not walked again here: docs/generate.md)
 EIGHT_TABLES_COUNTS = {1: 1056, 2: 1539102}  # and again, a point right after the last one (seq 3: 2299631520)
-WHOLE_COUNTS = {1: 1212, 2: 2081032, 3: 3726363176}  # and the ninth table's other offsets and sizes
+NINE_TABLES_COUNTS = {1: 1212, 2: 2081032}  # and the ninth table's other offsets and sizes (seq 3: 3726363176)
+WHOLE_COUNTS = {1: 1380, 2: 2738122, 3: 5700755330}  # and the tenth table's third name, nested links, moved directory
 
 
 def first_table(seq: int) -> Space:
@@ -57,12 +58,13 @@ def test_counts_are_stable(seq):
     assert seq not in SIX_TABLES_COUNTS or Space(seq, *up_to(6)).total() == SIX_TABLES_COUNTS[seq]
     assert seq not in SEVEN_TABLES_COUNTS or Space(seq, *up_to(7)).total() == SEVEN_TABLES_COUNTS[seq]
     assert seq not in EIGHT_TABLES_COUNTS or Space(seq, *up_to(8)).total() == EIGHT_TABLES_COUNTS[seq]
+    assert seq not in NINE_TABLES_COUNTS or Space(seq, *up_to(9)).total() == NINE_TABLES_COUNTS[seq]
     assert Space(seq).count() == Space(seq).total() == WHOLE_COUNTS[seq]
     assert Space(seq, synced=False).count() == WHOLE_COUNTS[seq]  # the setup changes no operation's validity
 
 
 def test_counting_agrees_with_listing():
-    assert sum(1 for _ in Space(1).workloads()) == 1212
+    assert sum(1 for _ in Space(1).workloads()) == 1380
     assert [w.index for w in first_table(1).workloads()] == list(range(356))  # the first table's ids come first
     space = Space(2, families=("link", "unlink", "rename"), persistence=("fsync",))
     listed = [w.index for w in space.workloads()]
@@ -136,7 +138,7 @@ def test_sampling_is_deterministic():
     first = space.sample(20, seed=7)
     assert first == space.sample(20, seed=7) == sorted(first) and len(set(first)) == 20
     assert first != space.sample(20, seed=8)
-    assert Space(1).sample(2000, seed=1) == list(range(1212))  # all of them, when K is more
+    assert Space(1).sample(2000, seed=1) == list(range(1380))  # all of them, when K is more
     assert first_table(2).sample(20, seed=7) == [4914, 6328, 7602, 9156, 9494, 11265, 12337, 19772, 28140, 31544,
                                                  42445, 47931, 51750, 54810, 56838, 66510, 70239, 76387, 85319,
                                                  107646]  # as drawn before the later operations
@@ -150,7 +152,7 @@ def test_a_filtered_sample_keeps_to_the_filter():
         assert {s.persist.kind for s in workload.steps if s.persist} <= {"fsync", "fdatasync"}
 
 
-@pytest.mark.parametrize("bad", ["seq4-000001", "seq1-", "seq2-12x", "seq1-001212", "seq1x-000001", "x"])
+@pytest.mark.parametrize("bad", ["seq4-000001", "seq1-", "seq2-12x", "seq1-001380", "seq1x-000001", "x"])
 def test_a_bad_id_is_refused(bad):
     with pytest.raises(UsageError):
         space_of(bad).parse(bad)
@@ -161,9 +163,10 @@ def run(argv, capsys):
 
 
 @pytest.mark.parametrize("argv", [["--seq", "0"], ["--seq", "4"], ["--seq", "x"], ["--seq", "1", "--ops", "frob"],
-                                  ["--show", "seq9-000001"], ["--seq", "1", "--show", "seq1-001212"],
+                                  ["--show", "seq9-000001"], ["--seq", "1", "--show", "seq1-001380"],
                                   ["--seq", "1", "--show", "seq2-000001"], ["--show", "nonsense"], [],
-                                  ["--seq", "1", "--sample", "-2"], ["--owed", "seq1-000001", "--fs", "zfs"]])
+                                  ["--seq", "1", "--sample", "-2"], ["--owed", "seq1-000001", "--fs", "zfs"],
+                                  ["--seq", "1", "--ops"]])
 def test_bad_input_exits_2_in_one_line(argv, capsys):
     code, out, err = run(argv, capsys)
     assert code == 2 and out == ""
@@ -171,7 +174,7 @@ def test_bad_input_exits_2_in_one_line(argv, capsys):
 
 
 def test_the_commands_print(capsys):
-    assert run(["--seq", "2"], capsys)[1] == "seq 2: 2081032 workloads of 2081032\n"
+    assert run(["--seq", "2"], capsys)[1] == "seq 2: 2738122 workloads of 2738122\n"
     code, out, _ = run(["--seq", "1", "--list", "--ops", "mkdir,fsync"], capsys)
     assert code == 0 and out.splitlines() == ["seq1-000017  mkdir A, fsync A", "seq1-000018  mkdir A, fsync .",
                                               "seq1-000020  mkdir B, fsync B", "seq1-000021  mkdir B, fsync ."]
@@ -203,7 +206,7 @@ def no_guest(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("argv, said", [
     (["--workload", "gen:x"], "argument --workload: bad workload id 'x': expected seqN-NNNNNN"),
-    (["--workload", "gen:seq1-001212"], "argument --workload: no workload seq1-001212: seq 1 has 1212"),
+    (["--workload", "gen:seq1-001380"], "argument --workload: no workload seq1-001380: seq 1 has 1380"),
     (["--workload", "gen:seq1-000001", "--param", "count=3"], "gen:seq1-000001 takes no --param"),
     (["--workload", "gen:seq1-000001", "--check-script", "c.sh"],
      "--check-script is for a script:PATH workload, not gen:seq1-000001"),
@@ -236,3 +239,14 @@ def test_a_record_of_a_generated_workload_names_it_again():
     assert recorded_workload("fsync-files", {"count": 3}).name == "fsync-files"
     with pytest.raises(UsageError):
         recorded_workload("gen", {"ident": "seq1-999999", "profile": "xfs"})
+
+
+def test_ops_alone_lists_each_name_by_table_with_its_operations_and_seq1_workloads(capsys):
+    lines = run(["--ops"], capsys)[1].splitlines()
+    assert lines[0].split() == ["table", "name", "kind", "operations", "seq", "1"]
+    rows = {line.split()[1]: line.split() for line in lines[1:]}
+    assert rows["creat"] == ["1", "creat", "operation", "4", str(Space(1, ("creat",), PERSISTENCE).total())]
+    assert rows["third"] == ["10", "third", "operation", "14", "80"]
+    assert rows["nested-link"][3:] == ["8", "68"] and rows["move-dir"][3:] == ["6", "20"]
+    assert rows["msync-head"] == ["9", "msync-head", "point", "8"]
+    assert len(rows) == len(FAMILIES) + len(PERSISTENCE)
