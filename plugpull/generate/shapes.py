@@ -73,6 +73,14 @@ SHAPES = (
           "a point", (
               at(("unlink", "rename"), (NO_POINT,)), at(("link",), (NO_POINT,)), at(("link",), (NO_POINT,)),
               at(("unlink",), (NO_POINT,)), at(("link",), (NO_POINT,)), at(("link", "creat"), OWN + ANY))),
+    Shape("evict-third", "generic/552: a name made; a write to another; inode eviction and the first's fsync; "
+          "the other renamed to the third name and fsynced", (
+              at(("creat",), (NO_POINT,)), at(("dwrite", "write"), (NO_POINT,)), at(("evict",), ANY),
+              at(("third",), OWN + ANY))),
+    Shape("third-rename", "generic/502: a link or a name made; a rename to the third name; a rename into the "
+          "name it freed; a name made, written or linked and fsynced", (
+              at(("link", "creat"), (NO_POINT, *OWN)), at(("third",), (NO_POINT,)), at(("rename", "third"), (NO_POINT,)),
+              at(("creat", "write", "link"), OWN + ANY))),
 )
 NAMES = tuple(s.name for s in SHAPES)
 
