@@ -5,8 +5,9 @@
 Runs `plugpull hunt` with the given options (one kernel; `--out` a directory that does not
 exist yet) and QEMU's virtio-scsi trace events on the recording guest (`-trace EVENT -D
 FILE`, added to its command line here, the files in OUT.trace/ beside the hunt's OUT; the
-checker guests are not traced). Each disk the
-recorder plugged in is one workload, in the journal's order. Prints each workload that failed
+checker guests are not traced). The recorder is made to plug in a disk of its own for each
+workload (`keep_disk` off: a hunt keeps one disk for many), so each disk the trace shows is one
+workload, in the journal's order. Prints each workload that failed
 or had a flush issued while one of its writes was in flight (plugpull.powerloss.scsiorder), then
 how the two go together. A crossing is not a bug by itself: it matters when the write in
 flight is one the flush was there to make durable (docs/findings/f2fs-first-fsync-report.md).
@@ -32,9 +33,13 @@ COLUMNS = ("workload", "operations", "verdict", "flushes", "crossed (flush numbe
 
 @contextmanager
 def traced_recorder(trace_dir: Path):
-    """Every recording guest started inside the block writes its trace to trace_dir/recorder-N.log."""
-    plain_argv, plain_started = machine_module.qemu_argv, Recorder._started
+    """Every recording guest started inside the block writes its trace to trace_dir/recorder-N.log,
+    each workload on a disk plugged in for it alone."""
+    plain_argv, plain_started, plain_init = machine_module.qemu_argv, Recorder._started, Recorder.__init__
     boots = []
+
+    def one_disk_each(recorder, *args, **kwargs):
+        plain_init(recorder, *args, **{**kwargs, "keep_disk": False})
 
     def with_trace(*args, **kwargs):
         events = [arg for event in TRACE_EVENTS for arg in ("-trace", event)]
@@ -50,11 +55,11 @@ def traced_recorder(trace_dir: Path):
         finally:
             machine_module.qemu_argv = plain_argv
 
-    Recorder._started = started
+    Recorder._started, Recorder.__init__ = started, one_disk_each
     try:
         yield
     finally:
-        Recorder._started = plain_started
+        Recorder._started, Recorder.__init__ = plain_started, plain_init
 
 
 def out_option(args: list[str]) -> Path | None:

@@ -68,6 +68,16 @@ def test_a_trace_that_does_not_match_the_journal_exits_3(tmp_path, capsys):
     assert "1 disks, the journal 2" in capsys.readouterr().err
 
 
+def test_the_traced_recorder_plugs_a_disk_for_each_workload(tmp_path):
+    """A hunt keeps one recording disk for many workloads; the trace is read disk by disk, one
+    a workload, so inside the bench the recorder keeps none, and outside it keeps its own."""
+    from plugpull.hunt.record import Recorder
+    bench = load_bench("scsi_crossings")
+    with bench.traced_recorder(tmp_path):
+        assert Recorder(None, None, None, None, 64, keep_disk=True).keep_disk is False
+    assert Recorder(None, None, None, None, 64, keep_disk=True).keep_disk is True
+
+
 @pytest.mark.vm
 def test_a_small_hunt_is_traced(tmp_path):
     out = run_bench("--seq", "1", "--ops", "dwrite,fsync", "--fs", "f2fs", "--out", str(tmp_path / "h"), timeout=900)
