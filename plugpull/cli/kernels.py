@@ -151,6 +151,7 @@ def cache_kinds() -> list:
     from plugpull import workdirs  # noqa: F401
     from plugpull.bisect import git  # noqa: F401
     from plugpull.cluster import workdir  # noqa: F401
+    from plugpull.generate import counts  # noqa: F401
     from plugpull.kernels import resolve  # noqa: F401
     from plugpull.kernels.build import debsrc, store  # noqa: F401
     from plugpull.prune import registered

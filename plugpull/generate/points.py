@@ -6,13 +6,15 @@ seventh's unlink-open, only the points of the file it holds open (`unlinked`); a
 eighth's `again`, any point of the tree as it stands (`again`); ranged msyncs after the ninth
 table's mmap (`sizes`). `followed` gives each with the Sim it leaves."""
 
+from functools import lru_cache
+
 from plugpull.generate.again import again_points
 from plugpull.generate.names import NAME_FAMILIES
 from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, Sim, plain, sibling
 from plugpull.generate.reach import untouched
 from plugpull.generate.sizes import RANGED
 from plugpull.generate.unlinked import OPEN_POINTS
-from plugpull.generate.tree import DIR, DIRS, FILE, ROOT, Tree, parent
+from plugpull.generate.tree import DIR, DIRS, FILE, ROOT, Inode, Tree, parent
 
 
 def sibling_path(path: str) -> str:
@@ -75,6 +77,15 @@ def siblings(op: Op) -> tuple[str, ...]:
 
 
 def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None, ...]:
+    """`choices_by_kinds` of the tree's names' kinds: which names are there, as what, is all
+    the choices read of the tree (asked for each valid step of every workload counted)."""
+    inodes = tree.inodes
+    kinds = tuple(sorted((path, inodes[ino].kind) for path, ino in tree.paths.items()))
+    return choices_by_kinds(kinds, op, last)
+
+
+@lru_cache(maxsize=1 << 16)
+def choices_by_kinds(kinds: tuple[tuple[str, str], ...], op: Op, last: bool) -> tuple[Persist | None, ...]:
     """What may follow `op`: nothing (not after the last operation), sync, fsync or fdatasync
     of a file it touched, fsync of a directory it touched; in this order. After an mmap write,
     msync of its file; after a nested operation, fsync of a sibling file; then fsync and
@@ -83,6 +94,8 @@ def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None,
     holds open and nothing else (`fsync-open`, `fdatasync-open`: the point of the operation).
     After the ninth table's mmap, msync of its first or last page (`msync-head`, `msync-tail`);
     after its `mmap.remap`, which maps the file to msync it, only those."""
+    tree = Tree(dict(zip((path for path, _ in kinds), range(len(kinds)))),
+                dict(enumerate(Inode(kind) for _, kind in kinds)))
     if op.family == "unlink-open":
         return tuple(Persist(kind, op.args[0]) for kind in OPEN_POINTS)
     if op.family == "mmap" and op.variant == "remap":
@@ -102,6 +115,14 @@ def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None,
     offered = {p.path for p in out if p is not None and p.path is not None}
     out += [Persist(kind, path) for kind, path in untouched(tree, offered, offered)]
     return tuple(out)
+
+
+def last_points(sim: Sim, op: Op) -> tuple[Persist, ...]:
+    """The points that may end the last step, `op`, which left `sim` (`followed`'s, without
+    the Sims they leave: what a count of the last step needs)."""
+    if op.family == "again":
+        return tuple(p for p, _ in again_points(sim))
+    return persistence_choices(sim.tree, op, last=True)
 
 
 def followed(sim: Sim, op: Op, last: bool) -> list[tuple[Persist | None, Sim]]:

@@ -49,11 +49,14 @@ def untouched(tree: Tree, files, dirs) -> list[tuple[str, str]]:
     fdatasync of each file there that is not among `files`, then fsync of each directory there
     (the work directory first) not among `dirs`. Names not there (untouched, or gone) are not
     offered: the setup makes no name for a point."""
+    paths, inodes = tree.paths, tree.inodes
+    there = [(p, inodes[paths[p]].kind) for p in NAMES if p in paths]
     out = []
-    for path in NAMES:
-        if tree.kind(path) == FILE and path not in files:
+    for path, kind in there:
+        if kind == FILE and path not in files:
             out += [("fsync-any", path), ("fdatasync-any", path)]
-    out += [("fsync-any", d) for d in (ROOT, *NAMES) if tree.kind(d) == DIR and d not in dirs]
+    out += [("fsync-any", d) for d in (ROOT,) if d not in dirs]
+    out += [("fsync-any", d) for d, kind in there if kind == DIR and d not in dirs]
     return out
 
 

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 
 from plugpull.errors import UsageError
+from plugpull.generate.counts import KEPT_FROM, Stored
 from plugpull.generate.names import NESTED_FAMILIES
 from plugpull.generate.ops import FAMILIES, INITIAL_SIZE, OPS, PERSISTENCE, SETUP_BYTE, SIZED, TABLES, Op, \
     Persist, Sim, apply, refusal, up_to
-from plugpull.generate.points import followed
+from plugpull.generate.points import followed, last_points
 from plugpull.generate.shapes import NO_POINT, Shape, allows, shape_named
 from plugpull.generate.tree import DIR, FILE, Inode, Tree
 from plugpull.values import shown
@@ -130,8 +131,11 @@ def block_of(steps) -> int:
 
 # Counts by the steps' positions (a seq's, or a shape's), shared by every Space of them in the
 # process: a count depends on them, the Sim and the mask (in its key), not on the filter or the
-# setup, and a seq-3 walk of the nine tables costs tens of seconds.
+# setup, and a seq-3 walk of the ten tables costs tens of seconds. Those with two steps or more
+# to go are kept on disk too (`counts.Stored`), unless the rules were changed in the process.
 _COUNTS: dict[tuple, dict] = {}
+_STORED: dict[tuple, Stored] = {}
+_KEEP = {"on": True}
 
 
 class Space:
@@ -162,6 +166,7 @@ class Space:
                            frozenset(checked(persistence, PERSISTENCE, "persistence point")))
         self.filtered = self.mask != WHOLE
         self._memo = _COUNTS.setdefault(self.positions, {})
+        self._stored = _STORED.setdefault(self.positions, Stored(self.positions)) if _KEEP["on"] else None
         self._traits: dict[tuple[Mask, int], tuple[bool, bool, bool]] = {}
 
     def allowed(self, op: Op, persist: Persist | None) -> bool:
@@ -203,9 +208,34 @@ class Space:
         sized, nested, third, again = self.traits(mask, left)
         key = (sim.key(sized, nested, third), left, mask, again and sim.pointed)  # whether `again` may come next
         if key not in self._memo:
-            self._memo[key] = sum(self.count(after, left - 1, mask) for op, persist, after in
-                                  self.choices(sim, left, mask[0]) if allowed_by(mask, op, persist))
+            self._memo[key] = self._last(sim, mask) if left == 1 else self._counted(sim, left, mask, key)
+            if left == self.seq and self._stored:
+                self._stored.save()
         return self._memo[key]
+
+    def _counted(self, sim: Sim, left: int, mask: Mask, key: tuple) -> int:
+        """`count` with `left` steps to go, from the disk's counts if they have it."""
+        kept = left >= KEPT_FROM and self._stored is not None
+        found = self._stored.get(key) if kept else None
+        if found is not None:
+            return found
+        value = sum(self.count(after, left - 1, mask) for op, persist, after in
+                    self.choices(sim, left, mask[0]) if allowed_by(mask, op, persist))
+        if kept:
+            self._stored.put(key, value)
+        return value
+
+    def _last(self, sim: Sim, mask: Mask) -> int:
+        """`count` with one step to go: its valid choices, counted without making the Sim each
+        leaves (the most of a count's work is here: every workload is one such choice)."""
+        families, points = mask[0] & self.positions[-1][0], mask[1] & self.positions[-1][1]
+        total = 0
+        for op in OPS:
+            if op.family in families:
+                after = sim.copy()
+                if apply(after, op, self.seq):
+                    total += sum(p.kind in points for p in last_points(after, op))
+        return total
 
     def size(self, sim: Sim, left: int, mask: Mask, below: Mask | None) -> int:
         """`count`, less the workloads all of whose steps are in `below` (if any)."""
@@ -362,8 +392,11 @@ def whole_space(seq: int, synced: bool = True) -> Space:
 
 
 def forget_counts() -> None:
-    """Drop every count kept in the process: for a test that changed the model's rules."""
+    """Drop every count kept in the process and stop reading and writing the disk's (which are
+    of the rules as written): for a test that changed the model's rules."""
     _COUNTS.clear()
+    _STORED.clear()
+    _KEEP["on"] = False
     whole_space.cache_clear()
     shape_space.cache_clear()
 

@@ -6,12 +6,11 @@ the same transaction fsynced, then its directory)."""
 
 import pytest
 
-from plugpull.crash.spec import CrashSpec
 from plugpull.generate.space import workload_of
+from tests.vm.generated import judged_clean_with_barriers
 
 pytestmark = pytest.mark.vm
 
-STATES = 10
 WORKLOADS = [
     ("ext4", "creat A/foo, fsync A; again, fsync-any A/foo", True),  # generic/034
     ("xfs", "again, fsync-any A/foo; again, fsync-any A", False),
@@ -20,9 +19,4 @@ WORKLOADS = [
 
 @pytest.mark.parametrize("fs, text, synced", WORKLOADS, ids=[fs for fs, _, _ in WORKLOADS])
 def test_barrier_keeps_what_the_second_point_in_a_row_owes(crash_run, fs, text, synced):
-    workload = f"gen:{workload_of(text, synced).ident}"
-    run = crash_run(CrashSpec(fs=fs, mode="barrier", workload=workload, models=("reorder",), states=STATES,
-                              seed=1, trigger="end"))
-    assert any(s.acks_required >= 2 for s in run.states), "no state after the second point"
-    assert run.summary["infra-error"] == 0
-    assert [(s.cut, s.verdict, s.reason) for s in run.states if s.verdict != "clean"] == []
+    judged_clean_with_barriers(crash_run, fs, workload_of(text, synced))

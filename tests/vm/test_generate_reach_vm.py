@@ -5,12 +5,11 @@ ext4; reflink on btrfs and xfs, where it is done; copy_file_range on ext4, where
 
 import pytest
 
-from plugpull.crash.spec import CrashSpec
 from plugpull.generate.space import workload_of
+from tests.vm.generated import judged_clean_with_barriers
 
 pytestmark = pytest.mark.vm
 
-STATES = 10
 WORKLOADS = [
     ("ext4", "link A/foo A/bar, sync; unlink A/bar; evict, fsync-any A/foo"),  # fstests generic/106's steps
     ("ext4", "write.append A/foo; creat A/bar, fsync-any A/foo"),
@@ -22,9 +21,4 @@ WORKLOADS = [
 
 @pytest.mark.parametrize("fs, text", WORKLOADS, ids=[f"{fs}-{t.split()[0]}" for fs, t in WORKLOADS])
 def test_barrier_keeps_what_the_points_owe(crash_run, fs, text):
-    workload = f"gen:{workload_of(text).ident}"
-    run = crash_run(CrashSpec(fs=fs, mode="barrier", workload=workload, models=("reorder",), states=STATES,
-                              seed=1, trigger="end"))
-    assert sum(s.acks_required for s in run.states) > 0, "no state owed anything"
-    assert run.summary["infra-error"] == 0
-    assert [(s.cut, s.verdict, s.reason) for s in run.states if s.verdict != "clean"] == []
+    judged_clean_with_barriers(crash_run, fs, workload_of(text))

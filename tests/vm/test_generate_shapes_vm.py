@@ -6,12 +6,11 @@ points and judged by the oracle, every state clean."""
 
 import pytest
 
-from plugpull.crash.spec import CrashSpec
 from plugpull.generate.space import shape_space, steps_of
+from tests.vm.generated import judged_clean_with_barriers
 
 pytestmark = pytest.mark.vm
 
-STATES = 10
 WORKLOADS = [
     ("renames", "creat A/bar, fsync A/bar; rename.file A/bar B/bar; rename.file A/foo B/foo; "
                 "resize.up B/bar, fsync-any B/foo; again, fsync-any B/bar"),  # btrfs/243
@@ -22,9 +21,4 @@ WORKLOADS = [
 @pytest.mark.parametrize("shape, text", WORKLOADS, ids=[shape for shape, _ in WORKLOADS])
 def test_barrier_keeps_what_a_shape_workload_owes_on_ext4(crash_run, shape, text):
     space = shape_space(shape)
-    workload = space.workload(space.locate(steps_of(text)))
-    run = crash_run(CrashSpec(fs="ext4", mode="barrier", workload=f"gen:{workload.ident}", models=("reorder",),
-                              states=STATES, seed=1, trigger="end"))
-    assert any(s.acks_required >= len(workload.points()) for s in run.states), "no state after the last point"
-    assert run.summary["infra-error"] == 0
-    assert [(s.cut, s.verdict, s.reason) for s in run.states if s.verdict != "clean"] == []
+    judged_clean_with_barriers(crash_run, "ext4", space.workload(space.locate(steps_of(text))))

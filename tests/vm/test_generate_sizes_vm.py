@@ -6,12 +6,11 @@ point among them."""
 
 import pytest
 
-from plugpull.crash.spec import CrashSpec
 from plugpull.generate.space import workload_of
+from tests.vm.generated import judged_clean_with_barriers
 
 pytestmark = pytest.mark.vm
 
-STATES = 10
 WORKLOADS = [
     ("ext4", "punch.sub-page A/foo; punch.tail A/foo, fsync A/foo"),  # generic/059
     ("ext4", "mmap.ends A/foo, msync-head A/foo; mmap.remap A/foo, msync-tail A/foo"),  # generic/325
@@ -22,10 +21,4 @@ WORKLOADS = [
 
 @pytest.mark.parametrize("fs, text", WORKLOADS, ids=[f"{fs}-{text.split()[0]}" for fs, text in WORKLOADS])
 def test_barrier_keeps_what_the_ninth_tables_points_owe(crash_run, fs, text):
-    workload = workload_of(text)
-    run = crash_run(CrashSpec(fs=fs, mode="barrier", workload=f"gen:{workload.ident}", models=("reorder",),
-                              states=STATES, seed=1, trigger="end"))
-    last = len(workload.points())
-    assert any(s.acks_required >= last + 1 for s in run.states), "no state after the last point"  # acks 0..last
-    assert run.summary["infra-error"] == 0
-    assert [(s.cut, s.verdict, s.reason) for s in run.states if s.verdict != "clean"] == []
+    judged_clean_with_barriers(crash_run, fs, workload_of(text))

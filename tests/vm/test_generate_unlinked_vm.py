@@ -7,12 +7,11 @@ name back (docs/hunt-results.md)."""
 
 import pytest
 
-from plugpull.crash.spec import CrashSpec
 from plugpull.generate.space import workload_of
+from tests.vm.generated import judged_clean_with_barriers
 
 pytestmark = pytest.mark.vm
 
-STATES = 10
 WORKLOADS = [
     ("ext4", "unlink-open A/foo, fsync-open A/foo", True),  # generic/764
     ("xfs", "unlink-open A/foo, fsync-open A/foo; creat A/bar, fsync A/bar", False),  # generic/771
@@ -21,9 +20,4 @@ WORKLOADS = [
 
 @pytest.mark.parametrize("fs, text, synced", WORKLOADS, ids=[fs for fs, _, _ in WORKLOADS])
 def test_barrier_keeps_the_unlink_the_fsync_of_the_open_file_owes(crash_run, fs, text, synced):
-    workload = f"gen:{workload_of(text, synced).ident}"
-    run = crash_run(CrashSpec(fs=fs, mode="barrier", workload=workload, models=("reorder",), states=STATES,
-                              seed=1, trigger="end"))
-    assert any(s.acks_required >= 1 for s in run.states), "no state after the fsync of the open file"
-    assert run.summary["infra-error"] == 0
-    assert [(s.cut, s.verdict, s.reason) for s in run.states if s.verdict != "clean"] == []
+    judged_clean_with_barriers(crash_run, fs, workload_of(text, synced))
