@@ -21,7 +21,6 @@ from plugpull.generate.delalloc import delayed_only
 from plugpull.generate.ops import plain, refusal
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import DIR, FILE, NAMES, OPTIONAL, SYMLINK, Tree, digest, parent, under
-from plugpull.generate.selfclone import SELF_FAMILIES
 from plugpull.generate.sizes import RANGED, msync_owed
 from plugpull.generate.unlinked import OPEN_POINTS, gone_names
 from plugpull.testbed.features import SEP
@@ -31,7 +30,7 @@ PROFILES = ("posix", "ext4", "xfs", "btrfs", "f2fs")
 LINUX = ("ext4", "xfs", "btrfs", "f2fs")
 FIELDS = ("kind", "size", "digest", "nlink", "xattrs", "target")
 DATA = ("size", "digest")  # owed no more once a later operation changes them
-REMAPS = frozenset({"reflink", *SELF_FAMILIES})  # the families that clone (remap_file_range)
+REMAPS = frozenset({"reflink", "self-clone"})  # the families that clone (remap_file_range), between files or in one
 
 
 # the operations each filesystem refuses with EOPNOTSUPP, by its kernel type or a feature profile
@@ -48,11 +47,8 @@ REFUSED = {
     # reflink (FICLONE, FICLONERANGE) needs the filesystem's remap_file_range, which ext4 and f2fs
     # do not have (vfs_clone_file_range, fs/remap_range.c: -EOPNOTSUPP), nor xfs without its
     # reflink feature (xfs_reflink_remap_prep): xfs-2008's v4 format has none (mkfs.xfs wants
-    # crc=1 for it). copy_file_range falls back to a copy on every filesystem. A clone within one
-    # file (the eleventh table's) is the same call
-    "ext4": REMAPS,
-    "f2fs": REMAPS,
-    "xfs-2008": REMAPS,
+    # crc=1 for it); so does a clone within one file. copy_file_range falls back to a copy everywhere
+    "ext4": REMAPS, "f2fs": REMAPS, "xfs-2008": REMAPS,
     "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero",
                                 "falloc-eof.zero-keep-size", "collapse", "insert", "punch"}),
 }

@@ -16,7 +16,7 @@ from tests.unit.generate.test_oracle import assert_own_states_clean, table_block
 
 from plugpull.check.verdict import Verdict
 from plugpull.errors import UsageError
-from plugpull.generate import ops
+from plugpull.generate import selfclone
 from plugpull.generate.judge import judge
 from plugpull.generate.oracle import on_profile, refusals, rules_of
 from plugpull.generate.ops import INITIAL_SIZE, Persist, Sim, apply, up_to
@@ -110,7 +110,7 @@ def test_the_file_holds_what_the_clone_leaves_worked_out_by_hand():
     lambda variant, data: data[4096:8192] + data[4096:] if variant == "to-start" else data + data[:4096],  # off a block
 ])
 def test_the_clone_check_catches_a_wrong_rule(monkeypatch, wrong):
-    monkeypatch.setattr(ops, "self_cloned", wrong)
+    monkeypatch.setattr(selfclone, "self_cloned", wrong)
     with pytest.raises(AssertionError):
         model_is_the_hand_worked_one()
 
@@ -125,7 +125,7 @@ def test_a_clone_the_kernel_refuses_with_einval_is_no_workload(text):
 
 
 def test_the_einval_check_catches_a_rule_that_lets_every_size_through(monkeypatch):
-    monkeypatch.setattr(ops, "self_fits", lambda size: True)
+    monkeypatch.setattr(selfclone, "self_fits", lambda size: True)
     assert all(made(text).trees[-1].kind("A/foo") == FILE for text in REFUSED_HERE[:3])
 
 
@@ -154,7 +154,7 @@ def test_an_fsync_after_the_clone_owes_the_cloned_data_where_done_and_the_old_wh
 def test_the_owed_check_catches_a_rule_that_leaves_the_file_as_it_was(monkeypatch):
     """Judged by a model whose clone does nothing, the state the real clone leaves is data loss."""
     truth = made(BTRFS_098).trees[-1].view()
-    monkeypatch.setattr(ops, "self_cloned", lambda variant, data: data)
+    monkeypatch.setattr(selfclone, "self_cloned", lambda variant, data: data)
     assert judge(made(BTRFS_098, index=-1), "btrfs", 2, truth).verdict == Verdict.DATA_LOSS
 
 
