@@ -16,7 +16,8 @@ renamed with its files. Setup runs first and is made durable by `sync` (ack 0), 
 from dataclasses import dataclass
 
 from plugpull.generate.names import NAME_FAMILIES, NAME_ROWS, TWINS, name_step_allowed
-from plugpull.generate.reach import ANY_POINTS, REFLINKS, clone_step
+from plugpull.generate.reach import ANY_POINTS, REFLINKS
+from plugpull.generate.selfclone import CLONES, SELF_CLONES, SELF_FAMILIES
 from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
 from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED, NESTED_DIR, NESTED_FILES, ROOT, SYMLINK, \
@@ -54,7 +55,7 @@ FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
 TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()),
           (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
           (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)), (("again",), ()),
-          (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()))
+          (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()), (SELF_FAMILIES, ()))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}  # the later tables' points, by their call
@@ -111,8 +112,7 @@ CORE_OPS = _table()
 LATER_OPS = tuple([Op("dwrite", v, (f,)) for f in FILES for v in DWRITES] +
                   [Op("mmapwrite", v, (f,)) for f in FILES for v in MMAPWRITES])
 RMDIR_OPS = tuple(Op("rmdir", "", (d,)) for d in DIRS)  # of an empty directory: ACE's remove(3) of one
-# the families whose validity needs a file's exact size (`fits`, `cloned`)
-SIZED = ("collapse", "insert", "reflink", *SIZE_FAMILIES)
+SIZED = ("collapse", "insert", "reflink", *SIZE_FAMILIES, *SELF_FAMILIES)  # validity needs the exact size (`fits`)
 RANGE_OPS = tuple([Op("falloc-eof", v, (f,)) for f in FILES for v in EOF_FALLOCS] +
                   [Op(family, "", (f,)) for f in FILES for family in SHIFTS])
 # the nested directory A/C (ACE's): made, a file made in it, moved into it from A or B and out of it back,
@@ -136,7 +136,7 @@ SIZE_OPS = tuple([Op("punch", v, (f,)) for f in FILES for v in PUNCHES] +
                  [Op("mmap", v, (f,)) for f in FILES for v in MMAPS])
 NAME_OPS = tuple(Op(*row) for row in NAME_ROWS)  # a third name, links into A/C, A/C moved (`names`)
 OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS + \
-    NAME_OPS
+    NAME_OPS + tuple(Op(family, v, (f,)) for family in SELF_FAMILIES for f in FILES for v in SELF_CLONES)  # `selfclone`
 
 
 def refusal(op: Op, refused) -> str | None:
@@ -335,8 +335,8 @@ def apply(sim: Sim, op: Op, step: int, lenient: bool = False) -> bool:
         return True  # the model tree is what the disk and the caches both hold: nothing changes
     if op.family == "again":
         return sim.pointed  # nothing is done: only a point after a point (a step without one adds nothing)
-    if op.family in ("reflink", "copy"):
-        return clone_step(sim, op)
+    if op.family in CLONES:
+        return CLONES[op.family](sim, op)
     return name_step_allowed(sim, op.family, op.variant, op.args) and _namespace(sim, op)
 
 

@@ -30,6 +30,7 @@ PROFILES = ("posix", "ext4", "xfs", "btrfs", "f2fs")
 LINUX = ("ext4", "xfs", "btrfs", "f2fs")
 FIELDS = ("kind", "size", "digest", "nlink", "xattrs", "target")
 DATA = ("size", "digest")  # owed no more once a later operation changes them
+REMAPS = frozenset({"reflink", "self-clone"})  # the families that clone (remap_file_range), between files or in one
 
 
 # the operations each filesystem refuses with EOPNOTSUPP, by its kernel type or a feature profile
@@ -46,10 +47,8 @@ REFUSED = {
     # reflink (FICLONE, FICLONERANGE) needs the filesystem's remap_file_range, which ext4 and f2fs
     # do not have (vfs_clone_file_range, fs/remap_range.c: -EOPNOTSUPP), nor xfs without its
     # reflink feature (xfs_reflink_remap_prep): xfs-2008's v4 format has none (mkfs.xfs wants
-    # crc=1 for it). copy_file_range falls back to a copy on every filesystem
-    "ext4": frozenset({"reflink"}),
-    "f2fs": frozenset({"reflink"}),
-    "xfs-2008": frozenset({"reflink"}),
+    # crc=1 for it); so does a clone within one file. copy_file_range falls back to a copy everywhere
+    "ext4": REMAPS, "f2fs": REMAPS, "xfs-2008": REMAPS,
     "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero",
                                 "falloc-eof.zero-keep-size", "collapse", "insert", "punch"}),
 }

@@ -12,6 +12,7 @@ from plugpull.generate.again import again_points
 from plugpull.generate.names import NAME_FAMILIES
 from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, Sim, plain, sibling
 from plugpull.generate.reach import untouched
+from plugpull.generate.selfclone import SELF_FAMILIES
 from plugpull.generate.sizes import RANGED
 from plugpull.generate.unlinked import OPEN_POINTS
 from plugpull.generate.tree import DIR, DIRS, FILE, ROOT, Inode, Tree, parent
@@ -33,7 +34,7 @@ def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return (), ()
     if op.family in ("reflink", "copy"):
         return args[1:], ()  # the destination: the source is unchanged
-    if op.family in (*DATA_FAMILIES, "setxattr", "removexattr"):
+    if op.family in (*DATA_FAMILIES, *SELF_FAMILIES, "setxattr", "removexattr"):
         return args, ()
     if op.family == "creat":
         return args, (parent(args[0]),)

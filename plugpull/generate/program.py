@@ -19,6 +19,7 @@ from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SET
     TRUNCATE_TO, XATTR, Op, Persist, fill_byte, plain, sibling, write_range
 from plugpull.generate.again import AGAIN_COMMAND
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
+from plugpull.generate.selfclone import SELF_FAMILIES, self_clone_args
 from plugpull.generate.sizes import sized_commands
 from plugpull.generate.space import Workload
 from plugpull.generate.unlinked import OPEN_POINTS, held_point, open_and_unlink
@@ -61,8 +62,8 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: str = "
     args = [t.at(a) for a in op.args]
     if op.family in ("falloc", "falloc-eof", *SHIFTS):
         return _range_command(op, len(before.inode(op.args[0]).data), t, args[0], refused)
-    if op.family in ("reflink", "copy"):
-        return _clone_command(op, t, args, refused)
+    if op.family in ("reflink", "copy", *SELF_FAMILIES):
+        return _clone_command(op, t, args, refused, len(before.inode(op.args[0]).data))
     if op.family in SIZE_FAMILIES:
         size = len(before.inode(op.args[0]).data)
         commands, fallocate = sized_commands(op.family, op.variant, fill_byte(step), size, msync)
@@ -121,9 +122,12 @@ def _range_command(op: Op, size: int, t: Tools, path: str, refused: bool) -> str
     return _silent(call, refused)
 
 
-def _clone_command(op: Op, t: Tools, args: list[str], refused: bool) -> str:
-    """reflink (FICLONE, FICLONERANGE) or copy_file_range of args[0] into args[1], through
-    xfs_io, which says a failed clone and still exits 0: checked as a fallocate is."""
+def _clone_command(op: Op, t: Tools, args: list[str], refused: bool, size: int) -> str:
+    """reflink (FICLONE, FICLONERANGE) or copy_file_range of args[0] into args[1], or a block of
+    args[0] onto another range of it (`self-clone`, on a file of `size` bytes), through xfs_io,
+    which says a failed clone and still exits 0: checked as a fallocate is."""
+    if op.family in SELF_FAMILIES:
+        return _silent(f'{t.xfs_io} -c "reflink -q {args[0]} {self_clone_args(op.variant, size)}" {args[0]}', refused)
     src, dst = args
     if op.family == "copy":
         return _silent(f'{t.xfs_io} -c "copy_range {src}" {dst}', refused)
