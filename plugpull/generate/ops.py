@@ -17,10 +17,11 @@ from dataclasses import dataclass
 
 from plugpull.generate.names import NAME_FAMILIES, NAME_ROWS, TWINS, name_step_allowed
 from plugpull.generate.reach import ANY_POINTS, REFLINKS, clone_step
+from plugpull.generate.snapshot import FAMILY as SNAPSHOT, SNAPSHOT_ROWS, snapshot_step
 from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
-from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED, NESTED_DIR, NESTED_FILES, ROOT, SYMLINK, \
-    THIRD, Inode, Tree, parent, under, with_data, with_xattr
+from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED, NESTED_DIR, NESTED_FILES, ROOT, SNAPS, \
+    SYMLINK, THIRD, Inode, Tree, parent, under, with_data, with_xattr
 
 INITIAL_SIZE = 16384
 SETUP_BYTE = dict(zip(("A/foo", "A/bar", "B/foo", "B/bar", "A/C/foo", "A/C/bar", "A/baz", "B/baz"), range(0x41, 0x49)))
@@ -54,7 +55,7 @@ FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
 TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()),
           (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
           (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)), (("again",), ()),
-          (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()))
+          (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()), ((SNAPSHOT,), ()))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}  # the later tables' points, by their call
@@ -135,8 +136,9 @@ SIZE_OPS = tuple([Op("punch", v, (f,)) for f in FILES for v in PUNCHES] +
                  [Op("tiny", v, (f,)) for f in FILES for v in TINIES] +
                  [Op("mmap", v, (f,)) for f in FILES for v in MMAPS])
 NAME_OPS = tuple(Op(*row) for row in NAME_ROWS)  # a third name, links into A/C, A/C moved (`names`)
+SNAPSHOT_OPS = tuple(Op(*row) for row in SNAPSHOT_ROWS)  # btrfs snapshots of the root made and deleted (`snapshot`)
 OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS + \
-    NAME_OPS
+    NAME_OPS + SNAPSHOT_OPS
 
 
 def refusal(op: Op, refused) -> str | None:
@@ -225,10 +227,14 @@ class Sim:
         whether it holds a whole page, which is all the other operations ask and counts many
         fewer shapes). The nested names only where nested operations may come (`nested`), the
         third names only where `third` ones may (`third`): no other operation makes them. Taken
-        once: a Sim is not changed after its operation was applied (`Space.choices` applies to copies)."""
+        once: a Sim is not changed after its operation was applied (`Space.choices` applies to copies).
+        The snapshots there are added by name where there are any (a snapshot's name being free,
+        untouched or gone, allows the same steps), so a key without them is the key it always was."""
         if (sized, nested, third) not in self._keys:
             names = DIRS + FILES + (NESTED if nested else ()) + (THIRD if third else ())
-            self._keys[sized, nested, third] = self._shape(sized, names)
+            snaps = tuple(p for p in SNAPS if p in self.tree.paths)
+            shape = self._shape(sized, names)
+            self._keys[sized, nested, third] = shape + (snaps,) if snaps else shape
         return self._keys[sized, nested, third]
 
     def _shape(self, sized: bool, names: tuple[str, ...]) -> tuple:
@@ -337,6 +343,8 @@ def apply(sim: Sim, op: Op, step: int, lenient: bool = False) -> bool:
         return sim.pointed  # nothing is done: only a point after a point (a step without one adds nothing)
     if op.family in ("reflink", "copy"):
         return clone_step(sim, op)
+    if op.family == SNAPSHOT:
+        return snapshot_step(sim, op.variant, args[0])
     return name_step_allowed(sim, op.family, op.variant, op.args) and _namespace(sim, op)
 
 

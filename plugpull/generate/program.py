@@ -20,6 +20,7 @@ from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SET
 from plugpull.generate.again import AGAIN_COMMAND
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
 from plugpull.generate.sizes import sized_commands
+from plugpull.generate.snapshot import FAMILY as SNAPSHOT, snapshot_command
 from plugpull.generate.space import Workload
 from plugpull.generate.unlinked import OPEN_POINTS, held_point, open_and_unlink
 from plugpull.generate.tree import Tree
@@ -38,6 +39,12 @@ class Tools:
 
     def at(self, path: str) -> str:
         return f"{self.mnt}/{path}" if self.mnt else path
+
+    @property
+    def subvolume(self) -> str:
+        """The root subvolume, what a snapshot is of: the mount point (the guest program's work
+        directory is a directory in it)."""
+        return self.mnt or ".."
 
     def setxattr(self, path: str, value: str) -> str:
         if not self.setfattr:
@@ -63,6 +70,8 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: str = "
         return _range_command(op, len(before.inode(op.args[0]).data), t, args[0], refused)
     if op.family in ("reflink", "copy"):
         return _clone_command(op, t, args, refused)
+    if op.family == SNAPSHOT:
+        return snapshot_command(op.variant, args[0], t.subvolume, refused)
     if op.family in SIZE_FAMILIES:
         size = len(before.inode(op.args[0]).data)
         commands, fallocate = sized_commands(op.family, op.variant, fill_byte(step), size, msync)
