@@ -31,7 +31,7 @@ EIGHT_TABLES_COUNTS = {1: 1056, 2: 1539102}  # and again, a point right after th
 NINE_TABLES_COUNTS = {1: 1212, 2: 2081032}  # and the ninth table's other offsets and sizes (seq 3: 3726363176)
 TEN_TABLES_COUNTS = {1: 1380, 2: 2738122}  # and the tenth table's third name, nested links, moved directory (seq 3:
 # 5700755330)
-WHOLE_COUNTS = {1: 1385, 2: 2767767, 3: SEQ3}  # and the twelfth table's btrfs snapshots
+WHOLE_COUNTS = {1: 1385, 2: 2767767, 3: 5813450046}  # and the twelfth table's btrfs snapshots
 
 
 def first_table(seq: int) -> Space:

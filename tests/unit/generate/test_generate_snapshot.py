@@ -14,7 +14,7 @@ from tests.unit.generate.test_generate_shapes import brute_force
 from tests.unit.generate.test_oracle import assert_own_states_clean
 
 from plugpull.check.verdict import Verdict
-from plugpull.generate import oracle, space as space_module
+from plugpull.generate import oracle, space as space_module, workload as workload_module
 from plugpull.generate.judge import judge
 from plugpull.generate.ops import Sim, apply, up_to
 from plugpull.generate.oracle import on_profile, refusals
@@ -158,3 +158,15 @@ def test_the_models_own_states_after_the_snapshot_steps_are_clean(synced):
     block = range(Space(2, *up_to(10)).total(), space.count())
     assert_own_states_clean(space, sorted(random.Random(31).sample(block, 40)))
     assert_own_states_clean(Space(4, synced=synced, shape=shape_named("snapshot-rmdir")), range(27))
+
+
+def test_the_checkers_walk_skips_what_a_snapshot_holds(monkeypatch):
+    """pp-tree walks into a snapshot (a copy of the root subvolume, the work directory in it):
+    those names are neither judged nor strays; a walk that takes them for strays breaks the
+    invariant on every state that has the snapshot."""
+    walk = "entry A 41ed 0 1 256 - -\nentry A/snap 41ed 0 1 256 - -\nentry A/snap/pp 41ed 0 1 257 - -\n" \
+           "entry A/snap/pp/A/foo 81a4 1 1 260 " + "0" * 64 + " -\nxattr A/snap/pp/A/foo user.pp v1\n"
+    tree, strays = workload_module.collected(walk)
+    assert sorted(tree) == ["A", "A/snap"] and strays == []
+    monkeypatch.setattr(workload_module, "in_snapshot", lambda path: False)
+    assert workload_module.collected(walk)[1] == ["A/snap/pp", "A/snap/pp/A/foo"]
