@@ -40,8 +40,6 @@ REFUSED = {
     # btrfs_fallocate (fs/btrfs/file.c) takes only KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE: any other
     # mode, COLLAPSE_RANGE and INSERT_RANGE among them, is -EOPNOTSUPP before anything is done
     "btrfs": frozenset({"collapse", "insert"}),
-    # snapshots (the twelfth table's) are btrfs's own: its ioctl on any other filesystem fails
-    # (ENOTTY), which btrfs-progs says as not a btrfs filesystem
     # f2fs_fallocate (fs/f2fs/file.c), on a compressed file (f2fs_compressed_file: every file under
     # compress_extension=*): PUNCH_HOLE, COLLAPSE_RANGE, ZERO_RANGE and INSERT_RANGE are -EOPNOTSUPP
     # (since the compression commit 4c8ff7095bef, Linux 5.6); plain and KEEP_SIZE allocation are done
@@ -49,6 +47,8 @@ REFUSED = {
     # do not have (vfs_clone_file_range, fs/remap_range.c: -EOPNOTSUPP), nor xfs without its
     # reflink feature (xfs_reflink_remap_prep): xfs-2008's v4 format has none (mkfs.xfs wants
     # crc=1 for it). copy_file_range falls back to a copy on every filesystem
+    # snapshots (the twelfth table's) are btrfs's own ioctls: `btrfs subvolume` fails on a path of
+    # any other filesystem (it says: not a btrfs filesystem) and does nothing
     "ext4": frozenset({"reflink", "snapshot"}),
     "f2fs": frozenset({"reflink", "snapshot"}),
     "xfs": frozenset({"snapshot"}),

@@ -1,7 +1,8 @@
 """A generated workload as the program the guest runs: a POSIX sh script for busybox sh, with
 xfs_io for writes (`-d`: O_DIRECT), fallocate and mmap writes (`mmap`, `mwrite`, `msync -s`:
-msync(MS_SYNC)), `pp-xattr` (images/src/pp-xattr.c) for xattrs and busybox `sync` for the
-persistence points (`sync FILE` is fsync, `sync -d FILE` fdatasync, `sync` sync(2)). It runs as
+msync(MS_SYNC)), `pp-xattr` (images/src/pp-xattr.c) for xattrs, btrfs-progs' `btrfs` for
+snapshots and busybox `sync` for the persistence points (`sync FILE` is fsync, `sync -d FILE`
+fdatasync, `sync` sync(2)). It runs as
 `--workload script:` scripts do: in the empty work directory of a fresh filesystem, with fd 4
 open on the ack port. After the setup (and its sync, unless the setup is unsynced) it prints
 `ack 0`; after persistence point k completes, `ack k`. After each ack it waits until the host
