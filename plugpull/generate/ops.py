@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 from plugpull.generate.names import NAME_FAMILIES, NAME_ROWS, TWINS, name_step_allowed
 from plugpull.generate.reach import ANY_POINTS, REFLINKS, clone_step
-from plugpull.generate.snapshot import FAMILY as SNAPSHOT, SNAPSHOT_ROWS, snapshot_step
+from plugpull.generate.snapshot import FAMILY as SNAPSHOT, SNAPSHOT_ROWS, snapshot_step, snapshots_there
 from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
-from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED, NESTED_DIR, NESTED_FILES, ROOT, SNAPS, \
-    SYMLINK, THIRD, Inode, Tree, parent, under, with_data, with_xattr
+from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED, NESTED_DIR, NESTED_FILES, ROOT, SYMLINK, \
+    THIRD, Inode, Tree, parent, sibling, under, with_data, with_xattr
 
 INITIAL_SIZE = 16384
 SETUP_BYTE = dict(zip(("A/foo", "A/bar", "B/foo", "B/bar", "A/C/foo", "A/C/bar", "A/baz", "B/baz"), range(0x41, 0x49)))
@@ -136,9 +136,8 @@ SIZE_OPS = tuple([Op("punch", v, (f,)) for f in FILES for v in PUNCHES] +
                  [Op("tiny", v, (f,)) for f in FILES for v in TINIES] +
                  [Op("mmap", v, (f,)) for f in FILES for v in MMAPS])
 NAME_OPS = tuple(Op(*row) for row in NAME_ROWS)  # a third name, links into A/C, A/C moved (`names`)
-SNAPSHOT_OPS = tuple(Op(*row) for row in SNAPSHOT_ROWS)  # btrfs snapshots of the root made and deleted (`snapshot`)
 OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS + \
-    NAME_OPS + SNAPSHOT_OPS
+    NAME_OPS + tuple(Op(*row) for row in SNAPSHOT_ROWS)  # and btrfs snapshots made and deleted (`snapshot`)
 
 
 def refusal(op: Op, refused) -> str | None:
@@ -157,12 +156,6 @@ def up_to(table: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The operation families and persistence points of the first `table` tables (1-based)."""
     return (tuple(f for families, _ in TABLES[:table] for f in families),
             tuple(p for _, points in TABLES[:table] for p in points))
-
-
-def sibling(path: str) -> str:
-    """The other file name in the same directory: what `symlink` points to."""
-    head, _, name = path.rpartition("/")
-    return "bar" if name == "foo" else "foo"
 
 
 class Sim:
@@ -227,14 +220,10 @@ class Sim:
         whether it holds a whole page, which is all the other operations ask and counts many
         fewer shapes). The nested names only where nested operations may come (`nested`), the
         third names only where `third` ones may (`third`): no other operation makes them. Taken
-        once: a Sim is not changed after its operation was applied (`Space.choices` applies to copies).
-        The snapshots there are added by name where there are any (a snapshot's name being free,
-        untouched or gone, allows the same steps), so a key without them is the key it always was."""
+        once: a Sim is not changed after its operation was applied (`Space.choices` applies to copies)."""
         if (sized, nested, third) not in self._keys:
             names = DIRS + FILES + (NESTED if nested else ()) + (THIRD if third else ())
-            snaps = tuple(p for p in SNAPS if p in self.tree.paths)
-            shape = self._shape(sized, names)
-            self._keys[sized, nested, third] = shape + (snaps,) if snaps else shape
+            self._keys[sized, nested, third] = self._shape(sized, names) + snapshots_there(self.tree)
         return self._keys[sized, nested, third]
 
     def _shape(self, sized: bool, names: tuple[str, ...]) -> tuple:
@@ -341,10 +330,8 @@ def apply(sim: Sim, op: Op, step: int, lenient: bool = False) -> bool:
         return True  # the model tree is what the disk and the caches both hold: nothing changes
     if op.family == "again":
         return sim.pointed  # nothing is done: only a point after a point (a step without one adds nothing)
-    if op.family in ("reflink", "copy"):
-        return clone_step(sim, op)
-    if op.family == SNAPSHOT:
-        return snapshot_step(sim, op.variant, args[0])
+    if op.family in ("reflink", "copy", SNAPSHOT):
+        return (snapshot_step if op.family == SNAPSHOT else clone_step)(sim, op)
     return name_step_allowed(sim, op.family, op.variant, op.args) and _namespace(sim, op)
 
 

@@ -47,12 +47,9 @@ REFUSED = {
     # do not have (vfs_clone_file_range, fs/remap_range.c: -EOPNOTSUPP), nor xfs without its
     # reflink feature (xfs_reflink_remap_prep): xfs-2008's v4 format has none (mkfs.xfs wants
     # crc=1 for it). copy_file_range falls back to a copy on every filesystem
-    # snapshots (the twelfth table's) are btrfs's own ioctls: `btrfs subvolume` fails on a path of
-    # any other filesystem (it says: not a btrfs filesystem) and does nothing
-    "ext4": frozenset({"reflink", "snapshot"}),
-    "f2fs": frozenset({"reflink", "snapshot"}),
-    "xfs": frozenset({"snapshot"}),
-    "xfs-2008": frozenset({"reflink"}),
+    # snapshots are btrfs's own: `btrfs subvolume` on any other filesystem fails (not a btrfs filesystem)
+    "ext4": frozenset({"reflink", "snapshot"}), "f2fs": frozenset({"reflink", "snapshot"}),
+    "xfs": frozenset({"snapshot"}), "xfs-2008": frozenset({"reflink"}),
     "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero",
                                 "falloc-eof.zero-keep-size", "collapse", "insert", "punch"}),
 }

@@ -25,10 +25,19 @@ COMMANDS = {"make": "btrfs subvolume snapshot {root} {path} >/dev/null",
             "delete": "btrfs subvolume delete {path} >/dev/null"}
 
 
-def snapshot_step(sim, variant: str, path: str) -> bool:
+def snapshots_there(tree) -> tuple:
+    """What `ops.Sim.key` adds for the snapshots in `tree`: their names, where there are any (a
+    snapshot's name free, untouched or gone allows the same steps, and so does a tree without
+    one: its key is the key it always was, so no earlier count or id moves); else nothing."""
+    there = tuple(p for p in SNAPS if p in tree.paths)
+    return (there,) if there else ()
+
+
+def snapshot_step(sim, op) -> bool:
     """A snapshot step on the model (`ops.Sim`): made at a free name in an existing directory
     (the setup makes that directory if untouched), or deleted where the workload made one (the
     setup makes no snapshot; a rename of A moves A/snap to B/snap, which no row deletes)."""
+    variant, (path,) = op.variant, op.args
     if variant == "make":
         if not sim.absent(path):
             return False

