@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from plugpull.generate.names import NAME_FAMILIES, NAME_ROWS, TWINS, name_step_allowed
 from plugpull.generate.reach import ANY_POINTS, REFLINKS
 from plugpull.generate.selfclone import CLONES, SELF_CLONES, SELF_FAMILIES
+from plugpull.generate.snapshot import FAMILY as SNAPSHOT, SNAPSHOT_ROWS, snapshot_step, snapshots_there
 from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
 from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED, NESTED_DIR, NESTED_FILES, ROOT, SYMLINK, \
-    THIRD, Inode, Tree, parent, under, with_data, with_xattr
+    THIRD, Inode, Tree, parent, sibling, under, with_data, with_xattr
 
 INITIAL_SIZE = 16384
 SETUP_BYTE = dict(zip(("A/foo", "A/bar", "B/foo", "B/bar", "A/C/foo", "A/C/bar", "A/baz", "B/baz"), range(0x41, 0x49)))
@@ -55,7 +56,7 @@ FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
 TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()),
           (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
           (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)), (("again",), ()),
-          (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()), (SELF_FAMILIES, ()))
+          (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()), (SELF_FAMILIES, ()), ((SNAPSHOT,), ()))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}  # the later tables' points, by their call
@@ -136,7 +137,8 @@ SIZE_OPS = tuple([Op("punch", v, (f,)) for f in FILES for v in PUNCHES] +
                  [Op("mmap", v, (f,)) for f in FILES for v in MMAPS])
 NAME_OPS = tuple(Op(*row) for row in NAME_ROWS)  # a third name, links into A/C, A/C moved (`names`)
 OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS + \
-    NAME_OPS + tuple(Op(family, v, (f,)) for family in SELF_FAMILIES for f in FILES for v in SELF_CLONES)  # `selfclone`
+    NAME_OPS + tuple(Op(family, v, (f,)) for family in SELF_FAMILIES for f in FILES for v in SELF_CLONES) + \
+    tuple(Op(*row) for row in SNAPSHOT_ROWS)  # `selfclone`; btrfs snapshots made and deleted (`snapshot`)
 
 
 def refusal(op: Op, refused) -> str | None:
@@ -155,12 +157,6 @@ def up_to(table: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The operation families and persistence points of the first `table` tables (1-based)."""
     return (tuple(f for families, _ in TABLES[:table] for f in families),
             tuple(p for _, points in TABLES[:table] for p in points))
-
-
-def sibling(path: str) -> str:
-    """The other file name in the same directory: what `symlink` points to."""
-    head, _, name = path.rpartition("/")
-    return "bar" if name == "foo" else "foo"
 
 
 class Sim:
@@ -228,7 +224,7 @@ class Sim:
         once: a Sim is not changed after its operation was applied (`Space.choices` applies to copies)."""
         if (sized, nested, third) not in self._keys:
             names = DIRS + FILES + (NESTED if nested else ()) + (THIRD if third else ())
-            self._keys[sized, nested, third] = self._shape(sized, names)
+            self._keys[sized, nested, third] = self._shape(sized, names) + snapshots_there(self.tree)
         return self._keys[sized, nested, third]
 
     def _shape(self, sized: bool, names: tuple[str, ...]) -> tuple:
@@ -337,6 +333,8 @@ def apply(sim: Sim, op: Op, step: int, lenient: bool = False) -> bool:
         return sim.pointed  # nothing is done: only a point after a point (a step without one adds nothing)
     if op.family in CLONES:
         return CLONES[op.family](sim, op)
+    if op.family == SNAPSHOT:
+        return snapshot_step(sim, op)
     return name_step_allowed(sim, op.family, op.variant, op.args) and _namespace(sim, op)
 
 

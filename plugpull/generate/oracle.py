@@ -47,8 +47,9 @@ REFUSED = {
     # reflink (FICLONE, FICLONERANGE) needs the filesystem's remap_file_range, which ext4 and f2fs
     # do not have (vfs_clone_file_range, fs/remap_range.c: -EOPNOTSUPP), nor xfs without its
     # reflink feature (xfs_reflink_remap_prep): xfs-2008's v4 format has none (mkfs.xfs wants
-    # crc=1 for it); so does a clone within one file. copy_file_range falls back to a copy everywhere
-    "ext4": REMAPS, "f2fs": REMAPS, "xfs-2008": REMAPS,
+    # crc=1 for it); so does a clone within one file. copy_file_range falls back to a copy everywhere.
+    # Snapshots are btrfs's own: `btrfs subvolume` on any other filesystem fails (not a btrfs filesystem)
+    "ext4": REMAPS | {"snapshot"}, "f2fs": REMAPS | {"snapshot"}, "xfs": frozenset({"snapshot"}), "xfs-2008": REMAPS,
     "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero",
                                 "falloc-eof.zero-keep-size", "collapse", "insert", "punch"}),
 }

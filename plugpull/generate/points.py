@@ -14,6 +14,7 @@ from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, Sim, p
 from plugpull.generate.reach import untouched
 from plugpull.generate.selfclone import SELF_FAMILIES
 from plugpull.generate.sizes import RANGED
+from plugpull.generate.snapshot import FAMILY as SNAPSHOT
 from plugpull.generate.unlinked import OPEN_POINTS
 from plugpull.generate.tree import DIR, DIRS, FILE, ROOT, Inode, Tree, parent
 
@@ -32,6 +33,8 @@ def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return _name_subjects(op)
     if op.family == "evict":
         return (), ()
+    if op.family == SNAPSHOT:
+        return (), (parent(args[0]),)  # its parent directory (btrfs/118's and 120's fsync)
     if op.family in ("reflink", "copy"):
         return args[1:], ()  # the destination: the source is unchanged
     if op.family in (*DATA_FAMILIES, *SELF_FAMILIES, "setxattr", "removexattr"):

@@ -1,7 +1,8 @@
 """A generated workload as the program the guest runs: a POSIX sh script for busybox sh, with
 xfs_io for writes (`-d`: O_DIRECT), fallocate and mmap writes (`mmap`, `mwrite`, `msync -s`:
-msync(MS_SYNC)), `pp-xattr` (images/src/pp-xattr.c) for xattrs and busybox `sync` for the
-persistence points (`sync FILE` is fsync, `sync -d FILE` fdatasync, `sync` sync(2)). It runs as
+msync(MS_SYNC)), `pp-xattr` (images/src/pp-xattr.c) for xattrs, btrfs-progs' `btrfs` for
+snapshots and busybox `sync` for the persistence points (`sync FILE` is fsync, `sync -d FILE`
+fdatasync, `sync` sync(2)). It runs as
 `--workload script:` scripts do: in the empty work directory of a fresh filesystem, with fd 4
 open on the ack port. After the setup (and its sync, unless the setup is unsynced) it prints
 `ack 0`; after persistence point k completes, `ack k`. After each ack it waits until the host
@@ -21,6 +22,7 @@ from plugpull.generate.again import AGAIN_COMMAND
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
 from plugpull.generate.selfclone import SELF_FAMILIES, self_clone_args
 from plugpull.generate.sizes import sized_commands
+from plugpull.generate.snapshot import FAMILY as SNAPSHOT, snapshot_command
 from plugpull.generate.space import Workload
 from plugpull.generate.unlinked import OPEN_POINTS, held_point, open_and_unlink
 from plugpull.generate.tree import Tree
@@ -39,6 +41,12 @@ class Tools:
 
     def at(self, path: str) -> str:
         return f"{self.mnt}/{path}" if self.mnt else path
+
+    @property
+    def subvolume(self) -> str:
+        """The root subvolume, what a snapshot is of: the mount point (the guest program's work
+        directory is a directory in it)."""
+        return self.mnt or ".."
 
     def setxattr(self, path: str, value: str) -> str:
         if not self.setfattr:
@@ -64,6 +72,8 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: str = "
         return _range_command(op, len(before.inode(op.args[0]).data), t, args[0], refused)
     if op.family in ("reflink", "copy", *SELF_FAMILIES):
         return _clone_command(op, t, args, refused, len(before.inode(op.args[0]).data))
+    if op.family == SNAPSHOT:
+        return snapshot_command(op.variant, args[0], t.subvolume, refused)
     if op.family in SIZE_FAMILIES:
         size = len(before.inode(op.args[0]).data)
         commands, fallocate = sized_commands(op.family, op.variant, fill_byte(step), size, msync)

@@ -3,7 +3,7 @@ reflink and clone and copy_file_range between two of the fixed files, and the pe
 a name the step did not touch. Plain functions on bytes and trees, so that `ops` (which owns
 the operation table) can use them without this module knowing its `Op`."""
 
-from plugpull.generate.tree import DIR, FILE, NAMES, ROOT, Tree, with_data
+from plugpull.generate.tree import DIR, FILE, NAMES, ROOT, SNAPS, Tree, with_data
 
 BLOCK = 4096
 
@@ -48,7 +48,8 @@ def untouched(tree: Tree, files, dirs) -> list[tuple[str, str]]:
     """(point, path) for each persistence point of a name the step did not offer: fsync and
     fdatasync of each file there that is not among `files`, then fsync of each directory there
     (the work directory first) not among `dirs`. Names not there (untouched, or gone) are not
-    offered: the setup makes no name for a point."""
+    offered: the setup makes no name for a point; nor is a snapshot (its entries are not judged,
+    so its fsync would owe nothing)."""
     paths, inodes = tree.paths, tree.inodes
     there = [(p, inodes[paths[p]].kind) for p in NAMES if p in paths]
     out = []
@@ -56,7 +57,7 @@ def untouched(tree: Tree, files, dirs) -> list[tuple[str, str]]:
         if kind == FILE and path not in files:
             out += [("fsync-any", path), ("fdatasync-any", path)]
     out += [("fsync-any", d) for d in (ROOT,) if d not in dirs]
-    out += [("fsync-any", d) for d, kind in there if kind == DIR and d not in dirs]
+    out += [("fsync-any", d) for d, kind in there if kind == DIR and d not in dirs and d not in SNAPS]
     return out
 
 

@@ -81,6 +81,10 @@ SHAPES = (
           "name it freed; a name made, written or linked and fsynced", (
               at(("link", "creat"), (NO_POINT, *OWN)), at(("third",), (NO_POINT,)), at(("rename", "third"), (NO_POINT,)),
               at(("creat", "write", "link"), OWN + ANY))),
+    Shape("snapshot-rmdir", "btrfs/120: a snapshot made in a directory; deleted; the directory removed; made again "
+          "and fsynced", (
+              at(("snapshot",), (NO_POINT,)), at(("snapshot",), (NO_POINT,)), at(("rmdir",), (NO_POINT,)),
+              at(("mkdir",), OWN))),
 )
 NAMES = tuple(s.name for s in SHAPES)
 

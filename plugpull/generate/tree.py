@@ -5,7 +5,8 @@ and a recovered filesystem is compared with it in the same shape, `Entry`.
 Paths are relative to the workload's work directory, "." is that directory itself. The names a
 workload may use are fixed: `DIRS` and `FILES`, the nested directory `A/C` with its files
 (`NESTED`; under `B` once `A` is renamed to it or it is moved there), and a third file name in
-each directory (`THIRD`, the tenth table's), see docs/generate.md."""
+each directory (`THIRD`, the tenth table's), and the names of btrfs snapshots (`SNAPS`, the
+twelfth table's), see docs/generate.md."""
 
 import hashlib
 from functools import lru_cache
@@ -18,8 +19,11 @@ NESTED_DIR = "A/C"  # ACE's nested directory: a subdirectory of A
 NESTED_FILES = ("A/C/foo", "A/C/bar")
 NESTED = (NESTED_DIR, *NESTED_FILES, "B/C", "B/C/foo", "B/C/bar")  # B/C: where a rename of A takes A/C
 THIRD = ("A/baz", "B/baz")  # the tenth table's third name in each directory (fstests' own: generic/552's dir/baz)
-OPTIONAL = NESTED + THIRD  # names no operation of the first tables makes: owed only where a workload has them
-NAMES = DIRS + FILES + NESTED + THIRD
+# the twelfth table's snapshots of the root subvolume, in the work directory and in A (B/snap: where a rename
+# of A takes A/snap); a snapshot is a directory here, and nothing below it is among the names
+SNAPS = ("snap", "A/snap", "B/snap")
+OPTIONAL = NESTED + THIRD + SNAPS  # names no operation of the first tables makes: owed only where a workload has them
+NAMES = DIRS + FILES + NESTED + THIRD + SNAPS
 
 FILE, DIR, SYMLINK = "file", "dir", "symlink"
 
@@ -27,6 +31,12 @@ FILE, DIR, SYMLINK = "file", "dir", "symlink"
 def parent(path: str) -> str:
     head, sep, _ = path.rpartition("/")
     return head if sep else ROOT
+
+
+def sibling(path: str) -> str:
+    """The other file name in the same directory: what `symlink` points to."""
+    head, _, name = path.rpartition("/")
+    return "bar" if name == "foo" else "foo"
 
 
 def under(path: str, top: str) -> bool:

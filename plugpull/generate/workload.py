@@ -16,7 +16,7 @@ from plugpull.generate.judge import judge
 from plugpull.generate.oracle import PROFILES, on_profile, rules_of
 from plugpull.generate.program import program
 from plugpull.generate.space import Workload as Generated, space_of
-from plugpull.generate.tree import DIR, FILE, NAMES, SYMLINK, Entry
+from plugpull.generate.tree import DIR, FILE, NAMES, SNAPS, SYMLINK, Entry, under
 from plugpull.testbed.workloads.base import ACK_PORT, Findings, Lost, GuestWorkload, shell_script
 
 PREFIX = "gen:"
@@ -24,10 +24,13 @@ PREFIX = "gen:"
 
 def collected(text: str) -> tuple[dict[str, Entry], list[str]]:
     """pp-tree's walk as a tree of the fixed names, and the other names it found; ValueError
-    on a line it could not have printed."""
+    on a line it could not have printed. What lies below a snapshot's name (the twelfth
+    table's: a copy of the root subvolume) is neither: a snapshot's subtree is not judged."""
     entries, xattrs, strays = {}, {}, []
     for line in text.splitlines():
         words = line.split(" ")
+        if words[0] in ("entry", "xattr") and len(words) >= 3 and in_snapshot(words[1]):
+            continue
         if words[0] == "entry" and len(words) == 8 and words[1] not in NAMES:
             strays.append(words[1])
         elif words[0] == "entry" and len(words) == 8:
@@ -44,6 +47,10 @@ def collected(text: str) -> tuple[dict[str, Entry], list[str]]:
     tree = {p: Entry(e.kind, e.size, e.digest, e.nlink, tuple(sorted(xattrs.get(p, ()))), e.target, e.ino)
             if e.kind != SYMLINK else e for p, e in entries.items()}
     return tree, strays
+
+
+def in_snapshot(path: str) -> bool:
+    return any(under(path, s) and path != s for s in SNAPS)
 
 
 @dataclass(frozen=True)
