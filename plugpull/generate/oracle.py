@@ -20,7 +20,7 @@ from plugpull.errors import UsageError
 from plugpull.generate.delalloc import delayed_only
 from plugpull.generate.ops import plain, refusal
 from plugpull.generate.space import Workload
-from plugpull.generate.tree import DIR, FILE, NAMES, OPTIONAL, SYMLINK, Tree, digest, parent, under
+from plugpull.generate.tree import DIR, FILE, NAMES, OPTIONAL, SYMLINK, Tree, digest, name_key, parent, under
 from plugpull.generate.sizes import RANGED, msync_owed
 from plugpull.generate.unlinked import OPEN_POINTS, gone_names
 from plugpull.testbed.features import SEP
@@ -106,10 +106,13 @@ class Context:
         return any(under(path, d) for d in dirs if path != d or self.tree.kind(path) == DIR)
 
 
+@lru_cache(maxsize=256)
 def named(workload: Workload) -> tuple[str, ...]:
-    """The names whose facts a point may owe: the first table's, and a nested or third one only where a tree of
-    the workload has it (one that never has it owes of it what it owed before)."""
-    return tuple(p for p in NAMES if p not in OPTIONAL or any(p in t.paths for t in workload.trees))
+    """The names whose facts a point may owe: the first table's, and a nested or third one (or a
+    setup's many links) only where a tree of the workload has it (one that never has it owes of it
+    what it owed before)."""
+    fixed = tuple(p for p in NAMES if p not in OPTIONAL or any(p in t.paths for t in workload.trees))
+    return fixed + tuple(sorted({p for t in workload.trees for p in t.paths} - set(NAMES), key=name_key))
 
 
 def fact(tree: Tree, path: str, name: str):
@@ -117,9 +120,11 @@ def fact(tree: Tree, path: str, name: str):
     kind = tree.kind(path)
     if name == "kind" or kind is None:
         return kind
-    entry = tree.entry(path)
-    return {"size": entry.size, "digest": entry.digest, "nlink": entry.nlink, "xattrs": entry.xattrs,
-            "target": entry.target}[name]
+    if name == "nlink":  # the one fact that counts names: not worked out for the others
+        return tree.nlink(path)
+    node = tree.inode(path)
+    return {"size": len(node.data) if kind == FILE else None, "digest": digest(node.data) if kind == FILE else None,
+            "xattrs": node.xattrs, "target": node.target if kind == SYMLINK else None}[name]
 
 
 def _all_facts(tree: Tree, path: str):
@@ -156,8 +161,8 @@ def file_names(ctx: Context):
     had = {p for t in ctx.inode_history() for p in t.names_of(ino)}
     now = ctx.tree.names_of(ino)
     return [(p, "kind", FILE) for p in now if not ctx.moved_with_a_dir(p)] + [
-        (p, "kind", AnyOf({None, ctx.tree.kind(p)})) for p in NAMES
-        if p in had and p not in now and not ctx.moved_with_a_dir(p)]
+        (p, "kind", AnyOf({None, ctx.tree.kind(p)})) for p in sorted(had - set(now), key=name_key)
+        if not ctx.moved_with_a_dir(p)]
 
 
 def unlinked_names(ctx: Context):
@@ -368,7 +373,7 @@ def owed(workload: Workload, fs: str, k: int | None) -> list[Owed]:
         if name in DATA and values - owed_values:  # a later operation changes it: a write may be torn
             continue
         out.append(Owed(path, name, values, rule, point, frozenset(owed_values)))
-    return sorted(out, key=lambda o: (NAMES.index(o.path), FIELDS.index(o.name)))
+    return sorted(out, key=lambda o: (name_key(o.path), FIELDS.index(o.name)))
 
 
 def held(workload: Workload, fs: str, k: int | None) -> list[Held]:
@@ -384,7 +389,7 @@ def held(workload: Workload, fs: str, k: int | None) -> list[Held]:
             ino = trees[0].paths[path]
             if all(t.paths.get(path) == ino for t in trees) or not all(t.names_of(ino) for t in trees):
                 continue
-            names = tuple(p for p in NAMES if any(t.paths.get(p) == ino for t in trees))
+            names = tuple(sorted({p for t in trees for p, i in t.paths.items() if i == ino}, key=name_key))
             found = Held(names, value, rule, point, _pinned_digest(workload, fs, point, path, trees, ino))
             out[(found.names, found.kind, found.digest)] = found
     return list(out.values())

@@ -8,8 +8,10 @@ workload may use are fixed: `DIRS` and `FILES`, the nested directory `A/C` with 
 each directory (`THIRD`, the tenth table's), see docs/generate.md."""
 
 import hashlib
+from collections import Counter
 from functools import lru_cache
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 ROOT = "."
 DIRS = ("A", "B")
@@ -20,6 +22,7 @@ NESTED = (NESTED_DIR, *NESTED_FILES, "B/C", "B/C/foo", "B/C/bar")  # B/C: where 
 THIRD = ("A/baz", "B/baz")  # the tenth table's third name in each directory (fstests' own: generic/552's dir/baz)
 OPTIONAL = NESTED + THIRD  # names no operation of the first tables makes: owed only where a workload has them
 NAMES = DIRS + FILES + NESTED + THIRD
+_ORDER = {p: i for i, p in enumerate(NAMES)}
 
 FILE, DIR, SYMLINK = "file", "dir", "symlink"
 
@@ -27,6 +30,12 @@ FILE, DIR, SYMLINK = "file", "dir", "symlink"
 def parent(path: str) -> str:
     head, sep, _ = path.rpartition("/")
     return head if sep else ROOT
+
+
+def name_key(path: str) -> tuple:
+    """The order names are listed in: the fixed names in `NAMES`' order, then any other (a
+    setup's many links) by length and text (`foo_link_9` before `foo_link_10`)."""
+    return (0, _ORDER[path], "") if path in _ORDER else (1, len(path), path)
 
 
 def under(path: str, top: str) -> bool:
@@ -67,9 +76,16 @@ class Tree:
 
     paths: dict[str, int] = field(default_factory=dict)
     inodes: dict[int, Inode] = field(default_factory=dict)
+    _nlinks: Counter | None = field(default=None, repr=False, compare=False)  # a sealed tree's, by inode
 
     def copy(self) -> "Tree":
         return Tree(dict(self.paths), dict(self.inodes))
+
+    def sealed(self) -> "Tree":
+        """A copy that cannot change (a change raises TypeError), whose files' link counts are
+        counted once: a setup's thousands of links make counting them per name quadratic."""
+        return Tree(MappingProxyType(dict(self.paths)), MappingProxyType(dict(self.inodes)),
+                    Counter(self.paths.values()))
 
     def kind(self, path: str) -> str | None:
         if path == ROOT:
@@ -80,17 +96,21 @@ class Tree:
     def inode(self, path: str) -> Inode:
         return self.inodes[self.paths[path]]
 
+    def names(self) -> tuple[str, ...]:
+        """Every name in the tree, in `name_key` order."""
+        return tuple(sorted(self.paths, key=name_key))
+
     def names_of(self, ino: int) -> tuple[str, ...]:
-        return tuple(p for p in NAMES if self.paths.get(p) == ino)
+        return tuple(sorted((p for p, i in self.paths.items() if i == ino), key=name_key))
 
     def nlink(self, path: str) -> int:
         ino = self.paths[path]
         if self.inodes[ino].kind == DIR:
             return 2 + sum(1 for p in self.paths if parent(p) == path and self.kind(p) == DIR)
-        return len(self.names_of(ino))
+        return self._nlinks[ino] if self._nlinks is not None else list(self.paths.values()).count(ino)
 
     def children(self, path: str) -> tuple[str, ...]:
-        return tuple(p for p in NAMES if p in self.paths and parent(p) == path)
+        return tuple(p for p in self.names() if parent(p) == path)
 
     def new_inode(self, node: Inode) -> int:
         ino = max(self.inodes, default=0) + 1
@@ -128,7 +148,7 @@ class Tree:
 
     def view(self) -> dict[str, Entry]:
         """The tree as a recovered filesystem would show it: path -> `Entry`."""
-        return {p: self.entry(p) for p in NAMES if p in self.paths}
+        return {p: self.entry(p) for p in self.names()}
 
 
 def with_data(node: Inode, data: bytes) -> Inode:

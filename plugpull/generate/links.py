@@ -1,0 +1,43 @@
+"""The many-links setup (`--setup links`, ids `seqNl-...`, `seq5l.links-...`): the synced setup,
+and before its sync `MANY` more hard links to `LINKED` in its directory, named as fstests'
+generic/040 and generic/041 name theirs (`foo_link_1` ...). Past a few hundred names of one
+inode in one directory btrfs keeps them in extended inode refs, which those tests are about.
+
+The links are made only where the setup makes `LINKED` (a workload that creates it, or never
+names it, has none) and the workload holds no file open across its last unlink (`unlink-open`
+needs the last name, which `LINKED` then is not): so a step is valid with the links exactly when
+it is without them, the space's counts and ids are those of the synced setup, and only the
+setup differs. The names are in the setup tree: the oracle owes them, and the inode's link
+count, as it owes every synced name."""
+
+MANY = 3000  # as generic/040 and 041 make: well past where btrfs's refs spill into extrefs
+LINKED = "A/foo"
+MARKS = {"synced": "", "unsynced": "u", "links": "l"}  # a setup kind's mark in ids
+
+
+def link_names(count: int) -> tuple[str, ...]:
+    return tuple(f"{LINKED}_link_{i}" for i in range(1, count + 1))
+
+
+def links_for(setup, steps) -> int:
+    """How many extra links the links setup gives a workload of `setup` (its names) and `steps`."""
+    holds_open = any(s.op.family == "unlink-open" for s in steps)
+    return MANY if LINKED in setup and not holds_open else 0
+
+
+def add_links(tree, count: int) -> None:
+    """`count` extra names of `LINKED` in `tree` (a `tree.Tree`)."""
+    ino = tree.paths[LINKED]
+    tree.paths.update((name, ino) for name in link_names(count))
+
+
+def link_loop(count: int, at) -> list[str]:
+    """The setup's lines that make the links: a loop in the guest's sh. `at`: how the script
+    names a path (`program.Tools.at`)."""
+    return [f"# {count} more links to {LINKED}, in its directory",
+            f'pp_i=1; while [ "$pp_i" -le {count} ]; do ln {at(LINKED)} {at(LINKED)}_link_"$pp_i"; '
+            'pp_i=$((pp_i + 1)); done']
+
+
+def setup_kind(synced: bool, many: bool) -> str:
+    return "links" if many else "synced" if synced else "unsynced"
