@@ -13,7 +13,8 @@ from itertools import combinations
 
 from plugpull.check.verdict import Verdict
 from plugpull.generate.oracle import Held, Owed, held, on_profile, owed
-from plugpull.generate.space import Workload, setup_tree
+from plugpull.generate.setups import setup_tree
+from plugpull.generate.space import Workload
 from plugpull.generate.tree import DIR, FILE, SYMLINK, Entry, Tree
 
 FACT_KIND = {"size": FILE, "digest": FILE, "nlink": FILE, "xattrs": FILE, "target": SYMLINK}

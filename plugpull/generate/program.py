@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, SIZE_FAMILIES, \
     TRUNCATE_TO, XATTR, Op, Persist, fill_byte, plain, sibling, write_range
 from plugpull.generate.again import AGAIN_COMMAND
-from plugpull.generate.links import link_loop
+from plugpull.generate.setups import link_loop
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
 from plugpull.generate.sizes import sized_commands
 from plugpull.generate.space import Workload

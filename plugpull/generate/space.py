@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 
 from plugpull.errors import UsageError
-from plugpull.generate.links import MARKS, add_links, links_for, setup_kind
 from plugpull.generate.names import NESTED_FAMILIES
-from plugpull.generate.ops import FAMILIES, INITIAL_SIZE, OPS, PERSISTENCE, SETUP_BYTE, SIZED, TABLES, Op, \
+from plugpull.generate.ops import FAMILIES, OPS, PERSISTENCE, SIZED, TABLES, Op, \
     Persist, Sim, apply, refusal, up_to
 from plugpull.generate.points import followed
+from plugpull.generate.setups import MARKS, links_for, setup_kind, setup_tree
 from plugpull.generate.shapes import NO_POINT, Shape, allows, shape_named
-from plugpull.generate.tree import DIR, FILE, Inode, Tree
+from plugpull.generate.tree import Tree
 from plugpull.values import shown
 
 SEQS = (1, 2, 3)
@@ -90,17 +90,6 @@ class Workload:
 
 def workload_id(seq: int, index: int, synced: bool = True, shape: str = "", many: bool = False) -> str:
     return f"seq{seq}{MARKS[setup_kind(synced, many)]}{'.' + shape if shape else ''}-{index:06d}"
-
-
-def setup_tree(names, links: int = 0) -> Tree:
-    """The tree the setup makes of `names`, with `links` extra links to A/foo."""
-    tree = Tree()
-    for path in names:
-        node = Inode(FILE, bytes([SETUP_BYTE[path]]) * INITIAL_SIZE) if path in SETUP_BYTE else Inode(DIR)
-        tree.paths[path] = tree.new_inode(node)
-    if links:
-        add_links(tree, links)
-    return tree
 
 
 def ordered_setup(names) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ import pytest
 from tests.cli_run import run_cli
 from plugpull.generate.judge import judge
 from plugpull.generate.oracle import named, on_profile
-from plugpull.generate.links import MANY, link_loop, link_names
+from plugpull.generate.setups import MANY, link_loop, link_names
 from plugpull.generate.program import program
 from plugpull.generate.space import Space, shape_space, space_of, steps_of, whole_space
 from plugpull.generate.tree import FILE, Entry

@@ -1,6 +1,8 @@
-"""The many-links setup (`--setup links`, ids `seqNl-...`, `seq5l.links-...`): the synced setup,
-and before its sync `MANY` more hard links to `LINKED` in its directory, named as fstests'
-generic/040 and generic/041 name theirs (`foo_link_1` ...). Past a few hundred names of one
+"""The setups a workload may have (`--setup`): synced (ack 0 after a sync), unsynced (ids
+`seqNu-...`: the setup in the same transaction as the operations) and links, the many-links
+setup (ids `seqNl-...`, `seq6l.links-...`): the synced setup, and before its sync `MANY` more
+hard links to `LINKED` in its directory, named as fstests' generic/040 and generic/041 name
+theirs (`foo_link_1` ...). Past a few hundred names of one
 inode in one directory btrfs keeps them in extended inode refs, which those tests are about.
 
 The links are made only where the setup makes `LINKED` (a workload that creates it, or never
@@ -9,6 +11,9 @@ needs the last name, which `LINKED` then is not): so a step is valid with the li
 it is without them, the space's counts and ids are those of the synced setup, and only the
 setup differs. The names are in the setup tree: the oracle owes them, and the inode's link
 count, as it owes every synced name."""
+
+from plugpull.generate.ops import INITIAL_SIZE, SETUP_BYTE
+from plugpull.generate.tree import DIR, FILE, Inode, Tree
 
 MANY = 3000  # as generic/040 and 041 make: well past where btrfs's refs spill into extrefs
 LINKED = "A/foo"
@@ -25,10 +30,15 @@ def links_for(setup, steps) -> int:
     return MANY if LINKED in setup and not holds_open else 0
 
 
-def add_links(tree, count: int) -> None:
-    """`count` extra names of `LINKED` in `tree` (a `tree.Tree`)."""
-    ino = tree.paths[LINKED]
-    tree.paths.update((name, ino) for name in link_names(count))
+def setup_tree(names, links: int = 0) -> Tree:
+    """The tree the setup makes of `names`, with `links` extra links to `LINKED`."""
+    tree = Tree()
+    for path in names:
+        node = Inode(FILE, bytes([SETUP_BYTE[path]]) * INITIAL_SIZE) if path in SETUP_BYTE else Inode(DIR)
+        tree.paths[path] = tree.new_inode(node)
+    if links:
+        tree.paths.update((name, tree.paths[LINKED]) for name in link_names(links))
+    return tree
 
 
 def link_loop(count: int, at) -> list[str]:
