@@ -110,7 +110,7 @@ class Tree:
         return self._nlinks[ino] if self._nlinks is not None else list(self.paths.values()).count(ino)
 
     def children(self, path: str) -> tuple[str, ...]:
-        return tuple(p for p in self.names() if parent(p) == path)
+        return tuple(sorted((p for p in self.paths if parent(p) == path), key=name_key))
 
     def new_inode(self, node: Inode) -> int:
         ino = max(self.inodes, default=0) + 1
