@@ -5,7 +5,7 @@ then the persistence choices' order), and the number is the id: `seq2-000412`. T
 the first table's steps come first and keep the numbers they had before later operations were
 added, then those of each later table in turn (`Space`); `seq2u-000412` is the same workload
 with a setup that is not synced, `seq2l-000412` with a synced setup that gives A/foo thousands
-of links (`links`). A shape (`shapes`) is a space of its own of four to six
+of links (`setups`). A shape (`shapes`) is a space of its own of four to six
 operations, each step's families and points fixed by its position, numbered alike:
 `seq5.renames-000042`, `seq5u.renames-000042`.
 
@@ -61,7 +61,7 @@ class Workload:
 
     @property
     def links(self) -> int:
-        """The setup's extra links to A/foo (`links.links_for`)."""
+        """The setup's extra links to A/foo (`setups.links_for`)."""
         return links_for(self.setup, self.steps) if self.many else 0
 
     def text(self) -> str:
@@ -250,8 +250,8 @@ class Space:
     def workload(self, index: int) -> Workload:
         """The workload numbered `index` in the whole space."""
         if not 0 <= index < self.count():
-            raise UsageError(f"no workload {workload_id(self.seq, index, self.synced, self.shape, self.many)}: {self.name} "
-                             f"has {self.count()}")
+            ident = workload_id(self.seq, index, self.synced, self.shape, self.many)
+            raise UsageError(f"no workload {ident}: {self.name} has {self.count()}")
         steps, sim = self._ranked(index, WHOLE)
         return self._made(index, steps, sim)
 
