@@ -6,13 +6,13 @@ theirs (`foo_link_1` ...). Past a few hundred names of one
 inode in one directory btrfs keeps them in extended inode refs, which those tests are about.
 
 The links are made only where the setup makes `LINKED` (a workload that creates it, or never
-names it, has none) and the workload holds no file open across its last unlink (`unlink-open`
-needs the last name, which `LINKED` then is not): so a step is valid with the links exactly when
-it is without them, the space's counts and ids are those of the synced setup, and only the
+names it, has none) and every step is valid with them (else the workload has none: `rmdir A`
+after `unlink A/foo`, which the links keep from being empty; `unlink-open A/foo`, which needs the
+last name): so the space's workloads, counts and ids are those of the synced setup, and only the
 setup differs. The names are in the setup tree: the oracle owes them, and the inode's link
 count, as it owes every synced name."""
 
-from plugpull.generate.ops import INITIAL_SIZE, SETUP_BYTE
+from plugpull.generate.ops import INITIAL_SIZE, SETUP_BYTE, Sim, apply
 from plugpull.generate.tree import DIR, FILE, Inode, Tree
 
 MANY = 3000  # as generic/040 and 041 make: well past where btrfs's refs spill into extrefs
@@ -24,10 +24,10 @@ def link_names(count: int) -> tuple[str, ...]:
     return tuple(f"{LINKED}_link_{i}" for i in range(1, count + 1))
 
 
-def links_for(setup, steps) -> int:
-    """How many extra links the links setup gives a workload of `setup` (its names) and `steps`."""
-    holds_open = any(s.op.family == "unlink-open" for s in steps)
-    return MANY if LINKED in setup and not holds_open else 0
+def links_for(setup) -> int:
+    """How many extra links the links setup gives a workload whose setup makes `setup` (its
+    names), if every step is valid with them (`space.Workload`)."""
+    return MANY if LINKED in setup else 0
 
 
 def setup_tree(names, links: int = 0) -> Tree:
@@ -51,3 +51,27 @@ def link_loop(count: int, at) -> list[str]:
 
 def setup_kind(synced: bool, many: bool) -> str:
     return "links" if many else "synced" if synced else "unsynced"
+
+
+def built(workload) -> tuple[int, list[Tree]]:
+    """The links the setup of `workload` (a `space.Workload`) makes and its model trees: the
+    links setup's where every step is valid with them (`links_for`), else none."""
+    if links := links_for(workload.setup) if workload.many else 0:
+        try:
+            return links, grown(workload, links)
+        except ValueError:
+            pass
+    return 0, grown(workload, 0)
+
+
+def grown(workload, links: int) -> list[Tree]:
+    """The model tree after the setup (with `links`) and after each operation of `workload`;
+    ValueError on a step that is invalid there."""
+    sim = Sim(setup_tree(workload.setup, links))
+    out = [sim.tree.sealed()]
+    for i, step in enumerate(workload.steps, 1):
+        if not workload.refuses(step.op) and not apply(sim, step.op, i, lenient=bool(workload.refused)):
+            raise ValueError(f"{workload.ident}: step {i} ({step.op.text()}) is invalid")
+        sim.pointed = step.persist is not None
+        out.append(sim.tree.sealed())
+    return out

@@ -23,7 +23,7 @@ from plugpull.generate.names import NESTED_FAMILIES
 from plugpull.generate.ops import FAMILIES, OPS, PERSISTENCE, SIZED, TABLES, Op, \
     Persist, Sim, apply, refusal, up_to
 from plugpull.generate.points import followed
-from plugpull.generate.setups import MARKS, links_for, setup_kind, setup_tree
+from plugpull.generate.setups import MARKS, built, setup_kind
 from plugpull.generate.shapes import NO_POINT, Shape, allows, shape_named
 from plugpull.generate.tree import Tree
 from plugpull.values import shown
@@ -53,7 +53,7 @@ class Workload:
     synced: bool = True  # the setup ends with sync; else it is in the same transaction as the operations
     refused: frozenset = frozenset()  # what the filesystem refuses (EOPNOTSUPP), not done: ops.refusal's names
     shape: str = ""  # the shape whose space numbers it ("": the whole space of its seq)
-    many: bool = False  # the links setup (synced): A/foo's many links, where `links_for` gives them
+    many: bool = False  # the links setup (synced): A/foo's many links, where `setups.built` gives them
 
     @property
     def ident(self) -> str:
@@ -61,8 +61,8 @@ class Workload:
 
     @property
     def links(self) -> int:
-        """The setup's extra links to A/foo (`setups.links_for`)."""
-        return links_for(self.setup, self.steps) if self.many else 0
+        """The setup's extra links to A/foo (`setups`)."""
+        return self._built[0]
 
     def text(self) -> str:
         return "; ".join(s.text() for s in self.steps)
@@ -74,18 +74,15 @@ class Workload:
     def refuses(self, op: Op) -> bool:
         return refusal(op, self.refused) is not None
 
-    @cached_property
+    @property
     def trees(self) -> list[Tree]:
         """The model tree after the setup (index 0) and after each operation (index i); an
         operation the filesystem refuses leaves the tree as it was."""
-        sim = Sim(setup_tree(self.setup, self.links))
-        out = [sim.tree.sealed()]
-        for i, step in enumerate(self.steps, 1):
-            if not self.refuses(step.op) and not apply(sim, step.op, i, lenient=bool(self.refused)):
-                raise ValueError(f"{self.ident}: step {i} ({step.op.text()}) is invalid")
-            sim.pointed = step.persist is not None
-            out.append(sim.tree.sealed())
-        return out
+        return self._built[1]
+
+    @cached_property
+    def _built(self) -> tuple[int, list[Tree]]:
+        return built(self)
 
 
 def workload_id(seq: int, index: int, synced: bool = True, shape: str = "", many: bool = False) -> str:

@@ -69,12 +69,18 @@ def test_the_setup_tree_holds_the_links_and_the_count():
     assert last.names()[:4] == ("A", "A/foo", "A/bar", "A/foo_link_1")
 
 
-def test_no_links_where_the_setup_does_not_make_a_foo_or_a_step_needs_its_last_name():
+def test_no_links_where_the_setup_does_not_make_a_foo_or_a_step_is_invalid_with_them():
     made = linked("creat A/foo, fsync A/foo")
     assert made.links == 0 and "A/foo_link_1" not in made.trees[-1].paths
     index = whole_space(1).locate(steps_of("unlink-open A/foo, fsync-open A/foo"))
     held = Space(1, many=True).workload(index)
     assert "A/foo" in held.setup and held.links == 0 and "ln " not in program(held)
+    index = whole_space(2).locate(steps_of("unlink A/foo; rmdir A, sync"))
+    emptied = Space(2, many=True).workload(index)
+    assert "A/foo" in emptied.setup and emptied.links == 0 and emptied.trees[-1].kind("A") is None
+    index = whole_space(2).locate(steps_of("unlink A/foo; link A/bar B/bar, sync"))
+    kept = Space(2, many=True).workload(index)
+    assert kept.links == MANY and kept.trees[-1].nlink("A/foo_link_1") == 3000
 
 
 def test_the_program_makes_the_links_before_the_sync():
@@ -112,7 +118,7 @@ def test_a_model_that_forgets_the_links_is_caught(monkeypatch):
     is wrong, and the names are ones no point of the workload has."""
     real = linked()
     recovered = real.trees[-1].view()
-    monkeypatch.setattr("plugpull.generate.space.links_for", lambda setup, steps: 0)
+    monkeypatch.setattr("plugpull.generate.setups.links_for", lambda setup: 0)
     forget_kept_models()
     forgot = replace(real)
     assert forgot.links == 0
