@@ -20,7 +20,7 @@ from plugpull.errors import UsageError
 from plugpull.generate.delalloc import delayed_only
 from plugpull.generate.ops import plain, refusal
 from plugpull.generate.space import Workload
-from plugpull.generate.tree import DIR, FILE, NAMES, OPTIONAL, SYMLINK, Tree, digest, name_key, parent, under
+from plugpull.generate.tree import DIR, FILE, NAMES, OPTIONAL, SYMLINK, Tree, digest, fact, name_key, parent, under
 from plugpull.generate.sizes import RANGED, msync_owed
 from plugpull.generate.unlinked import OPEN_POINTS, gone_names
 from plugpull.testbed.features import SEP
@@ -106,25 +106,11 @@ class Context:
         return any(under(path, d) for d in dirs if path != d or self.tree.kind(path) == DIR)
 
 
-@lru_cache(maxsize=256)
 def named(workload: Workload) -> tuple[str, ...]:
-    """The names whose facts a point may owe: the first table's, and a nested or third one (or a
-    setup's many links) only where a tree of the workload has it (one that never has it owes of it
-    what it owed before)."""
+    """The names whose facts a point may owe: the first table's, and a nested or third one (or a setup's
+    many links) only where a tree of the workload has it (one that never has it owes of it what it owed before)."""
     fixed = tuple(p for p in NAMES if p not in OPTIONAL or any(p in t.paths for t in workload.trees))
     return fixed + tuple(sorted({p for t in workload.trees for p in t.paths} - set(NAMES), key=name_key))
-
-
-def fact(tree: Tree, path: str, name: str):
-    """The value of fact `name` of `path` in `tree` (None where it does not apply)."""
-    kind = tree.kind(path)
-    if name == "kind" or kind is None:
-        return kind
-    if name == "nlink":  # the one fact that counts names: not worked out for the others
-        return tree.nlink(path)
-    node = tree.inode(path)
-    return {"size": len(node.data) if kind == FILE else None, "digest": digest(node.data) if kind == FILE else None,
-            "xattrs": node.xattrs, "target": node.target if kind == SYMLINK else None}[name]
 
 
 def _all_facts(tree: Tree, path: str):

@@ -151,6 +151,18 @@ class Tree:
         return {p: self.entry(p) for p in self.names()}
 
 
+def fact(tree: Tree, path: str, name: str):
+    """The value of fact `name` of `path` in `tree` (None where it does not apply)."""
+    kind = tree.kind(path)
+    if name == "kind" or kind is None:
+        return kind
+    if name == "nlink":  # the one fact that counts names: not worked out for the others
+        return tree.nlink(path)
+    node = tree.inode(path)
+    return {"size": len(node.data) if kind == FILE else None, "digest": digest(node.data) if kind == FILE else None,
+            "xattrs": node.xattrs, "target": node.target if kind == SYMLINK else None}[name]
+
+
 def with_data(node: Inode, data: bytes) -> Inode:
     return replace(node, data=data)
 

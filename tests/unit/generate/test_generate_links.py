@@ -10,7 +10,7 @@ import pytest
 
 from tests.cli_run import run_cli
 from plugpull.generate.judge import judge
-from plugpull.generate.oracle import named, on_profile
+from plugpull.generate.oracle import on_profile
 from plugpull.generate.setups import MANY, link_loop, link_names
 from plugpull.generate.program import program
 from plugpull.generate.space import Space, shape_space, space_of, steps_of, whole_space
@@ -35,7 +35,6 @@ def kept_models_dropped_after():
 def forget_kept_models():
     """The oracle keeps a workload's model by its value: a test that changes the model drops it."""
     on_profile.cache_clear()
-    named.cache_clear()
 
 
 def test_the_links_space_is_the_synced_one_with_its_own_ids():
