@@ -369,23 +369,32 @@ def held(workload: Workload, fs: str, k: int | None) -> list[Held]:
     out = {}
     for point in range(k + 1 if k is not None else 0):
         trees = workload.trees[end_step(workload, point):]
+        names_by_ino, facts = {}, None  # worked out once a point: a setup's links are thousands of names of one
         for (path, name), (value, rule) in owed_at(workload, fs, point).items():
             if name != "kind" or value is None or isinstance(value, AnyOf) or trees[0].kind(path) != value:
                 continue
             ino = trees[0].paths[path]
-            if all(t.paths.get(path) == ino for t in trees) or not all(t.names_of(ino) for t in trees):
+            if ino not in names_by_ino:
+                names_by_ino[ino] = _names_kept(trees, ino)
+            if names_by_ino[ino] is None or all(t.paths.get(path) == ino for t in trees):
                 continue
-            names = tuple(sorted({p for t in trees for p, i in t.paths.items() if i == ino}, key=name_key))
-            found = Held(names, value, rule, point, _pinned_digest(workload, fs, point, path, trees, ino))
+            facts = applied(workload, fs, point) if facts is None else facts
+            found = Held(names_by_ino[ino], value, rule, point, _pinned_digest(facts, path, trees, ino))
             out[(found.names, found.kind, found.digest)] = found
     return list(out.values())
 
 
-def _pinned_digest(workload: Workload, fs: str, point: int, path: str, trees: list[Tree], ino: int) -> str | None:
-    """The file's digest if points up to `point` owed it at `path` and no later operation
-    changes the file's contents."""
+def _names_kept(trees: list[Tree], ino: int) -> tuple[str, ...] | None:
+    """Every name the inode has in `trees`; None if it has none in one of them."""
+    names = [{p for p, i in t.paths.items() if i == ino} for t in trees]
+    return tuple(sorted(set().union(*names), key=name_key)) if all(names) else None
+
+
+def _pinned_digest(facts: dict, path: str, trees: list[Tree], ino: int) -> str | None:
+    """The file's digest if the points' `facts` (`applied`) owed it at `path` and no later
+    operation changes the file's contents."""
     if trees[0].inodes[ino].kind != FILE:
         return None
     digests = {digest(t.inodes[ino].data) for t in trees}
-    owed_then = applied(workload, fs, point).get((path, "digest"), (None,))[0]
+    owed_then = facts.get((path, "digest"), (None,))[0]
     return owed_then if len(digests) == 1 and owed_then in digests else None

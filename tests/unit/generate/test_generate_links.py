@@ -10,7 +10,7 @@ import pytest
 
 from tests.cli_run import run_cli
 from plugpull.generate.judge import judge
-from plugpull.generate.oracle import on_profile
+from plugpull.generate.oracle import held, on_profile
 from plugpull.generate.setups import MANY, link_loop, link_names
 from plugpull.generate.program import program
 from plugpull.generate.space import Space, shape_space, space_of, steps_of, whole_space
@@ -163,3 +163,17 @@ def test_the_cli_takes_the_setup(capsys):
     assert code == 0 and out.splitlines()[0].startswith("seq1l-")
     code, _, err = run_cli(["generate", "--seq", "1", "--setup", "many"], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_a_moved_directory_of_links_is_held_once_and_judged():
+    """`rename.dir A B, sync`: the 3,000 links move with A; what the setup's sync owed of them is
+    held under their names in A or in B, one held file for the inode, not one per link."""
+    workload = space_of("seq1l-000338").parse("seq1l-000338")
+    assert workload.text() == "rename.dir A B, sync" and workload.links == MANY
+    kept = held(workload, "btrfs", 0)
+    linked_file = [h for h in kept if "A/foo_link_1" in h.names]
+    assert len(linked_file) == 1 and len(linked_file[0].names) == 2 * 3001 and "B/foo_link_3000" in linked_file[0].names
+    assert judge(workload, "btrfs", 1, workload.trees[-1].view()).verdict == Verdict.CLEAN
+    gone = {p: e for p, e in workload.trees[-1].view().items() if not p.startswith("B/foo")}
+    found = judge(workload, "btrfs", 0, gone)
+    assert found.verdict == Verdict.DATA_LOSS and any("is under none of A/foo" in why for _, why in found.lost)
