@@ -67,9 +67,10 @@ def add_parsers(sub) -> None:
 
 
 def add_setup_option(parser, default: str) -> None:
-    parser.add_argument("--setup", choices=("synced", "unsynced"), help="synced: the setup's files are made "
-                        "durable by sync before the operations; unsynced: they are created in the same transaction "
-                        "as the operations, and ids say so (seqNu-...) " + default)
+    parser.add_argument("--setup", choices=("synced", "unsynced", "links"), help="synced: the setup's files are "
+                        "made durable by sync before the operations; unsynced: they are created in the same "
+                        "transaction as the operations, and ids say so (seqNu-...); links: synced, with 3,000 more "
+                        "hard links to A/foo in A where the setup makes it (seqNl-...) " + default)
 
 
 def _space(args):
@@ -78,7 +79,7 @@ def _space(args):
     if args.seq is None and args.shape is None and ident is None:
         raise UsageError("generate needs --seq 1, 2 or 3, or --shape NAME")
     of_id = space_of(ident) if ident else None
-    setup = args.setup or (("synced" if of_id.synced else "unsynced") if of_id else "synced")
+    setup = args.setup or (of_id.setup if of_id else "synced")
     if args.seq is None and args.shape is None:
         return space_of_options(of_id.seq, args.ops, setup, shape=of_id.shape or None)
     return space_of_options(args.seq, args.ops, setup, shape=args.shape)
@@ -100,8 +101,8 @@ def space_of_options(seq: int | None, ops, setup: str = "synced", table: int | N
     persistence = [n for n in ops or () if n in PERSISTENCE] or had_points
     if shape:
         named = shape_named(shape)
-        return Space(len(named.positions), families, persistence, synced=setup == "synced", shape=named)
-    return Space(seq, families, persistence, synced=setup == "synced")
+        return Space(len(named.positions), families, persistence, setup != "unsynced", named, setup == "links")
+    return Space(seq, families, persistence, synced=setup != "unsynced", many=setup == "links")
 
 
 def check_sample(space, sample: int | None) -> None:

@@ -13,7 +13,8 @@ from itertools import combinations
 
 from plugpull.check.verdict import Verdict
 from plugpull.generate.oracle import Held, Owed, held, on_profile, owed
-from plugpull.generate.space import Workload, setup_tree
+from plugpull.generate.setups import setup_tree
+from plugpull.generate.space import Workload
 from plugpull.generate.tree import DIR, FILE, SYMLINK, Entry, Tree
 
 FACT_KIND = {"size": FILE, "digest": FILE, "nlink": FILE, "xattrs": FILE, "target": SYMLINK}
@@ -82,11 +83,35 @@ def broken_by(workload: Workload, recovered: dict[str, Entry]) -> list[str]:
     trees = prefix_trees(workload)
     broken = [f"{p} is a {e.kind}, which no point of the workload has there"
               for p, e in recovered.items() if all(t.kind(p) != e.kind for t in trees)]
-    files = [p for p, e in recovered.items() if e.kind != DIR and e.ino is not None]
-    for p, q in combinations(files, 2):
+    for p, q in combinations(shared_names(trees, recovered), 2):
         if recovered[p].ino == recovered[q].ino and not one_inode_in(trees, p, q):
             broken.append(f"{p} and {q} are one inode, which no point of the workload gives (a rename half done?)")
     return broken
+
+
+def shared_names(trees: list[Tree], recovered: dict[str, Entry]) -> list[str]:
+    """The recovered files and symlinks whose pairs on one inode are to be judged pair by pair:
+    not those of an inode all of whose recovered names some tree has on one inode, and of
+    names that share their inode in every tree (a setup's links), the first alone. A setup's
+    thousands of links are not taken pair by pair."""
+    files = [p for p, e in recovered.items() if e.kind != DIR and e.ino is not None]
+    shared: dict[int, list[str]] = {}
+    for p in files:
+        shared.setdefault(recovered[p].ino, []).append(p)
+    suspect = {p for names in shared.values() if len(names) > 1 and not all_one_inode_in(trees, names)
+               for p in names}
+    seen, out = set(), []
+    for p in (p for p in files if p in suspect):
+        signature = tuple(t.paths.get(p) for t in trees)
+        if signature not in seen:
+            seen.add(signature)
+            out.append(p)
+    return out
+
+
+def all_one_inode_in(trees: list[Tree], names: list[str]) -> bool:
+    """Some tree has all of `names` as names of one inode."""
+    return any(names[0] in t.paths and len({t.paths.get(p) for p in names}) == 1 for t in trees)
 
 
 def one_inode_in(trees: list[Tree], p: str, q: str) -> bool:

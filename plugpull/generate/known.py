@@ -19,6 +19,7 @@ from pathlib import Path
 from plugpull.errors import UsageError
 from plugpull.generate.ops import Op, Persist
 from plugpull.generate.program import persist_command, program, step_command
+from plugpull.generate.setups import LINKED, link_loop, setup_kind
 from plugpull.generate.space import Step, Workload, space_of
 from plugpull.paths import ROOT
 
@@ -64,6 +65,7 @@ class Bug:
     needs: tuple[str, ...] = ()
     off: str = ""
     note: str = ""
+    setup: str = ""  # the setup its id must have (`setups.MARKS`), where the test's own setup needs one
 
     @property
     def fs(self) -> str:
@@ -88,7 +90,7 @@ def bug_of(row: dict) -> Bug:
         raise UsageError(f"{row['test']}: {reach} takes {'steps and no needs' if reach == 'expressible' else 'needs'}")
     return Bug(row["test"], tuple((f["id"], f["subject"]) for f in row["fixes"]), row["named_in"], row["workload"],
                reach, row.get("gen", row.get("near", "")), tuple(map(step_of, row.get("steps", ()))),
-               tuple(row.get("needs", ())), row.get("off", ""), row.get("note", ""))
+               tuple(row.get("needs", ())), row.get("off", ""), row.get("note", ""), row.get("setup", ""))
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,22 @@ def mismatches(bug: Bug) -> list[str]:
     workload = space_of(bug.gen).parse(bug.gen)
     if workload.steps != bug.steps:
         return [f"{bug.gen} is {workload.text()!r}, not {'; '.join(s.text() for s in bug.steps)!r}"]
-    return program_mismatches(workload)
+    return setup_mismatches(bug, workload) + program_mismatches(workload)
+
+
+def setup_mismatches(bug: Bug, workload: Workload) -> list[str]:
+    """How the workload's setup fails to be the one the row names: its kind, and for the links
+    setup, the links made by its program before the setup's sync."""
+    kind = setup_kind(workload.synced, workload.many)
+    if bug.setup and kind != bug.setup:
+        return [f"{bug.gen} has the {kind} setup, not {bug.setup}"]
+    if kind != "links":
+        return []
+    lines = program(workload).splitlines()
+    loop = link_loop(workload.links, str)[-1] if workload.links else None
+    if loop not in lines or "sync" not in lines[lines.index(loop):lines.index("pp_acked 0")]:
+        return [f"{bug.gen}: its program makes no links to {LINKED} before the setup's sync"]
+    return []
 
 
 def program_mismatches(workload: Workload) -> list[str]:

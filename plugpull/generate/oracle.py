@@ -20,7 +20,7 @@ from plugpull.errors import UsageError
 from plugpull.generate.delalloc import delayed_only
 from plugpull.generate.ops import plain, refusal
 from plugpull.generate.space import Workload
-from plugpull.generate.tree import DIR, FILE, NAMES, OPTIONAL, SYMLINK, Tree, digest, parent, under
+from plugpull.generate.tree import DIR, FILE, NAMES, OPTIONAL, SYMLINK, Tree, digest, fact, name_key, parent, under
 from plugpull.generate.sizes import RANGED, msync_owed
 from plugpull.generate.unlinked import OPEN_POINTS, gone_names
 from plugpull.testbed.features import SEP
@@ -107,19 +107,10 @@ class Context:
 
 
 def named(workload: Workload) -> tuple[str, ...]:
-    """The names whose facts a point may owe: the first table's, and a nested or third one only where a tree of
-    the workload has it (one that never has it owes of it what it owed before)."""
-    return tuple(p for p in NAMES if p not in OPTIONAL or any(p in t.paths for t in workload.trees))
-
-
-def fact(tree: Tree, path: str, name: str):
-    """The value of fact `name` of `path` in `tree` (None where it does not apply)."""
-    kind = tree.kind(path)
-    if name == "kind" or kind is None:
-        return kind
-    entry = tree.entry(path)
-    return {"size": entry.size, "digest": entry.digest, "nlink": entry.nlink, "xattrs": entry.xattrs,
-            "target": entry.target}[name]
+    """The names whose facts a point may owe: the first table's, and a nested or third one (or a setup's
+    many links) only where a tree of the workload has it (one that never has it owes of it what it owed before)."""
+    fixed = tuple(p for p in NAMES if p not in OPTIONAL or any(p in t.paths for t in workload.trees))
+    return fixed + tuple(sorted({p for t in workload.trees for p in t.paths} - set(NAMES), key=name_key))
 
 
 def _all_facts(tree: Tree, path: str):
@@ -156,8 +147,8 @@ def file_names(ctx: Context):
     had = {p for t in ctx.inode_history() for p in t.names_of(ino)}
     now = ctx.tree.names_of(ino)
     return [(p, "kind", FILE) for p in now if not ctx.moved_with_a_dir(p)] + [
-        (p, "kind", AnyOf({None, ctx.tree.kind(p)})) for p in NAMES
-        if p in had and p not in now and not ctx.moved_with_a_dir(p)]
+        (p, "kind", AnyOf({None, ctx.tree.kind(p)})) for p in sorted(had - set(now), key=name_key)
+        if not ctx.moved_with_a_dir(p)]
 
 
 def unlinked_names(ctx: Context):
@@ -368,7 +359,7 @@ def owed(workload: Workload, fs: str, k: int | None) -> list[Owed]:
         if name in DATA and values - owed_values:  # a later operation changes it: a write may be torn
             continue
         out.append(Owed(path, name, values, rule, point, frozenset(owed_values)))
-    return sorted(out, key=lambda o: (NAMES.index(o.path), FIELDS.index(o.name)))
+    return sorted(out, key=lambda o: (name_key(o.path), FIELDS.index(o.name)))
 
 
 def held(workload: Workload, fs: str, k: int | None) -> list[Held]:
@@ -378,23 +369,32 @@ def held(workload: Workload, fs: str, k: int | None) -> list[Held]:
     out = {}
     for point in range(k + 1 if k is not None else 0):
         trees = workload.trees[end_step(workload, point):]
+        names_by_ino, facts = {}, None  # worked out once a point: a setup's links are thousands of names of one
         for (path, name), (value, rule) in owed_at(workload, fs, point).items():
             if name != "kind" or value is None or isinstance(value, AnyOf) or trees[0].kind(path) != value:
                 continue
             ino = trees[0].paths[path]
-            if all(t.paths.get(path) == ino for t in trees) or not all(t.names_of(ino) for t in trees):
+            if ino not in names_by_ino:
+                names_by_ino[ino] = _names_kept(trees, ino)
+            if names_by_ino[ino] is None or all(t.paths.get(path) == ino for t in trees):
                 continue
-            names = tuple(p for p in NAMES if any(t.paths.get(p) == ino for t in trees))
-            found = Held(names, value, rule, point, _pinned_digest(workload, fs, point, path, trees, ino))
+            facts = applied(workload, fs, point) if facts is None else facts
+            found = Held(names_by_ino[ino], value, rule, point, _pinned_digest(facts, path, trees, ino))
             out[(found.names, found.kind, found.digest)] = found
     return list(out.values())
 
 
-def _pinned_digest(workload: Workload, fs: str, point: int, path: str, trees: list[Tree], ino: int) -> str | None:
-    """The file's digest if points up to `point` owed it at `path` and no later operation
-    changes the file's contents."""
+def _names_kept(trees: list[Tree], ino: int) -> tuple[str, ...] | None:
+    """Every name the inode has in `trees`; None if it has none in one of them."""
+    names = [{p for p, i in t.paths.items() if i == ino} for t in trees]
+    return tuple(sorted(set().union(*names), key=name_key)) if all(names) else None
+
+
+def _pinned_digest(facts: dict, path: str, trees: list[Tree], ino: int) -> str | None:
+    """The file's digest if the points' `facts` (`applied`) owed it at `path` and no later
+    operation changes the file's contents."""
     if trees[0].inodes[ino].kind != FILE:
         return None
     digests = {digest(t.inodes[ino].data) for t in trees}
-    owed_then = applied(workload, fs, point).get((path, "digest"), (None,))[0]
+    owed_then = facts.get((path, "digest"), (None,))[0]
     return owed_then if len(digests) == 1 and owed_then in digests else None

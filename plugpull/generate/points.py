@@ -16,7 +16,7 @@ from plugpull.generate.selfclone import SELF_FAMILIES
 from plugpull.generate.sizes import RANGED
 from plugpull.generate.snapshot import FAMILY as SNAPSHOT
 from plugpull.generate.unlinked import OPEN_POINTS
-from plugpull.generate.tree import DIR, DIRS, FILE, ROOT, Inode, Tree, parent
+from plugpull.generate.tree import DIR, DIRS, FILE, NAMES, ROOT, Inode, Tree, parent
 
 
 def sibling_path(path: str) -> str:
@@ -81,11 +81,10 @@ def siblings(op: Op) -> tuple[str, ...]:
 
 
 def persistence_choices(tree: Tree, op: Op, last: bool) -> tuple[Persist | None, ...]:
-    """`choices_by_kinds` of the tree's names' kinds: which names are there, as what, is all
-    the choices read of the tree (asked for each valid step of every workload counted)."""
-    inodes = tree.inodes
-    kinds = tuple(sorted((path, inodes[ino].kind) for path, ino in tree.paths.items()))
-    return choices_by_kinds(kinds, op, last)
+    """`choices_by_kinds` of the kinds of the fixed names there: which are there, as what, is
+    all the choices read of the tree (asked for each valid step of every workload counted)."""
+    paths, inodes = tree.paths, tree.inodes
+    return choices_by_kinds(tuple((p, inodes[paths[p]].kind) for p in NAMES if p in paths), op, last)
 
 
 @lru_cache(maxsize=1 << 16)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, SIZE_FAMILIES, \
     TRUNCATE_TO, XATTR, Op, Persist, fill_byte, plain, sibling, write_range
 from plugpull.generate.again import AGAIN_COMMAND
+from plugpull.generate.setups import link_loop
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
 from plugpull.generate.selfclone import SELF_FAMILIES, self_clone_args
 from plugpull.generate.sizes import sized_commands
@@ -171,14 +172,15 @@ def persist_command(persist: Persist) -> str | None:
     return held_point(syncer) if persist.kind in OPEN_POINTS else f"{syncer} {persist.path}"
 
 
-def setup_lines(names, t: Tools = GUEST) -> list[str]:
+def setup_lines(names, t: Tools = GUEST, links: int = 0) -> list[str]:
+    """The setup's names made, and `links` extra links to A/foo (`links.link_loop`)."""
     lines = []
     for path in names:
         if path in SETUP_BYTE:
             lines.append(f'{t.xfs_io} -f -c "pwrite -q -S {SETUP_BYTE[path]:#04x} 0 {INITIAL_SIZE}" {t.at(path)}')
         else:
             lines.append(f"mkdir {t.at(path)}")
-    return lines
+    return lines + (link_loop(links, t.at) if links else [])
 
 
 ACKED = ('pp_acked() { echo "ack $1" >&4; while read -r pp_echo <&4; do [ "$pp_echo" = "ack $1" ] && return 0; done; return 0; }'
@@ -187,7 +189,8 @@ ACKED = ('pp_acked() { echo "ack $1" >&4; while read -r pp_echo <&4; do [ "$pp_e
 
 def setup_block(workload: Workload) -> list[str]:
     if workload.synced:
-        return ["# setup, made durable: ack 0", *setup_lines(workload.setup), "sync", "pp_acked 0"]
+        return ["# setup, made durable: ack 0", *setup_lines(workload.setup, links=workload.links), "sync",
+                "pp_acked 0"]
     return ["# setup, not synced (in the same transaction as the operations): ack 0 owes nothing",
             *setup_lines(workload.setup), "pp_acked 0"]
 

@@ -4,7 +4,8 @@ simulated tree. Workloads are numbered in depth-first order (the table's order a
 then the persistence choices' order), and the number is the id: `seq2-000412`. Those made of
 the first table's steps come first and keep the numbers they had before later operations were
 added, then those of each later table in turn (`Space`); `seq2u-000412` is the same workload
-with a setup that is not synced. A shape (`shapes`) is a space of its own of four to six
+with a setup that is not synced, `seq2l-000412` with a synced setup that gives A/foo thousands
+of links (`setups`). A shape (`shapes`) is a space of its own of four to six
 operations, each step's families and points fixed by its position, numbered alike:
 `seq5.renames-000042`, `seq5u.renames-000042`.
 
@@ -20,18 +21,19 @@ from functools import cache, cached_property
 from plugpull.errors import UsageError
 from plugpull.generate.counts import KEPT_FROM, Stored
 from plugpull.generate.names import NESTED_FAMILIES
-from plugpull.generate.ops import FAMILIES, INITIAL_SIZE, OPS, PERSISTENCE, SETUP_BYTE, SIZED, TABLES, Op, \
+from plugpull.generate.ops import FAMILIES, OPS, PERSISTENCE, SIZED, TABLES, Op, \
     Persist, Sim, apply, refusal, up_to
 from plugpull.generate.points import followed, last_points
+from plugpull.generate.setups import MARKS, built, setup_kind
 from plugpull.generate.shapes import NO_POINT, Shape, allows, shape_named
-from plugpull.generate.tree import DIR, FILE, Inode, Tree
+from plugpull.generate.tree import Tree
 from plugpull.values import shown
 
 SEQS = (1, 2, 3)
-SETUPS = ("synced", "unsynced")
+SETUPS = tuple(MARKS)
 # no id of thousands of digits reaches int(); a shape's name after the seq: seq5.renames-000042
-_ID = re.compile(r"seq([0-9]{1,2})(u?)(?:\.([a-z]{1,20}(?:-[a-z]{1,20}){0,3}))?-([0-9]{1,12})")
-ID_FORMS = "seqN-NNNNNN, seqNu-NNNNNN or seqN.SHAPE-NNNNNN"
+_ID = re.compile(r"seq([0-9]{1,2})([ul]?)(?:\.([a-z]{1,20}(?:-[a-z]{1,20}){0,3}))?-([0-9]{1,12})")
+ID_FORMS = "seqN-NNNNNN, seqNu-NNNNNN, seqNl-NNNNNN or seqN.SHAPE-NNNNNN"
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,16 @@ class Workload:
     synced: bool = True  # the setup ends with sync; else it is in the same transaction as the operations
     refused: frozenset = frozenset()  # what the filesystem refuses (EOPNOTSUPP), not done: ops.refusal's names
     shape: str = ""  # the shape whose space numbers it ("": the whole space of its seq)
+    many: bool = False  # the links setup (synced): A/foo's many links, where `setups.built` gives them
 
     @property
     def ident(self) -> str:
-        return workload_id(self.seq, self.index, self.synced, self.shape)
+        return workload_id(self.seq, self.index, self.synced, self.shape, self.many)
+
+    @property
+    def links(self) -> int:
+        """The setup's extra links to A/foo (`setups`)."""
+        return self._built[0]
 
     def text(self) -> str:
         return "; ".join(s.text() for s in self.steps)
@@ -67,34 +75,19 @@ class Workload:
     def refuses(self, op: Op) -> bool:
         return refusal(op, self.refused) is not None
 
-    @cached_property
+    @property
     def trees(self) -> list[Tree]:
         """The model tree after the setup (index 0) and after each operation (index i); an
         operation the filesystem refuses leaves the tree as it was."""
-        sim = Sim(setup_tree(self.setup))
-        out = [sim.tree.copy()]
-        for i, step in enumerate(self.steps, 1):
-            if not self.refuses(step.op) and not apply(sim, step.op, i, lenient=bool(self.refused)):
-                raise ValueError(f"{self.ident}: step {i} ({step.op.text()}) is invalid")
-            sim.pointed = step.persist is not None
-            out.append(sim.tree.copy())
-        return out
+        return self._built[1]
+
+    @cached_property
+    def _built(self) -> tuple[int, list[Tree]]:
+        return built(self)
 
 
-def workload_id(seq: int, index: int, synced: bool = True, shape: str = "") -> str:
-    return f"seq{seq}{'' if synced else 'u'}{'.' + shape if shape else ''}-{index:06d}"
-
-
-def setup_name(synced: bool) -> str:
-    return SETUPS[0] if synced else SETUPS[1]
-
-
-def setup_tree(names) -> Tree:
-    tree = Tree()
-    for path in names:
-        node = Inode(FILE, bytes([SETUP_BYTE[path]]) * INITIAL_SIZE) if path in SETUP_BYTE else Inode(DIR)
-        tree.paths[path] = tree.new_inode(node)
-    return tree
+def workload_id(seq: int, index: int, synced: bool = True, shape: str = "", many: bool = False) -> str:
+    return f"seq{seq}{MARKS[setup_kind(synced, many)]}{'.' + shape if shape else ''}-{index:06d}"
 
 
 def ordered_setup(names) -> tuple[str, ...]:
@@ -141,7 +134,8 @@ _KEEP = {"on": True}
 class Space:
     """The workloads of `seq` operations, optionally only those whose operations are all of
     `families` and whose persistence points are all of `persistence` (ids stay those of the
-    whole space); `synced`: the setup ends with sync (ack 0), else not (ids `seqNu-...`).
+    whole space); `synced`: the setup ends with sync (ack 0), else not (ids `seqNu-...`); `many`:
+    the links setup, synced (ids `seqNl-...`: the same workloads, the setup `links` says).
 
     Ids come in blocks, one for each table (`TABLES`): first the workloads made only of the
     first table's steps, in the order of a walk of that table (the ids they always had); then
@@ -153,13 +147,14 @@ class Space:
     shape's length, and ids name the shape (`seq5.renames-000042`)."""
 
     def __init__(self, seq: int, families=FAMILIES, persistence=PERSISTENCE, synced: bool = True,
-                 shape: Shape | None = None):
+                 shape: Shape | None = None, many: bool = False):
         if shape is None and seq not in SEQS:
             raise UsageError(f"bad --seq {seq!r}: expected one of {', '.join(map(str, SEQS))}")
         if shape is not None and seq != len(shape.positions):
             raise UsageError(f"shape {shape.name} has {len(shape.positions)} operations, not {seq}")
         self.seq = seq
-        self.synced = synced
+        self.synced = synced or many
+        self.many = many
         self.shape = shape.name if shape else ""
         self.positions: tuple[Mask, ...] = shape.positions if shape else (OPEN,) * seq
         self.mask: Mask = (frozenset(checked(families, FAMILIES, "operation")),
@@ -282,17 +277,22 @@ class Space:
     def workload(self, index: int) -> Workload:
         """The workload numbered `index` in the whole space."""
         if not 0 <= index < self.count():
-            raise UsageError(f"no workload {workload_id(self.seq, index, self.synced, self.shape)}: {self.name} "
-                             f"has {self.count()}")
+            ident = workload_id(self.seq, index, self.synced, self.shape, self.many)
+            raise UsageError(f"no workload {ident}: {self.name} has {self.count()}")
         steps, sim = self._ranked(index, WHOLE)
         return self._made(index, steps, sim)
+
+    @property
+    def setup(self) -> str:
+        return setup_kind(self.synced, self.many)
 
     @property
     def name(self) -> str:
         return f"shape {self.shape}" if self.shape else f"seq {self.seq}"
 
     def _made(self, index: int, steps, sim: Sim) -> Workload:
-        return Workload(self.seq, index, tuple(steps), ordered_setup(sim.setup), self.synced, shape=self.shape)
+        return Workload(self.seq, index, tuple(steps), ordered_setup(sim.setup), self.synced, shape=self.shape,
+                        many=self.many)
 
     def locate(self, steps) -> int:
         """The id of the workload made of `steps`; UsageError if it is not one of the space."""
@@ -348,8 +348,8 @@ class Space:
             raise UsageError(f"workload {ident} is not of {f'--shape {self.shape}' if self.shape else 'a --seq space'}")
         if int(m.group(1)) != self.seq:
             raise UsageError(f"workload {ident} is not of --seq {self.seq}")
-        if (m.group(2) == "") != self.synced:
-            raise UsageError(f"workload {ident} is not of --setup {setup_name(self.synced)}")
+        if m.group(2) != MARKS[self.setup]:
+            raise UsageError(f"workload {ident} is not of --setup {self.setup}")
         return self.workload(int(m.group(4)))
 
 
@@ -386,9 +386,9 @@ def workload_of(text: str, synced: bool = True) -> Workload:
 
 
 @cache
-def whole_space(seq: int, synced: bool = True) -> Space:
+def whole_space(seq: int, synced: bool = True, many: bool = False) -> Space:
     """The unfiltered space of `seq`, its counts kept for the life of the process."""
-    return Space(seq, synced=synced)
+    return Space(seq, synced=synced, many=many)
 
 
 def forget_counts() -> None:
@@ -402,10 +402,10 @@ def forget_counts() -> None:
 
 
 @cache
-def shape_space(name: str, synced: bool = True) -> Space:
+def shape_space(name: str, synced: bool = True, many: bool = False) -> Space:
     """The unfiltered space of the shape `name` (UsageError on an unknown one)."""
     shape = shape_named(name)
-    return Space(len(shape.positions), synced=synced, shape=shape)
+    return Space(len(shape.positions), synced=synced, shape=shape, many=many)
 
 
 def _matched(ident: str) -> re.Match:
@@ -418,10 +418,10 @@ def _matched(ident: str) -> re.Match:
 def space_of(ident: str) -> Space:
     """The whole space an id belongs to: its seq's, or its shape's."""
     m = _matched(ident)
-    seq, synced, shape = int(m.group(1)), not m.group(2), m.group(3)
+    seq, synced, many, shape = int(m.group(1)), m.group(2) != "u", m.group(2) == "l", m.group(3)
     if shape:
-        space = shape_space(shape, synced)
+        space = shape_space(shape, synced, many)
         if space.seq != seq:
             raise UsageError(f"bad workload id {shown(ident)}: shape {shape} has {space.seq} operations, not {seq}")
         return space
-    return whole_space(seq, synced) if seq in SEQS else Space(seq, synced=synced)
+    return whole_space(seq, synced, many) if seq in SEQS else Space(seq, synced=synced, many=many)

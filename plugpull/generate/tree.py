@@ -9,8 +9,10 @@ each directory (`THIRD`, the tenth table's), and the names of btrfs snapshots (`
 twelfth table's), see docs/generate.md."""
 
 import hashlib
+from collections import Counter
 from functools import lru_cache
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 ROOT = "."
 DIRS = ("A", "B")
@@ -24,6 +26,7 @@ THIRD = ("A/baz", "B/baz")  # the tenth table's third name in each directory (fs
 SNAPS = ("snap", "A/snap", "B/snap")
 OPTIONAL = NESTED + THIRD + SNAPS  # names no operation of the first tables makes: owed only where a workload has them
 NAMES = DIRS + FILES + NESTED + THIRD + SNAPS
+_ORDER = {p: i for i, p in enumerate(NAMES)}
 
 FILE, DIR, SYMLINK = "file", "dir", "symlink"
 
@@ -37,6 +40,12 @@ def sibling(path: str) -> str:
     """The other file name in the same directory: what `symlink` points to."""
     head, _, name = path.rpartition("/")
     return "bar" if name == "foo" else "foo"
+
+
+def name_key(path: str) -> tuple:
+    """The order names are listed in: the fixed names in `NAMES`' order, then any other (a
+    setup's many links) by length and text (`foo_link_9` before `foo_link_10`)."""
+    return (0, _ORDER[path], "") if path in _ORDER else (1, len(path), path)
 
 
 def under(path: str, top: str) -> bool:
@@ -77,9 +86,16 @@ class Tree:
 
     paths: dict[str, int] = field(default_factory=dict)
     inodes: dict[int, Inode] = field(default_factory=dict)
+    _nlinks: Counter | None = field(default=None, repr=False, compare=False)  # a sealed tree's, by inode
 
     def copy(self) -> "Tree":
         return Tree(dict(self.paths), dict(self.inodes))
+
+    def sealed(self) -> "Tree":
+        """A copy that cannot change (a change raises TypeError), whose files' link counts are
+        counted once: a setup's thousands of links make counting them per name quadratic."""
+        return Tree(MappingProxyType(dict(self.paths)), MappingProxyType(dict(self.inodes)),
+                    Counter(self.paths.values()))
 
     def kind(self, path: str) -> str | None:
         if path == ROOT:
@@ -90,17 +106,21 @@ class Tree:
     def inode(self, path: str) -> Inode:
         return self.inodes[self.paths[path]]
 
+    def names(self) -> tuple[str, ...]:
+        """Every name in the tree, in `name_key` order."""
+        return tuple(sorted(self.paths, key=name_key))
+
     def names_of(self, ino: int) -> tuple[str, ...]:
-        return tuple(p for p in NAMES if self.paths.get(p) == ino)
+        return tuple(sorted((p for p, i in self.paths.items() if i == ino), key=name_key))
 
     def nlink(self, path: str) -> int:
         ino = self.paths[path]
         if self.inodes[ino].kind == DIR:
             return 2 + sum(1 for p in self.paths if parent(p) == path and self.kind(p) == DIR)
-        return len(self.names_of(ino))
+        return self._nlinks[ino] if self._nlinks is not None else list(self.paths.values()).count(ino)
 
     def children(self, path: str) -> tuple[str, ...]:
-        return tuple(p for p in NAMES if p in self.paths and parent(p) == path)
+        return tuple(sorted((p for p in self.paths if parent(p) == path), key=name_key))
 
     def new_inode(self, node: Inode) -> int:
         ino = max(self.inodes, default=0) + 1
@@ -138,7 +158,19 @@ class Tree:
 
     def view(self) -> dict[str, Entry]:
         """The tree as a recovered filesystem would show it: path -> `Entry`."""
-        return {p: self.entry(p) for p in NAMES if p in self.paths}
+        return {p: self.entry(p) for p in self.names()}
+
+
+def fact(tree: Tree, path: str, name: str):
+    """The value of fact `name` of `path` in `tree` (None where it does not apply)."""
+    kind = tree.kind(path)
+    if name == "kind" or kind is None:
+        return kind
+    if name == "nlink":  # the one fact that counts names: not worked out for the others
+        return tree.nlink(path)
+    node = tree.inode(path)
+    return {"size": len(node.data) if kind == FILE else None, "digest": digest(node.data) if kind == FILE else None,
+            "xattrs": node.xattrs, "target": node.target if kind == SYMLINK else None}[name]
 
 
 def with_data(node: Inode, data: bytes) -> Inode:

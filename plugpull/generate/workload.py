@@ -22,16 +22,17 @@ from plugpull.testbed.workloads.base import ACK_PORT, Findings, Lost, GuestWorkl
 PREFIX = "gen:"
 
 
-def collected(text: str) -> tuple[dict[str, Entry], list[str]]:
-    """pp-tree's walk as a tree of the fixed names, and the other names it found; ValueError
-    on a line it could not have printed. What lies below a snapshot's name (the twelfth
-    table's: a copy of the root subvolume) is neither: a snapshot's subtree is not judged."""
+def collected(text: str, known=frozenset(NAMES)) -> tuple[dict[str, Entry], list[str]]:
+    """pp-tree's walk as a tree of the `known` names (the fixed ones, and a setup's many links),
+    and the other names it found; ValueError on a line it could not have printed. What lies
+    below a snapshot's name (the twelfth table's: a copy of the root subvolume) is neither: a
+    snapshot's subtree is not judged."""
     entries, xattrs, strays = {}, {}, []
     for line in text.splitlines():
         words = line.split(" ")
         if words[0] in ("entry", "xattr") and len(words) >= 3 and in_snapshot(words[1]):
             continue
-        if words[0] == "entry" and len(words) == 8 and words[1] not in NAMES:
+        if words[0] == "entry" and len(words) == 8 and words[1] not in known:
             strays.append(words[1])
         elif words[0] == "entry" and len(words) == 8:
             _, path, mode, size, nlink, ino, sum_, target = words
@@ -98,7 +99,8 @@ class GeneratedWorkload(GuestWorkload):
     def examine(self, required: list[int], files: dict, committed: list[int] = ()) -> Findings:
         """The collected tree judged with acks 0..k owed, k the highest of `required`. A work
         directory that is gone is an empty tree: each fact it owed is lost under its own rule."""
-        tree, strays = collected(_text(files, TREE)) if TREE in files else ({}, [])  # no work directory: empty
+        known = frozenset(NAMES).union(*(t.paths for t in self.run.trees))
+        tree, strays = collected(_text(files, TREE), known) if TREE in files else ({}, [])  # no work directory: empty
         found = judge(self.run, self.profile, max(required) if required else None, tree)
         broken = [*found.broken, *(f"{p} is a name no point of the workload has" for p in strays)]
         return Findings([Lost(point, reason) for point, reason in found.lost], broken)

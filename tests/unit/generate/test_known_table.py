@@ -119,3 +119,17 @@ def test_a_shapes_listed_id_is_checked_and_renumbered_in_its_shape():
     stale = replace(bug, gen="seq5.renames-000007")
     out, moves = renumbered('gen = "seq5.renames-000007"\n', [stale])
     assert moves == [("seq5.renames-000007", bug.gen)] and out == f'gen = "{bug.gen}"\n'
+
+
+def test_a_links_row_is_checked_for_its_setup_and_the_links_its_program_makes(monkeypatch):
+    bug = next(b for b in LISTED if b.test == "generic/040")
+    assert bug.setup == "links" and bug.gen.startswith("seq1l-") and mismatches(bug) == []
+    synced = replace(bug, gen=bug.gen.replace("seq1l-", "seq1-"))
+    assert mismatches(synced) == [f"{synced.gen} has the synced setup, not links"]
+    real = known.program
+
+    def without_the_links(workload):
+        return "\n".join(line for line in real(workload).splitlines() if "_link_" not in line) + "\n"
+
+    monkeypatch.setattr(known, "program", without_the_links)
+    assert mismatches(bug) == [f"{bug.gen}: its program makes no links to A/foo before the setup's sync"]

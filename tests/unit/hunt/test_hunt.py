@@ -187,6 +187,8 @@ def test_the_default_out_names_the_hunt_so_the_same_command_goes_on():
     assert default_out(args, [None]) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3")
     unsynced = SimpleNamespace(**{**vars(args), "setup": "unsynced"})
     assert default_out(unsynced, [None]) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-unsynced-sample2000-seed3")
+    links = SimpleNamespace(**{**vars(args), "setup": "links"})
+    assert default_out(links, [None]) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-links-sample2000-seed3")
     other = SimpleNamespace(release="6.12.117-amd64")
     assert default_out(args, [other]) == Path("results/hunt-seq2-btrfs-barrier-rename+fsync-sample2000-seed3-6.12.117-amd64")
     both = default_out(args, [None, other])

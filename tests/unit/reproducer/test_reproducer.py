@@ -317,7 +317,8 @@ def test_a_saved_state_gives_its_workload_and_point(tmp_path):
                                   ["gen:seq1-000253", "--fs", "xfs", "--out", "{dir}"],
                                   ["gen:seq1-000253", "--fs", "xfs", "--style", "fstests", "--run"],
                                   ["gen:seq1-000253", "--fs", "xfs", "--kernel", "debian:6.12"],
-                                  ["{state}"], ["{zero}"], ["{dir}/missing"], ["bonnie", "--fs", "xfs"]])
+                                  ["{state}"], ["{zero}"], ["{dir}/missing"], ["bonnie", "--fs", "xfs"],
+                                  ["gen:seq1l-000131", "--fs", "btrfs"]])
 def test_bad_input_exits_2_and_writes_nothing(argv, tmp_path, capsys):
     out_dir = tmp_path / "out"
     out_dir.mkdir()
