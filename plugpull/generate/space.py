@@ -15,18 +15,17 @@ its workload (or a sample drawn) by walking down the counts."""
 
 import random
 import re
-from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache
 
 from plugpull.errors import UsageError
 from plugpull.generate.counts import KEPT_FROM, Stored
 from plugpull.generate.names import NESTED_FAMILIES
 from plugpull.generate.ops import FAMILIES, OPS, PERSISTENCE, SIZED, TABLES, Op, \
-    Persist, Sim, apply, refusal, up_to
+    Persist, Sim, apply, up_to
 from plugpull.generate.points import followed, last_points
-from plugpull.generate.setups import MARKS, built, setup_kind
+from plugpull.generate.setups import MARKS, setup_kind
 from plugpull.generate.shapes import NO_POINT, Shape, allows, shape_named
-from plugpull.generate.tree import Tree
+from plugpull.generate.steps import Step, Workload, ordered_setup, steps_of, workload_id
 from plugpull.values import shown
 
 SEQS = (1, 2, 3)
@@ -34,65 +33,6 @@ SETUPS = tuple(MARKS)
 # no id of thousands of digits reaches int(); a shape's name after the seq: seq5.renames-000042
 _ID = re.compile(r"seq([0-9]{1,2})([ul]?)(?:\.([a-z]{1,20}(?:-[a-z]{1,20}){0,3}))?-([0-9]{1,12})")
 ID_FORMS = "seqN-NNNNNN, seqNu-NNNNNN, seqNl-NNNNNN or seqN.SHAPE-NNNNNN"
-
-
-@dataclass(frozen=True)
-class Step:
-    op: Op
-    persist: Persist | None
-
-    def text(self) -> str:
-        return self.op.text() + (f", {self.persist.text()}" if self.persist else "")
-
-
-@dataclass(frozen=True)
-class Workload:
-    seq: int
-    index: int
-    steps: tuple[Step, ...]
-    setup: tuple[str, ...]  # the names the setup creates, parents first
-    synced: bool = True  # the setup ends with sync; else it is in the same transaction as the operations
-    refused: frozenset = frozenset()  # what the filesystem refuses (EOPNOTSUPP), not done: ops.refusal's names
-    shape: str = ""  # the shape whose space numbers it ("": the whole space of its seq)
-    many: bool = False  # the links setup (synced): A/foo's many links, where `setups.built` gives them
-
-    @property
-    def ident(self) -> str:
-        return workload_id(self.seq, self.index, self.synced, self.shape, self.many)
-
-    @property
-    def links(self) -> int:
-        """The setup's extra links to A/foo (`setups`)."""
-        return self._built[0]
-
-    def text(self) -> str:
-        return "; ".join(s.text() for s in self.steps)
-
-    def points(self) -> list[int]:
-        """The steps (1-based) followed by a persistence point; point k is the k-th of them."""
-        return [i for i, s in enumerate(self.steps, 1) if s.persist]
-
-    def refuses(self, op: Op) -> bool:
-        return refusal(op, self.refused) is not None
-
-    @property
-    def trees(self) -> list[Tree]:
-        """The model tree after the setup (index 0) and after each operation (index i); an
-        operation the filesystem refuses leaves the tree as it was."""
-        return self._built[1]
-
-    @cached_property
-    def _built(self) -> tuple[int, list[Tree]]:
-        return built(self)
-
-
-def workload_id(seq: int, index: int, synced: bool = True, shape: str = "", many: bool = False) -> str:
-    return f"seq{seq}{MARKS[setup_kind(synced, many)]}{'.' + shape if shape else ''}-{index:06d}"
-
-
-def ordered_setup(names) -> tuple[str, ...]:
-    """Directories before the files in them."""
-    return tuple(sorted(names, key=lambda p: (p.count("/"), p)))
 
 
 Mask = tuple[frozenset, frozenset]  # (operation families, persistence points) a walk may take
@@ -359,21 +299,6 @@ def checked(names, known, what: str) -> tuple[str, ...]:
     if unknown:
         raise UsageError(f"unknown {what} {unknown[0]!r}: expected one of {', '.join(known)}")
     return names
-
-
-def steps_of(text: str) -> tuple[Step, ...]:
-    """`Workload.text()` read back: "creat A/foo, fsync A; rename.file A/foo B/bar, sync"."""
-    ops = {op.text(): op for op in OPS}
-    steps = []
-    for part in text.split(";"):
-        op_text, _, persist_text = (x.strip() for x in part.partition(","))
-        if op_text not in ops:
-            raise UsageError(f"unknown operation {op_text!r}")
-        kind, _, path = persist_text.partition(" ")
-        if persist_text and (kind not in PERSISTENCE or (kind == "sync") != (not path)):
-            raise UsageError(f"bad persistence point {persist_text!r}")
-        steps.append(Step(ops[op_text], Persist(kind, path or None) if persist_text else None))
-    return tuple(steps)
 
 
 def workload_of(text: str, synced: bool = True) -> Workload:
