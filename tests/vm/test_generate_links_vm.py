@@ -5,13 +5,12 @@ clean, on ext4 and btrfs."""
 
 import pytest
 
-from plugpull.crash.spec import CrashSpec
 from plugpull.generate.space import Space, steps_of, whole_space
+from tests.vm.generated import judged_clean_with_barriers
 
 # the 3,000 links are made by as many ln in the guest's sh: 35 s in a TCG guest (2026-11-29)
 pytestmark = [pytest.mark.vm, pytest.mark.timeout(2400)]
 
-STATES = 10
 GENERIC_040 = "link A/foo A/bar, fsync A/foo"
 
 
@@ -19,8 +18,4 @@ GENERIC_040 = "link A/foo A/bar, fsync A/foo"
 def test_barrier_keeps_the_links_the_setup_made_and_the_one_more(crash_run, fs):
     workload = Space(1, many=True).workload(whole_space(1).locate(steps_of(GENERIC_040)))
     assert workload.links == 3000
-    run = crash_run(CrashSpec(fs=fs, mode="barrier", workload=f"gen:{workload.ident}", models=("reorder",),
-                              states=STATES, seed=1, trigger="end"))
-    assert any(s.acks_required >= 2 for s in run.states), "no state after the last point"  # acks 0..1
-    assert run.summary["infra-error"] == 0
-    assert [(s.cut, s.verdict, s.reason) for s in run.states if s.verdict != "clean"] == []
+    judged_clean_with_barriers(crash_run, fs, workload)

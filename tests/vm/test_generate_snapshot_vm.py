@@ -6,12 +6,11 @@ state clean (mountable: the log replays)."""
 
 import pytest
 
-from plugpull.crash.spec import CrashSpec
 from plugpull.generate.space import space_of
+from tests.vm.generated import judged_clean_with_barriers
 
 pytestmark = [pytest.mark.vm, pytest.mark.timeout(2400)]  # the seq-2 id is found by counting seq 2
 
-STATES = 10
 BTRFS_118 = "seq2u-2942688"  # snapshot.make A/snap; snapshot.delete A/snap, fsync A
 BTRFS_120 = "seq4u.snapshot-rmdir-000019"  # snapshot.make A/snap; snapshot.delete A/snap; rmdir A; mkdir A, fsync A
 
@@ -20,9 +19,4 @@ BTRFS_120 = "seq4u.snapshot-rmdir-000019"  # snapshot.make A/snap; snapshot.dele
 def test_barrier_keeps_what_the_snapshot_steps_points_owe(crash_run, ident):
     workload = space_of(ident).parse(ident)
     assert {s.op.family for s in workload.steps} & {"snapshot"}
-    run = crash_run(CrashSpec(fs="btrfs", mode="barrier", workload=f"gen:{ident}", models=("reorder",),
-                              states=STATES, seed=1, trigger="end"))
-    last = len(workload.points())
-    assert any(s.acks_required >= last + 1 for s in run.states), "no state after the last point"  # acks 0..last
-    assert run.summary["infra-error"] == 0
-    assert [(s.cut, s.verdict, s.reason) for s in run.states if s.verdict != "clean"] == []
+    judged_clean_with_barriers(crash_run, "btrfs", workload)
