@@ -73,12 +73,15 @@ def links(view):
 @cache
 def host_refusals() -> frozenset:
     """What the host's temporary filesystem refuses (EOPNOTSUPP) of what a filesystem may
-    refuse: reflink (and the clone within one file) on ext4 or tmpfs, none on xfs or btrfs."""
+    refuse: reflink (and the clone within one file) on ext4 or tmpfs, none on xfs or btrfs; btrfs
+    snapshots everywhere but on btrfs."""
     with tempfile.TemporaryDirectory() as d:
         Path(d, "s").write_bytes(b"x" * 4096)
         Path(d, "d").write_bytes(b"")
         said = subprocess.run(["xfs_io", "-c", f"reflink -q {d}/s", f"{d}/d"], capture_output=True, text=True)
-    return frozenset({"reflink", "self-clone"}) if "Operation not supported" in said.stderr else frozenset()
+        kind = subprocess.run(["stat", "-f", "-c", "%T", d], capture_output=True, text=True).stdout.strip()
+    clones = frozenset({"reflink", "self-clone"}) if "Operation not supported" in said.stderr else frozenset()
+    return clones | (frozenset() if kind == "btrfs" else {"snapshot"})
 
 
 def workloads_to_run():
