@@ -6,11 +6,11 @@ is not walked here); the new ones come after them; its point owes what that poin
 right after the last one, checked on hand-worked states, and the check is shown to catch
 deliberately wrong rules. No VM."""
 
-import hashlib
 import random
 from dataclasses import replace
 
 import pytest
+from tests.unit.generate.pins import seq1_pin, seq2_drawn_pin
 from tests.unit.generate.test_generate_later import host_tools, program_leaves_the_models_tree, \
     reproducers_checks_pass  # noqa: F401
 from tests.unit.generate.test_oracle import assert_own_states_clean
@@ -35,24 +35,13 @@ GENERIC_073 = "write.append A/foo; rename.file B/bar A/bar, fsync B; again, fsyn
 GENERIC_690 = "again, fsync-any A; symlink A/foo; rename.file A/foo A/bar, fsync A"
 
 
-def line(workload) -> bytes:
-    return f"{workload.ident} {workload.text()} | {' '.join(workload.setup)}\n".encode()
-
 
 def test_every_seq1_id_of_the_seven_tables_names_the_same_workload():
-    digest_, count = hashlib.sha256(), 0
-    for workload in Space(1, *up_to(7)).workloads():
-        digest_.update(line(workload))
-        count += 1
-    assert (count, digest_.hexdigest()) == SEVEN_TABLES
+    assert seq1_pin(7) == SEVEN_TABLES
 
 
 def test_seq2_ids_of_the_seven_tables_drawn_at_random_name_the_same_workloads():
-    space, whole = Space(2, *up_to(7)), Space(2)
-    digest_ = hashlib.sha256()
-    for index in sorted(random.Random(53).sample(range(space.total()), 300)):
-        digest_.update(line(whole.workload(index)))
-    assert digest_.hexdigest() == DRAWN
+    assert seq2_drawn_pin(7, seed=53) == DRAWN
 
 
 def test_the_eighth_tables_workloads_come_after_the_seven_tables_and_are_pinned():

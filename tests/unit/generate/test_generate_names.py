@@ -6,11 +6,11 @@ the nine tables' code, seq 1 whole and a sample of seq 2); the new ones come aft
 point owes after each is checked on states worked out by hand, and the check is shown to fail
 with a deliberately wrong rule. No VM."""
 
-import hashlib
 import random
 from dataclasses import replace
 
 import pytest
+from tests.unit.generate.pins import seq1_pin, seq2_drawn_pin
 from tests.unit.generate.test_generate_later import host_tools, program_leaves_the_models_tree, \
     reproducers_checks_pass  # noqa: F401
 from tests.unit.generate.test_oracle import assert_own_states_clean
@@ -38,24 +38,13 @@ GENERIC_784 = "move-dir.dir A/C B/C; move-dir.creat A/C, fsync A/C; move-dir.fil
 RENAMED_TO_BAZ = "third.rename A/bar A/baz, fsync A/baz"  # generic/552's last step
 
 
-def line(workload) -> bytes:
-    return f"{workload.ident} {workload.text()} | {' '.join(workload.setup)}\n".encode()
-
 
 def test_every_seq1_id_of_the_nine_tables_names_the_same_workload():
-    digest_, count = hashlib.sha256(), 0
-    for workload in Space(1, *up_to(9)).workloads():
-        digest_.update(line(workload))
-        count += 1
-    assert (count, digest_.hexdigest()) == NINE_TABLES
+    assert seq1_pin(9) == NINE_TABLES
 
 
 def test_seq2_ids_of_the_nine_tables_drawn_at_random_name_the_same_workloads():
-    space, whole = Space(2, *up_to(9)), Space(2)
-    digest_ = hashlib.sha256()
-    for index in sorted(random.Random(53).sample(range(space.total()), 300)):
-        digest_.update(line(whole.workload(index)))
-    assert digest_.hexdigest() == DRAWN
+    assert seq2_drawn_pin(9, seed=53) == DRAWN
 
 
 def test_the_tenth_tables_workloads_come_after_the_nine_tables_and_are_pinned():

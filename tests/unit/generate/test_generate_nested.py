@@ -11,6 +11,7 @@ import random
 from dataclasses import replace
 
 import pytest
+from tests.unit.generate.pins import line
 from tests.unit.generate.test_generate_later import host_tools, program_leaves_the_models_tree, reproducers_checks_pass  # noqa: F401
 from tests.unit.generate.test_oracle import assert_own_states_clean, table_block
 
@@ -29,9 +30,6 @@ FOUR_TABLES_DIGESTS = {1: (476, "563148d26005e5c8060037eb55faba58ebbd4ef55d95515
 SEQ3_DIGESTS = {300: "10bae8e59b36d0f745eb73ee2cf83a3ac2a6e41bee909dbfd8510dd42e4fd551",
                 3000: "7c40bc19fc1bdc77f6016969d6c6922ef7a50ebdfd16c87cfed955be7db25574"}
 
-
-def line(workload) -> bytes:
-    return f"{workload.ident} {workload.text()} | {' '.join(workload.setup)}\n".encode()
 
 
 @pytest.mark.parametrize("seq", [1, 2])

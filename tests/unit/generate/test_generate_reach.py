@@ -12,6 +12,7 @@ import subprocess
 from dataclasses import replace
 
 import pytest
+from tests.unit.generate.pins import line
 from tests.unit.generate.test_generate_later import host_tools, program_leaves_the_models_tree  # noqa: F401
 from tests.unit.generate.test_generate_range import run_in
 from tests.unit.generate.test_oracle import assert_own_states_clean, table_block
@@ -37,9 +38,6 @@ DRAWN = {(2, 300): "07915ecdd346014e381beabc5a7563011b431fa7d61a56de33ddee2bc953
          (3, 300): "164aaea9da06948306b07eb0e76a198a928a225953c1265f8b3d6f5539ddd77f",
          (3, 3000): "45a9c3118c4bff9e071f49805d4b83dcc2c07b582593ce4ba05426b00715b46f"}
 
-
-def line(workload) -> bytes:
-    return f"{workload.ident} {workload.text()} | {' '.join(workload.setup)}\n".encode()
 
 
 def listed_digest(seq: int) -> tuple[int, str]:

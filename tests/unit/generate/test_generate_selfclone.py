@@ -5,10 +5,10 @@ code, seq 1 whole and a sample of seq 2); the new ones come after them; the mode
 and what a point owes after it are checked on values worked out by hand, and each check is
 shown to fail with a deliberately wrong rule. No VM."""
 
-import hashlib
 import random
 
 import pytest
+from tests.unit.generate.pins import seq1_pin, seq2_drawn_pin
 from tests.unit.generate.test_generate_later import host_tools  # noqa: F401
 from tests.unit.generate.test_generate_range import run_in
 from tests.unit.generate.test_generate_reach import host_refuses_reflink
@@ -19,7 +19,7 @@ from plugpull.errors import UsageError
 from plugpull.generate import selfclone
 from plugpull.generate.judge import judge
 from plugpull.generate.oracle import on_profile, refusals, rules_of
-from plugpull.generate.ops import INITIAL_SIZE, Persist, Sim, apply, up_to
+from plugpull.generate.ops import INITIAL_SIZE, Persist, Sim, apply
 from plugpull.generate.points import followed, persistence_choices
 from plugpull.generate.program import program
 from plugpull.generate.space import Space, Workload, ordered_setup, steps_of, workload_of
@@ -67,24 +67,13 @@ def made(text: str, index: int = 0) -> Workload:
     return Workload(len(steps), index, steps, ordered_setup(sim.setup))
 
 
-def line(workload) -> bytes:
-    return f"{workload.ident} {workload.text()} | {' '.join(workload.setup)}\n".encode()
-
 
 def test_every_seq1_id_of_the_ten_tables_names_the_same_workload():
-    digest_, count = hashlib.sha256(), 0
-    for workload in Space(1, *up_to(10)).workloads():
-        digest_.update(line(workload))
-        count += 1
-    assert (count, digest_.hexdigest()) == TEN_TABLES
+    assert seq1_pin(10) == TEN_TABLES
 
 
 def test_seq2_ids_of_the_ten_tables_drawn_at_random_name_the_same_workloads():
-    space, whole = Space(2, *up_to(10)), Space(2)
-    digest_ = hashlib.sha256()
-    for index in sorted(random.Random(57).sample(range(space.total()), 300)):
-        digest_.update(line(whole.workload(index)))
-    assert digest_.hexdigest() == DRAWN
+    assert seq2_drawn_pin(10, seed=57) == DRAWN
 
 
 def test_the_eleventh_tables_workloads_come_after_the_ten_tables_and_are_pinned():

@@ -5,11 +5,11 @@ come after them; the count's memo tells a snapshot apart (a wrong key is caught)
 owes after each step is checked on states worked out by hand, and shown to fail with a
 deliberately wrong rule; every other filesystem refuses the family. No VM."""
 
-import hashlib
 import random
 
 import pytest
-from tests.unit.generate.test_generate_names import line, state, unnumbered
+from tests.unit.generate.pins import seq1_pin, seq2_drawn_pin
+from tests.unit.generate.test_generate_names import state, unnumbered
 from tests.unit.generate.test_generate_shapes import brute_force
 from tests.unit.generate.test_oracle import assert_own_states_clean
 
@@ -36,19 +36,11 @@ MADE = "snapshot.make A/snap, fsync A"
 
 
 def test_every_seq1_id_of_the_eleven_tables_names_the_same_workload():
-    digest_, count = hashlib.sha256(), 0
-    for workload in Space(1, *up_to(11)).workloads():
-        digest_.update(line(workload))
-        count += 1
-    assert (count, digest_.hexdigest()) == ELEVEN_TABLES
+    assert seq1_pin(11) == ELEVEN_TABLES
 
 
 def test_seq2_ids_of_the_eleven_tables_drawn_at_random_name_the_same_workloads():
-    space, whole = Space(2, *up_to(11)), Space(2)
-    digest_ = hashlib.sha256()
-    for index in sorted(random.Random(12).sample(range(space.total()), 300)):
-        digest_.update(line(whole.workload(index)))
-    assert digest_.hexdigest() == DRAWN
+    assert seq2_drawn_pin(11, seed=12) == DRAWN
 
 
 def test_the_snapshot_workloads_come_after_the_eleven_tables_and_are_pinned():
@@ -89,7 +81,9 @@ def test_counts_tell_a_snapshot_apart_and_a_key_blind_to_it_is_caught(monkeypatc
     steps = at(("snapshot", "rmdir"), (NO_POINT, "sync"))
     shape = Shape("snaps", "a test's", (steps, steps, steps))
     assert Space(3, shape=shape).total() == len(brute_force(shape)) == 120
-    monkeypatch.setattr(space_module, "_COUNTS", {})
+    monkeypatch.setattr(space_module, "_COUNTS", {})  # and none kept on disk: they are of the rules as written
+    monkeypatch.setattr(space_module, "_STORED", {})
+    monkeypatch.setitem(space_module._KEEP, "on", False)
     monkeypatch.setattr(Sim, "key", lambda self, sized=True, nested=True, third=True:
                         self._shape(sized, ("A", "B", "A/foo", "A/bar", "B/foo", "B/bar")))
     assert Space(3, shape=shape).total() == 116
