@@ -38,7 +38,7 @@ $(STAMP): pyproject.toml | debs
 image: deps
 	$(PY) -c 'from plugpull.guest.image.build import build_image; i = build_image(); print(i.key, i.initramfs)'
 
-# The unit tests on two workers (about 4.5 minutes), then the VM tests one at a time (about 13;
+# The unit tests on two workers (about 5 minutes), then the VM tests one at a time (about 23;
 # the long ones that repeat a path another takes are left to test-all: fixtures/opt_in.py's LONG_VM).
 test: deps chromium
 	$(PY) -m pytest -m "not vm" -p xdist -n 2 -q --junitxml=results/junit-unit.xml
