@@ -61,22 +61,24 @@ class Stored:
         space = hashlib.sha256(self.name.encode()).hexdigest()[:16]
         return cache_dir() / FOLDER / f"{rules_digest()}-{space}.json"
 
-    def get(self, key: tuple) -> int | None:
+    @property
+    def counts(self) -> dict[str, int]:
         if self._counts is None:
             self._counts = self._read()
-        return self._counts.get(key_text(key))
+        return self._counts
+
+    def get(self, key: tuple) -> int | None:
+        return self.counts.get(key_text(key))
 
     def put(self, key: tuple, value: int) -> None:
-        if self._counts is None:
-            self._counts = self._read()
-        self._counts[key_text(key)] = value
+        self.counts[key_text(key)] = value
         self._added = True
 
     def save(self) -> None:
         if not self._added:
             return
         self._added = False
-        counts = {**self._read(), **self._counts}
+        counts = {**self._read(), **self.counts}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_json(self.path, {"rules": rules_digest(), "space": self.name, "counts": counts}, indent=None)

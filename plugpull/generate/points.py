@@ -10,13 +10,13 @@ from functools import lru_cache
 
 from plugpull.generate.again import again_points
 from plugpull.generate.names import NAME_FAMILIES
-from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, Sim, plain, sibling
+from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, Sim, plain
 from plugpull.generate.reach import untouched
 from plugpull.generate.selfclone import SELF_FAMILIES
 from plugpull.generate.sizes import RANGED
 from plugpull.generate.snapshot import FAMILY as SNAPSHOT
 from plugpull.generate.unlinked import OPEN_POINTS
-from plugpull.generate.tree import DIR, DIRS, FILE, NAMES, ROOT, Inode, Tree, parent
+from plugpull.generate.tree import DIR, DIRS, FILE, NAMES, ROOT, Inode, Tree, parent, sibling
 
 
 def sibling_path(path: str) -> str:
