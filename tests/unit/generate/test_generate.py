@@ -258,4 +258,5 @@ def test_ops_alone_lists_each_name_by_table_with_its_operations_and_seq1_workloa
     assert rows["nested-link"][3:] == ["8", "68"] and rows["move-dir"][3:] == ["6", "20"]
     assert rows["msync-head"] == ["9", "msync-head", "point", "8"]
     assert rows["self-clone"] == ["11", "self-clone", "operation", "8", "40"]
+    assert rows["tmpfile"] == ["13", "tmpfile", "operation", "2", "6"]
     assert len(rows) == len(FAMILIES) + len(PERSISTENCE)
