@@ -182,7 +182,7 @@ def test_bad_input_exits_2_in_one_line(argv, capsys):
 
 
 def test_the_commands_print(capsys):
-    assert run(["--seq", "2"], capsys)[1] == "seq 2: 2947163 workloads of 2947163\n"
+    assert run(["--seq", "2"], capsys)[1] == "seq 2: 2980110 workloads of 2980110\n"
     code, out, _ = run(["--seq", "1", "--list", "--ops", "mkdir,fsync"], capsys)
     assert code == 0 and out.splitlines() == ["seq1-000017  mkdir A, fsync A", "seq1-000018  mkdir A, fsync .",
                                               "seq1-000020  mkdir B, fsync B", "seq1-000021  mkdir B, fsync ."]
