@@ -9,6 +9,7 @@ import pytest
 
 from plugpull.check.checker import observation_from, parse_report
 from plugpull.check.verdict import Observation, Verdict, classify
+from plugpull.hunt.findings import KIND_TEXT, state_damage
 from plugpull.hunt.rules import rules_broken
 from plugpull.testbed.fs import filesystem
 from plugpull.testbed.workloads import FsyncFiles
@@ -69,3 +70,8 @@ def test_the_guest_step_makes_a_name_in_each_directory_and_says_when_one_fails(t
     obs = observation_from(*parse_report(f"mount_rc=0\n{create_after(mnt, tmp_path / 'out')}fsck_rc=0\n"), None)
     assert "pp/B/pp-new: Is a directory" in obs.create_error
     assert classify(BTRFS, obs, WL, []).verdict is Verdict.NOT_WRITABLE
+
+
+def test_a_hunts_finding_names_a_state_not_writable_by_its_own_kind():
+    kinds, names = state_damage(str(Verdict.NOT_WRITABLE), [], [])
+    assert (kinds, names) == ({"create"}, set()) and "after recovery" in KIND_TEXT["create"]
