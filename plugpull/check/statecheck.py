@@ -54,7 +54,17 @@ def observation_from(keys: dict, sections: dict, files: dict | None) -> Observat
         files=files, collect_rc=keys.get("collect_rc"), mount_error=sections.get("mount", ""),
         fsck_output=sections.get("fsck", ""), kernel_log=sections.get("dmesg", ""),
         kernel_crash=trouble.summary if trouble else "", kernel_excerpt=trouble.excerpt if trouble else "",
+        create_error=create_error(keys),
     )
+
+
+def create_error(keys: dict) -> str:
+    """The step after recovery's failure (pp-check's create_rc and create_error), "" if it made
+    every name or was not tried."""
+    rc = keys.get("create_rc")
+    if rc in (None, "0"):
+        return ""
+    return keys.get("create_error") or f"pp-check's new names failed (rc {rc})"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ class Verdict(StrEnum):
     CLEAN = "clean"
     DATA_LOSS = "data-loss"
     INCONSISTENT = "inconsistent"  # a state the application could never have been in
+    NOT_WRITABLE = "not-writable"  # mounted, but a new name could not be made (the step after recovery)
     FS_CORRUPT = "fs-corrupt"
     UNMOUNTABLE = "unmountable"
     KERNEL_CRASH = "kernel-crash"  # the kernel under test panicked, oopsed or hung on the state
@@ -78,6 +79,7 @@ class Observation:
     infra_error: str = ""
     kernel_crash: str = ""  # the kernel under test failed on the state: what it said, in a line
     kernel_excerpt: str = ""  # and the console or kernel log lines around it
+    create_error: str = ""  # the step after recovery failed: its first error ("": made, or not tried)
 
 
 def sums_of(text: str) -> dict[str, str]:
@@ -138,7 +140,7 @@ def classify(fs: Filesystem, obs: Observation, workload, required: list[int],
              committed: list[int] = ()) -> StateVerdict:
     """The verdict on one state. A failure of the checker itself is an infra-error, never a
     filesystem verdict; otherwise the worst finding wins: kernel-crash, unmountable, fs-corrupt,
-    inconsistent, data-loss. `committed`: acknowledged operations the contract does not
+    not-writable, inconsistent, data-loss. `committed`: acknowledged operations the contract does not
     promise (see `Workload.examine`)."""
     first = first_finding(fs, obs, "recovery mount")
     if first is not None:
@@ -150,6 +152,8 @@ def classify(fs: Filesystem, obs: Observation, workload, required: list[int],
         return StateVerdict(Verdict.FS_CORRUPT, f"{fs.fsck} found damage (rc={obs.fsck_rc})", lost, **kept)
     if obs.umount_rc not in (0, None):
         return StateVerdict(Verdict.FS_CORRUPT, f"unmount after recovery failed (rc={obs.umount_rc})", lost, **kept)
+    if obs.create_error:
+        return StateVerdict(Verdict.NOT_WRITABLE, f"a new name after recovery: {obs.create_error[:300]}", lost, **kept)
     notes = f"; {found.allowed} acknowledged, not promised, lost as the contract allows" if found.allowed else ""
     notes += "; fsck not run" if fsck == "not run" else ""
     if found.broken:

@@ -19,6 +19,7 @@ from plugpull.generate.names import NAME_FAMILIES, NAME_ROWS, TWINS, name_step_a
 from plugpull.generate.reach import ANY_POINTS, REFLINKS
 from plugpull.generate.selfclone import CLONES, SELF_CLONES, SELF_FAMILIES
 from plugpull.generate.snapshot import FAMILY as SNAPSHOT, SNAPSHOT_ROWS, snapshot_step, snapshots_there
+from plugpull.generate.tmpfile import FAMILY as TMPFILE, TMPFILE_ROWS, tmpfile_step
 from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
 from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED, NESTED_DIR, NESTED_FILES, ROOT, SYMLINK, \
@@ -56,7 +57,8 @@ FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
 TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()),
           (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
           (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)), (("again",), ()),
-          (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()), (SELF_FAMILIES, ()), ((SNAPSHOT,), ()))
+          (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()), (SELF_FAMILIES, ()), ((SNAPSHOT,), ()),
+          ((TMPFILE,), ()))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}  # the later tables' points, by their call
@@ -138,7 +140,8 @@ SIZE_OPS = tuple([Op("punch", v, (f,)) for f in FILES for v in PUNCHES] +
 NAME_OPS = tuple(Op(*row) for row in NAME_ROWS)  # a third name, links into A/C, A/C moved (`names`)
 OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS + \
     NAME_OPS + tuple(Op(family, v, (f,)) for family in SELF_FAMILIES for f in FILES for v in SELF_CLONES) + \
-    tuple(Op(*row) for row in SNAPSHOT_ROWS)  # `selfclone`; btrfs snapshots made and deleted (`snapshot`)
+    tuple(Op(*row) for row in SNAPSHOT_ROWS + TMPFILE_ROWS)  # `selfclone`; btrfs snapshots (`snapshot`); O_TMPFILE
+OWN_STEPS = {**CLONES, SNAPSHOT: snapshot_step, TMPFILE: tmpfile_step}  # the later families' steps, by module
 
 
 def refusal(op: Op, refused) -> str | None:
@@ -331,10 +334,8 @@ def apply(sim: Sim, op: Op, step: int, lenient: bool = False) -> bool:
         return True  # the model tree is what the disk and the caches both hold: nothing changes
     if op.family == "again":
         return sim.pointed  # nothing is done: only a point after a point (a step without one adds nothing)
-    if op.family in CLONES:
-        return CLONES[op.family](sim, op)
-    if op.family == SNAPSHOT:
-        return snapshot_step(sim, op)
+    if op.family in OWN_STEPS:
+        return OWN_STEPS[op.family](sim, op)
     return name_step_allowed(sim, op.family, op.variant, op.args) and _namespace(sim, op)
 
 

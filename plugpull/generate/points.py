@@ -15,6 +15,7 @@ from plugpull.generate.reach import untouched
 from plugpull.generate.selfclone import SELF_FAMILIES
 from plugpull.generate.sizes import RANGED
 from plugpull.generate.snapshot import FAMILY as SNAPSHOT
+from plugpull.generate.tmpfile import FAMILY as TMPFILE
 from plugpull.generate.unlinked import OPEN_POINTS
 from plugpull.generate.tree import DIR, DIRS, FILE, NAMES, ROOT, Inode, Tree, parent, sibling
 
@@ -35,6 +36,8 @@ def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return (), ()
     if op.family == SNAPSHOT:
         return (), (parent(args[0]),)  # its parent directory (btrfs/118's and 120's fsync)
+    if op.family == TMPFILE:
+        return (), args  # the file's directory: the file has no name to fsync again
     if op.family in ("reflink", "copy"):
         return args[1:], ()  # the destination: the source is unchanged
     if op.family in (*DATA_FAMILIES, *SELF_FAMILIES, "setxattr", "removexattr"):

@@ -25,6 +25,7 @@ from plugpull.generate.selfclone import SELF_FAMILIES, self_clone_args
 from plugpull.generate.sizes import sized_commands
 from plugpull.generate.snapshot import FAMILY as SNAPSHOT, snapshot_command
 from plugpull.generate.space import Workload
+from plugpull.generate.tmpfile import FAMILY as TMPFILE, tmpfile_command
 from plugpull.generate.unlinked import OPEN_POINTS, held_point, open_and_unlink
 from plugpull.generate.tree import Tree
 
@@ -75,6 +76,8 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: str = "
         return _clone_command(op, t, args, refused, len(before.inode(op.args[0]).data))
     if op.family == SNAPSHOT:
         return snapshot_command(op.variant, args[0], t.subvolume, refused)
+    if op.family == TMPFILE:
+        return tmpfile_command(t.xfs_io, args[0], fill_byte(step))
     if op.family in SIZE_FAMILIES:
         size = len(before.inode(op.args[0]).data)
         commands, fallocate = sized_commands(op.family, op.variant, fill_byte(step), size, msync)

@@ -33,12 +33,12 @@ from plugpull.hunt.rules import rules_broken
 KIND_TEXT = {
     "missing": "a name missing", "still-there": "a name that should be gone still there",
     "two-names": "two names on one inode", "nlink": "a wrong link count", "contents": "wrong contents",
-    "size": "a wrong size", "kind": "a name of the wrong kind", "xattr": "wrong xattrs",
-    "target": "a wrong symlink target", "stray": "a name no point of the workload has",
-    "inconsistent": "a tree no point gives", "lost": "an owed fact lost", "fsck": "fsck found damage",
-    "mount": "the recovery mount failed", "kernel": "the guest kernel failed",
+    "size": "a wrong size", "kind": "a name of the wrong kind", "xattr": "wrong xattrs", "target": "a wrong symlink target",
+    "stray": "a name no point of the workload has", "inconsistent": "a tree no point gives", "lost": "an owed fact lost",
+    "fsck": "fsck found damage", "mount": "the recovery mount failed", "kernel": "the guest kernel failed",
+    "create": "no new name could be made after recovery",
 }
-CHECK_KINDS = {"fs-corrupt": "fsck", "unmountable": "mount", "kernel-crash": "kernel"}
+CHECK_KINDS = {"fs-corrupt": "fsck", "not-writable": "create", "unmountable": "mount", "kernel-crash": "kernel"}
 FIELD_KINDS = {"size": "size", "digest": "contents", "nlink": "nlink", "xattrs": "xattr", "target": "target"}
 
 LOST_FACT = re.compile(r"(?P<path>\S+): (?P<field>\w+) is (?P<value>.*?), owed (?P<owed>.*) \([a-z0-9-]+, point \d+\)")

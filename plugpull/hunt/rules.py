@@ -10,6 +10,7 @@ RULE_IN_REASON = re.compile(r"\(([a-z0-9-]+), point \d+\)")
 CHECK_RULES = {
     str(Verdict.INCONSISTENT): "inconsistent",
     str(Verdict.FS_CORRUPT): "fsck",
+    str(Verdict.NOT_WRITABLE): "create",
     str(Verdict.UNMOUNTABLE): "mount",
     str(Verdict.KERNEL_CRASH): "kernel",
 }

@@ -32,6 +32,8 @@ VERDICT_NOTES = {
                  "is missing or wrong",
     "inconsistent": "the files are in a state the application could never have been in (a hole "
                     "in a sequence, foreign bytes, a rename half done): an invariant broke",
+    "not-writable": "the recovery mount worked, but a new file or directory could not be made in it "
+                    "(generated workloads: a step after recovery)",
     "fs-corrupt": "the recovery mount worked, but fsck found damage (or unmounting failed)",
     "unmountable": "the recovery mount failed",
     "kernel-crash": "the kernel under test panicked, oopsed, hit a BUG or hung on the state: "

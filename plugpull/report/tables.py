@@ -18,7 +18,7 @@ from plugpull.report.seeds import render_seeds
 from plugpull.results import INFRA, CellResult, CrashSummary, param_text
 from plugpull.testbed.fs import MODES
 
-FS_VERDICTS = ("clean", "data-loss", "inconsistent", "fs-corrupt", "unmountable", "kernel-crash")
+FS_VERDICTS = ("clean", "data-loss", "inconsistent", "not-writable", "fs-corrupt", "unmountable", "kernel-crash")
 ALWAYS_SHOWN = ("clean", "data-loss", "fs-corrupt", "unmountable")
 MISSING = "-"
 RATIO_NOTE = "vs barrier: the mode's time over barrier's on the first phase (x2.0 = twice as slow)."

@@ -10,9 +10,10 @@ SCHEMA_VERSION = 5  # 4: the disk's writes and flushes per phase and run (`io`),
                     # a state's cuts on every disk (`cuts`) instead of `cut2`; 5: fault runs
                     # (`kind: "fault"` lines, results.faults)
 MIB = 1 << 20
-VERDICTS = ("clean", "data-loss", "inconsistent", "fs-corrupt", "unmountable", "kernel-crash", "infra-error")
-UNSAFE_VERDICTS = ("data-loss", "inconsistent", "fs-corrupt", "unmountable", "kernel-crash")
+VERDICTS = ("clean", "data-loss", "inconsistent", "not-writable", "fs-corrupt", "unmountable", "kernel-crash", "infra-error")
+UNSAFE_VERDICTS = ("data-loss", "inconsistent", "not-writable", "fs-corrupt", "unmountable", "kernel-crash")
 NEW_IN_3 = ("inconsistent", "kernel-crash")  # a schema-2 summary that counted states had none
+NEWER = (*NEW_IN_3, "not-writable")  # verdicts an older summary that counted states had none of
 INFRA = "infra-error"
 
 
@@ -161,6 +162,7 @@ class CrashSummary:
     clean: int | None = None
     data_loss: int | None = None
     inconsistent: int | None = None
+    not_writable: int | None = None
     fs_corrupt: int | None = None
     unmountable: int | None = None
     kernel_crash: int | None = None
@@ -173,7 +175,7 @@ class CrashSummary:
     def __post_init__(self):
         _settle(self, models=tuple(self.models), log=self.log)
         if self.clean is not None:
-            _settle(self, **{_verdict_field(v): self.count(v) or 0 for v in NEW_IN_3})
+            _settle(self, **{_verdict_field(v): self.count(v) or 0 for v in NEWER})
 
     def count(self, verdict: str) -> int | None:
         return getattr(self, _verdict_field(verdict))

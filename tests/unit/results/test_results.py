@@ -141,8 +141,8 @@ def test_the_last_line_of_a_key_wins_and_other_kinds_pass_quietly(tmp_path):
 
 
 def test_a_crash_run_counts_every_verdict_and_summarises_for_a_cell():
-    assert RUN.summary == {"clean": 1, "data-loss": 1, "inconsistent": 0, "fs-corrupt": 0, "unmountable": 0,
-                           "kernel-crash": 0, "infra-error": 0}
+    assert RUN.summary == {"clean": 1, "data-loss": 1, "inconsistent": 0, "not-writable": 0, "fs-corrupt": 0,
+                           "unmountable": 0, "kernel-crash": 0, "infra-error": 0}
     summary = RUN.crash_summary(artifacts="a")
     assert summary == CrashSummary(states=2, models=("reorder",), clean=1, data_loss=1, fs_corrupt=0,
                                    unmountable=0, infra_error=0, log=LOG, states_per_minute=4.0, artifacts="a")
@@ -180,3 +180,11 @@ def test_lenient_values_and_strict_identity():
     assert cell.phases == (Phase("phase 1", 1.0),)
     with pytest.raises(ValueError, match="without mode, workload"):
         CellResult.from_json({"kind": "cell", "fs": "xfs"})
+
+
+def test_a_summary_from_before_the_step_after_recovery_counts_no_state_not_writable():
+    older = {"states": 3, "summary": {"clean": 2, "data-loss": 1, "inconsistent": 0, "fs-corrupt": 0,
+                                      "unmountable": 0, "kernel-crash": 0, "infra-error": 0}}
+    summary = CrashSummary.from_json(older)
+    assert summary.count("not-writable") == 0 and summary.unsafe == 1
+    assert CrashSummary.from_json({**older, "summary": {**older["summary"], "not-writable": 2}}).unsafe == 3
