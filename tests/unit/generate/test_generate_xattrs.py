@@ -108,5 +108,7 @@ def test_the_cli_takes_the_setup(capsys):
     assert code == 0 and out == program(with_xattrs()) and "user.attr_" in out
     code, out, _ = run_cli(["generate", "--show", "seq1x-000026"], capsys)  # ext4's, which makes none
     assert code == 0 and "user.attr_" not in out
+    code, out, _ = run_cli(["generate", "--owed", "seq1x-000026", "--fs", "btrfs"], capsys)
+    assert code == 0 and "2000 xattrs ('user.attr_0001', 'val_0001') ... ('user.attr_2000', 'val_2000')  fsync-xattrs" in out
     code, _, err = run_cli(["generate", "--show", "seq1y-000026"], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
