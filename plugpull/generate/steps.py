@@ -26,7 +26,7 @@ class Workload:
     steps: tuple[Step, ...]
     setup: tuple[str, ...]  # the names the setup creates, parents first
     synced: bool = True  # the setup ends with sync; else it is in the same transaction as the operations
-    refused: frozenset = frozenset()  # what the filesystem refuses (EOPNOTSUPP), not done: ops.refusal's names
+    refused: frozenset = frozenset()  # what the filesystem refuses, not done: ops.refusal's names, or `extra`
     shape: str = ""  # the shape whose space numbers it ("": the whole space of its seq)
     extra: str = ""  # a synced setup with more (`setups.EXTRAS`), where `setups.built` gives it
 
