@@ -123,9 +123,13 @@ static int digest(const char *path, char out[65])
     return 0;
 }
 
+/* the most a list of names can be (the kernel's XATTR_LIST_MAX): a file of 2,000 user xattrs
+ * lists about 30 KiB of names */
+static char names[65536];
+
 static int xattrs(const char *path)
 {
-    char names[4096], value[4096];
+    char value[4096];
     ssize_t len = llistxattr(path, names, sizeof(names));
     if (len < 0)
         return errno == ENOTSUP ? 0 : -1;

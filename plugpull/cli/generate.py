@@ -7,6 +7,7 @@ import argparse
 from plugpull.cli.common import EXIT_OK, print_table, whole_option
 from plugpull.errors import UsageError
 from plugpull.generate.oracle import PROFILES
+from plugpull.generate.space import SETUPS
 from plugpull.values import COUNT_MAX, SEED_MAX, names, once_each
 
 
@@ -67,10 +68,12 @@ def add_parsers(sub) -> None:
 
 
 def add_setup_option(parser, default: str) -> None:
-    parser.add_argument("--setup", choices=("synced", "unsynced", "links"), help="synced: the setup's files are "
+    parser.add_argument("--setup", choices=SETUPS, help="synced: the setup's files are "
                         "made durable by sync before the operations; unsynced: they are created in the same "
                         "transaction as the operations, and ids say so (seqNu-...); links: synced, with 3,000 more "
-                        "hard links to A/foo in A where the setup makes it (seqNl-...) " + default)
+                        "hard links to A/foo in A where the setup makes it (seqNl-...); xattrs: synced, with 2,000 "
+                        "user xattrs on A/foo where the setup makes it (seqNx-...; none on ext4 and f2fs); quota: "
+                        "synced, btrfs quotas enabled first (seqNq-...; refused elsewhere) " + default)
 
 
 def _space(args):
@@ -101,8 +104,13 @@ def space_of_options(seq: int | None, ops, setup: str = "synced", table: int | N
     persistence = [n for n in ops or () if n in PERSISTENCE] or had_points
     if shape:
         named = shape_named(shape)
-        return Space(len(named.positions), families, persistence, setup != "unsynced", named, setup == "links")
-    return Space(seq, families, persistence, synced=setup != "unsynced", many=setup == "links")
+        return Space(len(named.positions), families, persistence, setup != "unsynced", named, extra_of(setup))
+    return Space(seq, families, persistence, synced=setup != "unsynced", extra=extra_of(setup))
+
+
+def extra_of(setup: str) -> str:
+    """A `--setup`'s extra (a synced setup with more, `generate.setups`), or ""."""
+    return setup if setup not in ("synced", "unsynced") else ""
 
 
 def check_sample(space, sample: int | None) -> None:
@@ -198,4 +206,6 @@ def _short(value) -> str:
         return "absent"
     if isinstance(value, str) and len(value) == 64:
         return value[:12]
+    if isinstance(value, tuple) and len(value) > 4:  # a setup's 2,000 xattrs
+        return f"{len(value)} xattrs {value[0]} ... {value[-1]}"
     return str(value)

@@ -99,7 +99,7 @@ def default_out(args, kernels: list) -> Path:
     parts = [f"hunt-shape-{args.shape}" if args.shape else f"hunt-seq{args.seq}", args.fs, args.mode]
     if args.ops:
         parts.append("+".join(args.ops))
-    if args.setup in ("unsynced", "links"):
+    if args.setup not in (None, "synced"):
         parts.append(args.setup)
     if args.sample is not None:
         parts.append(f"sample{args.sample}-seed{args.seed}")

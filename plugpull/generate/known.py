@@ -18,8 +18,8 @@ from pathlib import Path
 
 from plugpull.errors import UsageError
 from plugpull.generate.ops import Op, Persist
-from plugpull.generate.program import persist_command, program, step_command
-from plugpull.generate.setups import LINKED, link_loop, setup_kind
+from plugpull.generate.program import GUEST, persist_command, program, step_command
+from plugpull.generate.setups import LINKED, QUOTA, link_loop, xattr_loop
 from plugpull.generate.space import Step, Workload, space_of
 from plugpull.paths import ROOT
 
@@ -119,17 +119,20 @@ def mismatches(bug: Bug) -> list[str]:
 
 
 def setup_mismatches(bug: Bug, workload: Workload) -> list[str]:
-    """How the workload's setup fails to be the one the row names: its kind, and for the links
-    setup, the links made by its program before the setup's sync."""
-    kind = setup_kind(workload.synced, workload.many)
-    if bug.setup and kind != bug.setup:
-        return [f"{bug.gen} has the {kind} setup, not {bug.setup}"]
-    if kind != "links":
+    """How the workload's setup fails to be the one the row names: its kind, and for a setup
+    with more (`setups.EXTRAS`), that more made by its program before the setup's sync."""
+    if bug.setup and workload.kind != bug.setup:
+        return [f"{bug.gen} has the {workload.kind} setup, not {bug.setup}"]
+    made = {"links": (f"links to {LINKED}", link_loop(workload.links, str)[-1] if workload.links else None),
+            "xattrs": (f"xattrs on {LINKED}", xattr_loop(workload.xattrs, str, GUEST.setxattr)[-1]
+                       if workload.xattrs else None),
+            "quota": ("quotas", QUOTA.format(root=GUEST.subvolume))}
+    if workload.extra not in made:
         return []
+    what, line = made[workload.extra]
     lines = program(workload).splitlines()
-    loop = link_loop(workload.links, str)[-1] if workload.links else None
-    if loop not in lines or "sync" not in lines[lines.index(loop):lines.index("pp_acked 0")]:
-        return [f"{bug.gen}: its program makes no links to {LINKED} before the setup's sync"]
+    if line not in lines or "sync" not in lines[lines.index(line):lines.index("pp_acked 0")]:
+        return [f"{bug.gen}: its program makes no {what} before the setup's sync"]
     return []
 
 

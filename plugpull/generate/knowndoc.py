@@ -44,7 +44,7 @@ def head(table: Table) -> list[str]:
         f"Each bug's workload is read against the generator's operations and persistence points of {src['read']} "
         "([generate.md](generate.md)): **expressible** names the workload (`gen:ID`) that performs the test's "
         "steps in the generator's names (`A`, `B`, `A/foo`, ...; a setup synced or not, `seqNu-` ids, or with "
-        "thousands of links to A/foo, `seqNl-` ids; four to six "
+        "thousands of links to A/foo, `seqNl-` ids, 2,000 xattrs on it, `seqNx-`, btrfs quotas, `seqNq-`; four to six "
         "operations in a named shape, `seqN.SHAPE-` ids, [shapes](generate.md#shapes-longer-workloads)); **one step "
         "off** names the nearest workload and the one step the generator lacks (an operation of another size, a "
         "ranged msync); **out of reach** names what is missing. Ids that are the same workload as the test up "

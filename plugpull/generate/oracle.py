@@ -33,10 +33,9 @@ DATA = ("size", "digest")  # owed no more once a later operation changes them
 REMAPS = frozenset({"reflink", "self-clone"})  # the families that clone (remap_file_range), between files or in one
 
 
-# the operations each filesystem refuses with EOPNOTSUPP, by its kernel type or a feature profile
-# (`f2fs+compress`: f2fs with that option, whatever its base row): a family, or `family.variant`
-# where the refusal is by the variant's mode. The program goes on with the operation not done,
-# and the model does the same (space.Workload.refused)
+# what each filesystem refuses (EOPNOTSUPP), by its kernel type or a feature profile (`f2fs+compress`:
+# with that option, whatever its base row): a family, `family.variant` (refused by the variant's mode)
+# or a setup's extra. The program goes on with it not done, and so does the model (Workload.refused)
 REFUSED = {
     # btrfs_fallocate (fs/btrfs/file.c) takes only KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE: any other
     # mode, COLLAPSE_RANGE and INSERT_RANGE among them, is -EOPNOTSUPP before anything is done
@@ -48,8 +47,9 @@ REFUSED = {
     # do not have (vfs_clone_file_range, fs/remap_range.c: -EOPNOTSUPP), nor xfs without its
     # reflink feature (xfs_reflink_remap_prep): xfs-2008's v4 format has none (mkfs.xfs wants
     # crc=1 for it); so does a clone within one file. copy_file_range falls back to a copy everywhere.
-    # Snapshots are btrfs's own: `btrfs subvolume` on any other filesystem fails (not a btrfs filesystem)
-    "ext4": REMAPS | {"snapshot"}, "f2fs": REMAPS | {"snapshot"}, "xfs": frozenset({"snapshot"}), "xfs-2008": REMAPS,
+    # Snapshots and quotas are btrfs's own; ext4 and f2fs hold an inode's xattrs in one block (`setups`)
+    "ext4": REMAPS | {"snapshot", "quota", "xattrs"}, "f2fs": REMAPS | {"snapshot", "quota", "xattrs"},
+    "xfs": frozenset({"snapshot", "quota"}), "xfs-2008": REMAPS,
     "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero",
                                 "falloc-eof.zero-keep-size", "collapse", "insert", "punch"}),
 }
@@ -75,9 +75,9 @@ def rules_of(fs: str) -> str:
 
 @lru_cache(maxsize=256)
 def on_profile(workload: Workload, fs: str) -> Workload:
-    """`workload` as it runs on filesystem `fs`: the operations it refuses not done, as well as
-    those the workload already had refused (a profile's rules add no refusal of their own)."""
-    refused = workload.refused | {k for s in workload.steps if (k := refusal(s.op, refusals(fs)))}
+    """`workload` as it runs on `fs`: what it refuses not done, and what it had refused (a profile adds none)."""
+    no = refusals(fs)
+    refused = workload.refused | ({workload.extra} & no) | {k for s in workload.steps if (k := refusal(s.op, no))}
     return workload if refused == workload.refused else replace(workload, refused=frozenset(refused))
 
 

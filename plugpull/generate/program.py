@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, SIZE_FAMILIES, \
     TRUNCATE_TO, XATTR, Op, Persist, fill_byte, plain, sibling, write_range
 from plugpull.generate.again import AGAIN_COMMAND
-from plugpull.generate.setups import link_loop
+from plugpull.generate.setups import link_loop, quota_line, xattr_loop
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
 from plugpull.generate.selfclone import SELF_FAMILIES, self_clone_args
 from plugpull.generate.sizes import sized_commands
@@ -50,10 +50,10 @@ class Tools:
         directory is a directory in it)."""
         return self.mnt or ".."
 
-    def setxattr(self, path: str, value: str) -> str:
+    def setxattr(self, path: str, value: str, name: str = XATTR) -> str:
         if not self.setfattr:
-            return f"pp-xattr set {path} {XATTR} {value}"
-        return f"{self.setfattr} -n {XATTR} -v {value} {path}"
+            return f"pp-xattr set {path} {name} {value}"
+        return f"{self.setfattr} -n {name} -v {value} {path}"
 
     def removexattr(self, path: str) -> str:
         return f"pp-xattr remove {path} {XATTR}" if not self.setfattr else f"{self.setfattr} -x {XATTR} {path}"
@@ -175,27 +175,30 @@ def persist_command(persist: Persist) -> str | None:
     return held_point(syncer) if persist.kind in OPEN_POINTS else f"{syncer} {persist.path}"
 
 
-def setup_lines(names, t: Tools = GUEST, links: int = 0) -> list[str]:
-    """The setup's names made, and `links` extra links to A/foo (`links.link_loop`)."""
+def setup_lines(names, t: Tools = GUEST, links: int = 0, xattrs: int = 0) -> list[str]:
+    """The setup's names made, `links` extra links to A/foo (`setups.link_loop`) and `xattrs`
+    on it (`setups.xattr_loop`)."""
     lines = []
     for path in names:
         if path in SETUP_BYTE:
             lines.append(f'{t.xfs_io} -f -c "pwrite -q -S {SETUP_BYTE[path]:#04x} 0 {INITIAL_SIZE}" {t.at(path)}')
         else:
             lines.append(f"mkdir {t.at(path)}")
-    return lines + (link_loop(links, t.at) if links else [])
+    lines += link_loop(links, t.at) if links else []
+    return lines + (xattr_loop(xattrs, t.at, t.setxattr) if xattrs else [])
 
 
 ACKED = ('pp_acked() { echo "ack $1" >&4; while read -r pp_echo <&4; do [ "$pp_echo" = "ack $1" ] && return 0; done; return 0; }'
          "  # the ack, then its echo: the host has stamped it")
 
 
-def setup_block(workload: Workload) -> list[str]:
+def setup_block(workload: Workload, t: Tools = GUEST) -> list[str]:
     if workload.synced:
-        return ["# setup, made durable: ack 0", *setup_lines(workload.setup, links=workload.links), "sync",
-                "pp_acked 0"]
+        quota = [quota_line(t.subvolume, "quota" in workload.refused)] if workload.extra == "quota" else []
+        return ["# setup, made durable: ack 0", *quota, *setup_lines(workload.setup, t, workload.links, workload.xattrs),
+                "sync", "pp_acked 0"]
     return ["# setup, not synced (in the same transaction as the operations): ack 0 owes nothing",
-            *setup_lines(workload.setup), "pp_acked 0"]
+            *setup_lines(workload.setup, t), "pp_acked 0"]
 
 
 def program(workload: Workload) -> str:

@@ -1,40 +1,63 @@
 """The setups a workload may have (`--setup`): synced (ack 0 after a sync), unsynced (ids
-`seqNu-...`: the setup in the same transaction as the operations) and links, the many-links
-setup (ids `seqNl-...`, `seq6l.links-...`): the synced setup, and before its sync `MANY` more
-hard links to `LINKED` in its directory, named as fstests' generic/040 and generic/041 name
-theirs (`foo_link_1` ...). Past a few hundred names of one
-inode in one directory btrfs keeps them in extended inode refs, which those tests are about.
+`seqNu-...`: the setup in the same transaction as the operations), and three synced ones with
+something more before the sync (a workload's `extra`):
 
-The links are made only where the setup makes `LINKED` (a workload that creates it, or never
-names it, has none) and every step is valid with them (else the workload has none: `rmdir A`
-after `unlink A/foo`, which the links keep from being empty; `unlink-open A/foo`, which needs the
-last name): so the space's workloads, counts and ids are those of the synced setup, and only the
-setup differs. The names are in the setup tree: the oracle owes them, and the inode's link
-count, as it owes every synced name."""
+- links (ids `seqNl-...`, `seq6l.links-...`): `MANY` more hard links to `LINKED` in its
+  directory, named as fstests' generic/040 and generic/041 name theirs (`foo_link_1` ...). Past
+  a few hundred names of one inode in one directory btrfs keeps them in extended inode refs,
+  which those tests are about.
+- xattrs (ids `seqNx-...`): `XATTRS` user xattrs on `LINKED`, named and valued as fstests'
+  generic/745 names them (`user.attr_0001` = `val_0001` ...): short, so that the names list in
+  about 30 KiB (under the kernel's 64 KiB for one listxattr) while the items still fill several
+  btrfs leaves of any node size, which that test needs. ext4 and f2fs keep an inode's xattrs
+  in one block and refuse so many (ENOSPC): there the setup makes none (`oracle.REFUSED`).
+- quota (ids `seqNq-...`): btrfs quotas enabled on the filesystem (`btrfs quota enable`) before
+  the setup's names, as btrfs/119 does; quotas owe nothing of names or data, so the model is
+  the synced setup's. Every other filesystem refuses it: the program runs the command, which
+  must fail there, and goes on.
+
+The links and xattrs are made only where the setup makes `LINKED` (a workload that creates it,
+or never names it, has none) and every step is valid with them (else the workload has none:
+`rmdir A` after `unlink A/foo`, which the links keep from being empty; `unlink-open A/foo`,
+which needs the last name): so each space's workloads, counts and ids are those of the synced
+setup, and only the setup differs. What they make is in the setup tree: the oracle owes it (the
+names, the link count, the xattrs) as it owes everything synced."""
 
 from plugpull.generate.ops import INITIAL_SIZE, SETUP_BYTE, Sim, apply
 from plugpull.generate.tree import DIR, FILE, Inode, Tree
 
 MANY = 3000  # as generic/040 and 041 make: well past where btrfs's refs spill into extrefs
+XATTRS = 2000  # as generic/745 makes: at least three btree leaves of xattr items at any node size
 LINKED = "A/foo"
-MARKS = {"synced": "", "unsynced": "u", "links": "l"}  # a setup kind's mark in ids
+MARKS = {"synced": "", "unsynced": "u", "links": "l", "xattrs": "x", "quota": "q"}  # a setup kind's mark in ids
+EXTRAS = ("links", "xattrs", "quota")  # the synced setups with more before the sync
+QUOTA = "btrfs quota enable {root}"
 
 
 def link_names(count: int) -> tuple[str, ...]:
     return tuple(f"{LINKED}_link_{i}" for i in range(1, count + 1))
 
 
-def links_for(setup) -> int:
-    """How many extra links the links setup gives a workload whose setup makes `setup` (its
-    names), if every step is valid with them (`space.Workload`)."""
-    return MANY if LINKED in setup else 0
+def setup_xattrs(count: int) -> tuple[tuple[str, str], ...]:
+    """The xattrs setup's (name, value) pairs, sorted as a model inode keeps them."""
+    return tuple((f"user.attr_{i:04d}", f"val_{i:04d}") for i in range(1, count + 1))
 
 
-def setup_tree(names, links: int = 0) -> Tree:
-    """The tree the setup makes of `names`, with `links` extra links to `LINKED`."""
+def made_for(workload) -> tuple[int, int]:
+    """(links, xattrs) the setup of `workload` (a `steps.Workload`) gives `LINKED`, if every step
+    is valid with them: none where the setup does not make it, or the filesystem refuses them."""
+    if LINKED not in workload.setup or workload.extra in workload.refused:
+        return 0, 0
+    return MANY if workload.extra == "links" else 0, XATTRS if workload.extra == "xattrs" else 0
+
+
+def setup_tree(names, links: int = 0, xattrs: int = 0) -> Tree:
+    """The tree the setup makes of `names`, with `links` extra links to `LINKED` and `xattrs` on it."""
     tree = Tree()
     for path in names:
         node = Inode(FILE, bytes([SETUP_BYTE[path]]) * INITIAL_SIZE) if path in SETUP_BYTE else Inode(DIR)
+        if path == LINKED and xattrs:
+            node = Inode(FILE, node.data, xattrs=setup_xattrs(xattrs))
         tree.paths[path] = tree.new_inode(node)
     if links:
         tree.paths.update((name, tree.paths[LINKED]) for name in link_names(links))
@@ -49,25 +72,44 @@ def link_loop(count: int, at) -> list[str]:
             'pp_i=$((pp_i + 1)); done']
 
 
-def setup_kind(synced: bool, many: bool) -> str:
-    return "links" if many else "synced" if synced else "unsynced"
+def xattr_loop(count: int, at, setxattr) -> list[str]:
+    """The setup's lines that set the xattrs: a loop in the guest's sh, the number's four digits
+    cut from 10001 ... (no process for a printf). `setxattr`: the script's
+    command (`program.Tools.setxattr(path, value, name)`)."""
+    n = '"$pp_n"'
+    return [f"# {count} user xattrs on {LINKED}",
+            f'pp_i=10001; while [ "$pp_i" -le {10000 + count} ]; do pp_n=${{pp_i#1}}; '
+            f"{setxattr(at(LINKED), f'val_{n}', f'user.attr_{n}')}; pp_i=$((pp_i + 1)); done"]
 
 
-def built(workload) -> tuple[int, list[Tree]]:
-    """The links the setup of `workload` (a `space.Workload`) makes and its model trees: the
-    links setup's where every step is valid with them (`links_for`), else none."""
-    if links := links_for(workload.setup) if workload.many else 0:
+def quota_line(root: str, refused: bool) -> str:
+    """The quota setup's command on the filesystem mounted at `root`; `refused`: not btrfs, so
+    it must fail, and the program goes on."""
+    command = QUOTA.format(root=root)
+    if refused:
+        return f'if {command} 2>/dev/null; then echo "not refused: quota" >&2; false; fi  # no btrfs quotas here'
+    return command
+
+
+def setup_kind(synced: bool, extra: str = "") -> str:
+    return extra or ("synced" if synced else "unsynced")
+
+
+def built(workload) -> tuple[tuple[int, int], list[Tree]]:
+    """The (links, xattrs) the setup of `workload` makes (`made_for`) and its model trees; none
+    where a step is invalid with them."""
+    if any(made := made_for(workload)):
         try:
-            return links, grown(workload, links)
+            return made, grown(workload, *made)
         except ValueError:
             pass
-    return 0, grown(workload, 0)
+    return (0, 0), grown(workload)
 
 
-def grown(workload, links: int) -> list[Tree]:
-    """The model tree after the setup (with `links`) and after each operation of `workload`;
-    ValueError on a step that is invalid there."""
-    sim = Sim(setup_tree(workload.setup, links))
+def grown(workload, links: int = 0, xattrs: int = 0) -> list[Tree]:
+    """The model tree after the setup (with `links` and `xattrs`) and after each operation of
+    `workload`; ValueError on a step that is invalid there."""
+    sim = Sim(setup_tree(workload.setup, links, xattrs))
     out = [sim.tree.sealed()]
     for i, step in enumerate(workload.steps, 1):
         if not workload.refuses(step.op) and not apply(sim, step.op, i, lenient=bool(workload.refused)):

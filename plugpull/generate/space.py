@@ -5,7 +5,7 @@ then the persistence choices' order), and the number is the id: `seq2-000412`. T
 the first table's steps come first and keep the numbers they had before later operations were
 added, then those of each later table in turn (`Space`); `seq2u-000412` is the same workload
 with a setup that is not synced, `seq2l-000412` with a synced setup that gives A/foo thousands
-of links (`setups`). A shape (`shapes`) is a space of its own of four to six
+of links, `seq2x-`, `seq2q-` the other synced setups with more (`setups`). A shape (`shapes`) is a space of its own of four to six
 operations, each step's families and points fixed by its position, numbered alike:
 `seq5.renames-000042`, `seq5u.renames-000042`.
 
@@ -23,7 +23,7 @@ from plugpull.generate.names import NESTED_FAMILIES
 from plugpull.generate.ops import FAMILIES, OPS, PERSISTENCE, SIZED, TABLES, Op, \
     Persist, Sim, apply, up_to
 from plugpull.generate.points import followed, last_points
-from plugpull.generate.setups import MARKS, setup_kind
+from plugpull.generate.setups import EXTRAS, MARKS, setup_kind
 from plugpull.generate.shapes import NO_POINT, Shape, allows, shape_named
 from plugpull.generate.steps import Step, Workload, ordered_setup, steps_of, workload_id
 from plugpull.values import shown
@@ -31,8 +31,8 @@ from plugpull.values import shown
 SEQS = (1, 2, 3)
 SETUPS = tuple(MARKS)
 # no id of thousands of digits reaches int(); a shape's name after the seq: seq5.renames-000042
-_ID = re.compile(r"seq([0-9]{1,2})([ul]?)(?:\.([a-z]{1,20}(?:-[a-z]{1,20}){0,3}))?-([0-9]{1,12})")
-ID_FORMS = "seqN-NNNNNN, seqNu-NNNNNN, seqNl-NNNNNN or seqN.SHAPE-NNNNNN"
+_ID = re.compile(r"seq([0-9]{1,2})([ulxq]?)(?:\.([a-z]{1,20}(?:-[a-z]{1,20}){0,3}))?-([0-9]{1,12})")
+ID_FORMS = "seqN-NNNNNN, seqNu-, seqNl-, seqNx-, seqNq-NNNNNN or seqN.SHAPE-NNNNNN"
 
 
 Mask = tuple[frozenset, frozenset]  # (operation families, persistence points) a walk may take
@@ -74,8 +74,8 @@ _KEEP = {"on": True}
 class Space:
     """The workloads of `seq` operations, optionally only those whose operations are all of
     `families` and whose persistence points are all of `persistence` (ids stay those of the
-    whole space); `synced`: the setup ends with sync (ack 0), else not (ids `seqNu-...`); `many`:
-    the links setup, synced (ids `seqNl-...`: the same workloads, the setup `links` says).
+    whole space); `synced`: the setup ends with sync (ack 0), else not (ids `seqNu-...`); `extra`:
+    a synced setup with more (`setups.EXTRAS`; ids `seqNl-...`, ...: the same workloads).
 
     Ids come in blocks, one for each table (`TABLES`): first the workloads made only of the
     first table's steps, in the order of a walk of that table (the ids they always had); then
@@ -87,14 +87,14 @@ class Space:
     shape's length, and ids name the shape (`seq5.renames-000042`)."""
 
     def __init__(self, seq: int, families=FAMILIES, persistence=PERSISTENCE, synced: bool = True,
-                 shape: Shape | None = None, many: bool = False):
+                 shape: Shape | None = None, extra: str = ""):
         if shape is None and seq not in SEQS:
             raise UsageError(f"bad --seq {seq!r}: expected one of {', '.join(map(str, SEQS))}")
         if shape is not None and seq != len(shape.positions):
             raise UsageError(f"shape {shape.name} has {len(shape.positions)} operations, not {seq}")
         self.seq = seq
-        self.synced = synced or many
-        self.many = many
+        self.synced = synced or bool(extra)
+        self.extra = extra
         self.shape = shape.name if shape else ""
         self.positions: tuple[Mask, ...] = shape.positions if shape else (OPEN,) * seq
         self.mask: Mask = (frozenset(checked(families, FAMILIES, "operation")),
@@ -217,14 +217,14 @@ class Space:
     def workload(self, index: int) -> Workload:
         """The workload numbered `index` in the whole space."""
         if not 0 <= index < self.count():
-            ident = workload_id(self.seq, index, self.synced, self.shape, self.many)
+            ident = workload_id(self.seq, index, self.synced, self.shape, self.extra)
             raise UsageError(f"no workload {ident}: {self.name} has {self.count()}")
         steps, sim = self._ranked(index, WHOLE)
         return self._made(index, steps, sim)
 
     @property
     def setup(self) -> str:
-        return setup_kind(self.synced, self.many)
+        return setup_kind(self.synced, self.extra)
 
     @property
     def name(self) -> str:
@@ -232,7 +232,7 @@ class Space:
 
     def _made(self, index: int, steps, sim: Sim) -> Workload:
         return Workload(self.seq, index, tuple(steps), ordered_setup(sim.setup), self.synced, shape=self.shape,
-                        many=self.many)
+                        extra=self.extra)
 
     def locate(self, steps) -> int:
         """The id of the workload made of `steps`; UsageError if it is not one of the space."""
@@ -311,9 +311,9 @@ def workload_of(text: str, synced: bool = True) -> Workload:
 
 
 @cache
-def whole_space(seq: int, synced: bool = True, many: bool = False) -> Space:
+def whole_space(seq: int, synced: bool = True, extra: str = "") -> Space:
     """The unfiltered space of `seq`, its counts kept for the life of the process."""
-    return Space(seq, synced=synced, many=many)
+    return Space(seq, synced=synced, extra=extra)
 
 
 def forget_counts() -> None:
@@ -327,10 +327,10 @@ def forget_counts() -> None:
 
 
 @cache
-def shape_space(name: str, synced: bool = True, many: bool = False) -> Space:
+def shape_space(name: str, synced: bool = True, extra: str = "") -> Space:
     """The unfiltered space of the shape `name` (UsageError on an unknown one)."""
     shape = shape_named(name)
-    return Space(len(shape.positions), synced=synced, shape=shape, many=many)
+    return Space(len(shape.positions), synced=synced, shape=shape, extra=extra)
 
 
 def _matched(ident: str) -> re.Match:
@@ -343,10 +343,11 @@ def _matched(ident: str) -> re.Match:
 def space_of(ident: str) -> Space:
     """The whole space an id belongs to: its seq's, or its shape's."""
     m = _matched(ident)
-    seq, synced, many, shape = int(m.group(1)), m.group(2) != "u", m.group(2) == "l", m.group(3)
+    seq, synced, shape = int(m.group(1)), m.group(2) != "u", m.group(3)
+    extra = next((kind for kind in EXTRAS if MARKS[kind] == m.group(2)), "")
     if shape:
-        space = shape_space(shape, synced, many)
+        space = shape_space(shape, synced, extra)
         if space.seq != seq:
             raise UsageError(f"bad workload id {shown(ident)}: shape {shape} has {space.seq} operations, not {seq}")
         return space
-    return whole_space(seq, synced, many) if seq in SEQS else Space(seq, synced=synced, many=many)
+    return whole_space(seq, synced, extra) if seq in SEQS else Space(seq, synced=synced, extra=extra)

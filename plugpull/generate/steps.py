@@ -26,18 +26,28 @@ class Workload:
     steps: tuple[Step, ...]
     setup: tuple[str, ...]  # the names the setup creates, parents first
     synced: bool = True  # the setup ends with sync; else it is in the same transaction as the operations
-    refused: frozenset = frozenset()  # what the filesystem refuses (EOPNOTSUPP), not done: ops.refusal's names
+    refused: frozenset = frozenset()  # what the filesystem refuses, not done: ops.refusal's names, or `extra`
     shape: str = ""  # the shape whose space numbers it ("": the whole space of its seq)
-    many: bool = False  # the links setup (synced): A/foo's many links, where `setups.built` gives them
+    extra: str = ""  # a synced setup with more (`setups.EXTRAS`), where `setups.built` gives it
 
     @property
     def ident(self) -> str:
-        return workload_id(self.seq, self.index, self.synced, self.shape, self.many)
+        return workload_id(self.seq, self.index, self.synced, self.shape, self.extra)
+
+    @property
+    def kind(self) -> str:
+        """The setup's kind (`setups.MARKS`)."""
+        return setup_kind(self.synced, self.extra)
 
     @property
     def links(self) -> int:
         """The setup's extra links to A/foo (`setups`)."""
-        return self._built[0]
+        return self._built[0][0]
+
+    @property
+    def xattrs(self) -> int:
+        """The setup's xattrs on A/foo (`setups`)."""
+        return self._built[0][1]
 
     def text(self) -> str:
         return "; ".join(s.text() for s in self.steps)
@@ -56,12 +66,12 @@ class Workload:
         return self._built[1]
 
     @cached_property
-    def _built(self) -> tuple[int, list[Tree]]:
+    def _built(self) -> tuple[tuple[int, int], list[Tree]]:
         return built(self)
 
 
-def workload_id(seq: int, index: int, synced: bool = True, shape: str = "", many: bool = False) -> str:
-    return f"seq{seq}{MARKS[setup_kind(synced, many)]}{'.' + shape if shape else ''}-{index:06d}"
+def workload_id(seq: int, index: int, synced: bool = True, shape: str = "", extra: str = "") -> str:
+    return f"seq{seq}{MARKS[setup_kind(synced, extra)]}{'.' + shape if shape else ''}-{index:06d}"
 
 
 def ordered_setup(names) -> tuple[str, ...]:

@@ -70,7 +70,7 @@ class HuntSpec:
     chunk: int = 16
     overlap: bool = True  # record the next chunk while one is judged (False: one after the other)
     fsck: FsckChoice = FsckChoice()  # which states the host's fsck reads (`fsckchoice`)
-    setup: str = "synced"  # or unsynced: the setup's files in the same transaction as the operations; or links
+    setup: str = "synced"  # or unsynced: the setup's files in the same transaction as the operations; or links, ...
     table: int = TABLE  # 1: only the first table's operations (a hunt started before the later ones)
     slots: bool = True  # states copied into disks the checker guests keep plugged in (`check.slots`)
     keep_disk: bool = True  # the recording guest's disk kept plugged in from one workload to the next (`record`)

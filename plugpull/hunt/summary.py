@@ -158,7 +158,7 @@ def _filters(settings: dict) -> str:
         parts.append(f"ops {','.join(settings['ops'])}")
     if settings.get("sample"):
         parts.append(f"sample {settings['sample']} seed {settings['seed']}")
-    if settings.get("setup") in ("unsynced", "links"):
+    if settings.get("setup") not in (None, "synced"):
         parts.append(f"setup {settings['setup']}")
     held = {1: "the first operation table", 2: "the first two operation tables", 3: "the first three operation tables",
             4: "the first four operation tables", 5: "the first five operation tables",

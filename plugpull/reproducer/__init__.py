@@ -86,9 +86,9 @@ def case_for(ident: str, fs: str, point: int | None = None) -> ReproducerCase:
     checked_fs(fs)
     name = ident[len(PREFIX):]
     workload = space_of(name).parse(name)
-    if workload.many:  # its checks would name each of 3,000 links, and every pair of them with other names
-        raise UsageError(f"{ident}: a workload of the links setup has no reproducer (its setup's links are not "
-                         "written into one)")
+    if workload.extra:  # its checks would name each of 3,000 links or 2,000 xattrs
+        raise UsageError(f"{ident}: a workload of the {workload.extra} setup has no reproducer (what its setup "
+                         "adds to the synced one is not written into one)")
     last = len(workload.points())
     if point is None:
         point = last

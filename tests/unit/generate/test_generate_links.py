@@ -38,20 +38,20 @@ def forget_kept_models():
 
 
 def test_the_links_space_is_the_synced_one_with_its_own_ids():
-    synced, many = Space(1), Space(1, many=True)
+    synced, many = Space(1), Space(1, extra="links")
     assert many.count() == synced.count() == 1431
-    assert Space(2, many=True).count() == 2980110
+    assert Space(2, extra="links").count() == 2980110
     for index in (0, 131, 1379):
         a, b = synced.workload(index), many.workload(index)
         assert a.steps == b.steps and a.setup == b.setup and b.synced
         assert b.ident == f"seq1l-{index:06d}" and a.ident == f"seq1-{index:06d}"
-    assert shape_space("links", many=True).workload(5).ident == "seq6l.links-000005"
-    assert space_of("seq6l.links-000005").parse("seq6l.links-000005").many
+    assert shape_space("links", extra="links").workload(5).ident == "seq6l.links-000005"
+    assert space_of("seq6l.links-000005").parse("seq6l.links-000005").extra == "links"
 
 
 def test_an_id_of_another_setup_is_refused():
     with pytest.raises(Exception, match="not of --setup links"):
-        Space(1, many=True).parse("seq1-000131")
+        Space(1, extra="links").parse("seq1-000131")
     with pytest.raises(Exception, match="not of --setup synced"):
         Space(1).parse("seq1l-000131")
     with pytest.raises(Exception, match="bad workload id"):
@@ -72,13 +72,13 @@ def test_no_links_where_the_setup_does_not_make_a_foo_or_a_step_is_invalid_with_
     made = linked("creat A/foo, fsync A/foo")
     assert made.links == 0 and "A/foo_link_1" not in made.trees[-1].paths
     index = whole_space(1).locate(steps_of("unlink-open A/foo, fsync-open A/foo"))
-    held = Space(1, many=True).workload(index)
+    held = Space(1, extra="links").workload(index)
     assert "A/foo" in held.setup and held.links == 0 and "ln " not in program(held)
     index = whole_space(2).locate(steps_of("unlink A/foo; rmdir A, sync"))
-    emptied = Space(2, many=True).workload(index)
+    emptied = Space(2, extra="links").workload(index)
     assert "A/foo" in emptied.setup and emptied.links == 0 and emptied.trees[-1].kind("A") is None
     index = whole_space(2).locate(steps_of("unlink A/foo; link A/bar B/bar, sync"))
-    kept = Space(2, many=True).workload(index)
+    kept = Space(2, extra="links").workload(index)
     assert kept.links == MANY and kept.trees[-1].nlink("A/foo_link_1") == 3000
 
 
@@ -117,7 +117,7 @@ def test_a_model_that_forgets_the_links_is_caught(monkeypatch):
     is wrong, and the names are ones no point of the workload has."""
     real = linked()
     recovered = real.trees[-1].view()
-    monkeypatch.setattr("plugpull.generate.setups.links_for", lambda setup: 0)
+    monkeypatch.setattr("plugpull.generate.setups.made_for", lambda workload: (0, 0))
     forget_kept_models()
     forgot = replace(real)
     assert forgot.links == 0

@@ -2,6 +2,7 @@
 data gives, each listed id still names the table's steps, and its guest program performs them
 in order; a wrong step, a program without a step's point, a changed doc and a bad row are caught."""
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -133,3 +134,19 @@ def test_a_links_row_is_checked_for_its_setup_and_the_links_its_program_makes(mo
 
     monkeypatch.setattr(known, "program", without_the_links)
     assert mismatches(bug) == [f"{bug.gen}: its program makes no links to A/foo before the setup's sync"]
+
+
+@pytest.mark.parametrize("test, setup, made, lost", [
+    ("generic/745", "xattrs", "xattrs on A/foo", "user.attr_"), ("btrfs/119", "quota", "quotas", "quota enable")])
+def test_a_row_of_a_setup_with_more_is_checked_for_what_its_program_makes(monkeypatch, test, setup, made, lost):
+    bug = next(b for b in LISTED if b.test == test)
+    assert bug.setup == setup and mismatches(bug) == []
+    synced = replace(bug, gen=re.sub(r"^seq(\d)[xq]-", r"seq\1-", bug.gen))
+    assert mismatches(synced) == [f"{synced.gen} has the synced setup, not {setup}"]
+    real = known.program
+
+    def without(workload):
+        return "\n".join(line for line in real(workload).splitlines() if lost not in line) + "\n"
+
+    monkeypatch.setattr(known, "program", without)
+    assert mismatches(bug) == [f"{bug.gen}: its program makes no {made} before the setup's sync"]
