@@ -15,6 +15,7 @@ renamed with its files. Setup runs first and is made durable by `sync` (ack 0), 
 
 from dataclasses import dataclass
 
+from plugpull.generate.holes import FAMILY as HOLES, HOLE_ROWS, hole_data
 from plugpull.generate.names import NAME_FAMILIES, NAME_ROWS, TWINS, name_step_allowed
 from plugpull.generate.reach import ANY_POINTS, REFLINKS
 from plugpull.generate.selfclone import CLONES, SELF_CLONES, SELF_FAMILIES
@@ -56,12 +57,13 @@ FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
 TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()),
           (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
           (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)), (("again",), ()),
-          (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()), (SELF_FAMILIES, ()), ((SNAPSHOT,), ()))
+          (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()), (SELF_FAMILIES, ()), ((SNAPSHOT,), ()),
+          ((HOLES,), ()))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}  # the later tables' points, by their call
 DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert",
-                 *SIZE_FAMILIES)
+                 *SIZE_FAMILIES, HOLES)
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,7 @@ SIZE_OPS = tuple([Op("punch", v, (f,)) for f in FILES for v in PUNCHES] +
 NAME_OPS = tuple(Op(*row) for row in NAME_ROWS)  # a third name, links into A/C, A/C moved (`names`)
 OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS + \
     NAME_OPS + tuple(Op(family, v, (f,)) for family in SELF_FAMILIES for f in FILES for v in SELF_CLONES) + \
-    tuple(Op(*row) for row in SNAPSHOT_ROWS)  # `selfclone`; btrfs snapshots made and deleted (`snapshot`)
+    tuple(Op(*row) for row in SNAPSHOT_ROWS) + tuple(Op(*row) for row in HOLE_ROWS)  # `selfclone`; `snapshot`; `holes`
 
 
 def refusal(op: Op, refused) -> str | None:
@@ -275,6 +277,8 @@ def new_data(op: Op, data: bytes, fill: int) -> bytes:
         return data if keep_size else data + bytes(length)
     if op.family in SIZE_FAMILIES:
         return sized_data(op.family, op.variant, data, fill)
+    if op.family == HOLES:
+        return hole_data(op.variant, data, fill)
     if op.family == "collapse":
         return data[:BLOCK] + data[2 * BLOCK:]
     if op.family == "insert":

@@ -51,7 +51,8 @@ REFUSED = {
     # Snapshots are btrfs's own: `btrfs subvolume` on any other filesystem fails (not a btrfs filesystem)
     "ext4": REMAPS | {"snapshot"}, "f2fs": REMAPS | {"snapshot"}, "xfs": frozenset({"snapshot"}), "xfs-2008": REMAPS,
     "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero",
-                                "falloc-eof.zero-keep-size", "collapse", "insert", "punch"}),
+                                "falloc-eof.zero-keep-size", "collapse", "insert", "punch", "holes.punch",
+                                "holes.punch-end"}),
 }
 
 
