@@ -164,7 +164,8 @@ def _filters(settings: dict) -> str:
             4: "the first four operation tables", 5: "the first five operation tables",
             6: "the first six operation tables", 7: "the first seven operation tables",
             8: "the first eight operation tables", 9: "the first nine operation tables",
-            10: "the first ten operation tables", 11: "the first eleven operation tables"}
+            10: "the first ten operation tables", 11: "the first eleven operation tables",
+            12: "the first twelve operation tables"}
     if settings.get("table") in held and not isinstance(settings["table"], bool):
         parts.append(held[settings["table"]])
     return f" ({'; '.join(parts)})" if parts else ""

@@ -214,7 +214,7 @@ def test_hunt_kernel_host_without_out_gets_as_far_as_the_guest(tmp_path, monkeyp
 @pytest.mark.parametrize("argv, words", [
     (["hunt", "--seq", "4"], "expected 1, 2 or 3"),
     (["hunt"], "--seq"),
-    (["hunt", "--seq", "1", "--sample", "1426"], "only 1425 workloads"),
+    (["hunt", "--seq", "1", "--sample", "1461"], "only 1460 workloads"),
     (["hunt", "--seq", "1", "--setup", "half"], "invalid choice"),
     (["hunt", "--seq", "1", "--ops", "frobnicate"], "unknown --ops name 'frobnicate'"),
     (["hunt", "--seq", "1", "--budget", "60"], "expected a time"),
@@ -365,16 +365,16 @@ def test_a_hunt_says_its_setup_and_one_from_before_the_key_goes_on_as_synced_wit
     from plugpull.hunt.hunter import HuntSpec
 
     synced, unsynced = HuntSpec(seq=1).settings("6.1"), HuntSpec(seq=1, setup="unsynced").settings("6.1")
-    assert (synced["setup"], synced["table"], unsynced["setup"]) == ("synced", 12, "unsynced")
+    assert (synced["setup"], synced["table"], unsynced["setup"]) == ("synced", 13, "unsynced")
     out = tmp_path / "old-hunt"
     out.mkdir()
     old = {k: v for k, v in HuntSpec(seq=1, table=1).settings("6.1").items() if k not in ("setup", "table")}
     (out / SETTINGS).write_text(json.dumps(old))
-    assert held_table(out) == 1 and held_table(tmp_path / "new") == 12
+    assert held_table(out) == 1 and held_table(tmp_path / "new") == 13
     check_out(out, HuntSpec(seq=1, table=1).settings("6.1"))  # goes on as synced, first table
     with pytest.raises(UsageError, match="setup 'synced' there, 'unsynced' here"):
         check_out(out, HuntSpec(seq=1, setup="unsynced", table=1).settings("6.1"))
-    with pytest.raises(UsageError, match="table 1 there, 12 here"):
+    with pytest.raises(UsageError, match="table 1 there, 13 here"):
         check_out(out, synced)
 
 
@@ -389,6 +389,7 @@ def test_a_hunt_says_its_setup_and_one_from_before_the_key_goes_on_as_synced_wit
     (9, 1212, ("third", "sync"), 14, "the first nine operation tables"),  # before the third name, nested links
     (10, 1380, ("self-clone", "sync"), 8, "the first ten operation tables"),  # before the clone within one file
     (11, 1420, ("snapshot", "sync"), 2, "the first eleven operation tables"),  # before the snapshots
+    (12, 1425, ("holes", "sync"), 7, "the first twelve operation tables"),  # before holes
 ])
 def test_a_hunt_started_before_a_later_table_goes_on_with_the_tables_it_had(tmp_path, table, had, named, named_count,
                                                                             said):
@@ -403,15 +404,15 @@ def test_a_hunt_started_before_a_later_table_goes_on_with_the_tables_it_had(tmp_
     (out / SETTINGS).write_text(json.dumps(HuntSpec(seq=1, table=table).settings("6.1")))
     assert held_table(out) == table
     check_out(out, HuntSpec(seq=1, table=table).settings("6.1"))
-    with pytest.raises(UsageError, match=f"table {table} there, 12 here"):
+    with pytest.raises(UsageError, match=f"table {table} there, 13 here"):
         check_out(out, HuntSpec(seq=1).settings("6.1"))
     old, new = space_of_options(1, (), table=table), space_of_options(1, ())
-    assert (old.total(), new.total()) == (had, 1425)
+    assert (old.total(), new.total()) == (had, 1460)
     assert [w.ident for w in old.workloads()] == [f"seq1-{i:06d}" for i in range(had)]
-    assert max(old.sample(100, seed=3)) < had and max(new.sample(1425, seed=3)) == 1424
+    assert max(old.sample(100, seed=3)) < had and max(new.sample(1460, seed=3)) == 1459
     assert space_of_options(1, named, table=table).total() == named_count
     assert f"({said})" in summary(HuntSpec(seq=1, table=table).settings("6.1"), [], had)
-    assert "operation table" not in summary(HuntSpec(seq=1).settings("6.1"), [], 1425)
+    assert "operation table" not in summary(HuntSpec(seq=1).settings("6.1"), [], 1460)
 
 
 def test_a_garbled_table_is_refused_as_another_hunts_settings(tmp_path):
@@ -421,8 +422,8 @@ def test_a_garbled_table_is_refused_as_another_hunts_settings(tmp_path):
     out = tmp_path / "hunt-garbled"
     out.mkdir()
     (out / SETTINGS).write_text(json.dumps({**HuntSpec(seq=1).settings("6.1"), "table": "x"}))
-    assert held_table(out) == 12
-    with pytest.raises(UsageError, match="table 'x' there, 12 here"):
+    assert held_table(out) == 13
+    with pytest.raises(UsageError, match="table 'x' there, 13 here"):
         check_out(out, HuntSpec(seq=1, table=held_table(out)).settings("6.1"))
 
 
