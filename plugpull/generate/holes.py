@@ -33,8 +33,9 @@ HOLE_ROWS = tuple((FAMILY, v, (FILE,)) for v in HOLES)
 FALLOCATES = ("falloc", "punch")  # fallocate calls, which xfs_io's exit code does not always say failed
 
 
-def hole_data(variant: str, data: bytes, fill: int) -> bytes:
-    """A file's contents after the operation `variant` writing the byte `fill`."""
+def hole_data(family: str, variant: str, data: bytes, fill: int) -> bytes:
+    """A file's contents after the operation `variant` (of `family`, as `sizes.sized_data` takes
+    it) writing the byte `fill`."""
     kind, offset, length = HOLES[variant]
     if kind == "falloc":
         return data

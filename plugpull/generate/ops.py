@@ -57,11 +57,11 @@ FIRST_PERSISTENCE = ("fsync", "fdatasync", "sync")
 TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync",)), (("rmdir",), ()),
           (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
           (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)), (("again",), ()),
-          (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()), (SELF_FAMILIES, ()), ((SNAPSHOT,), ()),
-          ((HOLES,), ()))
+          (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()), (SELF_FAMILIES, ()), ((SNAPSHOT,), ()), ((HOLES,), ()))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}  # the later tables' points, by their call
+MODELS = {**dict.fromkeys(SIZE_FAMILIES, sized_data), HOLES: hole_data}  # the data of the ninth and thirteenth's
 DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert",
                  *SIZE_FAMILIES, HOLES)
 
@@ -275,10 +275,8 @@ def new_data(op: Op, data: bytes, fill: int) -> bytes:
     if op.family == "falloc-eof":
         _, length, keep_size = EOF_FALLOCS[op.variant]
         return data if keep_size else data + bytes(length)
-    if op.family in SIZE_FAMILIES:
-        return sized_data(op.family, op.variant, data, fill)
-    if op.family == HOLES:
-        return hole_data(op.variant, data, fill)
+    if op.family in MODELS:
+        return MODELS[op.family](op.family, op.variant, data, fill)
     if op.family == "collapse":
         return data[:BLOCK] + data[2 * BLOCK:]
     if op.family == "insert":

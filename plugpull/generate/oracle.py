@@ -50,9 +50,8 @@ REFUSED = {
     # crc=1 for it); so does a clone within one file. copy_file_range falls back to a copy everywhere.
     # Snapshots are btrfs's own: `btrfs subvolume` on any other filesystem fails (not a btrfs filesystem)
     "ext4": REMAPS | {"snapshot"}, "f2fs": REMAPS | {"snapshot"}, "xfs": frozenset({"snapshot"}), "xfs-2008": REMAPS,
-    "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero",
-                                "falloc-eof.zero-keep-size", "collapse", "insert", "punch", "holes.punch",
-                                "holes.punch-end"}),
+    "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero", "holes.punch",
+                                "falloc-eof.zero-keep-size", "collapse", "insert", "punch", "holes.punch-end"}),
 }
 
 

@@ -103,7 +103,7 @@ def test_generic_695s_punched_range_back_after_the_fsync_is_caught():
 
 
 def test_a_model_that_does_not_punch_lets_695s_stale_range_through(monkeypatch):
-    monkeypatch.setattr(ops, "hole_data", lambda variant, data, fill: data if "punch" in variant else
+    monkeypatch.setitem(ops.MODELS, "holes", lambda family, variant, data, fill: data if "punch" in variant else
                         data[:4 * KIB].ljust(4 * KIB, b"\0") + bytes([fill]) * 16 * KIB + data[20 * KIB:]
                         if variant == "write-mid" else data[:24 * KIB].ljust(24 * KIB, b"\0"))
     on_profile.cache_clear()  # the workload as judged on btrfs, with the model's trees: of the right model
