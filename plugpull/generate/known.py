@@ -22,6 +22,7 @@ from plugpull.generate.program import GUEST, persist_command, program, step_comm
 from plugpull.generate.setups import LINKED, QUOTA, link_loop, xattr_loop
 from plugpull.generate.space import Step, Workload, space_of
 from plugpull.paths import ROOT
+from plugpull.testbed.fs import filesystem
 
 DATA = ROOT / "suites" / "known" / "fstests.toml"
 REACHES = ("expressible", "one step off", "out of reach")
@@ -66,6 +67,13 @@ class Bug:
     off: str = ""
     note: str = ""
     setup: str = ""  # the setup its id must have (`setups.MARKS`), where the test's own setup needs one
+    profile: str = ""  # the filesystem profile its id runs on (testbed/features.py), where the test's mkfs or mount
+    # options need one: `btrfs+holes`
+
+    @property
+    def on(self) -> str:
+        """`gen:ID`, and the profile it runs on where it has one."""
+        return f"`gen:{self.gen}`" + (f" on `{self.profile}`" if self.profile else "")
 
     @property
     def fs(self) -> str:
@@ -88,9 +96,12 @@ def bug_of(row: dict) -> Bug:
         raise UsageError(f"{row['test']}: unknown need {unknown[0]!r}")
     if (reach == "expressible") == bool(row.get("needs")) or (reach != "out of reach") != bool(row.get("steps")):
         raise UsageError(f"{row['test']}: {reach} takes {'steps and no needs' if reach == 'expressible' else 'needs'}")
+    if row.get("profile"):
+        filesystem(row["profile"])  # a UsageError naming what is wrong with it
     return Bug(row["test"], tuple((f["id"], f["subject"]) for f in row["fixes"]), row["named_in"], row["workload"],
                reach, row.get("gen", row.get("near", "")), tuple(map(step_of, row.get("steps", ()))),
-               tuple(row.get("needs", ())), row.get("off", ""), row.get("note", ""), row.get("setup", ""))
+               tuple(row.get("needs", ())), row.get("off", ""), row.get("note", ""), row.get("setup", ""),
+               row.get("profile", ""))
 
 
 @dataclass(frozen=True)

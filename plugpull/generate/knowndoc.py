@@ -45,7 +45,8 @@ def head(table: Table) -> list[str]:
         "([generate.md](generate.md)): **expressible** names the workload (`gen:ID`) that performs the test's "
         "steps in the generator's names (`A`, `B`, `A/foo`, ...; a setup synced or not, `seqNu-` ids, or with "
         "thousands of links to A/foo, `seqNl-` ids, 2,000 xattrs on it, `seqNx-`, btrfs quotas, `seqNq-`; four to six "
-        "operations in a named shape, `seqN.SHAPE-` ids, [shapes](generate.md#shapes-longer-workloads)); **one step "
+        "operations in a named shape, `seqN.SHAPE-` ids, [shapes](generate.md#shapes-longer-workloads); on a feature "
+        "profile where the test's mkfs or mount options need one, [features.md](features.md)); **one step "
         "off** names the nearest workload and the one step the generator lacks (an operation of another size, a "
         "ranged msync); **out of reach** names what is missing. Ids that are the same workload as the test up "
         "to names the test does not depend on say where they differ.", "",
@@ -78,7 +79,7 @@ def fix_cell(bug: Bug) -> str:
 def reach_cell(bug: Bug) -> str:
     needs = ", ".join(f"`{n}`" for n in bug.needs)
     if bug.reach == "expressible":
-        text = f"`gen:{bug.gen}`"
+        text = bug.on
     elif bug.reach == "one step off":
         text = f"one step off ({needs}): {bug.off}; nearest `gen:{bug.gen}`"
     else:
@@ -96,7 +97,7 @@ def expressible(bugs: tuple[Bug, ...]) -> list[str]:
     lines = ["## The expressible ones", ""]
     for b in bugs:
         if b.reach == "expressible":
-            lines.append(f"- {b.test}: `gen:{b.gen}`, `{'; '.join(s.text() for s in b.steps)}`")
+            lines.append(f"- {b.test}: {b.on}, `{'; '.join(s.text() for s in b.steps)}`")
     return lines + [""]
 
 

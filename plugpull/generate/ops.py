@@ -8,10 +8,9 @@ docs/generate.md names each, and each's own module its model) are numbered after
 tables' before them (space.py), so no earlier id moved. Each row is an operation family (the
 name `--ops` takes), a variant and its operands, all among the fixed names of `tree`.
 
-A name no operation has touched yet is resolved when first needed: an operation that needs it
-to exist makes the workload's setup create it (a file of `INITIAL_SIZE` bytes, or a directory),
-one that needs it absent takes it as absent; a directory from the setup that is renamed is
-renamed with its files. Setup runs first and is made durable by `sync` (ack 0), unless unsynced."""
+A name no operation has touched yet is resolved when first needed: an operation that needs it to exist
+makes the workload's setup create it (a file of `INITIAL_SIZE` bytes, or a directory), one that needs it absent
+takes it as absent; a renamed directory of the setup takes its files. Setup runs first, made durable by `sync`."""
 
 from dataclasses import dataclass
 
@@ -19,6 +18,7 @@ from plugpull.generate.names import NAME_FAMILIES, NAME_ROWS, TWINS, name_step_a
 from plugpull.generate.reach import ANY_POINTS, REFLINKS
 from plugpull.generate.selfclone import CLONES, SELF_CLONES, SELF_FAMILIES
 from plugpull.generate.snapshot import FAMILY as SNAPSHOT, SNAPSHOT_ROWS, snapshot_step, snapshots_there
+from plugpull.generate.holes import FAMILY as HOLES, HOLE_ROWS, hole_data
 from plugpull.generate.tmpfile import FAMILY as TMPFILE, TMPFILE_ROWS, tmpfile_step
 from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
@@ -58,12 +58,13 @@ TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync
           (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
           (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)), (("again",), ()),
           (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()), (SELF_FAMILIES, ()), ((SNAPSHOT,), ()),
-          ((TMPFILE,), ()))
+          ((TMPFILE,), ()), ((HOLES,), ()))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}  # the later tables' points, by their call
+MODELS = {**dict.fromkeys(SIZE_FAMILIES, sized_data), HOLES: hole_data}  # the data of the ninth and fourteenth's
 DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert",
-                 *SIZE_FAMILIES)
+                 *SIZE_FAMILIES, HOLES)
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ SIZE_OPS = tuple([Op("punch", v, (f,)) for f in FILES for v in PUNCHES] +
 NAME_OPS = tuple(Op(*row) for row in NAME_ROWS)  # a third name, links into A/C, A/C moved (`names`)
 OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS + \
     NAME_OPS + tuple(Op(family, v, (f,)) for family in SELF_FAMILIES for f in FILES for v in SELF_CLONES) + \
-    tuple(Op(*row) for row in SNAPSHOT_ROWS + TMPFILE_ROWS)  # `selfclone`; btrfs snapshots (`snapshot`); O_TMPFILE
+    tuple(Op(*row) for row in SNAPSHOT_ROWS + TMPFILE_ROWS + HOLE_ROWS)  # `selfclone`; `snapshot`; O_TMPFILE; `holes`
 OWN_STEPS = {**CLONES, SNAPSHOT: snapshot_step, TMPFILE: tmpfile_step}  # the later families' steps, by module
 
 
@@ -276,8 +277,8 @@ def new_data(op: Op, data: bytes, fill: int) -> bytes:
     if op.family == "falloc-eof":
         _, length, keep_size = EOF_FALLOCS[op.variant]
         return data if keep_size else data + bytes(length)
-    if op.family in SIZE_FAMILIES:
-        return sized_data(op.family, op.variant, data, fill)
+    if op.family in MODELS:
+        return MODELS[op.family](op.family, op.variant, data, fill)
     if op.family == "collapse":
         return data[:BLOCK] + data[2 * BLOCK:]
     if op.family == "insert":

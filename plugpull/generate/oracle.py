@@ -50,8 +50,8 @@ REFUSED = {
     # Snapshots and quotas are btrfs's own; ext4 and f2fs hold an inode's xattrs in one block (`setups`)
     "ext4": REMAPS | {"snapshot", "quota", "xattrs"}, "f2fs": REMAPS | {"snapshot", "quota", "xattrs"},
     "xfs": frozenset({"snapshot", "quota"}), "xfs-2008": REMAPS,
-    "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero",
-                                "falloc-eof.zero-keep-size", "collapse", "insert", "punch"}),
+    "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero", "holes.punch",
+                                "falloc-eof.zero-keep-size", "collapse", "insert", "punch", "holes.punch-end"}),
 }
 
 

@@ -21,6 +21,7 @@ from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SET
 from plugpull.generate.again import AGAIN_COMMAND
 from plugpull.generate.setups import link_loop, quota_line, xattr_loop
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
+from plugpull.generate.holes import FAMILY as HOLES, hole_command
 from plugpull.generate.selfclone import SELF_FAMILIES, self_clone_args
 from plugpull.generate.sizes import sized_commands
 from plugpull.generate.snapshot import FAMILY as SNAPSHOT, snapshot_command
@@ -82,6 +83,10 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: str = "
         size = len(before.inode(op.args[0]).data)
         commands, fallocate = sized_commands(op.family, op.variant, fill_byte(step), size, msync)
         call = f"{t.xfs_io} " + " ".join(f'-c "{c}"' for c in commands) + f" {args[0]}"
+        return _silent(call, refused) if fallocate else call
+    if op.family == HOLES:
+        command, fallocate = hole_command(op.variant, fill_byte(step))
+        call = f'{t.xfs_io} -c "{command}" {args[0]}'
         return _silent(call, refused) if fallocate else call
     if op.family in ("write", "dwrite", "mmapwrite"):
         size = len(before.inode(op.args[0]).data)

@@ -85,6 +85,14 @@ SHAPES = (
           "and fsynced", (
               at(("snapshot",), (NO_POINT,)), at(("snapshot",), (NO_POINT,)), at(("rmdir",), (NO_POINT,)),
               at(("mkdir",), OWN))),
+    Shape("prealloc-truncate", "btrfs/206 (btrfs+holes): a file made; a preallocation past its end and a punch; "
+          "two writes from its start; a truncate up and a point", (
+              at(("creat",), (NO_POINT,)), at(("holes",), (NO_POINT,)), at(("holes",), (NO_POINT,)),
+              at(("write", "holes"), (NO_POINT,)), at(("write", "holes"), (NO_POINT,)), at(("holes",), OWN))),
+    Shape("hole-merge", "generic/695 (btrfs+holes): a file made; a truncate up; a write and sync; two punches, "
+          "the second next to a hole, and fsync", (
+              at(("creat",), (NO_POINT,)), at(("holes",), (NO_POINT,)), at(("holes",), ("sync", NO_POINT)),
+              at(("holes",), (NO_POINT,)), at(("holes",), ("fsync", "fdatasync")))),
 )
 NAMES = tuple(s.name for s in SHAPES)
 

@@ -13,9 +13,12 @@ from pathlib import Path
 from plugpull.check.verdict import Verdict
 from plugpull.hunt.findings import Finding, damage, families, findings
 from plugpull.hunt.rules import CHECK_RULES, rules_broken
-from plugpull.hunt.journal import kernels_of, line_kernel
+from plugpull.hunt.journal import TABLE, kernels_of, line_kernel
 
 FAILING = (str(Verdict.DATA_LOSS), *CHECK_RULES)
+
+COUNTED = ("", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+           "thirteen", "fourteen", "fifteen", "sixteen")  # a hunt of fewer tables than a new one takes says how many
 
 
 def workload_line(ident: str, text: str, results: list, artifact: str | None, seconds: float) -> dict:
@@ -160,12 +163,7 @@ def _filters(settings: dict) -> str:
         parts.append(f"sample {settings['sample']} seed {settings['seed']}")
     if settings.get("setup") not in (None, "synced"):
         parts.append(f"setup {settings['setup']}")
-    held = {1: "the first operation table", 2: "the first two operation tables", 3: "the first three operation tables",
-            4: "the first four operation tables", 5: "the first five operation tables",
-            6: "the first six operation tables", 7: "the first seven operation tables",
-            8: "the first eight operation tables", 9: "the first nine operation tables",
-            10: "the first ten operation tables", 11: "the first eleven operation tables",
-            12: "the first twelve operation tables"}
-    if settings.get("table") in held and not isinstance(settings["table"], bool):
-        parts.append(held[settings["table"]])
+    table = settings.get("table")
+    if isinstance(table, int) and not isinstance(table, bool) and 1 <= table < TABLE:
+        parts.append("the first operation table" if table == 1 else f"the first {COUNTED[table]} operation tables")
     return f" ({'; '.join(parts)})" if parts else ""

@@ -34,6 +34,8 @@ NEEDS = {
     "inline_data": Need(guard="_require_scratch_ext4_feature inline_data"),
     "compress=zstd": Need("/sys/fs/btrfs/features/compress_zstd", "_require_btrfs_fs_feature compress_zstd"),
     "nodatacow": Need(),
+    "holes": Need(),
+    "commit=1": Need(),
     "compress": Need("/sys/fs/f2fs/features/compression", "_require_scratch_f2fs_compression lz4"),
 }
 

@@ -55,6 +55,13 @@ FEATURES = {
         Feature("nodatacow", "btrfs", mount=("nodatacow",), since=(2, 6),
                 source="btrfs(5), nodatacow",
                 summary="data overwritten in place, with no data checksums (nodatasum)"),
+        Feature("holes", "btrfs", mkfs=("-O", "^no-holes"), since=(2, 6),
+                source="mkfs.btrfs(8), FILESYSTEM FEATURES, no-holes (a default since btrfs-progs 5.15; "
+                       "without it, the format every kernel reads)",
+                summary="made without no-holes (mkfs -O ^no-holes): each hole an extent item of its own"),
+        Feature("commit=1", "btrfs", mount=("commit=1",), since=(3, 12),
+                source="Linux 3.12 (commit=); btrfs(5), commit",
+                summary="a transaction committed every second, not every 30"),
         Feature("compress", "f2fs", mkfs=("-O", "extra_attr,compression"),
                 mount=("compress_algorithm=lz4", "compress_extension=*"), since=(5, 9),
                 config=("CONFIG_F2FS_FS_COMPRESSION", "CONFIG_F2FS_FS_LZ4"),

@@ -173,7 +173,7 @@ def test_the_check_catches_a_sub_page_punch_modelled_as_page_aligned(monkeypatch
             out = data[:start] + bytes(end - start) + data[end:]
         return out
 
-    monkeypatch.setattr(ops, "sized_data", whole_pages)
+    monkeypatch.setitem(ops.MODELS, "punch", whole_pages)  # the model of the ninth table's punch
     on_profile.cache_clear()
     try:
         with pytest.raises(AssertionError):

@@ -93,6 +93,18 @@ def test_a_good_row_reads():
     assert bug.steps == (Step(Op("write", "append", ("A/foo",)), Persist("fsync", "A/foo")),)
 
 
+def test_a_rows_profile_is_a_filesystem_and_is_said_with_its_id():
+    row = {**ROW, "reach": "expressible", "needs": [], "gen": "seq1-000001", "profile": "btrfs+holes",
+           "steps": [{"op": "write.append", "args": ["A/foo"], "point": "fsync A/foo"}]}
+    bug = bug_of(row)
+    assert bug.profile == "btrfs+holes" and bug.on == "`gen:seq1-000001` on `btrfs+holes`"
+    assert bug_of({**row, "profile": ""}).on == "`gen:seq1-000001`"
+    with pytest.raises(UsageError, match="unknown option 'no-holes'"):
+        bug_of({**row, "profile": "btrfs+no-holes"})
+    profiled = [b for b in TABLE.bugs if b.profile]
+    assert {b.test: b.profile for b in profiled} == {"btrfs/206": "btrfs+holes+commit=1", "generic/695": "btrfs+holes"}
+
+
 def test_needs_are_ranked_by_the_bugs_they_alone_keep_out():
     def bug(*needs):
         return Bug("t", (("", "s"),), "test", "w", "out of reach", needs=needs)

@@ -103,3 +103,18 @@ def test_a_wrong_profile_on_the_command_line_is_exit_2(argv, capsys, tmp_path, m
     code, _, err = run_cli(argv, capsys)
     assert code == 2
     assert "filesystem" in err and not list(tmp_path.iterdir())
+
+
+def test_btrfs_without_no_holes_is_a_mkfs_feature_and_commit_a_mount_option():
+    """btrfs/206 and generic/695 run on btrfs made without no-holes (btrfs-progs' default since
+    5.15), 206 with commit=1: the profile's words are mkfs's and mount's own."""
+    fs = filesystem("btrfs+holes+commit=1")
+    assert fs.mkfs == ("mkfs.btrfs", "-q", "-f", "-O", "^no-holes") and fs.mount_options == ("commit=1",)
+    assert (fs.mount_type, fs.rules, fs.features) == ("btrfs", "btrfs", ("holes", "commit=1"))
+    assert filesystem("btrfs+holes").mount_options == filesystem("btrfs").mount_options
+    with pytest.raises(UsageError, match=r"write it 'btrfs\+holes\+commit=1'"):
+        filesystem("btrfs+commit=1+holes")
+    with pytest.raises(UsageError, match="holes is an option of btrfs, not of ext4"):
+        filesystem("ext4+holes")
+    with pytest.raises(UsageError, match=r"commit=1 needs Linux 3.12 or later; this kernel is 3.11.0"):
+        check_kernel(fs, "3.11.0", None)
