@@ -6,11 +6,10 @@ variant leaves is worked out by hand, the check is shown to catch generic/695's 
 after its fsync, and a model that does not punch is shown to let it through. No VM."""
 
 import random
-import subprocess
 
 import pytest
 from tests.unit.generate.pins import seq1_pin, seq2_drawn_pin
-from tests.unit.generate.test_generate_later import host_tools  # noqa: F401
+from tests.unit.generate.test_generate_later import host_tools, program_leaves_its_tree  # noqa: F401
 from tests.unit.generate.test_generate_names import state, unnumbered
 from tests.unit.generate.test_oracle import assert_own_states_clean
 
@@ -19,10 +18,9 @@ from plugpull.generate import ops
 from plugpull.generate.judge import judge
 from plugpull.generate.oracle import on_profile, refusals
 from plugpull.generate.ops import up_to
-from plugpull.generate.program import program
 from plugpull.generate.shapes import shape_named
 from plugpull.generate.space import Space
-from plugpull.generate.tree import Entry, FILE, digest, read_tree
+from plugpull.generate.tree import Entry, FILE, digest
 
 # sha256 of "ID TEXT | SETUP\n" for every seq 1 workload of the first twelve tables, and for 300
 # seq 2 ids drawn from them by random.Random(13), as the twelve tables' code gave them
@@ -123,14 +121,7 @@ def test_f2fs_with_compression_refuses_the_punches_alone():
 
 @pytest.mark.parametrize("text", [BTRFS_206, GENERIC_695])
 def test_the_program_leaves_the_models_tree(text, tmp_path, host_tools):  # noqa: F811
-    workload = unnumbered(text)
-    (tmp_path / "prog.sh").write_text(program(workload))
-    (tmp_path / "work").mkdir()
-    done = subprocess.run(["dash", "-c", 'dash "$1" 4>/dev/null', "sh", str(tmp_path / "prog.sh")],
-                          cwd=tmp_path / "work", capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    seen = {p: (e.kind, e.size, e.digest) for p, e in read_tree(tmp_path / "work").items()}
-    assert seen == {p: (e.kind, e.size, e.digest) for p, e in workload.trees[-1].view().items()}
+    program_leaves_its_tree(unnumbered(text), tmp_path)
 
 
 def test_the_models_own_states_after_the_holes_steps_are_clean():

@@ -88,7 +88,11 @@ def host_tools():
 def program_leaves_the_models_tree(text: str, synced: bool, tmp_path) -> None:
     """The workload's guest program, run by dash on the host's filesystem in an empty
     directory (O_DIRECT must work there), leaves the model's last tree."""
-    workload = workload_of(text, synced)
+    program_leaves_its_tree(workload_of(text, synced), tmp_path)
+
+
+def program_leaves_its_tree(workload, tmp_path) -> None:
+    """`program_leaves_the_models_tree` for a workload made otherwise (a shape's, unnumbered)."""
     (tmp_path / "prog.sh").write_text(program(workload))
     (tmp_path / "work").mkdir()
     done = subprocess.run(["dash", "-c", 'dash "$1" 4>/dev/null', "sh", str(tmp_path / "prog.sh")],
