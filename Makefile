@@ -39,8 +39,8 @@ image: deps
 	$(PY) -c 'from plugpull.guest.image.build import build_image; i = build_image(); print(i.key, i.initramfs)'
 
 # The unit tests on two workers (about 5 minutes), then the VM tests on two workers, a test file
-# to each (a TCG guest keeps one core busy; the long ones that repeat a path another takes are
-# left to test-all: fixtures/opt_in.py's LONG_VM).
+# to each (about 13; a TCG guest keeps one core busy; the long ones that repeat a path another
+# takes are left to test-all: fixtures/opt_in.py's LONG_VM).
 test: deps chromium
 	$(PY) -m pytest -m "not vm" -p xdist -n 2 -q --junitxml=results/junit-unit.xml
 	$(PY) -m pytest -m vm -p xdist -n 2 --dist loadfile --junitxml=results/junit.xml --durations=15
