@@ -24,14 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from hot_image import hot_image
 from plugpull.check import hostfsck
 from plugpull.generate.space import Space
-from plugpull.check.statecheck import state_disk
-from plugpull.check.hotguest import HotGuest
 from plugpull.guest.rig import prepare_rig
-from plugpull.hunt.record import formatted
-from plugpull.hunt.hunter import DISK_MIB, HuntSpec, hunt
-from plugpull.testbed.fs import filesystem, mode as mode_named
+from plugpull.hunt.hunter import HuntSpec, hunt
 
 FILL = ("mkdir -p /mnt/check/pp/A /mnt/check/pp/B && echo foo > /mnt/check/pp/A/foo && "
         "echo bar > /mnt/check/pp/B/bar && ln -s foo /mnt/check/pp/A/link")
@@ -40,12 +37,7 @@ ONE = "mount -t {fs} /dev/{dev} /mnt/check && (cd /mnt/check/pp && pp-tree) >/tm
 
 def floor(rig, fs_name: str, checks: int, scratch: Path) -> dict:
     """Seconds per check: N in one guest command, N commands, and the host's fsck N times."""
-    fs = filesystem(fs_name)
-    image = formatted(fs, mode_named("barrier"), DISK_MIB.get(fs.mount_type, 64), scratch / f"{fs_name}.img")
-    guest = HotGuest(rig, set())
-    try:
-        m = guest.machine
-        dev = m.attach_disk(state_disk(image), wait=True).device
+    with hot_image(rig, fs_name, scratch) as (fs, image, m, dev):
         m.run(f"mkdir -p /mnt/check && mount -t {fs.mount_type} /dev/{dev} /mnt/check && {FILL} && umount /mnt/check").check()
         one = ONE.format(fs=fs.mount_type, dev=dev)
         m.run(one).check()  # warm: the first mount reads what later ones find cached
@@ -60,8 +52,6 @@ def floor(rig, fs_name: str, checks: int, scratch: Path) -> dict:
         for _ in range(checks):
             m.run(one).check()
         commands = (time.monotonic() - t0) / checks
-    finally:
-        guest.close()
     t0 = time.monotonic()
     for _ in range(checks):
         hostfsck.run(fs.mount_type, image, 300)

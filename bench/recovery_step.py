@@ -15,13 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from plugpull.check.hotguest import HotGuest
-from plugpull.check.statecheck import state_disk
+from hot_image import hot_image
 from plugpull.guest.rig import prepare_rig
-from plugpull.hunt.hunter import DISK_MIB
-from plugpull.hunt.record import formatted
 from plugpull.paths import ROOT
-from plugpull.testbed.fs import filesystem, mode as mode_named
 
 CLOCK = "$(cut -d' ' -f1 /proc/uptime)"
 MADE = "/mnt/check/pp-new /mnt/check/pp-new-dir /mnt/check/pp/pp-new /mnt/check/pp/*/pp-new"
@@ -34,12 +30,7 @@ def create_after() -> str:
 
 
 def timed(rig, fs_name: str, checks: int, scratch: Path) -> tuple[float, float]:
-    fs = filesystem(fs_name)
-    image = formatted(fs, mode_named("barrier"), DISK_MIB.get(fs.mount_type, 64), scratch / f"{fs_name}.img")
-    guest = HotGuest(rig, set())
-    try:
-        m = guest.machine
-        dev = m.attach_disk(state_disk(image), wait=True).device
+    with hot_image(rig, fs_name, scratch) as (fs, _, m, dev):
         m.write_file("/tmp/after.sh", create_after())
         mount = f"mount -t {fs.mount_type} /dev/{dev} /mnt/check"
         m.run(f"mkdir -p /mnt/check && {mount} && mkdir -p /mnt/check/pp/A /mnt/check/pp/B && "
@@ -49,8 +40,6 @@ def timed(rig, fs_name: str, checks: int, scratch: Path) -> tuple[float, float]:
                 f"rm -rf {MADE}; sync; d={CLOCK}; umount /mnt/check; e={CLOCK}; echo $a $b $c $d $e; i=$((i+1)); done")
         rows = [[float(x) for x in line.split()] for line in m.run(loop, timeout=1200).check().text.splitlines()
                 if line.strip()]
-    finally:
-        guest.close()
     return (statistics.median(r[2] - r[1] for r in rows),
             statistics.median(r[1] - r[0] + r[4] - r[3] for r in rows))
 
