@@ -137,7 +137,8 @@ def setup_mismatches(bug: Bug, workload: Workload) -> list[str]:
     made = {"links": (f"links to {LINKED}", link_loop(workload.links, str)[-1] if workload.links else None),
             "xattrs": (f"xattrs on {LINKED}", xattr_loop(workload.xattrs, str, GUEST.setxattr)[-1]
                        if workload.xattrs else None),
-            "quota": ("quotas", QUOTA.format(root=GUEST.subvolume))}
+            "quota": ("quotas", QUOTA.format(root=GUEST.subvolume)),
+            "fifo": (f"fifo at {LINKED}", f"mkfifo {LINKED}" if workload.fifo else None)}
     if workload.extra not in made:
         return []
     what, line = made[workload.extra]
