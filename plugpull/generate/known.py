@@ -28,7 +28,7 @@ DATA = ROOT / "suites" / "known" / "fstests.toml"
 REACHES = ("expressible", "one step off", "out of reach")
 NEEDS = {
     "more-ops": "more operations than three, in an order no shape has, or more than six",
-    "third-name": "more names in one directory than foo, bar and the third name, baz",
+    "third-name": "more names in one directory than foo, bar, the third name baz and the fourth qux (in A)",
     "nested-ops": "directories nested deeper than A/C, a directory moved up to the root",
     "sizes": "other offsets and sizes (sub-page punches, inline files, truncate up, MiB ranges)",
     "reflink": "a clone within one file, or of other ranges (FICLONERANGE)",
