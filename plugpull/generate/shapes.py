@@ -89,14 +89,14 @@ SHAPES = (
           "two writes from its start; a truncate up and a point", (
               at(("creat",), (NO_POINT,)), at(("holes",), (NO_POINT,)), at(("holes",), (NO_POINT,)),
               at(("write", "holes"), (NO_POINT,)), at(("write", "holes"), (NO_POINT,)), at(("holes",), OWN))),
-    Shape("four-names", "generic/479, generic/526: a name made, or moved to the third or fourth name; two "
-          "renames or links among the four names; a name made and fsynced", (
-              at(("creat", "third", "fourth"), (NO_POINT, *OWN)), at(("third", "fourth"), (NO_POINT,)),
-              at(("third", "fourth"), (NO_POINT,)), at(("creat", "fourth"), OWN + ANY))),
     Shape("hole-merge", "generic/695 (btrfs+holes): a file made; a truncate up; a write and sync; two punches, "
           "the second next to a hole, and fsync", (
               at(("creat",), (NO_POINT,)), at(("holes",), (NO_POINT,)), at(("holes",), ("sync", NO_POINT)),
               at(("holes",), (NO_POINT,)), at(("holes",), ("fsync", "fdatasync")))),
+    Shape("four-names", "generic/479, generic/526: a name made, or moved to the third or fourth name; two "
+          "renames or links among the four names; a name made and fsynced", (
+              at(("creat", "third", "fourth"), (NO_POINT, *OWN)), at(("third", "fourth"), (NO_POINT,)),
+              at(("third", "fourth"), (NO_POINT,)), at(("creat", "fourth"), OWN + ANY))),
 )
 NAMES = tuple(s.name for s in SHAPES)
 
