@@ -224,9 +224,8 @@ class Sim:
         links told apart by the order their inodes first appear, and each file's size (`sized`:
         collapse and insert range may come, whose validity the exact size decides; else only
         whether it holds a whole page, which is all the other operations ask and counts many
-        fewer shapes). The nested names only where nested operations may come (`nested`), the third
-        and fourth only where `third` or `fourth` ones may (`third`): no other operation makes them.
-        Taken once: a Sim is not changed after its operation was applied (`Space.choices` applies to copies)."""
+        fewer shapes); the nested names only where nested operations may come (`nested`), the third
+        and fourth only where theirs may (`third`). Taken once: a Sim is not changed once applied."""
         if (sized, nested, third) not in self._keys:
             names = DIRS + FILES + (NESTED if nested else ()) + (THIRD + FOURTH if third else ())
             self._keys[sized, nested, third] = self._shape(sized, names) + snapshots_there(self.tree)

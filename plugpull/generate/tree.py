@@ -178,6 +178,13 @@ def fact(tree: Tree, path: str, name: str):
             "xattrs": node.xattrs, "target": node.target if kind == SYMLINK else None}[name]
 
 
+def all_facts(tree: Tree, path: str) -> list[tuple[str, str, object]]:
+    """Every fact of `path` in `tree` as (path, name, value): a file's kind, size, digest, link
+    count and xattrs, a symlink's kind and target, a fifo's kind and link count, else the kind."""
+    names = {FILE: ("kind", "size", "digest", "nlink", "xattrs"), SYMLINK: ("kind", "target"), FIFO: ("kind", "nlink")}
+    return [(path, n, fact(tree, path, n)) for n in names.get(tree.kind(path), ("kind",))]
+
+
 def with_data(node: Inode, data: bytes) -> Inode:
     return replace(node, data=data)
 
