@@ -73,7 +73,9 @@ def add_setup_option(parser, default: str) -> None:
                         "transaction as the operations, and ids say so (seqNu-...); links: synced, with 3,000 more "
                         "hard links to A/foo in A where the setup makes it (seqNl-...); xattrs: synced, with 2,000 "
                         "user xattrs on A/foo where the setup makes it (seqNx-...; none on ext4 and f2fs); quota: "
-                        "synced, btrfs quotas enabled first (seqNq-...; refused elsewhere) " + default)
+                        "synced, btrfs quotas enabled first (seqNq-...; refused elsewhere); fifo: synced, A/foo a "
+                        "fifo where every step is valid with one (seqNf-...: renames, links, unlinks, no point of "
+                        "it) " + default)
 
 
 def _space(args):

@@ -15,9 +15,10 @@ from plugpull.check.verdict import Verdict
 from plugpull.generate.oracle import Held, Owed, held, on_profile, owed
 from plugpull.generate.setups import setup_tree
 from plugpull.generate.space import Workload
-from plugpull.generate.tree import DIR, FILE, SYMLINK, Entry, Tree
+from plugpull.generate.tree import DIR, FIFO, FILE, SYMLINK, Entry, Tree
 
 FACT_KIND = {"size": FILE, "digest": FILE, "nlink": FILE, "xattrs": FILE, "target": SYMLINK}
+FIFO_FACTS = ("nlink",)  # a fifo's facts beside its kind (the fifo setup's)
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,10 @@ class Judgement:
 
 
 def prefix_trees(workload: Workload) -> list[Tree]:
-    """Every tree a point of the workload has: the setup being made, then after each operation."""
-    return [setup_tree(workload.setup[:m]) for m in range(len(workload.setup))] + list(workload.trees)
+    """Every tree a point of the workload has: the setup being made (its fifo a fifo from the
+    first), then after each operation."""
+    return [setup_tree(workload.setup[:m], fifo=workload.fifo) for m in range(len(workload.setup))] + \
+        list(workload.trees)
 
 
 def recovered_fact(entry: Entry | None, name: str):
@@ -43,7 +46,7 @@ def recovered_fact(entry: Entry | None, name: str):
     something else, or the reader did not say)."""
     if name == "kind":
         return None if entry is None else entry.kind
-    if entry is None or entry.kind != FACT_KIND[name]:
+    if entry is None or (entry.kind != FACT_KIND[name] and not (entry.kind == FIFO and name in FIFO_FACTS)):
         return ...
     value = getattr(entry, name)
     return ... if value is None and name == "nlink" else value

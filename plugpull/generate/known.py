@@ -28,7 +28,7 @@ DATA = ROOT / "suites" / "known" / "fstests.toml"
 REACHES = ("expressible", "one step off", "out of reach")
 NEEDS = {
     "more-ops": "more operations than three, in an order no shape has, or more than six",
-    "third-name": "more names in one directory than foo, bar and the third name, baz",
+    "third-name": "more names in one directory than foo, bar, the third name baz and the fourth qux (in A)",
     "nested-ops": "directories nested deeper than A/C, a directory moved up to the root",
     "sizes": "other offsets and sizes (sub-page punches, inline files, truncate up, MiB ranges)",
     "reflink": "a clone within one file, or of other ranges (FICLONERANGE)",
@@ -137,7 +137,8 @@ def setup_mismatches(bug: Bug, workload: Workload) -> list[str]:
     made = {"links": (f"links to {LINKED}", link_loop(workload.links, str)[-1] if workload.links else None),
             "xattrs": (f"xattrs on {LINKED}", xattr_loop(workload.xattrs, str, GUEST.setxattr)[-1]
                        if workload.xattrs else None),
-            "quota": ("quotas", QUOTA.format(root=GUEST.subvolume))}
+            "quota": ("quotas", QUOTA.format(root=GUEST.subvolume)),
+            "fifo": (f"fifo at {LINKED}", f"mkfifo {LINKED}" if workload.fifo else None)}
     if workload.extra not in made:
         return []
     what, line = made[workload.extra]

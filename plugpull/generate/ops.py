@@ -19,11 +19,12 @@ from plugpull.generate.reach import ANY_POINTS, REFLINKS
 from plugpull.generate.selfclone import CLONES, SELF_CLONES, SELF_FAMILIES
 from plugpull.generate.snapshot import FAMILY as SNAPSHOT, SNAPSHOT_ROWS, snapshot_step, snapshots_there
 from plugpull.generate.holes import FAMILY as HOLES, HOLE_ROWS, hole_data
+from plugpull.generate.fourth import FAMILY as FOURTH_NAME, FOURTH_ROWS, TWINS as FOURTH_TWINS
 from plugpull.generate.tmpfile import FAMILY as TMPFILE, TMPFILE_ROWS, tmpfile_step
 from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
-from plugpull.generate.tree import DIR, DIRS, FILE, FILES, NAMES, NESTED, NESTED_DIR, NESTED_FILES, ROOT, SYMLINK, \
-    THIRD, Inode, Tree, parent, sibling, under, with_data, with_xattr
+from plugpull.generate.tree import DIR, DIRS, FIFO, FILE, FILES, FOURTH, NAMES, NESTED, NESTED_DIR, NESTED_FILES, \
+    ROOT, SYMLINK, THIRD, Inode, Tree, parent, sibling, under, with_data, with_xattr
 
 INITIAL_SIZE = 16384
 SETUP_BYTE = dict(zip(("A/foo", "A/bar", "B/foo", "B/bar", "A/C/foo", "A/C/bar", "A/baz", "B/baz"), range(0x41, 0x49)))
@@ -58,7 +59,7 @@ TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync
           (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
           (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)), (("again",), ()),
           (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()), (SELF_FAMILIES, ()), ((SNAPSHOT,), ()),
-          ((TMPFILE,), ()), ((HOLES,), ()))
+          ((TMPFILE,), ()), ((HOLES,), ()), ((FOURTH_NAME,), ()))
 FAMILIES = tuple(f for families, _ in TABLES for f in families)
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}  # the later tables' points, by their call
@@ -141,7 +142,7 @@ SIZE_OPS = tuple([Op("punch", v, (f,)) for f in FILES for v in PUNCHES] +
 NAME_OPS = tuple(Op(*row) for row in NAME_ROWS)  # a third name, links into A/C, A/C moved (`names`)
 OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS + \
     NAME_OPS + tuple(Op(family, v, (f,)) for family in SELF_FAMILIES for f in FILES for v in SELF_CLONES) + \
-    tuple(Op(*row) for row in SNAPSHOT_ROWS + TMPFILE_ROWS + HOLE_ROWS)  # `selfclone`; `snapshot`; O_TMPFILE; `holes`
+    tuple(Op(*row) for row in SNAPSHOT_ROWS + TMPFILE_ROWS + HOLE_ROWS + FOURTH_ROWS)  # `selfclone` ... `fourth`
 OWN_STEPS = {**CLONES, SNAPSHOT: snapshot_step, TMPFILE: tmpfile_step}  # the later families' steps, by module
 
 
@@ -151,9 +152,9 @@ def refusal(op: Op, refused) -> str | None:
 
 
 def plain(op: Op) -> Op:
-    """A nested or tenth-table operation as the first table's operation it is (`names.TWINS`)."""
-    if op.family in NAME_FAMILIES:
-        return Op(*TWINS[op.family, op.variant], op.args)
+    """A nested, tenth- or fifteenth-table operation as the first table's operation it is (`names.TWINS`)."""
+    if twin := TWINS.get((op.family, op.variant)) or FOURTH_TWINS.get((op.family, op.variant)):
+        return Op(*twin, op.args)
     return Op(op.variant, "file" if op.variant == "rename" else "", op.args) if op.family == "nested" else op
 
 
@@ -223,11 +224,10 @@ class Sim:
         links told apart by the order their inodes first appear, and each file's size (`sized`:
         collapse and insert range may come, whose validity the exact size decides; else only
         whether it holds a whole page, which is all the other operations ask and counts many
-        fewer shapes). The nested names only where nested operations may come (`nested`), the
-        third names only where `third` ones may (`third`): no other operation makes them. Taken
-        once: a Sim is not changed after its operation was applied (`Space.choices` applies to copies)."""
+        fewer shapes); the nested names only where nested operations may come (`nested`), the third
+        and fourth only where theirs may (`third`). Taken once: a Sim is not changed once applied."""
         if (sized, nested, third) not in self._keys:
-            names = DIRS + FILES + (NESTED if nested else ()) + (THIRD if third else ())
+            names = DIRS + FILES + (NESTED if nested else ()) + (THIRD + FOURTH if third else ())
             self._keys[sized, nested, third] = self._shape(sized, names) + snapshots_there(self.tree)
         return self._keys[sized, nested, third]
 
@@ -350,7 +350,7 @@ def _namespace(sim: Sim, op: Op) -> bool:
         tree.paths[args[0]] = tree.new_inode(node[op.family])
         return True
     if op.family in ("unlink", "unlink-open"):
-        if not sim.exists(args[0], (FILE, SYMLINK) if op.family == "unlink" else (FILE,)):
+        if not sim.exists(args[0], (FILE, SYMLINK, FIFO) if op.family == "unlink" else (FILE,)):
             return False
         if op.family == "unlink-open" and not last_name(tree, args[0]):
             return False
@@ -360,7 +360,7 @@ def _namespace(sim: Sim, op: Op) -> bool:
     if op.family == "rmdir":
         return _rmdir(sim, args[0])
     if op.family == "link":
-        if not sim.exists(args[0]) or not sim.absent(args[1]):
+        if not sim.exists(args[0], (FILE, FIFO)) or not sim.absent(args[1]):
             return False
         tree.paths[args[1]] = tree.paths[args[0]]
         return True
@@ -380,11 +380,11 @@ def _rmdir(sim: Sim, path: str) -> bool:
 def _rename(sim: Sim, op: Op) -> bool:
     tree, (src, dst) = sim.tree, op.args
     if op.variant in ("file", "over"):
-        if not sim.exists(src, (FILE, SYMLINK)):
+        if not sim.exists(src, (FILE, SYMLINK, FIFO)):
             return False
         if op.variant == "file" and not sim.absent(dst):
             return False
-        if op.variant == "over" and not sim.exists(dst, (FILE, SYMLINK)):
+        if op.variant == "over" and not sim.exists(dst, (FILE, SYMLINK, FIFO)):
             return False
     else:
         if not sim.exists(src, (DIR,)):

@@ -20,7 +20,8 @@ from plugpull.errors import UsageError
 from plugpull.generate.delalloc import delayed_only
 from plugpull.generate.ops import plain, refusal
 from plugpull.generate.space import Workload
-from plugpull.generate.tree import DIR, FILE, NAMES, OPTIONAL, SYMLINK, Tree, digest, fact, name_key, parent, under
+from plugpull.generate.tree import DIR, FILE, NAMES, OPTIONAL, SYMLINK, Tree, all_facts, digest, fact, name_key, \
+    parent, under
 from plugpull.generate.sizes import RANGED, msync_owed
 from plugpull.generate.unlinked import OPEN_POINTS, gone_names
 from plugpull.testbed.features import SEP
@@ -113,13 +114,8 @@ def named(workload: Workload) -> tuple[str, ...]:
     return fixed + tuple(sorted({p for t in workload.trees for p in t.paths} - set(NAMES), key=name_key))
 
 
-def _all_facts(tree: Tree, path: str):
-    names = {FILE: ("kind", "size", "digest", "nlink", "xattrs"), SYMLINK: ("kind", "target"), DIR: ("kind",)}
-    return [(path, n, fact(tree, path, n)) for n in names.get(tree.kind(path), ("kind",))]
-
-
 def sync_all(ctx: Context):
-    return [f for path in named(ctx.workload) for f in _all_facts(ctx.tree, path)]
+    return [f for path in named(ctx.workload) for f in all_facts(ctx.tree, path)]
 
 
 def file_data(ctx: Context):

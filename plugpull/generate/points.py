@@ -9,6 +9,7 @@ table's mmap (`sizes`). `followed` gives each with the Sim it leaves."""
 from functools import lru_cache
 
 from plugpull.generate.again import again_points
+from plugpull.generate.fourth import FAMILY as FOURTH_NAME
 from plugpull.generate.names import NAME_FAMILIES
 from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, Sim, plain
 from plugpull.generate.reach import untouched
@@ -32,6 +33,8 @@ def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return _nested_subjects(op)
     if op.family in NAME_FAMILIES:
         return _name_subjects(op)
+    if op.family == FOURTH_NAME:
+        return subjects(plain(op))  # its twin's
     if op.family == "evict":
         return (), ()
     if op.family == SNAPSHOT:

@@ -1,6 +1,6 @@
 """The setups a workload may have (`--setup`): synced (ack 0 after a sync), unsynced (ids
-`seqNu-...`: the setup in the same transaction as the operations), and three synced ones with
-something more before the sync (a workload's `extra`):
+`seqNu-...`: the setup in the same transaction as the operations), and four synced ones with
+something more, or other, before the sync (a workload's `extra`):
 
 - links (ids `seqNl-...`, `seq6l.links-...`): `MANY` more hard links to `LINKED` in its
   directory, named as fstests' generic/040 and generic/041 name theirs (`foo_link_1` ...). Past
@@ -15,22 +15,28 @@ something more before the sync (a workload's `extra`):
   the setup's names, as btrfs/119 does; quotas owe nothing of names or data, so the model is
   the synced setup's. Every other filesystem refuses it: the program runs the command, which
   must fail there, and goes on.
+- fifo (ids `seqNf-...`): `LINKED` made a fifo (mkfifo) instead of a regular file, a special
+  inode of no data (fstests generic/479 links one and fsyncs another file). Every operation that
+  opens it, writes it or sets its xattrs is invalid with it (`ops.Sim` takes only regular files
+  there), and so is a point that names it (its fsync would open it: a fifo's open waits for the
+  other end, and fsync of one is EINVAL): the guest never opens it. Every filesystem has fifos.
 
-The links and xattrs are made only where the setup makes `LINKED` (a workload that creates it,
-or never names it, has none) and every step is valid with them (else the workload has none:
+The links, xattrs and fifo are made only where the setup makes `LINKED` (a workload that creates
+it, or never names it, has none) and every step is valid with them (else the workload has none:
 `rmdir A` after `unlink A/foo`, which the links keep from being empty; `unlink-open A/foo`,
-which needs the last name): so each space's workloads, counts and ids are those of the synced
-setup, and only the setup differs. What they make is in the setup tree: the oracle owes it (the
-names, the link count, the xattrs) as it owes everything synced."""
+which needs the last name; a write of A/foo, with the fifo): so each space's workloads,
+counts and ids are those of the synced setup, and only the setup differs. What they make is in
+the setup tree: the oracle owes it (the names, the link count, the xattrs, the fifo's kind) as
+it owes everything synced."""
 
 from plugpull.generate.ops import INITIAL_SIZE, SETUP_BYTE, Sim, apply
-from plugpull.generate.tree import DIR, FILE, Inode, Tree
+from plugpull.generate.tree import DIR, FIFO, FILE, Inode, Tree
 
 MANY = 3000  # as generic/040 and 041 make: well past where btrfs's refs spill into extrefs
 XATTRS = 2000  # as generic/745 makes: at least three btree leaves of xattr items at any node size
 LINKED = "A/foo"
-MARKS = {"synced": "", "unsynced": "u", "links": "l", "xattrs": "x", "quota": "q"}  # a setup kind's mark in ids
-EXTRAS = ("links", "xattrs", "quota")  # the synced setups with more before the sync
+MARKS = {"synced": "", "unsynced": "u", "links": "l", "xattrs": "x", "quota": "q", "fifo": "f"}  # marks in ids
+EXTRAS = ("links", "xattrs", "quota", "fifo")  # the synced setups with more (or other) before the sync
 QUOTA = "btrfs quota enable {root}"
 
 
@@ -43,21 +49,23 @@ def setup_xattrs(count: int) -> tuple[tuple[str, str], ...]:
     return tuple((f"user.attr_{i:04d}", f"val_{i:04d}") for i in range(1, count + 1))
 
 
-def made_for(workload) -> tuple[int, int]:
-    """(links, xattrs) the setup of `workload` (a `steps.Workload`) gives `LINKED`, if every step
-    is valid with them: none where the setup does not make it, or the filesystem refuses them."""
+def made_for(workload) -> tuple[int, int, bool]:
+    """(links, xattrs, fifo) the setup of `workload` (a `steps.Workload`) gives `LINKED`, if every
+    step is valid with them: none where the setup does not make it, or the filesystem refuses them."""
     if LINKED not in workload.setup or workload.extra in workload.refused:
-        return 0, 0
-    return MANY if workload.extra == "links" else 0, XATTRS if workload.extra == "xattrs" else 0
+        return 0, 0, False
+    extra = workload.extra
+    return MANY if extra == "links" else 0, XATTRS if extra == "xattrs" else 0, extra == "fifo"
 
 
-def setup_tree(names, links: int = 0, xattrs: int = 0) -> Tree:
-    """The tree the setup makes of `names`, with `links` extra links to `LINKED` and `xattrs` on it."""
+def setup_tree(names, links: int = 0, xattrs: int = 0, fifo: bool = False) -> Tree:
+    """The tree the setup makes of `names`, with `links` extra links to `LINKED` and `xattrs` on
+    it, or `LINKED` a fifo (`fifo`)."""
     tree = Tree()
     for path in names:
         node = Inode(FILE, bytes([SETUP_BYTE[path]]) * INITIAL_SIZE) if path in SETUP_BYTE else Inode(DIR)
-        if path == LINKED and xattrs:
-            node = Inode(FILE, node.data, xattrs=setup_xattrs(xattrs))
+        if path == LINKED and (xattrs or fifo):
+            node = Inode(FIFO) if fifo else Inode(FILE, node.data, xattrs=setup_xattrs(xattrs))
         tree.paths[path] = tree.new_inode(node)
     if links:
         tree.paths.update((name, tree.paths[LINKED]) for name in link_names(links))
@@ -95,25 +103,27 @@ def setup_kind(synced: bool, extra: str = "") -> str:
     return extra or ("synced" if synced else "unsynced")
 
 
-def built(workload) -> tuple[tuple[int, int], list[Tree]]:
-    """The (links, xattrs) the setup of `workload` makes (`made_for`) and its model trees; none
-    where a step is invalid with them."""
+def built(workload) -> tuple[tuple[int, int, bool], list[Tree]]:
+    """The (links, xattrs, fifo) the setup of `workload` makes (`made_for`) and its model trees;
+    none where a step is invalid with them."""
     if any(made := made_for(workload)):
         try:
             return made, grown(workload, *made)
         except ValueError:
             pass
-    return (0, 0), grown(workload)
+    return (0, 0, False), grown(workload)
 
 
-def grown(workload, links: int = 0, xattrs: int = 0) -> list[Tree]:
-    """The model tree after the setup (with `links` and `xattrs`) and after each operation of
-    `workload`; ValueError on a step that is invalid there."""
-    sim = Sim(setup_tree(workload.setup, links, xattrs))
+def grown(workload, links: int = 0, xattrs: int = 0, fifo: bool = False) -> list[Tree]:
+    """The model tree after the setup (with `links`, `xattrs` or the `fifo`) and after each
+    operation of `workload`; ValueError on a step that is invalid there, or a point of a fifo."""
+    sim = Sim(setup_tree(workload.setup, links, xattrs, fifo))
     out = [sim.tree.sealed()]
     for i, step in enumerate(workload.steps, 1):
         if not workload.refuses(step.op) and not apply(sim, step.op, i, lenient=bool(workload.refused)):
             raise ValueError(f"{workload.ident}: step {i} ({step.op.text()}) is invalid")
+        if step.persist is not None and step.persist.path and sim.tree.kind(step.persist.path) == FIFO:
+            raise ValueError(f"{workload.ident}: point {step.persist.text()} names a fifo")
         sim.pointed = step.persist is not None
         out.append(sim.tree.sealed())
     return out

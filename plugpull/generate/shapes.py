@@ -93,6 +93,10 @@ SHAPES = (
           "the second next to a hole, and fsync", (
               at(("creat",), (NO_POINT,)), at(("holes",), (NO_POINT,)), at(("holes",), ("sync", NO_POINT)),
               at(("holes",), (NO_POINT,)), at(("holes",), ("fsync", "fdatasync")))),
+    Shape("four-names", "generic/479, generic/526: a name made, or moved to the third or fourth name; two "
+          "renames or links among the four names; a name made and fsynced", (
+              at(("creat", "third", "fourth"), (NO_POINT, *OWN)), at(("third", "fourth"), (NO_POINT,)),
+              at(("third", "fourth"), (NO_POINT,)), at(("creat", "fourth"), OWN + ANY))),
 )
 NAMES = tuple(s.name for s in SHAPES)
 

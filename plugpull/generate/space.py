@@ -5,8 +5,9 @@ then the persistence choices' order), and the number is the id: `seq2-000412`. T
 the first table's steps come first and keep the numbers they had before later operations were
 added, then those of each later table in turn (`Space`); `seq2u-000412` is the same workload
 with a setup that is not synced, `seq2l-000412` with a synced setup that gives A/foo thousands
-of links, `seq2x-`, `seq2q-` the other synced setups with more (`setups`). A shape (`shapes`) is a space of its own of four to six
-operations, each step's families and points fixed by its position, numbered alike:
+of links, `seq2x-`, `seq2q-`, `seq2f-` the other synced setups with more or other (`setups`).
+A shape (`shapes`) is a space of its own of four to six operations, each step's families and
+points fixed by its position, numbered alike:
 `seq5.renames-000042`, `seq5u.renames-000042`.
 
 Nothing is listed to be counted: the number of valid continuations depends only on the
@@ -20,6 +21,7 @@ from functools import cache
 from plugpull.errors import UsageError
 from plugpull.generate.counts import KEPT_FROM, Stored
 from plugpull.generate.names import NESTED_FAMILIES
+from plugpull.generate.fourth import FAMILY as FOURTH_NAME
 from plugpull.generate.ops import FAMILIES, OPS, PERSISTENCE, SIZED, TABLES, Op, \
     Persist, Sim, apply, up_to
 from plugpull.generate.points import followed, last_points
@@ -31,8 +33,8 @@ from plugpull.values import shown
 SEQS = (1, 2, 3)
 SETUPS = tuple(MARKS)
 # no id of thousands of digits reaches int(); a shape's name after the seq: seq5.renames-000042
-_ID = re.compile(r"seq([0-9]{1,2})([ulxq]?)(?:\.([a-z]{1,20}(?:-[a-z]{1,20}){0,3}))?-([0-9]{1,12})")
-ID_FORMS = "seqN-NNNNNN, seqNu-, seqNl-, seqNx-, seqNq-NNNNNN or seqN.SHAPE-NNNNNN"
+_ID = re.compile(r"seq([0-9]{1,2})([ulxqf]?)(?:\.([a-z]{1,20}(?:-[a-z]{1,20}){0,3}))?-([0-9]{1,12})")
+ID_FORMS = "seqN-NNNNNN, seqNu-, seqNl-, seqNx-, seqNq-, seqNf-NNNNNN or seqN.SHAPE-NNNNNN"
 
 
 Mask = tuple[frozenset, frozenset]  # (operation families, persistence points) a walk may take
@@ -42,6 +44,7 @@ OPEN: Mask = (frozenset(FAMILIES), frozenset(PERSISTENCE) | {NO_POINT})
 # the steps of the first table, of the first two, ...: each id block's (the last is WHOLE)
 GROWN: tuple[Mask, ...] = tuple((frozenset(f), frozenset(p)) for f, p in map(up_to, range(1, len(TABLES) + 1)))
 FIRST: Mask = GROWN[0]
+THIRD_FAMILIES = ("third", FOURTH_NAME)  # those that make the third or the fourth names (`Sim.key`)
 
 
 def allowed_by(mask: Mask, op: Op, persist: Persist | None) -> bool:
@@ -123,14 +126,15 @@ class Space:
 
     def traits(self, mask: Mask, left: int) -> tuple[bool, bool, bool, bool]:
         """What the Sim's key must tell apart with `left` steps to go under `mask`: whether a
-        sized operation may still come, whether a nested one or one of the third name may come
-        or came (its names are then points a later step may have: `Sim.key`), and whether
+        sized operation may still come, whether a nested one or one of the third or fourth name
+        may come or came (its names are then points a later step may have: `Sim.key`), and whether
         `again` may come next."""
         if (mask, left) not in self._traits:
             ahead = frozenset().union(*(p[0] for p in self.positions[self.seq - left:])) & mask[0]
             ever = frozenset().union(*(p[0] for p in self.positions)) & mask[0]
+            again = "again" in mask[0] & self.positions[self.seq - left][0]
             self._traits[mask, left] = (not ahead.isdisjoint(SIZED), not ever.isdisjoint(NESTED_FAMILIES),
-                                        "third" in ever, "again" in mask[0] & self.positions[self.seq - left][0])
+                                        not ever.isdisjoint(THIRD_FAMILIES), again)
         return self._traits[mask, left]
 
     def count(self, sim: Sim | None = None, left: int | None = None, mask: Mask = WHOLE) -> int:

@@ -49,6 +49,11 @@ class Workload:
         """The setup's xattrs on A/foo (`setups`)."""
         return self._built[0][1]
 
+    @property
+    def fifo(self) -> bool:
+        """The setup makes A/foo a fifo (`setups`)."""
+        return self._built[0][2]
+
     def text(self) -> str:
         return "; ".join(s.text() for s in self.steps)
 
@@ -66,7 +71,7 @@ class Workload:
         return self._built[1]
 
     @cached_property
-    def _built(self) -> tuple[tuple[int, int], list[Tree]]:
+    def _built(self) -> tuple[tuple[int, int, bool], list[Tree]]:
         return built(self)
 
 

@@ -5,8 +5,9 @@ and a recovered filesystem is compared with it in the same shape, `Entry`.
 Paths are relative to the workload's work directory, "." is that directory itself. The names a
 workload may use are fixed: `DIRS` and `FILES`, the nested directory `A/C` with its files
 (`NESTED`; under `B` once `A` is renamed to it or it is moved there), and a third file name in
-each directory (`THIRD`, the tenth table's), and the names of btrfs snapshots (`SNAPS`, the
-twelfth table's), see docs/generate.md."""
+each directory (`THIRD`, the tenth table's), the names of btrfs snapshots (`SNAPS`, the
+twelfth table's) and a fourth file name in A (`FOURTH`, the fifteenth table's), see
+docs/generate.md. A fifo (`FIFO`) is only ever made by the fifo setup (`setups`)."""
 
 import hashlib
 from collections import Counter
@@ -24,11 +25,13 @@ THIRD = ("A/baz", "B/baz")  # the tenth table's third name in each directory (fs
 # the twelfth table's snapshots of the root subvolume, in the work directory and in A (B/snap: where a rename
 # of A takes A/snap); a snapshot is a directory here, and nothing below it is among the names
 SNAPS = ("snap", "A/snap", "B/snap")
-OPTIONAL = NESTED + THIRD + SNAPS  # names no operation of the first tables makes: owed only where a workload has them
-NAMES = DIRS + FILES + NESTED + THIRD + SNAPS
+FOURTH = ("A/qux", "B/qux")  # the fifteenth table's fourth name in A (B/qux: where a rename of A takes it)
+# names no operation of the first tables makes: owed only where a workload has them
+OPTIONAL = NESTED + THIRD + SNAPS + FOURTH
+NAMES = DIRS + FILES + NESTED + THIRD + SNAPS + FOURTH
 _ORDER = {p: i for i, p in enumerate(NAMES)}
 
-FILE, DIR, SYMLINK = "file", "dir", "symlink"
+FILE, DIR, SYMLINK, FIFO = "file", "dir", "symlink", "fifo"
 
 
 def parent(path: str) -> str:
@@ -154,6 +157,8 @@ class Tree:
             return Entry(FILE, len(node.data), digest(node.data), self.nlink(path), node.xattrs, ino=ino)
         if node.kind == SYMLINK:
             return Entry(SYMLINK, target=node.target, nlink=self.nlink(path), ino=ino)
+        if node.kind == FIFO:
+            return Entry(FIFO, nlink=self.nlink(path), ino=ino)
         return Entry(DIR, nlink=self.nlink(path), xattrs=node.xattrs, ino=ino)
 
     def view(self) -> dict[str, Entry]:
@@ -173,6 +178,13 @@ def fact(tree: Tree, path: str, name: str):
             "xattrs": node.xattrs, "target": node.target if kind == SYMLINK else None}[name]
 
 
+def all_facts(tree: Tree, path: str) -> list[tuple[str, str, object]]:
+    """Every fact of `path` in `tree` as (path, name, value): a file's kind, size, digest, link
+    count and xattrs, a symlink's kind and target, a fifo's kind and link count, else the kind."""
+    names = {FILE: ("kind", "size", "digest", "nlink", "xattrs"), SYMLINK: ("kind", "target"), FIFO: ("kind", "nlink")}
+    return [(path, n, fact(tree, path, n)) for n in names.get(tree.kind(path), ("kind",))]
+
+
 def with_data(node: Inode, data: bytes) -> Inode:
     return replace(node, data=data)
 
@@ -189,7 +201,8 @@ def with_xattr(node: Inode, name: str, value: str | None) -> Inode:
 
 def read_tree(root) -> dict[str, Entry]:
     """A real directory (a recovered work directory) in the shape of `Tree.view`: the fixed
-    names that are there, with inode numbers as `ino`."""
+    names that are there, with inode numbers as `ino`. A fifo is never opened (opening one waits
+    for the other end)."""
     import os
     import stat
     out = {}
@@ -203,6 +216,8 @@ def read_tree(root) -> dict[str, Entry]:
                               for n in os.listxattr(full, follow_symlinks=False) if n.startswith("user.")))
         if stat.S_ISLNK(st.st_mode):
             out[path] = Entry(SYMLINK, target=os.readlink(full), nlink=st.st_nlink, ino=st.st_ino)
+        elif stat.S_ISFIFO(st.st_mode):
+            out[path] = Entry(FIFO, nlink=st.st_nlink, ino=st.st_ino)
         elif stat.S_ISDIR(st.st_mode):
             out[path] = Entry(DIR, nlink=st.st_nlink, xattrs=xattrs, ino=st.st_ino)
         else:

@@ -16,10 +16,11 @@ from plugpull.generate.judge import judge
 from plugpull.generate.oracle import PROFILES, on_profile, rules_of
 from plugpull.generate.program import program
 from plugpull.generate.space import Workload as Generated, space_of
-from plugpull.generate.tree import DIR, FILE, NAMES, SNAPS, SYMLINK, Entry, under
+from plugpull.generate.tree import DIR, FIFO, FILE, NAMES, SNAPS, SYMLINK, Entry, under
 from plugpull.testbed.workloads.base import ACK_PORT, Findings, Lost, GuestWorkload, shell_script
 
 PREFIX = "gen:"
+KINDS = {stat.S_IFREG: FILE, stat.S_IFDIR: DIR, stat.S_IFLNK: SYMLINK, stat.S_IFIFO: FIFO}  # by pp-tree's st_mode
 
 
 def collected(text: str, known=frozenset(NAMES)) -> tuple[dict[str, Entry], list[str]]:
@@ -36,9 +37,9 @@ def collected(text: str, known=frozenset(NAMES)) -> tuple[dict[str, Entry], list
             strays.append(words[1])
         elif words[0] == "entry" and len(words) == 8:
             _, path, mode, size, nlink, ino, sum_, target = words
-            kind = {stat.S_IFREG: FILE, stat.S_IFDIR: DIR, stat.S_IFLNK: SYMLINK}.get(stat.S_IFMT(int(mode, 16)))
+            kind = KINDS.get(stat.S_IFMT(int(mode, 16)))
             if kind is None:
-                raise ValueError(f"{path}: neither a file, a directory nor a symlink (mode {mode})")
+                raise ValueError(f"{path}: neither a file, a directory, a symlink nor a fifo (mode {mode})")
             entries[path] = Entry(kind, int(size) if kind == FILE else None, sum_ if kind == FILE else None,
                                   int(nlink), (), target if kind == SYMLINK else None, int(ino))
         elif words[0] == "xattr" and len(words) >= 3:

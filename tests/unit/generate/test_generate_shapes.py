@@ -23,7 +23,7 @@ from plugpull.hunt.hunter import HuntSpec
 # measured when the shapes came (2026-11-29): a change to a shape, or to the operations or
 # points its positions allow, changes these, and so every id of the shape
 COUNTS = {"renames": 3148800, "write-rename": 2587392, "evict-rename": 351896, "nested-new": 733722,
-          "rename-link": 12400656, "links": 248832}
+          "rename-link": 12400656, "links": 248832, "four-names": 617210}
 EXTENTS = 10032906240
 PINNED = {  # an id of each shape, and its steps (the known table's ids among them)
     "seq5.renames-000000": "creat A/foo, sync; rename.file A/foo A/bar; rename.file A/bar A/foo; "
@@ -37,6 +37,10 @@ PINNED = {  # an id of each shape, and its steps (the known table's ids among th
                               "rename.file A/foo A/bar, fsync A",
     "seq4.rename-link-177331": "creat A/bar, fsync A/bar; rename.file A/foo B/foo; link B/foo A/foo; "
                                "creat B/bar, fsync B/bar",
+    "seq4.four-names-277893": "third.rename A/foo A/baz; fourth.rename A/bar A/qux; third.link A/baz A/bar; "
+                              "creat A/foo, fsync A/foo",
+    "seq4.four-names-209352": "creat A/bar, fsync A/bar; third.rename A/foo A/baz; third.link A/baz A/foo; "
+                              "fourth.creat A/qux, fsync A/qux",
     "seq6.links-010469": "unlink A/bar; link A/foo A/bar; link A/foo B/foo; unlink A/bar; link A/foo A/bar; "
                          "link A/foo B/bar, fsync A/foo",
 }
