@@ -19,6 +19,7 @@ from functools import lru_cache
 from plugpull.errors import UsageError
 from plugpull.generate.delalloc import delayed_only
 from plugpull.generate.ops import plain, refusal
+from plugpull.generate.prealloc import EXTENTS_SOURCE, owed_extents
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import DIR, FILE, NAMES, OPTIONAL, SYMLINK, Tree, digest, fact, name_key, parent, under
 from plugpull.generate.sizes import RANGED, msync_owed
@@ -28,7 +29,7 @@ from plugpull.testbed.fs import FILESYSTEMS
 
 PROFILES = ("posix", "ext4", "xfs", "btrfs", "f2fs")
 LINUX = ("ext4", "xfs", "btrfs", "f2fs")
-FIELDS = ("kind", "size", "digest", "nlink", "xattrs", "target")
+FIELDS = ("kind", "size", "digest", "nlink", "xattrs", "target", "extents")
 DATA = ("size", "digest")  # owed no more once a later operation changes them
 REMAPS = frozenset({"reflink", "self-clone"})  # the families that clone (remap_file_range), between files or in one
 
@@ -113,9 +114,9 @@ def named(workload: Workload) -> tuple[str, ...]:
     return fixed + tuple(sorted({p for t in workload.trees for p in t.paths} - set(NAMES), key=name_key))
 
 
-def _all_facts(tree: Tree, path: str):
-    names = {FILE: ("kind", "size", "digest", "nlink", "xattrs"), SYMLINK: ("kind", "target"), DIR: ("kind",)}
-    return [(path, n, fact(tree, path, n)) for n in names.get(tree.kind(path), ("kind",))]
+def _all_facts(tree: Tree, path: str):  # a file's extents only where it has blocks past its end
+    names = {FILE: ("kind", "size", "digest", "nlink", "xattrs", "extents"), SYMLINK: ("kind", "target"), DIR: ("kind",)}
+    return [(path, n, v) for n in names.get(tree.kind(path), ("kind",)) if (v := fact(tree, path, n)) or n != "extents"]
 
 
 def sync_all(ctx: Context):
@@ -251,6 +252,7 @@ RULES = (
     Rule("msync-range-data", "msync-range", PROFILES, ranged_data, "POSIX msync(), MS_SYNC: the modified data "
          "of the pages in the range; Linux syncs that range of the file alone (mm/msync.c, vfs_fsync_range())"),
     Rule("msync-range-new-name", "msync-range", LINUX, new_file_name, "relied on: as msync-new-name, for the range"),
+    Rule("fsync-extents", "fsync-file", LINUX, owed_extents, EXTENTS_SOURCE),
     Rule("fsync-dir-entries", "fsync-dir", LINUX, dir_entries,
          "fsync(2), Linux man-pages: an explicit fsync of the directory persists its entries"),
     Rule("ext4-replace-via-rename", "fsync-dir", ("ext4",), ext4_replace_via_rename,

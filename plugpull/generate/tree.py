@@ -58,12 +58,22 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+class Blocks(frozenset):
+    """Block numbers: a file's blocks an fallocate past its end gave it, or that its extents cover."""
+
+    def __repr__(self) -> str:
+        return f"blocks {{{', '.join(map(str, sorted(self)))}}}"
+
+    __str__ = __repr__
+
+
 @dataclass(frozen=True)
 class Inode:
     kind: str
     data: bytes = b""
     xattrs: tuple[tuple[str, str], ...] = ()  # sorted (name, value) pairs
     target: str = ""  # a symlink's
+    prealloc: frozenset = frozenset()  # the blocks an fallocate past the end gave a file (`prealloc`)
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,7 @@ class Entry:
     xattrs: tuple[tuple[str, str], ...] = ()
     target: str | None = None
     ino: int | None = None
+    extents: frozenset | None = None  # the blocks an extent covers (fiemap), past the end too; None: not read
 
 
 @dataclass
@@ -170,11 +181,13 @@ def fact(tree: Tree, path: str, name: str):
         return tree.nlink(path)
     node = tree.inode(path)
     return {"size": len(node.data) if kind == FILE else None, "digest": digest(node.data) if kind == FILE else None,
-            "xattrs": node.xattrs, "target": node.target if kind == SYMLINK else None}[name]
+            "xattrs": node.xattrs, "target": node.target if kind == SYMLINK else None,
+            "extents": Blocks(node.prealloc) if kind == FILE else None}[name]
 
 
 def with_data(node: Inode, data: bytes) -> Inode:
-    return replace(node, data=data)
+    """`node` with contents `data` (a clone's), the blocks it had past its end owed no more."""
+    return replace(node, data=data, prealloc=frozenset())
 
 
 def with_xattr(node: Inode, name: str, value: str | None) -> Inode:
