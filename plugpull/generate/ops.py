@@ -1,12 +1,11 @@
 """The operation table of generated workloads, and how each operation changes the model tree.
 
-`CORE_OPS` is the first table and is fixed: the ids of the workloads made of its operations and
-its persistence points (`FIRST_FAMILIES`, `FIRST_PERSISTENCE`) are their ranks in its
-enumeration, so changing it (an operation added, removed or moved, a size changed) changes ids;
-`test_generate.py` pins its digest. The later tables (`TABLES`, in the order they came:
-docs/generate.md names each, and each's own module its model) are numbered after all of the
-tables' before them (space.py), so no earlier id moved. Each row is an operation family (the
-name `--ops` takes), a variant and its operands, all among the fixed names of `tree`.
+`CORE_OPS` is the first table and is fixed: the ids of the workloads made of its operations and its persistence
+points (`FIRST_FAMILIES`, `FIRST_PERSISTENCE`) are their ranks in its enumeration, so changing it (an operation
+added, removed or moved, a size changed) changes ids; `test_generate.py` pins its digest. The later tables
+(`TABLES`, in the order they came: docs/generate.md names each, and each's own module its model) are numbered after
+all of the tables' before them (space.py), so no earlier id moved. Each row is an operation family (the name
+`--ops` takes), a variant and its operands, all among the fixed names of `tree`.
 
 A name no operation has touched yet is resolved when first needed: an operation that needs it to exist
 makes the workload's setup create it (a file of `INITIAL_SIZE` bytes, or a directory), one that needs it absent

@@ -1,16 +1,15 @@
 """The model oracle: what a generated workload's completed persistence points make durable.
 
-A table of rules, each with its trigger (sync, fsync, fdatasync or msync of a file, fsync of a
-directory), the filesystems it holds on and its source. A rule owes facts: a path's `kind`
-(None: absent), a file's `size`, `digest`, `nlink`, `xattrs`, a symlink's `target`. Facts owed at
-point k stand until a later point owes the same fact anew. A crash after point k may come while
-later operations run, so what they change is relaxed: a later value of a name's kind, link
-count, xattrs or target is accepted too (each such change is atomic), and data a later
-operation changes is owed no more (a write may be torn). `posix` holds only what POSIX
-promises; `ext4`, `xfs`, `btrfs` and `f2fs` add what Linux documents and what they are relied on for.
-`f2fs` is F2FS with its default fsync_mode=posix: `strict` would add a checkpoint when the fsynced
-file's directory changed since the last one (so a rename in it persists with a new file that took
-the old name, fstests generic/342), which no rule here owes."""
+A table of rules, each with its trigger (sync, fsync, fdatasync or msync of a file, fsync of a directory), the
+filesystems it holds on and its source. A rule owes facts: a path's `kind` (None: absent), a file's `size`,
+`digest`, `nlink`, `xattrs`, a symlink's `target`, a file's `extents` (`prealloc`). Facts owed at point k stand
+until a later point owes the same fact anew. A crash after point k may come while later operations run, so what they
+change is relaxed: a later value of a name's kind, link count, xattrs or target is accepted too (each such change is
+atomic), and data a later operation changes is owed no more (a write may be torn). `posix` holds only what POSIX
+promises; `ext4`, `xfs`, `btrfs` and `f2fs` add what Linux documents and what they are relied on for. `f2fs` is F2FS
+with its default fsync_mode=posix: `strict` would add a checkpoint when the fsynced file's directory changed since
+the last one (so a rename in it persists with a new file that took the old name, fstests generic/342), which no rule
+here owes."""
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -44,11 +43,11 @@ REFUSED = {
     # f2fs_fallocate (fs/f2fs/file.c), on a compressed file (f2fs_compressed_file: every file under
     # compress_extension=*): PUNCH_HOLE, COLLAPSE_RANGE, ZERO_RANGE and INSERT_RANGE are -EOPNOTSUPP
     # (since the compression commit 4c8ff7095bef, Linux 5.6); plain and KEEP_SIZE allocation are done
-    # reflink (FICLONE, FICLONERANGE) needs the filesystem's remap_file_range, which ext4 and f2fs
-    # do not have (vfs_clone_file_range, fs/remap_range.c: -EOPNOTSUPP), nor xfs without its
-    # reflink feature (xfs_reflink_remap_prep): xfs-2008's v4 format has none (mkfs.xfs wants
-    # crc=1 for it); so does a clone within one file. copy_file_range falls back to a copy everywhere.
-    # Snapshots and quotas are btrfs's own; ext4 and f2fs hold an inode's xattrs in one block (`setups`)
+    # reflink (FICLONE, FICLONERANGE) needs the filesystem's remap_file_range, which ext4 and f2fs do not have
+    # (vfs_clone_file_range, fs/remap_range.c: -EOPNOTSUPP), nor xfs without its reflink feature
+    # (xfs_reflink_remap_prep): xfs-2008's v4 format has none (mkfs.xfs wants crc=1 for it); so does a clone within
+    # one file. copy_file_range falls back to a copy everywhere. Snapshots and quotas are btrfs's own; ext4 and f2fs
+    # hold an inode's xattrs in one block (`setups`)
     "ext4": REMAPS | {"snapshot", "quota", "xattrs"}, "f2fs": REMAPS | {"snapshot", "quota", "xattrs"},
     "xfs": frozenset({"snapshot", "quota"}), "xfs-2008": REMAPS,
     "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero", "holes.punch",
