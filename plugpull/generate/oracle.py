@@ -1,15 +1,14 @@
 """The model oracle: what a generated workload's completed persistence points make durable.
 
 A table of rules, each with its trigger (sync, fsync, fdatasync or msync of a file, fsync of a directory), the
-filesystems it holds on and its source. A rule owes facts: a path's `kind` (None: absent), a file's `size`,
-`digest`, `nlink`, `xattrs`, a symlink's `target`, a file's `extents` (`prealloc`). Facts owed at point k stand
-until a later point owes the same fact anew. A crash after point k may come while later operations run, so what they
-change is relaxed: a later value of a name's kind, link count, xattrs or target is accepted too (each such change is
-atomic), and data a later operation changes is owed no more (a write may be torn). `posix` holds only what POSIX
-promises; `ext4`, `xfs`, `btrfs` and `f2fs` add what Linux documents and what they are relied on for. `f2fs` is F2FS
-with its default fsync_mode=posix: `strict` would add a checkpoint when the fsynced file's directory changed since
-the last one (so a rename in it persists with a new file that took the old name, fstests generic/342), which no rule
-here owes."""
+filesystems it holds on and its source. A rule owes facts: a path's `kind` (None: absent), a file's `size`, `digest`,
+`nlink`, `xattrs`, a symlink's `target`, a file's `extents` (`prealloc`). Facts owed at point k stand until a later
+point owes the same fact anew. A crash after point k may come while later operations run, so what they change is
+relaxed: a later value of a name's kind, link count, xattrs or target is accepted too (each such change is atomic),
+and data a later operation changes is owed no more (a write may be torn). `posix` holds only what POSIX promises;
+`ext4`, `xfs`, `btrfs` and `f2fs` add what Linux documents and what they are relied on for. `f2fs` is F2FS with its
+default fsync_mode=posix: `strict` would add a checkpoint when the fsynced file's directory changed since the last one
+(so a rename in it persists with a new file that took the old name, fstests generic/342), which no rule here owes."""
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
