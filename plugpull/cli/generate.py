@@ -171,14 +171,15 @@ def _print_shapes(args) -> int:
 def _print_names() -> None:
     """Each operation family and persistence point `--ops` takes, by the table it came with: how
     many operations (rows) a family has, and how many seq-1 workloads `--ops NAME` keeps with
-    every point (a family) or with every operation (a point)."""
-    from plugpull.generate.ops import FAMILIES, OPS, PERSISTENCE, TABLES
+    every point (a family) or with every operation (a point); a family only shapes take last."""
+    from plugpull.generate.ops import FAMILIES, OPS, PERSISTENCE, SHAPE_FAMILIES, TABLES
     from plugpull.generate.space import Space
     rows = []
     for table, (families, points) in enumerate(TABLES, 1):
         rows += [(table, f, "operation", sum(op.family == f for op in OPS), Space(1, (f,), PERSISTENCE).total())
                  for f in families]
         rows += [(table, p, "point", "", Space(1, FAMILIES, (p,)).total()) for p in points]
+    rows += [("shapes", f, "operation", sum(op.family == f for op in OPS), 0) for f in SHAPE_FAMILIES]  # in no seq
     print_table(("table", "name", "kind", "operations", "seq 1"), rows)
 
 

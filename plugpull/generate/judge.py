@@ -17,7 +17,7 @@ from plugpull.generate.setups import setup_tree
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import DIR, FIFO, FILE, SYMLINK, Entry, Tree
 
-FACT_KIND = {"size": FILE, "digest": FILE, "nlink": FILE, "xattrs": FILE, "target": SYMLINK}
+FACT_KIND = {"size": FILE, "digest": FILE, "nlink": FILE, "xattrs": FILE, "target": SYMLINK, "extents": FILE}
 FIFO_FACTS = ("nlink",)  # a fifo's facts beside its kind (the fifo setup's)
 
 
@@ -49,14 +49,14 @@ def recovered_fact(entry: Entry | None, name: str):
     if entry is None or (entry.kind != FACT_KIND[name] and not (entry.kind == FIFO and name in FIFO_FACTS)):
         return ...
     value = getattr(entry, name)
-    return ... if value is None and name == "nlink" else value
+    return ... if value is None and name in ("nlink", "extents") else value
 
 
 def lost_facts(facts: list[Owed], kept: list[Held], recovered: dict[str, Entry]) -> list[tuple[int, str]]:
     lost = []
     for o in facts:
         value = recovered_fact(recovered.get(o.path), o.name)
-        if value is not ... and value not in o.values:
+        if value is not ... and not holds(o, value):
             lost.append((o.point, f"{o.path}: {o.name} is {_show(value)}, owed "
                                   f"{' or '.join(sorted(map(_show, o.values)))} ({o.rule}, point {o.point})"))
     for h in kept:
@@ -64,6 +64,14 @@ def lost_facts(facts: list[Owed], kept: list[Held], recovered: dict[str, Entry])
             which = f"the {h.kind} owed at {h.names[0]}" + (f" (contents {h.digest[:12]})" if h.digest else "")
             lost.append((h.point, f"{which} is under none of {', '.join(h.names)} ({h.rule}, point {h.point})"))
     return lost
+
+
+def holds(o: Owed, value) -> bool:
+    """The recovered `value` is one `o` accepts; of `extents`, the blocks an extent covers take in
+    those of one of the values owed (a block past the end may be allocated without being owed)."""
+    if o.name == "extents":
+        return any(v is None or v <= value for v in o.values)
+    return value in o.values
 
 
 def _is_held(entry: Entry | None, h: Held) -> bool:

@@ -1,12 +1,11 @@
 """The operation table of generated workloads, and how each operation changes the model tree.
 
-`CORE_OPS` is the first table and is fixed: the ids of the workloads made of its operations and
-its persistence points (`FIRST_FAMILIES`, `FIRST_PERSISTENCE`) are their ranks in its
-enumeration, so changing it (an operation added, removed or moved, a size changed) changes ids;
-`test_generate.py` pins its digest. The later tables (`TABLES`, in the order they came:
-docs/generate.md names each, and each's own module its model) are numbered after all of the
-tables' before them (space.py), so no earlier id moved. Each row is an operation family (the
-name `--ops` takes), a variant and its operands, all among the fixed names of `tree`.
+`CORE_OPS` is the first table and is fixed: the ids of the workloads made of its operations and its persistence
+points (`FIRST_FAMILIES`, `FIRST_PERSISTENCE`) are their ranks in its enumeration, so changing it (an operation
+added, removed or moved, a size changed) changes ids; `test_generate.py` pins its digest. The later tables
+(`TABLES`, in the order they came: docs/generate.md names each, and each's own module its model) are numbered after
+all of the tables' before them (space.py), so no earlier id moved. Each row is an operation family (the name
+`--ops` takes), a variant and its operands, all among the fixed names of `tree`.
 
 A name no operation has touched yet is resolved when first needed: an operation that needs it to exist
 makes the workload's setup create it (a file of `INITIAL_SIZE` bytes, or a directory), one that needs it absent
@@ -20,6 +19,7 @@ from plugpull.generate.selfclone import CLONES, SELF_CLONES, SELF_FAMILIES
 from plugpull.generate.snapshot import FAMILY as SNAPSHOT, SNAPSHOT_ROWS, snapshot_step, snapshots_there
 from plugpull.generate.holes import FAMILY as HOLES, HOLE_ROWS, hole_data
 from plugpull.generate.fourth import FAMILY as FOURTH_NAME, FOURTH_ROWS, TWINS as FOURTH_TWINS
+from plugpull.generate.prealloc import FAMILY as PREALLOC, PREALLOC_ROWS, changed, prealloc_data
 from plugpull.generate.tmpfile import FAMILY as TMPFILE, TMPFILE_ROWS, tmpfile_step
 from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
@@ -60,12 +60,13 @@ TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync
           (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)), (("again",), ()),
           (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()), (SELF_FAMILIES, ()), ((SNAPSHOT,), ()),
           ((TMPFILE,), ()), ((HOLES,), ()), ((FOURTH_NAME,), ()))
-FAMILIES = tuple(f for families, _ in TABLES for f in families)
+SHAPE_FAMILIES = (PREALLOC,)  # in no table: only a shape that names one takes its rows (`prealloc`)
+FAMILIES = tuple(f for families, _ in TABLES for f in families) + SHAPE_FAMILIES
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}  # the later tables' points, by their call
-MODELS = {**dict.fromkeys(SIZE_FAMILIES, sized_data), HOLES: hole_data}  # the data of the ninth and fourteenth's
+MODELS = {**dict.fromkeys(SIZE_FAMILIES, sized_data), HOLES: hole_data, PREALLOC: prealloc_data}  # their data by module
 DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert",
-                 *SIZE_FAMILIES, HOLES)
+                 *SIZE_FAMILIES, HOLES, PREALLOC)
 
 
 @dataclass(frozen=True)
@@ -133,8 +134,7 @@ REACH_OPS = tuple([Op("evict", "", ())] + [Op("reflink", v, p) for p in PAIRS fo
                   [Op("copy", "", p) for p in PAIRS])
 UNLINKED_OPS = tuple(Op("unlink-open", "", (f,)) for f in FILES)  # of a file's last name, held open
 AGAIN_OPS = (Op("again", "", ()),)  # no operation: a point right after the last one (`again`)
-# other offsets and sizes: hole punches, a truncate down and up, a tiny file and a fallocate past its end,
-# writes through a mapping of the first and last pages
+# other offsets and sizes (`sizes`): hole punches, a truncate down and up, a tiny file, a fallocate past its end, mmap
 SIZE_OPS = tuple([Op("punch", v, (f,)) for f in FILES for v in PUNCHES] +
                  [Op("resize", v, (f,)) for f in FILES for v in RESIZES] +
                  [Op("tiny", v, (f,)) for f in FILES for v in TINIES] +
@@ -142,7 +142,7 @@ SIZE_OPS = tuple([Op("punch", v, (f,)) for f in FILES for v in PUNCHES] +
 NAME_OPS = tuple(Op(*row) for row in NAME_ROWS)  # a third name, links into A/C, A/C moved (`names`)
 OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS + \
     NAME_OPS + tuple(Op(family, v, (f,)) for family in SELF_FAMILIES for f in FILES for v in SELF_CLONES) + \
-    tuple(Op(*row) for row in SNAPSHOT_ROWS + TMPFILE_ROWS + HOLE_ROWS + FOURTH_ROWS)  # `selfclone` ... `fourth`
+    tuple(Op(*row) for row in SNAPSHOT_ROWS + TMPFILE_ROWS + HOLE_ROWS + FOURTH_ROWS + PREALLOC_ROWS)  # `selfclone` ... `prealloc`
 OWN_STEPS = {**CLONES, SNAPSHOT: snapshot_step, TMPFILE: tmpfile_step}  # the later families' steps, by module
 
 
@@ -159,8 +159,8 @@ def plain(op: Op) -> Op:
 
 
 def up_to(table: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The operation families and persistence points of the first `table` tables (1-based)."""
-    return (tuple(f for families, _ in TABLES[:table] for f in families),
+    """The operation families (the shapes' own too) and persistence points of the first `table` tables (1-based)."""
+    return (tuple(f for families, _ in TABLES[:table] for f in families) + SHAPE_FAMILIES,
             tuple(p for _, points in TABLES[:table] for p in points))
 
 
@@ -324,7 +324,7 @@ def apply(sim: Sim, op: Op, step: int, lenient: bool = False) -> bool:
         if op.family == "setxattr":
             tree.set_inode(args[0], with_xattr(node, XATTR, f"v{step}"))
         else:
-            tree.set_inode(args[0], with_data(node, new_data(op, node.data, fill_byte(step))))
+            tree.set_inode(args[0], changed(op, node, new_data(op, node.data, fill_byte(step))))
         return True
     if op.family == "removexattr":
         if not sim.exists(args[0]) or XATTR not in dict(tree.inode(args[0]).xattrs):

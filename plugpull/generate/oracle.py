@@ -1,16 +1,14 @@
 """The model oracle: what a generated workload's completed persistence points make durable.
 
-A table of rules, each with its trigger (sync, fsync, fdatasync or msync of a file, fsync of a
-directory), the filesystems it holds on and its source. A rule owes facts: a path's `kind`
-(None: absent), a file's `size`, `digest`, `nlink`, `xattrs`, a symlink's `target`. Facts owed at
-point k stand until a later point owes the same fact anew. A crash after point k may come while
-later operations run, so what they change is relaxed: a later value of a name's kind, link
-count, xattrs or target is accepted too (each such change is atomic), and data a later
-operation changes is owed no more (a write may be torn). `posix` holds only what POSIX
-promises; `ext4`, `xfs`, `btrfs` and `f2fs` add what Linux documents and what they are relied on for.
-`f2fs` is F2FS with its default fsync_mode=posix: `strict` would add a checkpoint when the fsynced
-file's directory changed since the last one (so a rename in it persists with a new file that took
-the old name, fstests generic/342), which no rule here owes."""
+A table of rules, each with its trigger (sync, fsync, fdatasync or msync of a file, fsync of a directory), the
+filesystems it holds on and its source. A rule owes facts: a path's `kind` (None: absent), a file's `size`, `digest`,
+`nlink`, `xattrs`, a symlink's `target`, a file's `extents` (`prealloc`). Facts owed at point k stand until a later
+point owes the same fact anew. A crash after point k may come while later operations run, so what they change is
+relaxed: a later value of a name's kind, link count, xattrs or target is accepted too (each such change is atomic),
+and data a later operation changes is owed no more (a write may be torn). `posix` holds only what POSIX promises;
+`ext4`, `xfs`, `btrfs` and `f2fs` add what Linux documents and what they are relied on for. `f2fs` is F2FS with its
+default fsync_mode=posix: `strict` would add a checkpoint when the fsynced file's directory changed since the last one
+(so a rename in it persists with a new file that took the old name, fstests generic/342), which no rule here owes."""
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -19,6 +17,7 @@ from functools import lru_cache
 from plugpull.errors import UsageError
 from plugpull.generate.delalloc import delayed_only
 from plugpull.generate.ops import plain, refusal
+from plugpull.generate.prealloc import EXTENTS_SOURCE, owed_extents
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import DIR, FILE, NAMES, OPTIONAL, SYMLINK, Tree, all_facts, digest, fact, name_key, \
     parent, under
@@ -29,7 +28,7 @@ from plugpull.testbed.fs import FILESYSTEMS
 
 PROFILES = ("posix", "ext4", "xfs", "btrfs", "f2fs")
 LINUX = ("ext4", "xfs", "btrfs", "f2fs")
-FIELDS = ("kind", "size", "digest", "nlink", "xattrs", "target")
+FIELDS = ("kind", "size", "digest", "nlink", "xattrs", "target", "extents")
 DATA = ("size", "digest")  # owed no more once a later operation changes them
 REMAPS = frozenset({"reflink", "self-clone"})  # the families that clone (remap_file_range), between files or in one
 
@@ -44,11 +43,11 @@ REFUSED = {
     # f2fs_fallocate (fs/f2fs/file.c), on a compressed file (f2fs_compressed_file: every file under
     # compress_extension=*): PUNCH_HOLE, COLLAPSE_RANGE, ZERO_RANGE and INSERT_RANGE are -EOPNOTSUPP
     # (since the compression commit 4c8ff7095bef, Linux 5.6); plain and KEEP_SIZE allocation are done
-    # reflink (FICLONE, FICLONERANGE) needs the filesystem's remap_file_range, which ext4 and f2fs
-    # do not have (vfs_clone_file_range, fs/remap_range.c: -EOPNOTSUPP), nor xfs without its
-    # reflink feature (xfs_reflink_remap_prep): xfs-2008's v4 format has none (mkfs.xfs wants
-    # crc=1 for it); so does a clone within one file. copy_file_range falls back to a copy everywhere.
-    # Snapshots and quotas are btrfs's own; ext4 and f2fs hold an inode's xattrs in one block (`setups`)
+    # reflink (FICLONE, FICLONERANGE) needs the filesystem's remap_file_range, which ext4 and f2fs do not have
+    # (vfs_clone_file_range, fs/remap_range.c: -EOPNOTSUPP), nor xfs without its reflink feature
+    # (xfs_reflink_remap_prep): xfs-2008's v4 format has none (mkfs.xfs wants crc=1 for it); so does a clone within
+    # one file. copy_file_range falls back to a copy everywhere. Snapshots and quotas are btrfs's own; ext4 and f2fs
+    # hold an inode's xattrs in one block (`setups`)
     "ext4": REMAPS | {"snapshot", "quota", "xattrs"}, "f2fs": REMAPS | {"snapshot", "quota", "xattrs"},
     "xfs": frozenset({"snapshot", "quota"}), "xfs-2008": REMAPS,
     "f2fs+compress": frozenset({"falloc.punch-hole", "falloc.zero-range", "falloc-eof.zero", "holes.punch",
@@ -247,6 +246,7 @@ RULES = (
     Rule("msync-range-data", "msync-range", PROFILES, ranged_data, "POSIX msync(), MS_SYNC: the modified data "
          "of the pages in the range; Linux syncs that range of the file alone (mm/msync.c, vfs_fsync_range())"),
     Rule("msync-range-new-name", "msync-range", LINUX, new_file_name, "relied on: as msync-new-name, for the range"),
+    Rule("fsync-extents", "fsync-file", LINUX, owed_extents, EXTENTS_SOURCE),
     Rule("fsync-dir-entries", "fsync-dir", LINUX, dir_entries,
          "fsync(2), Linux man-pages: an explicit fsync of the directory persists its entries"),
     Rule("ext4-replace-via-rename", "fsync-dir", ("ext4",), ext4_replace_via_rename,

@@ -22,6 +22,7 @@ from plugpull.generate.again import AGAIN_COMMAND
 from plugpull.generate.setups import LINKED, link_loop, quota_line, xattr_loop
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
 from plugpull.generate.holes import FAMILY as HOLES, hole_command
+from plugpull.generate.prealloc import FAMILY as PREALLOC, prealloc_command
 from plugpull.generate.selfclone import SELF_FAMILIES, self_clone_args
 from plugpull.generate.sizes import sized_commands
 from plugpull.generate.snapshot import FAMILY as SNAPSHOT, snapshot_command
@@ -84,8 +85,9 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: str = "
         commands, fallocate = sized_commands(op.family, op.variant, fill_byte(step), size, msync)
         call = f"{t.xfs_io} " + " ".join(f'-c "{c}"' for c in commands) + f" {args[0]}"
         return _silent(call, refused) if fallocate else call
-    if op.family == HOLES:
-        command, fallocate = hole_command(op.variant, fill_byte(step))
+    if op.family in (HOLES, PREALLOC):
+        command, fallocate = hole_command(op.variant, fill_byte(step)) if op.family == HOLES else \
+            prealloc_command(op.variant, len(before.inode(op.args[0]).data))
         call = f'{t.xfs_io} -c "{command}" {args[0]}'
         return _silent(call, refused) if fallocate else call
     if op.family in ("write", "dwrite", "mmapwrite"):

@@ -97,6 +97,14 @@ SHAPES = (
           "renames or links among the four names; a name made and fsynced", (
               at(("creat", "third", "fourth"), (NO_POINT, *OWN)), at(("third", "fourth"), (NO_POINT,)),
               at(("third", "fourth"), (NO_POINT,)), at(("creat", "fourth"), OWN + ANY))),
+    Shape("eof-gap", "generic/677: a write (direct I/O or not); a preallocation past the end; a second one, a block "
+          "after the first, and sync; a write into the file and fsync", (
+              at(("dwrite", "write"), (NO_POINT,)), at(("falloc-eof", "prealloc"), (NO_POINT,)),
+              at(("prealloc",), ("sync", NO_POINT)), at(("write", "dwrite"), ("fsync", "fdatasync")))),
+    Shape("eof-truncate", "btrfs/211: a new file; two preallocations past its end and fsync; a fallocate of its first "
+          "block and fsync; a truncate up to the end of both and fsync", (
+              at(("creat",), (NO_POINT,)), at(("falloc-eof",), (NO_POINT,)), at(("prealloc",), ("fsync", NO_POINT)),
+              at(("prealloc",), ("fsync", "fdatasync")), at(("prealloc", "truncate"), ("fsync", "fdatasync")))),
 )
 NAMES = tuple(s.name for s in SHAPES)
 

@@ -22,7 +22,7 @@ from plugpull.errors import UsageError
 from plugpull.generate.counts import KEPT_FROM, Stored
 from plugpull.generate.names import NESTED_FAMILIES
 from plugpull.generate.fourth import FAMILY as FOURTH_NAME
-from plugpull.generate.ops import FAMILIES, OPS, PERSISTENCE, SIZED, TABLES, Op, \
+from plugpull.generate.ops import FAMILIES, OPS, PERSISTENCE, SHAPE_FAMILIES, SIZED, TABLES, Op, \
     Persist, Sim, apply, up_to
 from plugpull.generate.points import followed, last_points
 from plugpull.generate.setups import EXTRAS, MARKS, setup_kind
@@ -39,8 +39,8 @@ ID_FORMS = "seqN-NNNNNN, seqNu-, seqNl-, seqNx-, seqNq-, seqNf-NNNNNN or seqN.SH
 
 Mask = tuple[frozenset, frozenset]  # (operation families, persistence points) a walk may take
 WHOLE: Mask = (frozenset(FAMILIES), frozenset(PERSISTENCE))
-# a step of a space without a shape: any operation, any point or none
-OPEN: Mask = (frozenset(FAMILIES), frozenset(PERSISTENCE) | {NO_POINT})
+# a step of a space without a shape: any operation but the shapes' own, any point or none
+OPEN: Mask = (frozenset(FAMILIES) - frozenset(SHAPE_FAMILIES), frozenset(PERSISTENCE) | {NO_POINT})
 # the steps of the first table, of the first two, ...: each id block's (the last is WHOLE)
 GROWN: tuple[Mask, ...] = tuple((frozenset(f), frozenset(p)) for f, p in map(up_to, range(1, len(TABLES) + 1)))
 FIRST: Mask = GROWN[0]

@@ -61,12 +61,22 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+class Blocks(frozenset):
+    """Block numbers: a file's blocks an fallocate past its end gave it, or that its extents cover."""
+
+    def __repr__(self) -> str:
+        return f"blocks {{{', '.join(map(str, sorted(self)))}}}"
+
+    __str__ = __repr__
+
+
 @dataclass(frozen=True)
 class Inode:
     kind: str
     data: bytes = b""
     xattrs: tuple[tuple[str, str], ...] = ()  # sorted (name, value) pairs
     target: str = ""  # a symlink's
+    prealloc: frozenset = frozenset()  # the blocks an fallocate past the end gave a file (`prealloc`)
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,7 @@ class Entry:
     xattrs: tuple[tuple[str, str], ...] = ()
     target: str | None = None
     ino: int | None = None
+    extents: frozenset | None = None  # the blocks an extent covers (fiemap), past the end too; None: not read
 
 
 @dataclass
@@ -175,18 +186,22 @@ def fact(tree: Tree, path: str, name: str):
         return tree.nlink(path)
     node = tree.inode(path)
     return {"size": len(node.data) if kind == FILE else None, "digest": digest(node.data) if kind == FILE else None,
-            "xattrs": node.xattrs, "target": node.target if kind == SYMLINK else None}[name]
+            "xattrs": node.xattrs, "target": node.target if kind == SYMLINK else None,
+            "extents": Blocks(node.prealloc) if kind == FILE else None}[name]
 
 
 def all_facts(tree: Tree, path: str) -> list[tuple[str, str, object]]:
     """Every fact of `path` in `tree` as (path, name, value): a file's kind, size, digest, link
-    count and xattrs, a symlink's kind and target, a fifo's kind and link count, else the kind."""
-    names = {FILE: ("kind", "size", "digest", "nlink", "xattrs"), SYMLINK: ("kind", "target"), FIFO: ("kind", "nlink")}
-    return [(path, n, fact(tree, path, n)) for n in names.get(tree.kind(path), ("kind",))]
+    count, xattrs and its extents where it has blocks past its end, a symlink's kind and target,
+    a fifo's kind and link count, else the kind."""
+    names = {FILE: ("kind", "size", "digest", "nlink", "xattrs", "extents"), SYMLINK: ("kind", "target"),
+             FIFO: ("kind", "nlink")}
+    return [(path, n, v) for n in names.get(tree.kind(path), ("kind",)) if (v := fact(tree, path, n)) or n != "extents"]
 
 
 def with_data(node: Inode, data: bytes) -> Inode:
-    return replace(node, data=data)
+    """`node` with contents `data` (a clone's), the blocks it had past its end owed no more."""
+    return replace(node, data=data, prealloc=frozenset())
 
 
 def with_xattr(node: Inode, name: str, value: str | None) -> Inode:

@@ -2,8 +2,8 @@
 
 The recording guest runs its program (`program`); the checker guest walks the recovered work
 directory with pp-tree (images/src/pp-tree.c; the `tree` collect), which prints each name's
-kind, size, link count, inode number, content digest, symlink target and user xattrs in one
-process; the host reads that back into a tree and judges it by the model oracle of the
+kind, size, link count, inode number, content digest, symlink target, user xattrs and a
+file's extents (fiemap) in one process; the host reads that back into a tree and judges it by the model oracle of the
 filesystem (`judge`). A lost fact is reported against the ack of the point that owed it."""
 
 import stat
@@ -14,6 +14,7 @@ from plugpull.check.statecheck import TREE
 from plugpull.errors import UsageError
 from plugpull.generate.judge import judge
 from plugpull.generate.oracle import PROFILES, on_profile, rules_of
+from plugpull.generate.prealloc import covered
 from plugpull.generate.program import program
 from plugpull.generate.space import Workload as Generated, space_of
 from plugpull.generate.tree import DIR, FIFO, FILE, NAMES, SNAPS, SYMLINK, Entry, under
@@ -28,10 +29,10 @@ def collected(text: str, known=frozenset(NAMES)) -> tuple[dict[str, Entry], list
     and the other names it found; ValueError on a line it could not have printed. What lies
     below a snapshot's name (the twelfth table's: a copy of the root subvolume) is neither: a
     snapshot's subtree is not judged."""
-    entries, xattrs, strays = {}, {}, []
+    entries, xattrs, extents, strays = {}, {}, {}, []
     for line in text.splitlines():
         words = line.split(" ")
-        if words[0] in ("entry", "xattr") and len(words) >= 3 and in_snapshot(words[1]):
+        if words[0] in ("entry", "xattr", "extent") and len(words) >= 3 and in_snapshot(words[1]):
             continue
         if words[0] == "entry" and len(words) == 8 and words[1] not in known:
             strays.append(words[1])
@@ -44,9 +45,12 @@ def collected(text: str, known=frozenset(NAMES)) -> tuple[dict[str, Entry], list
                                   int(nlink), (), target if kind == SYMLINK else None, int(ino))
         elif words[0] == "xattr" and len(words) >= 3:
             xattrs.setdefault(words[1], []).append((words[2], " ".join(words[3:])))
+        elif words[0] == "extent" and len(words) == 5:
+            extents.setdefault(words[1], []).append((int(words[2]), int(words[3])))
         elif line.strip():
             raise ValueError(f"a line pp-tree does not print: {line[:100]!r}")
-    tree = {p: Entry(e.kind, e.size, e.digest, e.nlink, tuple(sorted(xattrs.get(p, ()))), e.target, e.ino)
+    tree = {p: Entry(e.kind, e.size, e.digest, e.nlink, tuple(sorted(xattrs.get(p, ()))), e.target, e.ino,
+                     covered(extents.get(p, ())) if e.kind == FILE else None)
             if e.kind != SYMLINK else e for p, e in entries.items()}
     return tree, strays
 

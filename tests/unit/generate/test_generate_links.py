@@ -14,7 +14,7 @@ from plugpull.generate.oracle import held, on_profile
 from plugpull.generate.setups import MANY, link_loop, link_names
 from plugpull.generate.program import program
 from plugpull.generate.space import Space, shape_space, space_of, steps_of, whole_space
-from plugpull.generate.tree import FILE, Entry
+from plugpull.generate.tree import FILE, Blocks, Entry
 from plugpull.generate.workload import collected
 from plugpull.check.verdict import Verdict
 
@@ -152,7 +152,7 @@ def test_the_walk_takes_the_links_as_names_of_the_workload():
     line = "entry A/foo_link_7 81a4 16384 3001 12 " + "0" * 64 + " -"
     assert collected(line)[1] == ["A/foo_link_7"]
     tree, strays = collected(line, frozenset(["A/foo_link_7"]))
-    assert strays == [] and tree["A/foo_link_7"] == Entry(FILE, 16384, "0" * 64, 3001, (), None, 12)
+    assert strays == [] and tree["A/foo_link_7"] == Entry(FILE, 16384, "0" * 64, 3001, (), None, 12, Blocks())
 
 
 def test_the_cli_takes_the_setup(capsys):

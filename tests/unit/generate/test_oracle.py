@@ -15,7 +15,7 @@ from plugpull.generate.judge import judge, prefix_trees
 from plugpull.generate.oracle import PROFILES, RULES, end_step, held, on_profile, owed
 from plugpull.generate.ops import INITIAL_SIZE
 from plugpull.generate.space import FIRST, GROWN, Space, workload_of
-from plugpull.generate.tree import FILE, digest
+from plugpull.generate.tree import FILE, Blocks, digest
 
 
 def owes(text: str, fs: str, k: int) -> dict:
@@ -251,6 +251,11 @@ def test_a_name_no_point_has_is_inconsistent():
     assert [len(t.paths) for t in prefix_trees(workload_of(text))] == [0, 1, 2]
 
 
+def _with_extents(text: str, blocks) -> dict:
+    """The last tree, A/foo's extents (fiemap) covering `blocks`."""
+    return {**final(text), "A/foo": replace(final(text)["A/foo"], extents=Blocks(blocks))}
+
+
 def _with_digest(text: str, path: str, data: bytes) -> dict:
     return {**final(text), path: replace(final(text)[path], digest=digest(data))}
 
@@ -277,6 +282,8 @@ BROKEN_BY_ONE_RULE = {
     "fsync-unlinked-names": ("unlink-open A/foo, fsync-open A/foo", "btrfs", 1, setup_view),  # the name back
     "msync-range-data": ("mmap.ends A/foo, msync-head A/foo", "xfs", 1, setup_view),  # the synced page lost
     "msync-range-new-name": (NEW_MAPPED, "f2fs", 1, setup_view),
+    "fsync-extents": ("falloc-eof.keep-size A/foo, fsync A/foo", "btrfs", 1,
+                      lambda t: _with_extents(t, {0, 1, 2, 3})),  # the file's blocks, none past its end
 }
 
 
@@ -333,6 +340,8 @@ PASSED_BY_EACH_RULE = {
                          lambda t: _with_digest(t, "A/foo", HEAD_ONLY)),  # the other page not synced
     "msync-range-new-name": (NEW_MAPPED, "ext4", 1,
                              lambda t: _with_digest(t, "A/foo", b"c" * 4096 + bytes(4096) + b"b" * 4096)),
+    "fsync-extents": ("falloc-eof.keep-size A/foo, fsync A/foo; truncate A/foo, sync", "xfs", 1,
+                      lambda t: _with_extents(t, {0})),  # the later truncate down frees them
 }
 
 
