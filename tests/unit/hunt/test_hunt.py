@@ -370,7 +370,7 @@ def test_a_hunt_says_its_setup_and_one_from_before_the_key_goes_on_as_synced_wit
     out.mkdir()
     old = {k: v for k, v in HuntSpec(seq=1, table=1).settings("6.1").items() if k not in ("setup", "table")}
     (out / SETTINGS).write_text(json.dumps(old))
-    assert held_table(out) == 1 and held_table(tmp_path / "new") == 14
+    assert held_table(out) == 1 and held_table(tmp_path / "new") == 15
     check_out(out, HuntSpec(seq=1, table=1).settings("6.1"))  # goes on as synced, first table
     with pytest.raises(UsageError, match="setup 'synced' there, 'unsynced' here"):
         check_out(out, HuntSpec(seq=1, setup="unsynced", table=1).settings("6.1"))
