@@ -154,7 +154,7 @@ def test_shape_ids_and_seq_ids_never_meet():
     ("seq5.nope-000001", "unknown shape 'nope'"),
     ("seq4.renames-000001", "shape renames has 5 operations, not 4"),
     ("seq5.renames-3148800", "no workload seq5.renames-3148800: shape renames has 3148800"),
-    ("seq5.Renames-000001", "expected seqN-NNNNNN, seqNu-, seqNl-, seqNx-, seqNq-NNNNNN or seqN.SHAPE-NNNNNN"),
+    ("seq5.Renames-000001", "expected seqN-NNNNNN, seqNu-, seqNl-, seqNx-, seqNq-, seqNf-NNNNNN or seqN.SHAPE-NNNNNN"),
     ("seq5.renames2-000001", "expected seqN-NNNNNN"),
     ("seq5.renames-", "expected seqN-NNNNNN"),
 ])
