@@ -9,6 +9,7 @@ table's mmap (`sizes`). `followed` gives each with the Sim it leaves."""
 from functools import lru_cache
 
 from plugpull.generate.again import again_points
+from plugpull.generate.clonehole import QUOTA
 from plugpull.generate.names import NAME_FAMILIES
 from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, Sim, plain
 from plugpull.generate.reach import untouched
@@ -32,7 +33,7 @@ def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return _nested_subjects(op)
     if op.family in NAME_FAMILIES:
         return _name_subjects(op)
-    if op.family == "evict":
+    if op.family in ("evict", QUOTA):  # touch no name
         return (), ()
     if op.family == SNAPSHOT:
         return (), (parent(args[0]),)  # its parent directory (btrfs/118's and 120's fsync)

@@ -93,6 +93,10 @@ SHAPES = (
           "the second next to a hole, and fsync", (
               at(("creat",), (NO_POINT,)), at(("holes",), (NO_POINT,)), at(("holes",), ("sync", NO_POINT)),
               at(("holes",), (NO_POINT,)), at(("holes",), ("fsync", "fdatasync")))),
+    Shape("clone-hole", "btrfs/231: a file made; ranges written around a hole and synced; truncated down and "
+          "fsynced; the hole cloned past the end and fsynced", (
+              at(("creat",), (NO_POINT,)), at(("clone-hole",), ("sync", NO_POINT)),
+              at(("clone-hole",), ("fsync", "fdatasync")), at(("clone-hole",), ("fsync", "fdatasync")))),
 )
 NAMES = tuple(s.name for s in SHAPES)
 
