@@ -34,7 +34,9 @@ TEN_TABLES_COUNTS = {1: 1380, 2: 2738122}  # and the tenth table's third name, n
 ELEVEN_TABLES_COUNTS = {1: 1420, 2: 2916718}  # and the eleventh table's clone within one file (seq 3:
 # 6309609362)
 TWELVE_TABLES_COUNTS = {1: 1425, 2: 2947163}  # and the twelfth table's btrfs snapshots (seq 3: 6429308082)
-WHOLE_COUNTS = {1: 1466, 2: 3141549, 3: 7133436316}  # and the thirteenth's O_TMPFILE, the fourteenth's holes
+FOURTEEN_TABLES_COUNTS = {1: 1466, 2: 3141549}  # and the thirteenth's O_TMPFILE, the fourteenth's holes (seq 3:
+# 7133436316)
+WHOLE_COUNTS = {1: 1473, 2: 3179491, 3: SEQ3}  # and the sixteenth's clone of a hole and quota enable
 
 
 def first_table(seq: int) -> Space:
@@ -67,12 +69,13 @@ def test_counts_are_stable(seq):
     assert seq not in TEN_TABLES_COUNTS or Space(seq, *up_to(10)).total() == TEN_TABLES_COUNTS[seq]
     assert seq not in ELEVEN_TABLES_COUNTS or Space(seq, *up_to(11)).total() == ELEVEN_TABLES_COUNTS[seq]
     assert seq not in TWELVE_TABLES_COUNTS or Space(seq, *up_to(12)).total() == TWELVE_TABLES_COUNTS[seq]
+    assert seq not in FOURTEEN_TABLES_COUNTS or Space(seq, *up_to(14)).total() == FOURTEEN_TABLES_COUNTS[seq]
     assert Space(seq).count() == Space(seq).total() == WHOLE_COUNTS[seq]
     assert Space(seq, synced=False).count() == WHOLE_COUNTS[seq]  # the setup changes no operation's validity
 
 
 def test_counting_agrees_with_listing():
-    assert sum(1 for _ in Space(1).workloads()) == 1466
+    assert sum(1 for _ in Space(1).workloads()) == 1473
     assert [w.index for w in first_table(1).workloads()] == list(range(356))  # the first table's ids come first
     space = Space(2, families=("link", "unlink", "rename"), persistence=("fsync",))
     listed = [w.index for w in space.workloads()]
@@ -146,7 +149,7 @@ def test_sampling_is_deterministic():
     first = space.sample(20, seed=7)
     assert first == space.sample(20, seed=7) == sorted(first) and len(set(first)) == 20
     assert first != space.sample(20, seed=8)
-    assert Space(1).sample(2000, seed=1) == list(range(1466))  # all of them, when K is more
+    assert Space(1).sample(2000, seed=1) == list(range(1473))  # all of them, when K is more
     assert first_table(2).sample(20, seed=7) == [4914, 6328, 7602, 9156, 9494, 11265, 12337, 19772, 28140, 31544,
                                                  42445, 47931, 51750, 54810, 56838, 66510, 70239, 76387, 85319,
                                                  107646]  # as drawn before the later operations
@@ -160,7 +163,7 @@ def test_a_filtered_sample_keeps_to_the_filter():
         assert {s.persist.kind for s in workload.steps if s.persist} <= {"fsync", "fdatasync"}
 
 
-@pytest.mark.parametrize("bad", ["seq4-000001", "seq1-", "seq2-12x", "seq1-001466", "seq1z-000001", "x"])
+@pytest.mark.parametrize("bad", ["seq4-000001", "seq1-", "seq2-12x", "seq1-001473", "seq1z-000001", "x"])
 def test_a_bad_id_is_refused(bad):
     with pytest.raises(UsageError):
         space_of(bad).parse(bad)
@@ -171,7 +174,7 @@ def run(argv, capsys):
 
 
 @pytest.mark.parametrize("argv", [["--seq", "0"], ["--seq", "4"], ["--seq", "x"], ["--seq", "1", "--ops", "frob"],
-                                  ["--show", "seq9-000001"], ["--seq", "1", "--show", "seq1-001466"],
+                                  ["--show", "seq9-000001"], ["--seq", "1", "--show", "seq1-001473"],
                                   ["--seq", "1", "--show", "seq2-000001"], ["--show", "nonsense"], [],
                                   ["--seq", "1", "--sample", "-2"], ["--owed", "seq1-000001", "--fs", "zfs"],
                                   ["--seq", "1", "--ops"]])
@@ -182,7 +185,7 @@ def test_bad_input_exits_2_in_one_line(argv, capsys):
 
 
 def test_the_commands_print(capsys):
-    assert run(["--seq", "2"], capsys)[1] == "seq 2: 3141549 workloads of 3141549\n"
+    assert run(["--seq", "2"], capsys)[1] == "seq 2: 3179491 workloads of 3179491\n"
     code, out, _ = run(["--seq", "1", "--list", "--ops", "mkdir,fsync"], capsys)
     assert code == 0 and out.splitlines() == ["seq1-000017  mkdir A, fsync A", "seq1-000018  mkdir A, fsync .",
                                               "seq1-000020  mkdir B, fsync B", "seq1-000021  mkdir B, fsync ."]
@@ -214,7 +217,7 @@ def no_guest(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("argv, said", [
     (["--workload", "gen:x"], "argument --workload: bad workload id 'x': expected seqN-NNNNNN"),
-    (["--workload", "gen:seq1-001466"], "argument --workload: no workload seq1-001466: seq 1 has 1466"),
+    (["--workload", "gen:seq1-001473"], "argument --workload: no workload seq1-001473: seq 1 has 1473"),
     (["--workload", "gen:seq1-000001", "--param", "count=3"], "gen:seq1-000001 takes no --param"),
     (["--workload", "gen:seq1-000001", "--check-script", "c.sh"],
      "--check-script is for a script:PATH workload, not gen:seq1-000001"),

@@ -214,7 +214,7 @@ def test_hunt_kernel_host_without_out_gets_as_far_as_the_guest(tmp_path, monkeyp
 @pytest.mark.parametrize("argv, words", [
     (["hunt", "--seq", "4"], "expected 1, 2 or 3"),
     (["hunt"], "--seq"),
-    (["hunt", "--seq", "1", "--sample", "1467"], "only 1466 workloads"),
+    (["hunt", "--seq", "1", "--sample", "1474"], "only 1473 workloads"),
     (["hunt", "--seq", "1", "--setup", "half"], "invalid choice"),
     (["hunt", "--seq", "1", "--ops", "frobnicate"], "unknown --ops name 'frobnicate'"),
     (["hunt", "--seq", "1", "--budget", "60"], "expected a time"),
@@ -374,7 +374,7 @@ def test_a_hunt_says_its_setup_and_one_from_before_the_key_goes_on_as_synced_wit
     check_out(out, HuntSpec(seq=1, table=1).settings("6.1"))  # goes on as synced, first table
     with pytest.raises(UsageError, match="setup 'synced' there, 'unsynced' here"):
         check_out(out, HuntSpec(seq=1, setup="unsynced", table=1).settings("6.1"))
-    with pytest.raises(UsageError, match="table 1 there, 14 here"):
+    with pytest.raises(UsageError, match="table 1 there, 15 here"):
         check_out(out, synced)
 
 
@@ -391,6 +391,7 @@ def test_a_hunt_says_its_setup_and_one_from_before_the_key_goes_on_as_synced_wit
     (11, 1420, ("snapshot", "sync"), 2, "the first eleven operation tables"),  # before the snapshots
     (12, 1425, ("tmpfile", "sync"), 2, "the first twelve operation tables"),  # before O_TMPFILE
     (13, 1431, ("holes", "sync"), 7, "the first thirteen operation tables"),  # before holes
+    (14, 1466, ("clone-hole", "sync"), 1, "the first fourteen operation tables"),  # before the clone of a hole
 ])
 def test_a_hunt_started_before_a_later_table_goes_on_with_the_tables_it_had(tmp_path, table, had, named, named_count,
                                                                             said):
@@ -405,15 +406,15 @@ def test_a_hunt_started_before_a_later_table_goes_on_with_the_tables_it_had(tmp_
     (out / SETTINGS).write_text(json.dumps(HuntSpec(seq=1, table=table).settings("6.1")))
     assert held_table(out) == table
     check_out(out, HuntSpec(seq=1, table=table).settings("6.1"))
-    with pytest.raises(UsageError, match=f"table {table} there, 14 here"):
+    with pytest.raises(UsageError, match=f"table {table} there, 15 here"):
         check_out(out, HuntSpec(seq=1).settings("6.1"))
     old, new = space_of_options(1, (), table=table), space_of_options(1, ())
-    assert (old.total(), new.total()) == (had, 1466)
+    assert (old.total(), new.total()) == (had, 1473)
     assert [w.ident for w in old.workloads()] == [f"seq1-{i:06d}" for i in range(had)]
-    assert max(old.sample(100, seed=3)) < had and max(new.sample(1466, seed=3)) == 1465
+    assert max(old.sample(100, seed=3)) < had and max(new.sample(1473, seed=3)) == 1472
     assert space_of_options(1, named, table=table).total() == named_count
     assert f"({said})" in summary(HuntSpec(seq=1, table=table).settings("6.1"), [], had)
-    assert "operation table" not in summary(HuntSpec(seq=1).settings("6.1"), [], 1466)
+    assert "operation table" not in summary(HuntSpec(seq=1).settings("6.1"), [], 1473)
 
 
 def test_a_garbled_table_is_refused_as_another_hunts_settings(tmp_path):
@@ -423,8 +424,8 @@ def test_a_garbled_table_is_refused_as_another_hunts_settings(tmp_path):
     out = tmp_path / "hunt-garbled"
     out.mkdir()
     (out / SETTINGS).write_text(json.dumps({**HuntSpec(seq=1).settings("6.1"), "table": "x"}))
-    assert held_table(out) == 14
-    with pytest.raises(UsageError, match="table 'x' there, 14 here"):
+    assert held_table(out) == 15
+    with pytest.raises(UsageError, match="table 'x' there, 15 here"):
         check_out(out, HuntSpec(seq=1, table=held_table(out)).settings("6.1"))
 
 
