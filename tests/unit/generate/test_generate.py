@@ -36,7 +36,7 @@ ELEVEN_TABLES_COUNTS = {1: 1420, 2: 2916718}  # and the eleventh table's clone w
 TWELVE_TABLES_COUNTS = {1: 1425, 2: 2947163}  # and the twelfth table's btrfs snapshots (seq 3: 6429308082)
 FOURTEEN_TABLES_COUNTS = {1: 1466, 2: 3141549}  # and the thirteenth's O_TMPFILE, the fourteenth's holes (seq 3:
 # 7133436316)
-WHOLE_COUNTS = {1: 1473, 2: 3179491, 3: SEQ3}  # and the sixteenth's clone of a hole and quota enable
+WHOLE_COUNTS = {1: 1473, 2: 3179491, 3: 7280453778}  # and the sixteenth's clone of a hole and quota enable
 
 
 def first_table(seq: int) -> Space:
