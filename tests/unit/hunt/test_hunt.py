@@ -365,12 +365,12 @@ def test_a_hunt_says_its_setup_and_one_from_before_the_key_goes_on_as_synced_wit
     from plugpull.hunt.hunter import HuntSpec
 
     synced, unsynced = HuntSpec(seq=1).settings("6.1"), HuntSpec(seq=1, setup="unsynced").settings("6.1")
-    assert (synced["setup"], synced["table"], unsynced["setup"]) == ("synced", 14, "unsynced")
+    assert (synced["setup"], synced["table"], unsynced["setup"]) == ("synced", 15, "unsynced")
     out = tmp_path / "old-hunt"
     out.mkdir()
     old = {k: v for k, v in HuntSpec(seq=1, table=1).settings("6.1").items() if k not in ("setup", "table")}
     (out / SETTINGS).write_text(json.dumps(old))
-    assert held_table(out) == 1 and held_table(tmp_path / "new") == 14
+    assert held_table(out) == 1 and held_table(tmp_path / "new") == 15
     check_out(out, HuntSpec(seq=1, table=1).settings("6.1"))  # goes on as synced, first table
     with pytest.raises(UsageError, match="setup 'synced' there, 'unsynced' here"):
         check_out(out, HuntSpec(seq=1, setup="unsynced", table=1).settings("6.1"))
