@@ -39,8 +39,8 @@ ROWS = tuple((FAMILY, v, (FILE,)) for v in VARIANTS) + ((QUOTA, "enable", ()),)
 
 def clone_hole_fits(family: str, variant: str, size: int, anyway: bool = False) -> bool:
     """Whether a `clone-hole` step runs on a file of `size` bytes: the truncate only down (231's);
-    the clone only with its source range inside the file (FICLONERANGE shortens a source range
-    past the end, and then its unaligned length is EINVAL). `anyway`: on a file of a size the
+    the clone only with its source range inside the file (231's; a range past the source's end
+    is cut short or refused: fs/remap_range.c). `anyway`: on a file of a size the
     workload did not plan (an earlier step the filesystem refused), the truncate still runs."""
     if variant == "truncate":
         return anyway or size > TRUNCATE_TO
