@@ -10,7 +10,7 @@ import random
 
 import pytest
 from tests.unit.generate.pins import seq1_pin, seq2_drawn_pin
-from tests.unit.generate.test_generate_later import host_tools, program_leaves_its_tree  # noqa: F401
+from tests.unit.generate.test_generate_later import host_tools  # noqa: F401
 from tests.unit.generate.test_generate_names import state, unnumbered
 from tests.unit.generate.test_generate_range import run_in
 from tests.unit.generate.test_generate_reach import host_refuses_reflink
