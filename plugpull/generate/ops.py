@@ -13,6 +13,8 @@ takes it as absent; a renamed directory of the setup takes its files. Setup runs
 
 from dataclasses import dataclass
 
+from plugpull.generate.clonehole import FAMILY as CLONE_HOLE, QUOTA, ROWS as CLONE_ROWS, TABLE as SIXTEENTH, \
+    clone_hole_data, clone_hole_fits, unchanged
 from plugpull.generate.names import NAME_FAMILIES, NAME_ROWS, TWINS, name_step_allowed
 from plugpull.generate.reach import ANY_POINTS, REFLINKS
 from plugpull.generate.selfclone import CLONES, SELF_CLONES, SELF_FAMILIES
@@ -24,7 +26,7 @@ from plugpull.generate.tmpfile import FAMILY as TMPFILE, TMPFILE_ROWS, tmpfile_s
 from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
 from plugpull.generate.tree import DIR, DIRS, FIFO, FILE, FILES, FOURTH, NAMES, NESTED, NESTED_DIR, NESTED_FILES, \
-    ROOT, SYMLINK, THIRD, Inode, Tree, parent, sibling, under, with_data, with_xattr
+    ROOT, SYMLINK, THIRD, Inode, Tree, parent, sibling, under, with_xattr
 
 INITIAL_SIZE = 16384
 SETUP_BYTE = dict(zip(("A/foo", "A/bar", "B/foo", "B/bar", "A/C/foo", "A/C/bar", "A/baz", "B/baz"), range(0x41, 0x49)))
@@ -59,14 +61,15 @@ TABLES = ((FIRST_FAMILIES, FIRST_PERSISTENCE), (("dwrite", "mmapwrite"), ("msync
           (("falloc-eof", "collapse", "insert"), ()), (("nested",), ()),
           (("evict", "reflink", "copy"), tuple(ANY_POINTS)), (("unlink-open",), tuple(OPEN_POINTS)), (("again",), ()),
           (SIZE_FAMILIES, tuple(RANGED)), (NAME_FAMILIES, ()), (SELF_FAMILIES, ()), ((SNAPSHOT,), ()),
-          ((TMPFILE,), ()), ((HOLES,), ()), ((FOURTH_NAME,), ()))
+          ((TMPFILE,), ()), ((HOLES,), ()), ((FOURTH_NAME,), ()), SIXTEENTH)
 SHAPE_FAMILIES = (PREALLOC,)  # in no table: only a shape that names one takes its rows (`prealloc`)
 FAMILIES = tuple(f for families, _ in TABLES for f in families) + SHAPE_FAMILIES
 PERSISTENCE = tuple(p for _, points in TABLES for p in points)  # msync(MS_SYNC): only right after an mmap write
 CALLS = {**ANY_POINTS, **OPEN_POINTS, **dict.fromkeys(RANGED, "msync")}  # the later tables' points, by their call
-MODELS = {**dict.fromkeys(SIZE_FAMILIES, sized_data), HOLES: hole_data, PREALLOC: prealloc_data}  # their data by module
+MODELS = {**dict.fromkeys(SIZE_FAMILIES, sized_data), HOLES: hole_data, CLONE_HOLE: clone_hole_data, PREALLOC: prealloc_data}
+FITS = {**dict.fromkeys(SIZE_FAMILIES, sized_fits), CLONE_HOLE: clone_hole_fits}  # the sizes they run on
 DATA_FAMILIES = ("write", "dwrite", "mmapwrite", "falloc", "truncate", "falloc-eof", "collapse", "insert",
-                 *SIZE_FAMILIES, HOLES, PREALLOC)
+                 *SIZE_FAMILIES, HOLES, CLONE_HOLE, PREALLOC)
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ CORE_OPS = _table()
 LATER_OPS = tuple([Op("dwrite", v, (f,)) for f in FILES for v in DWRITES] +
                   [Op("mmapwrite", v, (f,)) for f in FILES for v in MMAPWRITES])
 RMDIR_OPS = tuple(Op("rmdir", "", (d,)) for d in DIRS)  # of an empty directory: ACE's remove(3) of one
-SIZED = ("collapse", "insert", "reflink", *SIZE_FAMILIES, *SELF_FAMILIES)  # validity needs the exact size (`fits`)
+SIZED = ("collapse", "insert", "reflink", *SIZE_FAMILIES, *SELF_FAMILIES, CLONE_HOLE)  # validity: the exact size
 RANGE_OPS = tuple([Op("falloc-eof", v, (f,)) for f in FILES for v in EOF_FALLOCS] +
                   [Op(family, "", (f,)) for f in FILES for family in SHIFTS])
 # the nested directory A/C (ACE's): made, a file made in it, moved into it from A or B and out of it back,
@@ -142,8 +145,8 @@ SIZE_OPS = tuple([Op("punch", v, (f,)) for f in FILES for v in PUNCHES] +
 NAME_OPS = tuple(Op(*row) for row in NAME_ROWS)  # a third name, links into A/C, A/C moved (`names`)
 OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS + \
     NAME_OPS + tuple(Op(family, v, (f,)) for family in SELF_FAMILIES for f in FILES for v in SELF_CLONES) + \
-    tuple(Op(*row) for row in SNAPSHOT_ROWS + TMPFILE_ROWS + HOLE_ROWS + FOURTH_ROWS + PREALLOC_ROWS)  # `selfclone` ... `prealloc`
-OWN_STEPS = {**CLONES, SNAPSHOT: snapshot_step, TMPFILE: tmpfile_step}  # the later families' steps, by module
+    tuple(Op(*row) for row in SNAPSHOT_ROWS + TMPFILE_ROWS + HOLE_ROWS + FOURTH_ROWS + CLONE_ROWS + PREALLOC_ROWS)
+OWN_STEPS = {**CLONES, SNAPSHOT: snapshot_step, TMPFILE: tmpfile_step, "evict": unchanged, QUOTA: unchanged}
 
 
 def refusal(op: Op, refused) -> str | None:
@@ -290,18 +293,18 @@ def new_data(op: Op, data: bytes, fill: int) -> bytes:
     return zero(data, 4096, 8192, keep_size=op.variant == "punch-hole")
 
 
-def fits(op: Op, size: int) -> bool:
+def fits(op: Op, size: int, anyway: bool = False) -> bool:
     """Whether `op` can run on a file of `size` bytes: an mmap write over a page wholly past the
     end is SIGBUS (no page of the file); collapse range must leave data after the range, and
-    insert range must start inside the file, else EINVAL (fallocate(2)); the ninth table's as
-    `sizes.sized_fits` says."""
+    insert range must start inside the file, else EINVAL (fallocate(2)); the ninth and sixteenth
+    tables' as `FITS` says, which also says which still run `anyway` (`apply`'s `lenient`)."""
     if op.family == "mmapwrite" and op.variant == "overwrite":
         return size >= BLOCK
     if op.family == "collapse":
         return size > 2 * BLOCK
     if op.family == "insert":
         return size > BLOCK
-    return sized_fits(op.family, op.variant, size) if op.family in SIZE_FAMILIES else True
+    return op.family not in FITS or any(FITS[op.family](op.family, op.variant, size, a) for a in {False, anyway})
 
 
 def fill_byte(step: int) -> int:
@@ -312,14 +315,13 @@ def fill_byte(step: int) -> int:
 def apply(sim: Sim, op: Op, step: int, lenient: bool = False) -> bool:
     """Perform `op` (the workload's operation number `step`) on `sim`; False if it is invalid.
     `lenient`: on a file of a size the workload did not plan, because the filesystem refused an
-    earlier step, an operation the program still runs as planned is done (`sizes.sized_fits`)."""
+    earlier step, an operation the program still runs as planned is done (`fits`)."""
     tree, args = sim.tree, op.args
     if op.family in (*DATA_FAMILIES, "setxattr"):
         if not sim.exists(args[0]):
             return False
         node = tree.inode(args[0])
-        if not fits(op, len(node.data)) and not (lenient and op.family in SIZE_FAMILIES
-                                                 and sized_fits(op.family, op.variant, len(node.data), lenient)):
+        if not fits(op, len(node.data), lenient):
             return False
         if op.family == "setxattr":
             tree.set_inode(args[0], with_xattr(node, XATTR, f"v{step}"))
@@ -331,8 +333,6 @@ def apply(sim: Sim, op: Op, step: int, lenient: bool = False) -> bool:
             return False
         tree.set_inode(args[0], with_xattr(tree.inode(args[0]), XATTR, None))
         return True
-    if op.family == "evict":
-        return True  # the model tree is what the disk and the caches both hold: nothing changes
     if op.family == "again":
         return sim.pointed  # nothing is done: only a point after a point (a step without one adds nothing)
     if op.family in OWN_STEPS:

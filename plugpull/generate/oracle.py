@@ -30,7 +30,7 @@ PROFILES = ("posix", "ext4", "xfs", "btrfs", "f2fs")
 LINUX = ("ext4", "xfs", "btrfs", "f2fs")
 FIELDS = ("kind", "size", "digest", "nlink", "xattrs", "target", "extents")
 DATA = ("size", "digest")  # owed no more once a later operation changes them
-REMAPS = frozenset({"reflink", "self-clone"})  # the families that clone (remap_file_range), between files or in one
+REMAPS = frozenset({"reflink", "self-clone", "clone-hole.clone"})  # what clones (remap_file_range): files, in one
 
 
 # what each filesystem refuses (EOPNOTSUPP), by its kernel type or a feature profile (`f2fs+compress`:

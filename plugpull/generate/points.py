@@ -10,6 +10,7 @@ from functools import lru_cache
 
 from plugpull.generate.again import again_points
 from plugpull.generate.fourth import FAMILY as FOURTH_NAME
+from plugpull.generate.clonehole import QUOTA
 from plugpull.generate.names import NAME_FAMILIES
 from plugpull.generate.ops import DATA_FAMILIES, NESTED_DIR, Op, Persist, Sim, plain
 from plugpull.generate.reach import untouched
@@ -35,7 +36,7 @@ def subjects(op: Op) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return _name_subjects(op)
     if op.family == FOURTH_NAME:
         return subjects(plain(op))  # its twin's
-    if op.family == "evict":
+    if op.family in ("evict", QUOTA):  # touch no name
         return (), ()
     if op.family == SNAPSHOT:
         return (), (parent(args[0]),)  # its parent directory (btrfs/118's and 120's fsync)

@@ -23,6 +23,7 @@ from plugpull.generate.setups import LINKED, link_loop, quota_line, xattr_loop
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
 from plugpull.generate.holes import FAMILY as HOLES, hole_command
 from plugpull.generate.prealloc import FAMILY as PREALLOC, prealloc_command
+from plugpull.generate.clonehole import FAMILY as CLONE_HOLE, QUOTA, clone_hole_command
 from plugpull.generate.selfclone import SELF_FAMILIES, self_clone_args
 from plugpull.generate.sizes import sized_commands
 from plugpull.generate.snapshot import FAMILY as SNAPSHOT, snapshot_command
@@ -90,6 +91,12 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: str = "
             prealloc_command(op.variant, len(before.inode(op.args[0]).data))
         call = f'{t.xfs_io} -c "{command}" {args[0]}'
         return _silent(call, refused) if fallocate else call
+    if op.family == CLONE_HOLE:
+        command, clone = clone_hole_command(op.variant, args[0], fill_byte(step))
+        call = f"{t.xfs_io} {command} {args[0]}"
+        return _silent(call, refused) if clone else call
+    if op.family == QUOTA:
+        return quota_line(t.subvolume, refused)
     if op.family in ("write", "dwrite", "mmapwrite"):
         size = len(before.inode(op.args[0]).data)
         offset, length = write_range(op, size)

@@ -105,6 +105,10 @@ SHAPES = (
           "block and fsync; a truncate up to the end of both and fsync", (
               at(("creat",), (NO_POINT,)), at(("falloc-eof",), (NO_POINT,)), at(("prealloc",), ("fsync", NO_POINT)),
               at(("prealloc",), ("fsync", "fdatasync")), at(("prealloc", "truncate"), ("fsync", "fdatasync")))),
+    Shape("clone-hole", "btrfs/231: a file made; ranges written around a hole and synced; truncated down and "
+          "fsynced; the hole cloned past the end and fsynced", (
+              at(("creat",), (NO_POINT,)), at(("clone-hole",), ("sync", NO_POINT)),
+              at(("clone-hole",), ("fsync", "fdatasync")), at(("clone-hole",), ("fsync", "fdatasync")))),
 )
 NAMES = tuple(s.name for s in SHAPES)
 

@@ -25,13 +25,14 @@ from plugpull.rundir import RunDir, a_name
 SETTINGS, JOURNAL, LOG, REJECTED = "hunt.json", "hunt.jsonl", "hunt.log", "hunt.rejected"
 OWN_FILES = (SETTINGS, JOURNAL, LOG, REJECTED, LOCK, "summary.txt")
 OWN_DIRS = ("failing",)
-TABLE = 15  # the operation tables a new hunt takes (generate/ops.py TABLES: the first, the later operations, rmdir,
+TABLE = 16  # the operation tables a new hunt takes (generate/ops.py TABLES: the first, the later operations, rmdir,
 # fallocate at the end of the file and collapse and insert range, the nested directory, eviction, reflink and copy
 # with the points of a name the step did not touch, unlink-open with the points of the file it holds open, again,
 # the ninth table's other offsets and sizes: punch, resize, tiny, mmap, and the tenth's third name, links into
 # the nested directory and the nested directory moved: third, nested-link, move-dir, the eleventh's clone
-# within one file: self-clone, the twelfth's btrfs snapshots: snapshot, the thirteenth's O_TMPFILE: tmpfile, and
-# the fourteenth's holes, the fifteenth's fourth name: fourth)
+# within one file: self-clone, the twelfth's btrfs snapshots: snapshot, the thirteenth's O_TMPFILE: tmpfile, the
+# fourteenth's holes, the fifteenth's fourth name: fourth, and the sixteenth's clone of a hole and quota enable:
+# clone-hole, quota)
 LEGACY = {"setup": "synced", "table": 1}  # what a hunt's settings from before these keys were had
 JUDGED_FIELDS = {"states": int, "distinct": int, "verdicts": dict, "rules": dict, "failing": bool}
 OPTIONAL_FIELDS = {"kernel": str, "ops": str, "reason": str, "artifact": (str, type(None)), "seconds": (int, float),

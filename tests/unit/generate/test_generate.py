@@ -36,7 +36,8 @@ ELEVEN_TABLES_COUNTS = {1: 1420, 2: 2916718}  # and the eleventh table's clone w
 TWELVE_TABLES_COUNTS = {1: 1425, 2: 2947163}  # and the twelfth table's btrfs snapshots (seq 3: 6429308082)
 FOURTEEN_TABLES_COUNTS = {1: 1466, 2: 3141549}  # and the thirteenth's O_TMPFILE, the fourteenth's holes (seq 3:
 # 7133436316)
-WHOLE_COUNTS = {1: 1481, 2: 3210932, 3: 7381572769}  # and the fifteenth's fourth name
+FIFTEEN_TABLES_COUNTS = {1: 1481, 2: 3210932}  # and the fifteenth's fourth name (seq 3: 7381572769)
+WHOLE_COUNTS = {1: 1488, 2: 3249207, 3: 7531532947}  # and the sixteenth's clone of a hole and quota enable
 
 
 def first_table(seq: int) -> Space:
@@ -75,7 +76,7 @@ def test_counts_are_stable(seq):
 
 
 def test_counting_agrees_with_listing():
-    assert sum(1 for _ in Space(1).workloads()) == 1481
+    assert sum(1 for _ in Space(1).workloads()) == 1488
     assert [w.index for w in first_table(1).workloads()] == list(range(356))  # the first table's ids come first
     space = Space(2, families=("link", "unlink", "rename"), persistence=("fsync",))
     listed = [w.index for w in space.workloads()]
@@ -149,7 +150,7 @@ def test_sampling_is_deterministic():
     first = space.sample(20, seed=7)
     assert first == space.sample(20, seed=7) == sorted(first) and len(set(first)) == 20
     assert first != space.sample(20, seed=8)
-    assert Space(1).sample(2000, seed=1) == list(range(1481))  # all of them, when K is more
+    assert Space(1).sample(2000, seed=1) == list(range(1488))  # all of them, when K is more
     assert first_table(2).sample(20, seed=7) == [4914, 6328, 7602, 9156, 9494, 11265, 12337, 19772, 28140, 31544,
                                                  42445, 47931, 51750, 54810, 56838, 66510, 70239, 76387, 85319,
                                                  107646]  # as drawn before the later operations
@@ -163,7 +164,7 @@ def test_a_filtered_sample_keeps_to_the_filter():
         assert {s.persist.kind for s in workload.steps if s.persist} <= {"fsync", "fdatasync"}
 
 
-@pytest.mark.parametrize("bad", ["seq4-000001", "seq1-", "seq2-12x", "seq1-001481", "seq1z-000001", "x"])
+@pytest.mark.parametrize("bad", ["seq4-000001", "seq1-", "seq2-12x", "seq1-001488", "seq1z-000001", "x"])
 def test_a_bad_id_is_refused(bad):
     with pytest.raises(UsageError):
         space_of(bad).parse(bad)
@@ -174,7 +175,7 @@ def run(argv, capsys):
 
 
 @pytest.mark.parametrize("argv", [["--seq", "0"], ["--seq", "4"], ["--seq", "x"], ["--seq", "1", "--ops", "frob"],
-                                  ["--show", "seq9-000001"], ["--seq", "1", "--show", "seq1-001481"],
+                                  ["--show", "seq9-000001"], ["--seq", "1", "--show", "seq1-001488"],
                                   ["--seq", "1", "--show", "seq2-000001"], ["--show", "nonsense"], [],
                                   ["--seq", "1", "--sample", "-2"], ["--owed", "seq1-000001", "--fs", "zfs"],
                                   ["--seq", "1", "--ops"]])
@@ -185,7 +186,7 @@ def test_bad_input_exits_2_in_one_line(argv, capsys):
 
 
 def test_the_commands_print(capsys):
-    assert run(["--seq", "2"], capsys)[1] == "seq 2: 3210932 workloads of 3210932\n"
+    assert run(["--seq", "2"], capsys)[1] == "seq 2: 3249207 workloads of 3249207\n"
     code, out, _ = run(["--seq", "1", "--list", "--ops", "mkdir,fsync"], capsys)
     assert code == 0 and out.splitlines() == ["seq1-000017  mkdir A, fsync A", "seq1-000018  mkdir A, fsync .",
                                               "seq1-000020  mkdir B, fsync B", "seq1-000021  mkdir B, fsync ."]
@@ -217,7 +218,7 @@ def no_guest(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("argv, said", [
     (["--workload", "gen:x"], "argument --workload: bad workload id 'x': expected seqN-NNNNNN"),
-    (["--workload", "gen:seq1-001481"], "argument --workload: no workload seq1-001481: seq 1 has 1481"),
+    (["--workload", "gen:seq1-001488"], "argument --workload: no workload seq1-001488: seq 1 has 1488"),
     (["--workload", "gen:seq1-000001", "--param", "count=3"], "gen:seq1-000001 takes no --param"),
     (["--workload", "gen:seq1-000001", "--check-script", "c.sh"],
      "--check-script is for a script:PATH workload, not gen:seq1-000001"),

@@ -43,7 +43,7 @@ def test_seq2_ids_of_the_twelve_tables_drawn_at_random_name_the_same_workloads()
 
 
 def test_the_holes_workloads_come_after_the_thirteen_tables_and_are_pinned():
-    new = [w for w in Space(1).workloads() if 1431 <= w.index < 1466]  # the fifteenth's come after
+    new = [w for w in Space(1).workloads() if 1431 <= w.index < 1466]  # the fifteenth's and sixteenth's come after
     assert len(new) == 35 and {w.steps[0].op.family for w in new} == {"holes"}
     assert new[0].text() == "holes.falloc-k A/foo, sync" and new[-1].text() == "holes.punch-end A/foo, fsync-any A"
     assert {w.steps[0].op.args for w in new} == {("A/foo",)}  # one file: each row grows every count

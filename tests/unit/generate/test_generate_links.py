@@ -39,8 +39,8 @@ def forget_kept_models():
 
 def test_the_links_space_is_the_synced_one_with_its_own_ids():
     synced, many = Space(1), Space(1, extra="links")
-    assert many.count() == synced.count() == 1481
-    assert Space(2, extra="links").count() == 3210932
+    assert many.count() == synced.count() == 1488
+    assert Space(2, extra="links").count() == 3249207
     for index in (0, 131, 1379):
         a, b = synced.workload(index), many.workload(index)
         assert a.steps == b.steps and a.setup == b.setup and b.synced
@@ -156,7 +156,7 @@ def test_the_walk_takes_the_links_as_names_of_the_workload():
 
 
 def test_the_cli_takes_the_setup(capsys):
-    assert run_cli(["generate", "--seq", "1", "--setup", "links"], capsys)[1] == "seq 1: 1481 workloads of 1481\n"
+    assert run_cli(["generate", "--seq", "1", "--setup", "links"], capsys)[1] == "seq 1: 1488 workloads of 1488\n"
     code, out, _ = run_cli(["generate", "--show", "seq1l-000131"], capsys)
     assert code == 0 and out == program(linked()) and "A/foo_link_" in out
     code, out, _ = run_cli(["generate", "--seq", "1", "--setup", "links", "--list", "--ops", "link,fsync"], capsys)

@@ -20,7 +20,7 @@ def quota(ident: str = "seq1q-000026"):
 
 def test_the_quota_space_is_the_synced_one_with_its_own_ids():
     synced, extra = Space(1), Space(1, extra="quota")
-    assert extra.count() == synced.count() == 1481
+    assert extra.count() == synced.count() == 1488
     for index in (0, 26, 1379):
         a, b = synced.workload(index), extra.workload(index)
         assert a.steps == b.steps and a.setup == b.setup and b.synced and a.trees == b.trees
@@ -58,6 +58,6 @@ def test_the_refused_command_must_fail(tmp_path, works, code):
 
 
 def test_the_cli_takes_the_setup(capsys):
-    assert run_cli(["generate", "--seq", "1", "--setup", "quota"], capsys)[1] == "seq 1: 1481 workloads of 1481\n"
+    assert run_cli(["generate", "--seq", "1", "--setup", "quota"], capsys)[1] == "seq 1: 1488 workloads of 1488\n"
     code, out, _ = run_cli(["generate", "--show", "seq1q-000026", "--fs", "xfs"], capsys)
     assert code == 0 and quota_line("..", True) in out

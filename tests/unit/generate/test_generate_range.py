@@ -259,7 +259,8 @@ def test_f2fs_with_compression_refuses_by_mode_not_by_family(fs):
         assert on_profile(workload, "f2fs").refused == frozenset(), text
     assert all(on_profile(workload_of(t), fs).refused == frozenset() for t in F2FS_COMPRESS_DOES)
     assert refusals("btrfs+compress=zstd") == refusals("btrfs") == {"collapse", "insert"}
-    assert refusals("f2fs") == refusals("ext4+fast_commit") == {"reflink", "self-clone", "snapshot", "quota", "xattrs"}
+    assert refusals("f2fs") == refusals("ext4+fast_commit") == {"reflink", "self-clone", "clone-hole.clone", "snapshot",
+                                                                 "quota", "xattrs"}
     # the clones, btrfs's snapshots and quotas, 2,000 xattrs on one file
     assert refusals("posix") == frozenset()
 

@@ -34,7 +34,7 @@ def kept_models_dropped_after():
 
 def test_the_xattrs_space_is_the_synced_one_with_its_own_ids():
     synced, extra = Space(1), Space(1, extra="xattrs")
-    assert extra.count() == synced.count() == 1481
+    assert extra.count() == synced.count() == 1488
     for index in (0, 26, 1379):
         a, b = synced.workload(index), extra.workload(index)
         assert a.steps == b.steps and a.setup == b.setup and b.synced
@@ -103,7 +103,7 @@ def test_a_model_that_forgets_the_xattrs_is_caught(monkeypatch):
 
 
 def test_the_cli_takes_the_setup(capsys):
-    assert run_cli(["generate", "--seq", "1", "--setup", "xattrs"], capsys)[1] == "seq 1: 1481 workloads of 1481\n"
+    assert run_cli(["generate", "--seq", "1", "--setup", "xattrs"], capsys)[1] == "seq 1: 1488 workloads of 1488\n"
     code, out, _ = run_cli(["generate", "--show", "seq1x-000026", "--fs", "btrfs"], capsys)
     assert code == 0 and out == program(with_xattrs()) and "user.attr_" in out
     code, out, _ = run_cli(["generate", "--show", "seq1x-000026"], capsys)  # ext4's, which makes none

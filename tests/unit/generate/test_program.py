@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from plugpull.generate.ops import refusal
+from plugpull.generate.oracle import REMAPS
 from plugpull.generate.program import program
 from plugpull.generate.space import Space, workload_of
 from plugpull.generate.tree import read_tree
@@ -77,15 +78,15 @@ def links(view):
 @cache
 def host_refusals() -> frozenset:
     """What the host's temporary filesystem refuses (EOPNOTSUPP) of what a filesystem may
-    refuse: reflink (and the clone within one file) on ext4 or tmpfs, none on xfs or btrfs; btrfs
-    snapshots everywhere but on btrfs."""
+    refuse: reflink (and every other clone: `oracle.REMAPS`) on ext4 or tmpfs, none on xfs or
+    btrfs; btrfs snapshots and quotas everywhere but on btrfs."""
     with tempfile.TemporaryDirectory() as d:
         Path(d, "s").write_bytes(b"x" * 4096)
         Path(d, "d").write_bytes(b"")
         said = subprocess.run(["xfs_io", "-c", f"reflink -q {d}/s", f"{d}/d"], capture_output=True, text=True)
         kind = subprocess.run(["stat", "-f", "-c", "%T", d], capture_output=True, text=True).stdout.strip()
-    clones = frozenset({"reflink", "self-clone"}) if "Operation not supported" in said.stderr else frozenset()
-    return clones | (frozenset() if kind == "btrfs" else {"snapshot"})
+    clones = REMAPS if "Operation not supported" in said.stderr else frozenset()
+    return clones | (frozenset() if kind == "btrfs" else {"snapshot", "quota"})
 
 
 def workloads_to_run():

@@ -214,7 +214,7 @@ def test_hunt_kernel_host_without_out_gets_as_far_as_the_guest(tmp_path, monkeyp
 @pytest.mark.parametrize("argv, words", [
     (["hunt", "--seq", "4"], "expected 1, 2 or 3"),
     (["hunt"], "--seq"),
-    (["hunt", "--seq", "1", "--sample", "1482"], "only 1481 workloads"),
+    (["hunt", "--seq", "1", "--sample", "1489"], "only 1488 workloads"),
     (["hunt", "--seq", "1", "--setup", "half"], "invalid choice"),
     (["hunt", "--seq", "1", "--ops", "frobnicate"], "unknown --ops name 'frobnicate'"),
     (["hunt", "--seq", "1", "--budget", "60"], "expected a time"),
@@ -374,7 +374,7 @@ def test_a_hunt_says_its_setup_and_one_from_before_the_key_goes_on_as_synced_wit
     check_out(out, HuntSpec(seq=1, table=1).settings("6.1"))  # goes on as synced, first table
     with pytest.raises(UsageError, match="setup 'synced' there, 'unsynced' here"):
         check_out(out, HuntSpec(seq=1, setup="unsynced", table=1).settings("6.1"))
-    with pytest.raises(UsageError, match="table 1 there, 15 here"):
+    with pytest.raises(UsageError, match="table 1 there, 16 here"):
         check_out(out, synced)
 
 
@@ -392,6 +392,7 @@ def test_a_hunt_says_its_setup_and_one_from_before_the_key_goes_on_as_synced_wit
     (12, 1425, ("tmpfile", "sync"), 2, "the first twelve operation tables"),  # before O_TMPFILE
     (13, 1431, ("holes", "sync"), 7, "the first thirteen operation tables"),  # before holes
     (14, 1466, ("fourth", "sync"), 3, "the first fourteen operation tables"),  # before the fourth name
+    (15, 1481, ("clone-hole", "sync"), 1, "the first fifteen operation tables"),  # before the clone of a hole
 ])
 def test_a_hunt_started_before_a_later_table_goes_on_with_the_tables_it_had(tmp_path, table, had, named, named_count,
                                                                             said):
@@ -406,15 +407,15 @@ def test_a_hunt_started_before_a_later_table_goes_on_with_the_tables_it_had(tmp_
     (out / SETTINGS).write_text(json.dumps(HuntSpec(seq=1, table=table).settings("6.1")))
     assert held_table(out) == table
     check_out(out, HuntSpec(seq=1, table=table).settings("6.1"))
-    with pytest.raises(UsageError, match=f"table {table} there, 15 here"):
+    with pytest.raises(UsageError, match=f"table {table} there, 16 here"):
         check_out(out, HuntSpec(seq=1).settings("6.1"))
     old, new = space_of_options(1, (), table=table), space_of_options(1, ())
-    assert (old.total(), new.total()) == (had, 1481)
+    assert (old.total(), new.total()) == (had, 1488)
     assert [w.ident for w in old.workloads()] == [f"seq1-{i:06d}" for i in range(had)]
-    assert max(old.sample(100, seed=3)) < had and max(new.sample(1481, seed=3)) == 1480
+    assert max(old.sample(100, seed=3)) < had and max(new.sample(1488, seed=3)) == 1487
     assert space_of_options(1, named, table=table).total() == named_count
     assert f"({said})" in summary(HuntSpec(seq=1, table=table).settings("6.1"), [], had)
-    assert "operation table" not in summary(HuntSpec(seq=1).settings("6.1"), [], 1481)
+    assert "operation table" not in summary(HuntSpec(seq=1).settings("6.1"), [], 1488)
 
 
 def test_a_garbled_table_is_refused_as_another_hunts_settings(tmp_path):
@@ -425,7 +426,7 @@ def test_a_garbled_table_is_refused_as_another_hunts_settings(tmp_path):
     out.mkdir()
     (out / SETTINGS).write_text(json.dumps({**HuntSpec(seq=1).settings("6.1"), "table": "x"}))
     assert held_table(out) == 15
-    with pytest.raises(UsageError, match="table 'x' there, 15 here"):
+    with pytest.raises(UsageError, match="table 'x' there, 16 here"):
         check_out(out, HuntSpec(seq=1, table=held_table(out)).settings("6.1"))
 
 

@@ -42,7 +42,7 @@ def refused(tmp_path, capsys, argv, *words) -> None:
 
 @pytest.mark.parametrize("argv, words", [
     (["generate", "--show", "seq1-" + "1" * 5000], ["bad workload id", "5007 characters"]),
-    (["generate", "--seq", "1", "--sample", "1500"], ["--sample 1500", "only 1481"]),
+    (["generate", "--seq", "1", "--sample", "1500"], ["--sample 1500", "only 1488"]),
     (["generate", "--seq", "1", "--ops", "fsync,creat,fsync"], ["--ops", "fsync is given twice"]),
     (["hunt", "--seq", "1", "--ops", "sync,sync"], ["--ops", "sync is given twice"]),
     (["hunt", "--seq", "1", "--budget", "\u0669\u0660s"], ["--budget"]),
