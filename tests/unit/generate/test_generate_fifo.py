@@ -43,7 +43,7 @@ def kept_models_dropped_after():
 
 def test_the_fifo_space_is_the_synced_one_with_its_own_ids():
     synced, made = Space(1), Space(1, extra="fifo")
-    assert made.count() == synced.count() == 1481
+    assert made.count() == synced.count() == 1488
     workload = fifo(LINKED_SYNCED)
     assert workload.ident == "seq1f-000130" and workload.fifo and workload.kind == "fifo"
     assert workload.steps == synced.workload(130).steps and workload.setup == synced.workload(130).setup
@@ -147,4 +147,4 @@ def test_generate_takes_the_fifo_setup(capsys):
     code, out, _ = run_cli(["generate", "--show", "seq1f-000130"], capsys)
     assert code == 0 and "mkfifo A/foo\nsync\npp_acked 0\n" in out
     code, out, _ = run_cli(["generate", "--seq", "1", "--setup", "fifo"], capsys)
-    assert code == 0 and out == "seq 1: 1481 workloads of 1481\n"
+    assert code == 0 and out == "seq 1: 1488 workloads of 1488\n"

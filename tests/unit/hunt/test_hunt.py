@@ -365,12 +365,12 @@ def test_a_hunt_says_its_setup_and_one_from_before_the_key_goes_on_as_synced_wit
     from plugpull.hunt.hunter import HuntSpec
 
     synced, unsynced = HuntSpec(seq=1).settings("6.1"), HuntSpec(seq=1, setup="unsynced").settings("6.1")
-    assert (synced["setup"], synced["table"], unsynced["setup"]) == ("synced", 15, "unsynced")
+    assert (synced["setup"], synced["table"], unsynced["setup"]) == ("synced", 16, "unsynced")
     out = tmp_path / "old-hunt"
     out.mkdir()
     old = {k: v for k, v in HuntSpec(seq=1, table=1).settings("6.1").items() if k not in ("setup", "table")}
     (out / SETTINGS).write_text(json.dumps(old))
-    assert held_table(out) == 1 and held_table(tmp_path / "new") == 15
+    assert held_table(out) == 1 and held_table(tmp_path / "new") == 16
     check_out(out, HuntSpec(seq=1, table=1).settings("6.1"))  # goes on as synced, first table
     with pytest.raises(UsageError, match="setup 'synced' there, 'unsynced' here"):
         check_out(out, HuntSpec(seq=1, setup="unsynced", table=1).settings("6.1"))
@@ -425,7 +425,7 @@ def test_a_garbled_table_is_refused_as_another_hunts_settings(tmp_path):
     out = tmp_path / "hunt-garbled"
     out.mkdir()
     (out / SETTINGS).write_text(json.dumps({**HuntSpec(seq=1).settings("6.1"), "table": "x"}))
-    assert held_table(out) == 15
+    assert held_table(out) == 16
     with pytest.raises(UsageError, match="table 'x' there, 16 here"):
         check_out(out, HuntSpec(seq=1, table=held_table(out)).settings("6.1"))
 
