@@ -7,7 +7,7 @@ PLUGPULL := $(VENV)/bin/plugpull
 DEB_PACKAGES := qemu-system-x86 qemu-utils linux-image-amd64 xfsprogs e2fsprogs btrfs-progs f2fs-tools \
 	fio bonnie++ hdparm dmsetup busybox-static kmod cpio sqlite3 rsync procps python3-venv \
 	gcc libc6-dev python3-dev libvirt-daemon-system libvirt-dev pkg-config lvm2 cryptsetup-bin mdadm \
-	make binutils flex bison bc perl patch xz-utils libelf-dev libssl-dev dpkg-dev git ccache
+	make binutils flex bison bc perl patch xz-utils libelf-dev libssl-dev dpkg-dev git ccache attr
 STAMP := $(VENV)/.installed
 
 .PHONY: debs test-report chromium test-fresh faults-sweep test-stacks test-hosts deps image test test-unit test-all test-vm run cases bench bench-boot bench-crash bench-fidelity bench-upload bench-hunt doctor shell clean

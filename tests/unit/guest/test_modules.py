@@ -1,4 +1,5 @@
-"""The module rule on synthetic modules trees: required, optional, built in. No VM."""
+"""The module rule on synthetic modules trees: required, optional, built in; the recipe's own
+lists (its modules, its programs' packages in `make deps`). No VM."""
 
 import subprocess
 from pathlib import Path
@@ -8,7 +9,7 @@ import pytest
 from plugpull.errors import ImageError, KernelUnfit, UsageError
 from plugpull.guest.image.build import KernelSource, Recipe, build_image, cache_key, plan_image
 from plugpull.guest.image.modules import module_name, select_modules
-from plugpull.paths import IMAGES_DIR
+from plugpull.paths import IMAGES_DIR, ROOT
 
 
 def modules_tree(root: Path, release: str, modules: dict, builtin=()) -> Path:
@@ -126,3 +127,20 @@ def test_the_image_key_follows_the_kernel(tmp_path):
 def test_the_guest_init_skips_built_in_drivers():
     init = (IMAGES_DIR / "init").read_text()
     assert "modules.builtin" in init and 'grep -q "/$m\\.ko"' in init
+
+
+def makefile_packages(text: str) -> set[str]:
+    """The Makefile's DEB_PACKAGES, its continuation lines joined."""
+    joined = text.replace("\\\n", " ")
+    line = next(line for line in joined.splitlines() if line.startswith("DEB_PACKAGES"))
+    return set(line.split(":=", 1)[1].split())
+
+
+def test_make_deps_installs_every_package_the_recipe_copies_from():
+    """`make deps` installs what the image is built from: a program added to the recipe without
+    its package in the Makefile builds on this host and fails on a fresh one."""
+    packages = makefile_packages((ROOT / "Makefile").read_text())
+    recipe = Recipe.load()
+    assert {"setfattr", "getfattr"} <= set(recipe.programs)  # a reproducer's xattr checks need them
+    assert set(recipe.programs.values()) - packages == set()
+    assert makefile_packages("DEB_PACKAGES := a b \\\n\tc\nOTHER := d\n") == {"a", "b", "c"}
