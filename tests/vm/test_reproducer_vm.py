@@ -1,7 +1,8 @@
 """The reproducers in guests, on the kernel under test (the host's by default): each of the
 three btrfs findings FAILs on btrfs and PASSes on ext4 and xfs, in the sh form (`--run`) and
 in the fstests form (its body run over a stand-in of the fstests helpers, its output compared
-with its golden output). A reproducer that needs a tool the guest lacks is a harness failure.
+with its golden output). A workload that sets xattrs runs (setfattr and getfattr are in the
+image) and its xattr is checked; a tool the guest lacks is a harness failure.
 On feature profiles: btrfs+compress=zstd shows the same finding, ext4+fast_commit PASSes.
 
 suites/reproducers/, one run each: every live finding's sh script FAILs with the finding's
@@ -20,7 +21,7 @@ from plugpull.guest.qemu.machine import create_disk
 from plugpull.reproducer import case_for
 from plugpull.reproducer.findings import LIVE
 from plugpull.reproducer.flakey import fstests_test, golden
-from plugpull.reproducer.inguest import DISK_MIB, GUEST_DISK, run_in_guest, run_on
+from plugpull.reproducer.inguest import DISK_MIB, GUEST_DISK, run_on
 from plugpull.reproducer.flakey import script
 from plugpull.reproducer.suite import DIR, sh_text
 from plugpull.testbed.fs import FILESYSTEMS
@@ -82,10 +83,28 @@ def test_run_exits_1_on_a_finding(capsys):
     assert capsys.readouterr().out.splitlines()[-1].startswith("FAIL: 1 owed fact(s) wrong")
 
 
-def test_a_missing_tool_is_a_harness_failure(rig):
-    """setxattr needs setfattr, which the guest image does not carry."""
-    with pytest.raises(InfraError, match="missing tool: setfattr"):
-        run_in_guest(rig, script(case_for("gen:seq1-000345", "ext4")))
+XATTR = "gen:seq1-000345"  # setxattr A/foo, fsync A/foo
+SETS = 'setfattr -n user.pp -v v1 "$mnt"/A/foo'
+
+
+def test_an_xattr_workload_runs_and_is_checked(guest):
+    """setfattr and getfattr are in the image: a workload that sets an xattr PASSes on ext4,
+    and the same script with its setfattr left out FAILs on the xattr the point owes."""
+    m, console = guest
+    text = script(case_for(XATTR, "ext4"))
+    assert SETS in text
+    outcome = run_on(m, text, console)
+    assert outcome.passed and outcome.lines == ("PASS",), outcome.lines
+    outcome = run_on(m, text.replace(SETS, "true"), console)
+    assert not outcome.passed and outcome.lines[0].startswith("FAIL: A/foo: xattr is none, owed v1"), outcome.lines
+
+
+def test_a_missing_tool_is_a_harness_failure(guest):
+    m, console = guest
+    text = script(case_for("gen:seq1-000253", "ext4"))
+    assert " mktemp; do" in text
+    with pytest.raises(InfraError, match="missing tool: pp-no-such-tool"):
+        run_on(m, text.replace(" mktemp; do", " mktemp pp-no-such-tool; do"), console)
 
 
 def run_fstests_form(m, ident: str, fs: str) -> str:
