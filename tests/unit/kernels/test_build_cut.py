@@ -43,7 +43,8 @@ def test_ours_marks_the_options_only_newer_kernels_have():
     assert kconfig.parse_fragment(ours, "ours", (5, 10))["CONFIG_BTRFS_FS"] == "m"
 
 
-def test_every_required_module_has_its_option_asked():
+@pytest.mark.parametrize("version", [(5, 10), (7, 3)])
+def test_every_required_module_has_its_option_asked(version):
     """images/guest.toml's required modules, each built (m or y) by an option ours asks for."""
     option_of = {"ahci": "SATA_AHCI", "ata_piix": "ATA_PIIX", "virtio_scsi": "SCSI_VIRTIO", "sd_mod": "BLK_DEV_SD",
                  "virtio_pci": "VIRTIO_PCI", "virtio_console": "VIRTIO_CONSOLE", "virtio_blk": "VIRTIO_BLK",
@@ -54,7 +55,7 @@ def test_every_required_module_has_its_option_asked():
                  "algif_skcipher": "CRYPTO_USER_API_SKCIPHER", "algif_hash": "CRYPTO_USER_API_HASH"}
     required = tomllib.loads((ROOT / "images" / "guest.toml").read_text())["kernel"]["modules"]
     assert sorted(required) == sorted(option_of)  # a module added there needs its line here
-    wanted = kconfig.parse_fragment(kconfig.FRAGMENT.read_text(), "ours", (7, 3))
+    wanted = kconfig.parse_fragment(kconfig.FRAGMENT.read_text(), "ours", version)
     assert [m for m in required if wanted.get(f"CONFIG_{option_of[m]}") not in ("y", "m")] == []
 
 
@@ -72,6 +73,33 @@ def test_an_undeclared_option_is_named(tmp_path):
     kconfig.refuse_undeclared(tmp_path, {"CONFIG_A": "y"}, "src:x")
     with pytest.raises(UsageError, match="src:x does not declare what was asked: CONFIG_B, CONFIG_C"):
         kconfig.refuse_undeclared(tmp_path, {"CONFIG_A": "y", "CONFIG_C": None, "CONFIG_B": "m"}, "src:x")
+
+
+def declaring_tree(root: Path, version: str, lacks: set[str]) -> Path:
+    """A tree of `version` whose Kconfig declares every option of ours but those it `lacks`."""
+    major, minor = version.split(".")
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "Makefile").write_text(f"VERSION = {major}\nPATCHLEVEL = {minor}\nSUBLEVEL = 0\n")
+    options = kconfig.parse_fragment(kconfig.FRAGMENT.read_text(), "ours")
+    (root / "Kconfig").write_text("".join(f"config {o.removeprefix('CONFIG_')}\n\tbool\n"
+                                          for o in options if o not in lacks))
+    return root
+
+
+@pytest.mark.parametrize("version, lacks", [
+    ("5.10", {"CONFIG_DEBUG_INFO_NONE"}),  # 5.10.223: DEBUG_INFO off is no info, the choice came in 5.18
+    ("5.4", {"CONFIG_DEBUG_INFO_NONE", "CONFIG_F2FS_FS_COMPRESSION", "CONFIG_F2FS_FS_LZ4"}),
+])
+def test_ours_asks_an_older_tree_only_what_its_kconfig_declares(tmp_path, version, lacks):
+    """What ours marks for newer kernels is not asked of an older tree that lacks it; the
+    same Kconfig said to be a newer kernel's is refused, naming what it lacks."""
+    root = declaring_tree(tmp_path / "linux", version, lacks)
+    wanted = kconfig.parse_fragment(kconfig.FRAGMENT.read_text(), "ours", kconfig.tree_version(root))
+    kconfig.refuse_undeclared(root, wanted, f"debian:{version}")
+    (root / "Makefile").write_text("VERSION = 7\nPATCHLEVEL = 3\nSUBLEVEL = 4\n")
+    wanted = kconfig.parse_fragment(kconfig.FRAGMENT.read_text(), "ours", kconfig.tree_version(root))
+    with pytest.raises(UsageError, match=f"does not declare what was asked: {', '.join(sorted(lacks))} "):
+        kconfig.refuse_undeclared(root, wanted, "debian:7.3")
 
 
 def small_tree(root: Path) -> Path:
