@@ -134,11 +134,11 @@ def setup_mismatches(bug: Bug, workload: Workload) -> list[str]:
     with more (`setups.EXTRAS`), that more made by its program before the setup's sync."""
     if bug.setup and workload.kind != bug.setup:
         return [f"{bug.gen} has the {workload.kind} setup, not {bug.setup}"]
-    made = {"links": (f"links to {LINKED}", link_loop(workload.links, str)[-1] if workload.links else None),
-            "xattrs": (f"xattrs on {LINKED}", xattr_loop(workload.xattrs, str, GUEST.setxattr)[-1]
-                       if workload.xattrs else None),
+    has = workload.made
+    made = {"links": (f"links to {LINKED}", link_loop(has.links, str)[-1] if has.links else None),
+            "xattrs": (f"xattrs on {LINKED}", xattr_loop(has.xattrs, str, GUEST.setxattr)[-1] if has.xattrs else None),
             "quota": ("quotas", QUOTA.format(root=GUEST.subvolume)),
-            "fifo": (f"fifo at {LINKED}", f"mkfifo {LINKED}" if workload.fifo else None)}
+            "fifo": (f"fifo at {LINKED}", f"mkfifo {LINKED}" if has.fifo else None)}
     if workload.extra not in made:
         return []
     what, line = made[workload.extra]

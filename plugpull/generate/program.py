@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, SIZE_FAMILIES, \
     TRUNCATE_TO, XATTR, Op, Persist, fill_byte, plain, sibling, write_range
 from plugpull.generate.again import AGAIN_COMMAND
-from plugpull.generate.setups import LINKED, link_loop, quota_line, xattr_loop
+from plugpull.generate.setups import LINKED, NOTHING, Made, link_loop, quota_line, xattr_loop
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
 from plugpull.generate.holes import FAMILY as HOLES, hole_command
 from plugpull.generate.prealloc import FAMILY as PREALLOC, prealloc_command
@@ -189,19 +189,19 @@ def persist_command(persist: Persist) -> str | None:
     return held_point(syncer) if persist.kind in OPEN_POINTS else f"{syncer} {persist.path}"
 
 
-def setup_lines(names, t: Tools = GUEST, links: int = 0, xattrs: int = 0, fifo: bool = False) -> list[str]:
-    """The setup's names made, `links` extra links to A/foo (`setups.link_loop`) and `xattrs`
-    on it (`setups.xattr_loop`), or A/foo a fifo (`fifo`)."""
+def setup_lines(names, t: Tools = GUEST, made: Made = NOTHING) -> list[str]:
+    """The setup's names made, and what it `made` of A/foo: more links to it
+    (`setups.link_loop`), xattrs on it (`setups.xattr_loop`), or it a fifo."""
     lines = []
     for path in names:
-        if fifo and path == LINKED:
+        if made.fifo and path == LINKED:
             lines.append(f"mkfifo {t.at(path)}")
         elif path in SETUP_BYTE:
             lines.append(f'{t.xfs_io} -f -c "pwrite -q -S {SETUP_BYTE[path]:#04x} 0 {INITIAL_SIZE}" {t.at(path)}')
         else:
             lines.append(f"mkdir {t.at(path)}")
-    lines += link_loop(links, t.at) if links else []
-    return lines + (xattr_loop(xattrs, t.at, t.setxattr) if xattrs else [])
+    lines += link_loop(made.links, t.at) if made.links else []
+    return lines + (xattr_loop(made.xattrs, t.at, t.setxattr) if made.xattrs else [])
 
 
 ACKED = ('pp_acked() { echo "ack $1" >&4; while read -r pp_echo <&4; do [ "$pp_echo" = "ack $1" ] && return 0; done; return 0; }'
@@ -211,7 +211,7 @@ ACKED = ('pp_acked() { echo "ack $1" >&4; while read -r pp_echo <&4; do [ "$pp_e
 def setup_block(workload: Workload, t: Tools = GUEST) -> list[str]:
     if workload.synced:
         quota = [quota_line(t.subvolume, "quota" in workload.refused)] if workload.extra == "quota" else []
-        made = setup_lines(workload.setup, t, workload.links, workload.xattrs, workload.fifo)
+        made = setup_lines(workload.setup, t, workload.made)
         return ["# setup, made durable: ack 0", *quota, *made, "sync", "pp_acked 0"]
     return ["# setup, not synced (in the same transaction as the operations): ack 0 owes nothing",
             *setup_lines(workload.setup, t), "pp_acked 0"]

@@ -29,6 +29,8 @@ counts and ids are those of the synced setup, and only the setup differs. What t
 the setup tree: the oracle owes it (the names, the link count, the xattrs, the fifo's kind) as
 it owes everything synced."""
 
+from dataclasses import dataclass
+
 from plugpull.generate.ops import INITIAL_SIZE, SETUP_BYTE, Sim, apply
 from plugpull.generate.tree import DIR, FIFO, FILE, Inode, Tree
 
@@ -40,6 +42,21 @@ EXTRAS = ("links", "xattrs", "quota", "fifo")  # the synced setups with more (or
 QUOTA = "btrfs quota enable {root}"
 
 
+@dataclass(frozen=True)
+class Made:
+    """What the setup makes of `LINKED` past its names (`made_for`): `links` more links to it,
+    `xattrs` on it, or it a fifo (`fifo`); false where it makes none."""
+    links: int = 0
+    xattrs: int = 0
+    fifo: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.links or self.xattrs or self.fifo)
+
+
+NOTHING = Made()
+
+
 def link_names(count: int) -> tuple[str, ...]:
     return tuple(f"{LINKED}_link_{i}" for i in range(1, count + 1))
 
@@ -49,26 +66,26 @@ def setup_xattrs(count: int) -> tuple[tuple[str, str], ...]:
     return tuple((f"user.attr_{i:04d}", f"val_{i:04d}") for i in range(1, count + 1))
 
 
-def made_for(workload) -> tuple[int, int, bool]:
-    """(links, xattrs, fifo) the setup of `workload` (a `steps.Workload`) gives `LINKED`, if every
-    step is valid with them: none where the setup does not make it, or the filesystem refuses them."""
+def made_for(workload) -> Made:
+    """What the setup of `workload` (a `steps.Workload`) makes of `LINKED`, before `built` checks
+    every step is valid with it: nothing where the setup does not make it, or the filesystem
+    refuses it."""
     if LINKED not in workload.setup or workload.extra in workload.refused:
-        return 0, 0, False
+        return NOTHING
     extra = workload.extra
-    return MANY if extra == "links" else 0, XATTRS if extra == "xattrs" else 0, extra == "fifo"
+    return Made(MANY if extra == "links" else 0, XATTRS if extra == "xattrs" else 0, extra == "fifo")
 
 
-def setup_tree(names, links: int = 0, xattrs: int = 0, fifo: bool = False) -> Tree:
-    """The tree the setup makes of `names`, with `links` extra links to `LINKED` and `xattrs` on
-    it, or `LINKED` a fifo (`fifo`)."""
+def setup_tree(names, made: Made = NOTHING) -> Tree:
+    """The tree the setup makes of `names`, with what it `made` of `LINKED`."""
     tree = Tree()
     for path in names:
         node = Inode(FILE, bytes([SETUP_BYTE[path]]) * INITIAL_SIZE) if path in SETUP_BYTE else Inode(DIR)
-        if path == LINKED and (xattrs or fifo):
-            node = Inode(FIFO) if fifo else Inode(FILE, node.data, xattrs=setup_xattrs(xattrs))
+        if path == LINKED and (made.xattrs or made.fifo):
+            node = Inode(FIFO) if made.fifo else Inode(FILE, node.data, xattrs=setup_xattrs(made.xattrs))
         tree.paths[path] = tree.new_inode(node)
-    if links:
-        tree.paths.update((name, tree.paths[LINKED]) for name in link_names(links))
+    if made.links:
+        tree.paths.update((name, tree.paths[LINKED]) for name in link_names(made.links))
     return tree
 
 
@@ -103,21 +120,21 @@ def setup_kind(synced: bool, extra: str = "") -> str:
     return extra or ("synced" if synced else "unsynced")
 
 
-def built(workload) -> tuple[tuple[int, int, bool], list[Tree]]:
-    """The (links, xattrs, fifo) the setup of `workload` makes (`made_for`) and its model trees;
-    none where a step is invalid with them."""
-    if any(made := made_for(workload)):
+def built(workload) -> tuple[Made, list[Tree]]:
+    """What the setup of `workload` makes of `LINKED` (`made_for`) and its model trees; nothing
+    where a step is invalid with it."""
+    if made := made_for(workload):
         try:
-            return made, grown(workload, *made)
+            return made, grown(workload, made)
         except ValueError:
             pass
-    return (0, 0, False), grown(workload)
+    return NOTHING, grown(workload)
 
 
-def grown(workload, links: int = 0, xattrs: int = 0, fifo: bool = False) -> list[Tree]:
-    """The model tree after the setup (with `links`, `xattrs` or the `fifo`) and after each
-    operation of `workload`; ValueError on a step that is invalid there, or a point of a fifo."""
-    sim = Sim(setup_tree(workload.setup, links, xattrs, fifo))
+def grown(workload, made: Made = NOTHING) -> list[Tree]:
+    """The model tree after the setup (with what it `made`) and after each operation of
+    `workload`; ValueError on a step that is invalid there, or a point of a fifo."""
+    sim = Sim(setup_tree(workload.setup, made))
     out = [sim.tree.sealed()]
     for i, step in enumerate(workload.steps, 1):
         if not workload.refuses(step.op) and not apply(sim, step.op, i, lenient=bool(workload.refused)):
