@@ -25,7 +25,7 @@ from plugpull.generate.prealloc import FAMILY as PREALLOC, PREALLOC_ROWS, change
 from plugpull.generate.tmpfile import FAMILY as TMPFILE, TMPFILE_ROWS, tmpfile_step
 from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
-from plugpull.generate.tree import DIR, DIRS, FIFO, FILE, FILES, FOURTH, NAMES, NESTED, NESTED_DIR, NESTED_FILES, \
+from plugpull.generate.tree import BLOCK, DIR, DIRS, FIFO, FILE, FILES, FOURTH, NAMES, NESTED, NESTED_DIR, NESTED_FILES, \
     ROOT, SYMLINK, THIRD, Inode, Tree, parent, sibling, under, with_xattr
 
 INITIAL_SIZE = 16384
@@ -39,7 +39,6 @@ WRITES = {"append": (lambda size: size, 4096), "overwrite": (lambda size: 0, 409
 FALLOCS = {"default": "falloc 8192 32768", "keep-size": "falloc -k 8192 32768",
            "punch-hole": "fpunch 4096 8192", "zero-range": "fzero 4096 8192"}
 TRUNCATE_TO = 2500
-BLOCK = 4096  # the direct-I/O and mmap writes' length and alignment
 # direct-I/O write variants (O_DIRECT, offset and length aligned to BLOCK): offset from the size
 DWRITES = {"overwrite": lambda size: 0, "append": lambda size: -(-size // BLOCK) * BLOCK}
 # mmap write variants: offset from the size; `extend` first extends the file by ftruncate

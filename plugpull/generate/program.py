@@ -16,10 +16,10 @@ nothing comes back (fd 4 on a file, /dev/null), the read ends at once and the pr
 
 from dataclasses import dataclass
 
-from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, SIZE_FAMILIES, \
+from plugpull.generate.ops import EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, SIZE_FAMILIES, \
     TRUNCATE_TO, XATTR, Op, Persist, fill_byte, plain, sibling, write_range
 from plugpull.generate.again import AGAIN_COMMAND
-from plugpull.generate.setups import LINKED, NOTHING, Made, link_loop, quota_line, xattr_loop
+from plugpull.generate.setups import NOTHING, Made, link_loop, quota_line, xattr_loop
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
 from plugpull.generate.holes import FAMILY as HOLES, hole_command
 from plugpull.generate.prealloc import FAMILY as PREALLOC, prealloc_command
@@ -30,7 +30,7 @@ from plugpull.generate.snapshot import FAMILY as SNAPSHOT, snapshot_command
 from plugpull.generate.space import Workload
 from plugpull.generate.tmpfile import FAMILY as TMPFILE, tmpfile_command
 from plugpull.generate.unlinked import OPEN_POINTS, held_point, open_and_unlink
-from plugpull.generate.tree import Tree
+from plugpull.generate.tree import BLOCK, FOO, Tree
 
 
 @dataclass(frozen=True)
@@ -194,7 +194,7 @@ def setup_lines(names, t: Tools = GUEST, made: Made = NOTHING) -> list[str]:
     (`setups.link_loop`), xattrs on it (`setups.xattr_loop`), or it a fifo."""
     lines = []
     for path in names:
-        if made.fifo and path == LINKED:
+        if made.fifo and path == FOO:
             lines.append(f"mkfifo {t.at(path)}")
         elif path in SETUP_BYTE:
             lines.append(f'{t.xfs_io} -f -c "pwrite -q -S {SETUP_BYTE[path]:#04x} 0 {INITIAL_SIZE}" {t.at(path)}')

@@ -3,9 +3,8 @@ reflink and clone and copy_file_range between two of the fixed files, and the pe
 a name the step did not touch. Plain functions on bytes and trees, so that `ops` (which owns
 the operation table) can use them without this module knowing its `Op`."""
 
-from plugpull.generate.tree import DIR, FILE, NAMES, ROOT, SNAPS, Tree, with_data
+from plugpull.generate.tree import BLOCK, DIR, FILE, NAMES, ROOT, SNAPS, Tree, with_data
 
-BLOCK = 4096
 
 # drop_caches (Documentation/admin-guide/sysctl/vm.rst): 2 frees the reclaimable slab objects,
 # dentries and inodes among them, which is the eviction wanted: the next step reads the inode
