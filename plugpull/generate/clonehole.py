@@ -62,12 +62,6 @@ def clone_hole_data(family: str, variant: str, data: bytes, fill: int) -> bytes:
     return bytes(buf)
 
 
-def unchanged(sim, op) -> bool:
-    """A step that changes nothing of the model (`ops.Sim`), valid anywhere: `quota.enable`, and
-    the sixth table's `evict` (the model tree is what the disk and the caches both hold)."""
-    return True
-
-
 def clone_hole_command(variant: str, path: str, fill: int) -> tuple[str, bool]:
     """xfs_io's options and commands for the step on `path`, and whether it is the clone, which
     xfs_io says failed and still exits 0 (checked as a fallocate is)."""

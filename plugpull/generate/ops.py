@@ -14,9 +14,9 @@ takes it as absent; a renamed directory of the setup takes its files. Setup runs
 from dataclasses import dataclass
 
 from plugpull.generate.clonehole import FAMILY as CLONE_HOLE, QUOTA, ROWS as CLONE_ROWS, TABLE as SIXTEENTH, \
-    clone_hole_data, clone_hole_fits, unchanged
+    clone_hole_data, clone_hole_fits
 from plugpull.generate.names import NAME_FAMILIES, NAME_ROWS, TWINS, name_step_allowed
-from plugpull.generate.reach import ANY_POINTS, REFLINKS
+from plugpull.generate.reach import ANY_POINTS, REFLINKS, changes_nothing
 from plugpull.generate.selfclone import CLONES, SELF_CLONES, SELF_FAMILIES
 from plugpull.generate.snapshot import FAMILY as SNAPSHOT, SNAPSHOT_ROWS, snapshot_step, snapshots_there
 from plugpull.generate.holes import FAMILY as HOLES, HOLE_ROWS, hole_data
@@ -145,7 +145,7 @@ NAME_OPS = tuple(Op(*row) for row in NAME_ROWS)  # a third name, links into A/C,
 OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS + \
     NAME_OPS + tuple(Op(family, v, (f,)) for family in SELF_FAMILIES for f in FILES for v in SELF_CLONES) + \
     tuple(Op(*row) for row in SNAPSHOT_ROWS + TMPFILE_ROWS + HOLE_ROWS + FOURTH_ROWS + CLONE_ROWS + PREALLOC_ROWS)
-OWN_STEPS = {**CLONES, SNAPSHOT: snapshot_step, TMPFILE: tmpfile_step, "evict": unchanged, QUOTA: unchanged}
+OWN_STEPS = {**CLONES, SNAPSHOT: snapshot_step, TMPFILE: tmpfile_step, "evict": changes_nothing, QUOTA: changes_nothing}
 
 
 def refusal(op: Op, refused) -> str | None:

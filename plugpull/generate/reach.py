@@ -60,6 +60,12 @@ def untouched(tree: Tree, files, dirs) -> list[tuple[str, str]]:
     return out
 
 
+def changes_nothing(sim, op) -> bool:
+    """A step that changes nothing of the model (`ops.Sim`), valid anywhere: `evict` (the model
+    tree is what the disk and the caches both hold), and the sixteenth table's `quota.enable`."""
+    return True
+
+
 def clone_step(sim, op) -> bool:
     """A reflink or copy step on the model (`ops.Sim`): the source's data into the destination
     (`cloned`); two names of one inode are refused (EINVAL: the ranges overlap)."""
