@@ -65,6 +65,17 @@ class Tools:
 GUEST = Tools()
 
 
+def _one(command: tuple[str, bool]) -> tuple[str, bool]:
+    return f'-c "{command[0]}"', command[1]
+
+
+# xfs_io's steps on one file, by family: (variant, the file as the script names it, the step's
+# fill byte, the file's size) -> (xfs_io's options, whether it may fail as a fallocate does)
+FILE_STEPS = {HOLES: lambda variant, path, fill, size: _one(hole_command(variant, fill)),
+              PREALLOC: lambda variant, path, fill, size: _one(prealloc_command(variant, size)),
+              CLONE_HOLE: lambda variant, path, fill, size: clone_hole_command(variant, path, fill)}
+
+
 def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: str = "",
                refused: bool = False) -> str:
     """The shell command for `op`, operation number `step`, on the tree `before` it; `msync`:
@@ -86,15 +97,11 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: str = "
         commands, fallocate = sized_commands(op.family, op.variant, fill_byte(step), size, msync)
         call = f"{t.xfs_io} " + " ".join(f'-c "{c}"' for c in commands) + f" {args[0]}"
         return _silent(call, refused) if fallocate else call
-    if op.family in (HOLES, PREALLOC):
-        command, fallocate = hole_command(op.variant, fill_byte(step)) if op.family == HOLES else \
-            prealloc_command(op.variant, len(before.inode(op.args[0]).data))
-        call = f'{t.xfs_io} -c "{command}" {args[0]}'
+    if op.family in FILE_STEPS:
+        options, fallocate = FILE_STEPS[op.family](op.variant, args[0], fill_byte(step),
+                                                   len(before.inode(op.args[0]).data))
+        call = f"{t.xfs_io} {options} {args[0]}"
         return _silent(call, refused) if fallocate else call
-    if op.family == CLONE_HOLE:
-        command, clone = clone_hole_command(op.variant, args[0], fill_byte(step))
-        call = f"{t.xfs_io} {command} {args[0]}"
-        return _silent(call, refused) if clone else call
     if op.family == QUOTA:
         return quota_line(t.subvolume, refused)
     if op.family in ("write", "dwrite", "mmapwrite"):
