@@ -11,7 +11,7 @@ import pytest
 from tests.cli_run import run_cli
 from tests.unit.generate.test_generate_fourth import GENERIC_479
 from tests.unit.generate.test_generate_later import host_tools, program_leaves_its_tree  # noqa: F401
-from tests.unit.generate.test_oracle import assert_own_states_clean
+from tests.unit.generate.test_oracle_own_states import assert_own_states_clean
 
 from plugpull.check.verdict import Verdict
 from plugpull.generate import setups

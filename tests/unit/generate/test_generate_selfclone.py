@@ -11,7 +11,7 @@ import pytest
 from tests.unit.generate.pins import seq1_pin, seq2_drawn_pin
 from tests.unit.generate.test_generate_later import host_tools  # noqa: F401
 from tests.unit.generate.test_generate_reach import refused_on_the_host
-from tests.unit.generate.test_oracle import assert_own_states_clean, table_block
+from tests.unit.generate.test_oracle_own_states import assert_own_states_clean, table_block
 
 from plugpull.check.verdict import Verdict
 from plugpull.errors import UsageError
