@@ -234,16 +234,6 @@ def test_the_fstests_form_calls_only_helpers_of_todays_fstests(ident, fs):
     assert not {"_mount_flakey", "_unmount_flakey"} & helpers_defined(SHIM / "common")
 
 
-def test_the_fstests_form_is_named_as_fstests_names_it(capsys, tmp_path):
-    text = fstests_test(case_for("gen:seq2-080435", "btrfs"), "901")
-    assert "YEAR NAME" not in text and "Copyright (c) 20" in text and "common/filter" not in text
-    assert '[ "$FSTYP" = "btrfs" ] && _fixed_by_kernel_commit 953902e4fb4c' in text
-    assert "_fixed_by_kernel_commit" not in fstests_test(case_for("gen:seq2-056383", "btrfs"), "901")
-    code, out, err = run(["gen:seq2-080435", "--fs", "btrfs", "--style", "fstests", "--out", str(tmp_path / "btrfs_900")],
-                         capsys)
-    assert code == 2 and "NNN" in err and list(tmp_path.iterdir()) == []
-
-
 def fake_fstests(tmp_path: Path, mount_rc: int, today: bool = True) -> dict:
     """The stand-in's helpers with stub programs (no disk, no dm): every step works but
     `mount`, which exits `mount_rc`; `today` False: the tree before eb2ad950."""

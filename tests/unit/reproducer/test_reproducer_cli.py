@@ -1,6 +1,6 @@
 """The reproducer's command line, without a guest: a saved state gives its workload and point;
-`--out` writes the fstests test and its golden output, without it the script is printed; bad
-input (and a refused run) exits 2 in one line and writes nothing."""
+`--out` writes the fstests test (named as fstests names it) and its golden output, without it the
+script is printed; bad input (and a refused run) exits 2 in one line and writes nothing."""
 
 import json
 import os
@@ -49,6 +49,16 @@ def test_bad_input_exits_2_and_writes_nothing(argv, tmp_path, capsys):
     code, out, err = run(argv, capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert list(out_dir.iterdir()) == []
+
+
+def test_the_fstests_form_is_named_as_fstests_names_it(capsys, tmp_path):
+    text = fstests_test(case_for("gen:seq2-080435", "btrfs"), "901")
+    assert "YEAR NAME" not in text and "Copyright (c) 20" in text and "common/filter" not in text
+    assert '[ "$FSTYP" = "btrfs" ] && _fixed_by_kernel_commit 953902e4fb4c' in text
+    assert "_fixed_by_kernel_commit" not in fstests_test(case_for("gen:seq2-056383", "btrfs"), "901")
+    code, out, err = run(["gen:seq2-080435", "--fs", "btrfs", "--style", "fstests", "--out", str(tmp_path / "btrfs_900")],
+                         capsys)
+    assert code == 2 and "NNN" in err and list(tmp_path.iterdir()) == []
 
 
 def test_out_writes_the_test_and_its_golden_output(tmp_path, capsys):
