@@ -23,18 +23,17 @@ changes no name and no data, so the model is unchanged and its points are evicti
 and those of any name there. btrfs only: every other filesystem refuses it (`oracle.REFUSED`:
 the `quota` key names the setup and this family), and its program requires the command to fail."""
 
-from plugpull.generate.tree import FILES
+from plugpull.generate.tree import FOO
 
 FAMILY, QUOTA = "clone-hole", "quota"
 TABLE = ((FAMILY, QUOTA), ())  # the operation families and persistence points the table adds
-FILE = FILES[0]  # A/foo
 SCALE = 8  # btrfs/231's sizes divided by this
 RANGE = 256 * 1024 // SCALE  # each range written, the hole between the first two, the clone's length
 WRITTEN = (0, 2 * RANGE, 3 * RANGE, 4 * RANGE)  # the four ranges' offsets
 TRUNCATE_TO = 800 * 1024 // SCALE  # inside the third range
 SOURCE, TARGET = RANGE, 4 * RANGE  # the hole, cloned over the fourth range's place
 VARIANTS = ("ranges", "truncate", "clone")
-ROWS = tuple((FAMILY, v, (FILE,)) for v in VARIANTS) + ((QUOTA, "enable", ()),)
+ROWS = tuple((FAMILY, v, (FOO,)) for v in VARIANTS) + ((QUOTA, "enable", ()),)
 
 
 def clone_hole_fits(family: str, variant: str, size: int, anyway: bool = False) -> bool:
@@ -61,12 +60,6 @@ def clone_hole_data(family: str, variant: str, data: bytes, fill: int) -> bytes:
     else:
         buf[TARGET:TARGET + RANGE] = data[SOURCE:SOURCE + RANGE]
     return bytes(buf)
-
-
-def unchanged(sim, op) -> bool:
-    """A step that changes nothing of the model (`ops.Sim`), valid anywhere: `quota.enable`, and
-    the sixth table's `evict` (the model tree is what the disk and the caches both hold)."""
-    return True
 
 
 def clone_hole_command(variant: str, path: str, fill: int) -> tuple[str, bool]:

@@ -1,9 +1,10 @@
 """Which writes ext4 keeps in delayed allocation: what its rename over an existing file forces
 out before the rename commits (oracle rule `ext4-replace-via-rename`, docs/generate.md)."""
 
-from plugpull.generate.ops import BLOCK, DATA_FAMILIES, plain, write_range
+from plugpull.generate.ops import DATA_FAMILIES, plain, write_range
 from plugpull.generate.sizes import RANGED
 from plugpull.generate.space import Workload
+from plugpull.generate.tree import BLOCK
 
 FALLOCATES = ("falloc", "falloc-eof", "tiny")  # the families with a fallocate that may allocate past the end
 

@@ -15,10 +15,9 @@ What the model owes: the data as any write, punch (fallocate PUNCH_HOLE|KEEP_SIZ
 bytes inside the file read as zeros, the size kept), preallocation past the end (KEEP_SIZE:
 nothing the model sees) and truncate leave it; the rules that owe any data change owe these."""
 
-from plugpull.generate.tree import FILES
+from plugpull.generate.tree import FOO
 
 FAMILY = "holes"
-FILE = FILES[0]  # A/foo
 # variant: (what it does, offset, length); a truncate's length is the size it sets
 HOLES = {
     "falloc-k": ("falloc", 4096, 8192),  # btrfs/206: falloc -k 4 KiB+8 KiB
@@ -29,7 +28,7 @@ HOLES = {
     "write-mid": ("write", 4096, 16384),  # 695: write 2 MiB+8 MiB
     "punch-end": ("punch", 16384, 4096),  # 695: punch 8 MiB+2 MiB
 }
-HOLE_ROWS = tuple((FAMILY, v, (FILE,)) for v in HOLES)
+HOLE_ROWS = tuple((FAMILY, v, (FOO,)) for v in HOLES)
 FALLOCATES = ("falloc", "punch")  # fallocate calls, which xfs_io's exit code does not always say failed
 
 

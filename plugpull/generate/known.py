@@ -19,8 +19,9 @@ from pathlib import Path
 from plugpull.errors import UsageError
 from plugpull.generate.ops import Op, Persist
 from plugpull.generate.program import GUEST, persist_command, program, step_command
-from plugpull.generate.setups import LINKED, QUOTA, link_loop, xattr_loop
+from plugpull.generate.setups import QUOTA, link_loop, xattr_loop
 from plugpull.generate.space import Step, Workload, space_of
+from plugpull.generate.tree import FOO
 from plugpull.paths import ROOT
 from plugpull.testbed.fs import filesystem
 
@@ -134,11 +135,11 @@ def setup_mismatches(bug: Bug, workload: Workload) -> list[str]:
     with more (`setups.EXTRAS`), that more made by its program before the setup's sync."""
     if bug.setup and workload.kind != bug.setup:
         return [f"{bug.gen} has the {workload.kind} setup, not {bug.setup}"]
-    made = {"links": (f"links to {LINKED}", link_loop(workload.links, str)[-1] if workload.links else None),
-            "xattrs": (f"xattrs on {LINKED}", xattr_loop(workload.xattrs, str, GUEST.setxattr)[-1]
-                       if workload.xattrs else None),
+    has = workload.made
+    made = {"links": (f"links to {FOO}", link_loop(has.links, str)[-1] if has.links else None),
+            "xattrs": (f"xattrs on {FOO}", xattr_loop(has.xattrs, str, GUEST.setxattr)[-1] if has.xattrs else None),
             "quota": ("quotas", QUOTA.format(root=GUEST.subvolume)),
-            "fifo": (f"fifo at {LINKED}", f"mkfifo {LINKED}" if workload.fifo else None)}
+            "fifo": (f"fifo at {FOO}", f"mkfifo {FOO}" if has.fifo else None)}
     if workload.extra not in made:
         return []
     what, line = made[workload.extra]

@@ -14,9 +14,9 @@ takes it as absent; a renamed directory of the setup takes its files. Setup runs
 from dataclasses import dataclass
 
 from plugpull.generate.clonehole import FAMILY as CLONE_HOLE, QUOTA, ROWS as CLONE_ROWS, TABLE as SIXTEENTH, \
-    clone_hole_data, clone_hole_fits, unchanged
+    clone_hole_data, clone_hole_fits
 from plugpull.generate.names import NAME_FAMILIES, NAME_ROWS, TWINS, name_step_allowed
-from plugpull.generate.reach import ANY_POINTS, REFLINKS
+from plugpull.generate.reach import ANY_POINTS, REFLINKS, changes_nothing
 from plugpull.generate.selfclone import CLONES, SELF_CLONES, SELF_FAMILIES
 from plugpull.generate.snapshot import FAMILY as SNAPSHOT, SNAPSHOT_ROWS, snapshot_step, snapshots_there
 from plugpull.generate.holes import FAMILY as HOLES, HOLE_ROWS, hole_data
@@ -25,7 +25,7 @@ from plugpull.generate.prealloc import FAMILY as PREALLOC, PREALLOC_ROWS, change
 from plugpull.generate.tmpfile import FAMILY as TMPFILE, TMPFILE_ROWS, tmpfile_step
 from plugpull.generate.sizes import MMAPS, PUNCHES, RANGED, RESIZES, TINIES, sized_data, sized_fits
 from plugpull.generate.unlinked import OPEN_POINTS, last_name
-from plugpull.generate.tree import DIR, DIRS, FIFO, FILE, FILES, FOURTH, NAMES, NESTED, NESTED_DIR, NESTED_FILES, \
+from plugpull.generate.tree import BLOCK, DIR, DIRS, FIFO, FILE, FILES, FOURTH, NAMES, NESTED, NESTED_DIR, NESTED_FILES, \
     ROOT, SYMLINK, THIRD, Inode, Tree, parent, sibling, under, with_xattr
 
 INITIAL_SIZE = 16384
@@ -39,7 +39,6 @@ WRITES = {"append": (lambda size: size, 4096), "overwrite": (lambda size: 0, 409
 FALLOCS = {"default": "falloc 8192 32768", "keep-size": "falloc -k 8192 32768",
            "punch-hole": "fpunch 4096 8192", "zero-range": "fzero 4096 8192"}
 TRUNCATE_TO = 2500
-BLOCK = 4096  # the direct-I/O and mmap writes' length and alignment
 # direct-I/O write variants (O_DIRECT, offset and length aligned to BLOCK): offset from the size
 DWRITES = {"overwrite": lambda size: 0, "append": lambda size: -(-size // BLOCK) * BLOCK}
 # mmap write variants: offset from the size; `extend` first extends the file by ftruncate
@@ -146,7 +145,7 @@ NAME_OPS = tuple(Op(*row) for row in NAME_ROWS)  # a third name, links into A/C,
 OPS = CORE_OPS + LATER_OPS + RMDIR_OPS + RANGE_OPS + NESTED_OPS + REACH_OPS + UNLINKED_OPS + AGAIN_OPS + SIZE_OPS + \
     NAME_OPS + tuple(Op(family, v, (f,)) for family in SELF_FAMILIES for f in FILES for v in SELF_CLONES) + \
     tuple(Op(*row) for row in SNAPSHOT_ROWS + TMPFILE_ROWS + HOLE_ROWS + FOURTH_ROWS + CLONE_ROWS + PREALLOC_ROWS)
-OWN_STEPS = {**CLONES, SNAPSHOT: snapshot_step, TMPFILE: tmpfile_step, "evict": unchanged, QUOTA: unchanged}
+OWN_STEPS = {**CLONES, SNAPSHOT: snapshot_step, TMPFILE: tmpfile_step, "evict": changes_nothing, QUOTA: changes_nothing}
 
 
 def refusal(op: Op, refused) -> str | None:

@@ -19,11 +19,9 @@ punch, a clone, collapse or insert range) is taken to free them all: owed no mor
 
 from dataclasses import replace
 
-from plugpull.generate.tree import Blocks
+from plugpull.generate.tree import BLOCK, FOO, Blocks
 
 FAMILY = "prealloc"
-BLOCK = 4096
-FILE = "A/foo"
 # variant: (the xfs_io command, offset past the size rounded up to a block, length); `truncate`'s
 # length is the size it sets, `falloc`'s offset is from the file's start
 PREALLOCS = {
@@ -32,7 +30,7 @@ PREALLOCS = {
     "head": ("falloc", 0, BLOCK),  # 211: falloc 0 + 64 KiB, half of the first range
     "cover": ("truncate", 0, 4 * BLOCK),  # 211: truncate 256 KiB, the end of both ranges
 }
-PREALLOC_ROWS = tuple((FAMILY, v, (FILE,)) for v in PREALLOCS)
+PREALLOC_ROWS = tuple((FAMILY, v, (FOO,)) for v in PREALLOCS)
 KEEPING = ("write", "dwrite", "mmapwrite", "falloc-eof", FAMILY)  # operations that free no block
 SHRINKING = ("truncate", "resize", "holes")  # a new size below the old frees the blocks past it
 

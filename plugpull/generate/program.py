@@ -16,10 +16,10 @@ nothing comes back (fd 4 on a file, /dev/null), the read ends at once and the pr
 
 from dataclasses import dataclass
 
-from plugpull.generate.ops import BLOCK, EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, SIZE_FAMILIES, \
+from plugpull.generate.ops import EOF_FALLOCS, FALLOCS, INITIAL_SIZE, SETUP_BYTE, SHIFTS, SIZE_FAMILIES, \
     TRUNCATE_TO, XATTR, Op, Persist, fill_byte, plain, sibling, write_range
 from plugpull.generate.again import AGAIN_COMMAND
-from plugpull.generate.setups import LINKED, link_loop, quota_line, xattr_loop
+from plugpull.generate.setups import NOTHING, Made, link_loop, quota_line, xattr_loop
 from plugpull.generate.reach import EVICT_COMMAND, REFLINKS
 from plugpull.generate.holes import FAMILY as HOLES, hole_command
 from plugpull.generate.prealloc import FAMILY as PREALLOC, prealloc_command
@@ -30,7 +30,7 @@ from plugpull.generate.snapshot import FAMILY as SNAPSHOT, snapshot_command
 from plugpull.generate.space import Workload
 from plugpull.generate.tmpfile import FAMILY as TMPFILE, tmpfile_command
 from plugpull.generate.unlinked import OPEN_POINTS, held_point, open_and_unlink
-from plugpull.generate.tree import Tree
+from plugpull.generate.tree import BLOCK, FOO, Tree
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,17 @@ class Tools:
 GUEST = Tools()
 
 
+def _one(command: tuple[str, bool]) -> tuple[str, bool]:
+    return f'-c "{command[0]}"', command[1]
+
+
+# xfs_io's steps on one file, by family: (variant, the file as the script names it, the step's
+# fill byte, the file's size) -> (xfs_io's options, whether it may fail as a fallocate does)
+FILE_STEPS = {HOLES: lambda variant, path, fill, size: _one(hole_command(variant, fill)),
+              PREALLOC: lambda variant, path, fill, size: _one(prealloc_command(variant, size)),
+              CLONE_HOLE: lambda variant, path, fill, size: clone_hole_command(variant, path, fill)}
+
+
 def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: str = "",
                refused: bool = False) -> str:
     """The shell command for `op`, operation number `step`, on the tree `before` it; `msync`:
@@ -86,15 +97,11 @@ def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: str = "
         commands, fallocate = sized_commands(op.family, op.variant, fill_byte(step), size, msync)
         call = f"{t.xfs_io} " + " ".join(f'-c "{c}"' for c in commands) + f" {args[0]}"
         return _silent(call, refused) if fallocate else call
-    if op.family in (HOLES, PREALLOC):
-        command, fallocate = hole_command(op.variant, fill_byte(step)) if op.family == HOLES else \
-            prealloc_command(op.variant, len(before.inode(op.args[0]).data))
-        call = f'{t.xfs_io} -c "{command}" {args[0]}'
+    if op.family in FILE_STEPS:
+        options, fallocate = FILE_STEPS[op.family](op.variant, args[0], fill_byte(step),
+                                                   len(before.inode(op.args[0]).data))
+        call = f"{t.xfs_io} {options} {args[0]}"
         return _silent(call, refused) if fallocate else call
-    if op.family == CLONE_HOLE:
-        command, clone = clone_hole_command(op.variant, args[0], fill_byte(step))
-        call = f"{t.xfs_io} {command} {args[0]}"
-        return _silent(call, refused) if clone else call
     if op.family == QUOTA:
         return quota_line(t.subvolume, refused)
     if op.family in ("write", "dwrite", "mmapwrite"):
@@ -189,19 +196,19 @@ def persist_command(persist: Persist) -> str | None:
     return held_point(syncer) if persist.kind in OPEN_POINTS else f"{syncer} {persist.path}"
 
 
-def setup_lines(names, t: Tools = GUEST, links: int = 0, xattrs: int = 0, fifo: bool = False) -> list[str]:
-    """The setup's names made, `links` extra links to A/foo (`setups.link_loop`) and `xattrs`
-    on it (`setups.xattr_loop`), or A/foo a fifo (`fifo`)."""
+def setup_lines(names, t: Tools = GUEST, made: Made = NOTHING) -> list[str]:
+    """The setup's names made, and what it `made` of A/foo: more links to it
+    (`setups.link_loop`), xattrs on it (`setups.xattr_loop`), or it a fifo."""
     lines = []
     for path in names:
-        if fifo and path == LINKED:
+        if made.fifo and path == FOO:
             lines.append(f"mkfifo {t.at(path)}")
         elif path in SETUP_BYTE:
             lines.append(f'{t.xfs_io} -f -c "pwrite -q -S {SETUP_BYTE[path]:#04x} 0 {INITIAL_SIZE}" {t.at(path)}')
         else:
             lines.append(f"mkdir {t.at(path)}")
-    lines += link_loop(links, t.at) if links else []
-    return lines + (xattr_loop(xattrs, t.at, t.setxattr) if xattrs else [])
+    lines += link_loop(made.links, t.at) if made.links else []
+    return lines + (xattr_loop(made.xattrs, t.at, t.setxattr) if made.xattrs else [])
 
 
 ACKED = ('pp_acked() { echo "ack $1" >&4; while read -r pp_echo <&4; do [ "$pp_echo" = "ack $1" ] && return 0; done; return 0; }'
@@ -211,7 +218,7 @@ ACKED = ('pp_acked() { echo "ack $1" >&4; while read -r pp_echo <&4; do [ "$pp_e
 def setup_block(workload: Workload, t: Tools = GUEST) -> list[str]:
     if workload.synced:
         quota = [quota_line(t.subvolume, "quota" in workload.refused)] if workload.extra == "quota" else []
-        made = setup_lines(workload.setup, t, workload.links, workload.xattrs, workload.fifo)
+        made = setup_lines(workload.setup, t, workload.made)
         return ["# setup, made durable: ack 0", *quota, *made, "sync", "pp_acked 0"]
     return ["# setup, not synced (in the same transaction as the operations): ack 0 owes nothing",
             *setup_lines(workload.setup, t), "pp_acked 0"]

@@ -3,9 +3,8 @@ reflink and clone and copy_file_range between two of the fixed files, and the pe
 a name the step did not touch. Plain functions on bytes and trees, so that `ops` (which owns
 the operation table) can use them without this module knowing its `Op`."""
 
-from plugpull.generate.tree import DIR, FILE, NAMES, ROOT, SNAPS, Tree, with_data
+from plugpull.generate.tree import BLOCK, DIR, FILE, NAMES, ROOT, SNAPS, Tree, with_data
 
-BLOCK = 4096
 
 # drop_caches (Documentation/admin-guide/sysctl/vm.rst): 2 frees the reclaimable slab objects,
 # dentries and inodes among them, which is the eviction wanted: the next step reads the inode
@@ -59,6 +58,12 @@ def untouched(tree: Tree, files, dirs) -> list[tuple[str, str]]:
     out += [("fsync-any", d) for d in (ROOT,) if d not in dirs]
     out += [("fsync-any", d) for d, kind in there if kind == DIR and d not in dirs and d not in SNAPS]
     return out
+
+
+def changes_nothing(sim, op) -> bool:
+    """A step that changes nothing of the model (`ops.Sim`), valid anywhere: `evict` (the model
+    tree is what the disk and the caches both hold), and the sixteenth table's `quota.enable`."""
+    return True
 
 
 def clone_step(sim, op) -> bool:

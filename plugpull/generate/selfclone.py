@@ -17,9 +17,8 @@ append) or 12 KiB (a write past the end of an empty file) they run; elsewhere th
 (EINVAL) and no workload has it. Few rows: each multiplies the seq-3 space."""
 
 from plugpull.generate.reach import clone_step
-from plugpull.generate.tree import with_data
+from plugpull.generate.tree import BLOCK, with_data
 
-BLOCK = 4096
 SELF_FAMILIES = ("self-clone",)
 # variant -> (source offset, destination offset) of the block cloned, from the file's size
 SELF_CLONES = {"to-start": lambda size: (size - BLOCK, 0), "past-eof": lambda size: (BLOCK, size)}

@@ -7,7 +7,7 @@ mapping of the file's first and last pages with the points that msync one of the
 512 and 325. Plain functions on bytes, so that `ops` (which owns the operation table) can use
 them without this module knowing its `Op`."""
 
-BLOCK = 4096
+from plugpull.generate.tree import BLOCK
 
 # punch variants (fallocate PUNCH_HOLE|KEEP_SIZE, xfs_io `fpunch`): (offset, length). generic/059's
 # two sub-page punches as they are (its file holds 16 KiB, as the setup's do); generic/177's three

@@ -6,7 +6,7 @@ from functools import cached_property
 
 from plugpull.errors import UsageError
 from plugpull.generate.ops import OPS, PERSISTENCE, Op, Persist, refusal
-from plugpull.generate.setups import MARKS, built, setup_kind
+from plugpull.generate.setups import MARKS, Made, built, setup_kind
 from plugpull.generate.tree import Tree
 
 
@@ -40,19 +40,9 @@ class Workload:
         return setup_kind(self.synced, self.extra)
 
     @property
-    def links(self) -> int:
-        """The setup's extra links to A/foo (`setups`)."""
-        return self._built[0][0]
-
-    @property
-    def xattrs(self) -> int:
-        """The setup's xattrs on A/foo (`setups`)."""
-        return self._built[0][1]
-
-    @property
-    def fifo(self) -> bool:
-        """The setup makes A/foo a fifo (`setups`)."""
-        return self._built[0][2]
+    def made(self) -> Made:
+        """What the setup makes of A/foo past its names: links, xattrs or a fifo (`setups`)."""
+        return self._built[0]
 
     def text(self) -> str:
         return "; ".join(s.text() for s in self.steps)
@@ -71,7 +61,7 @@ class Workload:
         return self._built[1]
 
     @cached_property
-    def _built(self) -> tuple[tuple[int, int, bool], list[Tree]]:
+    def _built(self) -> tuple[Made, list[Tree]]:
         return built(self)
 
 

@@ -18,6 +18,7 @@ from types import MappingProxyType
 ROOT = "."
 DIRS = ("A", "B")
 FILES = ("A/foo", "A/bar", "B/foo", "B/bar")
+FOO = FILES[0]  # A/foo: the file the setups' extras, holes, prealloc and clone-hole act on
 NESTED_DIR = "A/C"  # ACE's nested directory: a subdirectory of A
 NESTED_FILES = ("A/C/foo", "A/C/bar")
 NESTED = (NESTED_DIR, *NESTED_FILES, "B/C", "B/C/foo", "B/C/bar")  # B/C: where a rename of A takes A/C
@@ -32,6 +33,7 @@ NAMES = DIRS + FILES + NESTED + THIRD + SNAPS + FOURTH
 _ORDER = {p: i for i, p in enumerate(NAMES)}
 
 FILE, DIR, SYMLINK, FIFO = "file", "dir", "symlink", "fifo"
+BLOCK = 4096  # the block the model's ranges are aligned to and counted in (direct-I/O and mmap writes' length)
 
 
 def parent(path: str) -> str:

@@ -17,5 +17,5 @@ GENERIC_040 = "link A/foo A/bar, fsync A/foo"
 @pytest.mark.parametrize("fs", ["ext4", "btrfs"])
 def test_barrier_keeps_the_links_the_setup_made_and_the_one_more(crash_run, fs):
     workload = Space(1, extra="links").workload(whole_space(1).locate(steps_of(GENERIC_040)))
-    assert workload.links == 3000
+    assert workload.made.links == 3000
     judged_clean_with_barriers(crash_run, fs, workload)

@@ -18,5 +18,5 @@ BTRFS_119 = "seq3q-6411034717"  # snapshot.make snap; snapshot.delete snap; rena
 @pytest.mark.parametrize("ident", [GENERIC_745, BTRFS_119], ids=["745", "119"])
 def test_barrier_keeps_what_the_setups_points_owe(crash_run, ident):
     workload = space_of(ident).parse(ident)
-    assert workload.extra in ("xattrs", "quota") and (workload.xattrs == 2000) == (workload.extra == "xattrs")
+    assert workload.extra in ("xattrs", "quota") and (workload.made.xattrs == 2000) == (workload.extra == "xattrs")
     judged_clean_with_barriers(crash_run, "btrfs", workload)

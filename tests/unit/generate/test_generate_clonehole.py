@@ -12,9 +12,8 @@ import pytest
 from tests.unit.generate.pins import seq1_pin, seq2_drawn_pin
 from tests.unit.generate.test_generate_later import host_tools  # noqa: F401
 from tests.unit.generate.test_generate_names import state, unnumbered
-from tests.unit.generate.test_generate_range import run_in
-from tests.unit.generate.test_generate_reach import host_refuses_reflink
-from tests.unit.generate.test_oracle import assert_own_states_clean
+from tests.unit.generate.test_generate_reach import refused_on_the_host
+from tests.unit.generate.test_oracle_own_states import assert_own_states_clean
 
 from plugpull.check.verdict import Verdict
 from plugpull.generate import clonehole, ops
@@ -26,7 +25,7 @@ from plugpull.generate.program import program
 from plugpull.generate.setups import quota_line
 from plugpull.generate.shapes import shape_named
 from plugpull.generate.space import Space, workload_of
-from plugpull.generate.tree import Entry, FILE, digest, read_tree
+from plugpull.generate.tree import Entry, FILE, digest
 
 # sha256 of "ID TEXT | SETUP\n" for every seq 1 workload of the first fourteen tables, and for 300
 # seq 2 ids drawn from them by random.Random(61), as the fourteen tables' code gave them
@@ -154,18 +153,8 @@ def test_the_program_writes_the_ranges_o_sync_and_checks_the_clone():
 def test_the_program_leaves_the_models_tree_where_the_host_refuses_the_clone(host_tools, tmp_path):  # noqa: F811
     """The host's filesystem (ext4 here) refuses the clone as ext4's profile says: the program
     leaves the refused model's tree; run as a filesystem that clones (xfs), it fails."""
-    (tmp_path / "work").mkdir()
-    if not host_refuses_reflink(tmp_path / "work"):
-        pytest.skip("the host's filesystem here does reflink")
     workload = unnumbered(BTRFS_231)
-    refused = on_profile(workload, "ext4")
-    done = run_in(tmp_path / "work", program(refused))
-    assert done.returncode == 0, done.stderr
-    seen = {p: (e.kind, e.size, e.digest) for p, e in read_tree(tmp_path / "work").items()}
-    assert seen == {p: (e.kind, e.size, e.digest) for p, e in refused.trees[-1].view().items()}
-    (tmp_path / "again").mkdir()
-    failed = run_in(tmp_path / "again", program(on_profile(workload, "xfs")))
-    assert failed.returncode != 0 and "Operation not supported" in failed.stderr
+    refused_on_the_host(tmp_path, workload, on_profile(workload, "xfs"))
 
 
 def test_the_quota_enable_changes_nothing_and_its_points_are_sync_and_any_names():

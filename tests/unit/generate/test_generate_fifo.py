@@ -5,12 +5,13 @@ pp-tree's walk reads it as a fifo, and a state where it came back a regular file
 that forgot it, is caught. No VM."""
 
 import os
+from dataclasses import replace
 
 import pytest
 from tests.cli_run import run_cli
 from tests.unit.generate.test_generate_fourth import GENERIC_479
 from tests.unit.generate.test_generate_later import host_tools, program_leaves_its_tree  # noqa: F401
-from tests.unit.generate.test_oracle import assert_own_states_clean
+from tests.unit.generate.test_oracle_own_states import assert_own_states_clean
 
 from plugpull.check.verdict import Verdict
 from plugpull.generate import setups
@@ -45,9 +46,9 @@ def test_the_fifo_space_is_the_synced_one_with_its_own_ids():
     synced, made = Space(1), Space(1, extra="fifo")
     assert made.count() == synced.count() == 1488
     workload = fifo(LINKED_SYNCED)
-    assert workload.ident == "seq1f-000130" and workload.fifo and workload.kind == "fifo"
+    assert workload.ident == "seq1f-000130" and workload.made.fifo and workload.kind == "fifo"
     assert workload.steps == synced.workload(130).steps and workload.setup == synced.workload(130).setup
-    assert shaped().ident == "seq4f.four-names-209352" and shaped().fifo
+    assert shaped().ident == "seq4f.four-names-209352" and shaped().made.fifo
     with pytest.raises(Exception, match="not of --setup fifo"):
         made.parse("seq1-000130")
 
@@ -58,14 +59,14 @@ def test_the_fifo_space_is_the_synced_one_with_its_own_ids():
 def test_a_workload_that_would_open_the_fifo_has_a_regular_file(text):
     """A write, truncate, xattr or open of A/foo, or a point that names it: the plain synced setup."""
     workload = fifo(text)
-    assert not workload.fifo
+    assert not workload.made.fifo
     assert "mkfifo" not in program(workload)
 
 
 def test_the_guest_never_opens_the_fifo():
     """In every seq-1 workload that makes it, each command that names it (at a name it has
     then) is mkfifo, mv, ln or unlink, and no point names it: none opens it."""
-    made = [w for w in Space(1, extra="fifo").workloads() if w.fifo]
+    made = [w for w in Space(1, extra="fifo").workloads() if w.made.fifo]
     assert len(made) == 72
     for workload in made:
         setup = program(workload).split("sync\npp_acked 0")[0].splitlines()
@@ -112,7 +113,7 @@ def test_a_model_that_forgets_the_fifo_is_caught(monkeypatch):
     workload = fifo(LINKED_SYNCED)
     truth = workload.trees[-1].view()
     made = setups.setup_tree
-    monkeypatch.setattr(setups, "setup_tree", lambda names, links=0, xattrs=0, fifo=False: made(names, links, xattrs))
+    monkeypatch.setattr(setups, "setup_tree", lambda names, was=setups.NOTHING: made(names, replace(was, fifo=False)))
     on_profile.cache_clear()  # the oracle keeps a workload's model by its value
     blind = fifo(LINKED_SYNCED)
     assert judge(blind, "ext4", 1, truth).verdict != Verdict.CLEAN
@@ -129,7 +130,7 @@ def test_pp_trees_walk_reads_a_fifo_as_a_fifo():
 
 def test_every_tree_of_the_fifo_workloads_judges_clean():
     made = Space(1, extra="fifo")
-    assert_own_states_clean(made, [w.index for w in made.workloads() if w.fifo])
+    assert_own_states_clean(made, [w.index for w in made.workloads() if w.made.fifo])
     assert_own_states_clean(shape_space("four-names", extra="fifo"), [shaped().index])
 
 

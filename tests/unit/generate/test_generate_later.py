@@ -16,10 +16,10 @@ from plugpull.check.verdict import Verdict
 from plugpull.errors import UsageError
 from plugpull.generate.judge import judge
 from plugpull.generate.oracle import PROFILES, owed
-from plugpull.generate.ops import BLOCK, INITIAL_SIZE, TRUNCATE_TO
+from plugpull.generate.ops import INITIAL_SIZE, TRUNCATE_TO
 from plugpull.generate.program import program
 from plugpull.generate.space import Space, space_of, workload_of
-from plugpull.generate.tree import FILE, digest, read_tree
+from plugpull.generate.tree import BLOCK, FILE, digest, read_tree
 from plugpull.reproducer import case_for
 from plugpull.reproducer.sh import TOOLS as SH_TOOLS, checking
 from plugpull.reproducer.steps import op_lines, setup_lines

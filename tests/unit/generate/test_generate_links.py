@@ -11,7 +11,7 @@ import pytest
 from tests.cli_run import run_cli
 from plugpull.generate.judge import judge
 from plugpull.generate.oracle import held, on_profile
-from plugpull.generate.setups import MANY, link_loop, link_names
+from plugpull.generate.setups import MANY, NOTHING, link_loop, link_names
 from plugpull.generate.program import program
 from plugpull.generate.space import Space, shape_space, space_of, steps_of, whole_space
 from plugpull.generate.tree import FILE, Blocks, Entry
@@ -61,7 +61,7 @@ def test_an_id_of_another_setup_is_refused():
 def test_the_setup_tree_holds_the_links_and_the_count():
     workload = linked()
     first, last = workload.trees[0], workload.trees[-1]
-    assert workload.links == MANY == 3000
+    assert workload.made.links == MANY == 3000
     ino = first.paths["A/foo"]
     assert first.names_of(ino) == ("A/foo", *link_names(MANY))
     assert first.nlink("A/foo") == 3001 and last.nlink("A/foo_link_3000") == 3002
@@ -69,17 +69,17 @@ def test_the_setup_tree_holds_the_links_and_the_count():
 
 
 def test_no_links_where_the_setup_does_not_make_a_foo_or_a_step_is_invalid_with_them():
-    made = linked("creat A/foo, fsync A/foo")
-    assert made.links == 0 and "A/foo_link_1" not in made.trees[-1].paths
+    creating = linked("creat A/foo, fsync A/foo")
+    assert creating.made.links == 0 and "A/foo_link_1" not in creating.trees[-1].paths
     index = whole_space(1).locate(steps_of("unlink-open A/foo, fsync-open A/foo"))
     held = Space(1, extra="links").workload(index)
-    assert "A/foo" in held.setup and held.links == 0 and "ln " not in program(held)
+    assert "A/foo" in held.setup and held.made.links == 0 and "ln " not in program(held)
     index = whole_space(2).locate(steps_of("unlink A/foo; rmdir A, sync"))
     emptied = Space(2, extra="links").workload(index)
-    assert "A/foo" in emptied.setup and emptied.links == 0 and emptied.trees[-1].kind("A") is None
+    assert "A/foo" in emptied.setup and emptied.made.links == 0 and emptied.trees[-1].kind("A") is None
     index = whole_space(2).locate(steps_of("unlink A/foo; link A/bar B/bar, sync"))
     kept = Space(2, extra="links").workload(index)
-    assert kept.links == MANY and kept.trees[-1].nlink("A/foo_link_1") == 3000
+    assert kept.made.links == MANY and kept.trees[-1].nlink("A/foo_link_1") == 3000
 
 
 def test_the_program_makes_the_links_before_the_sync():
@@ -117,10 +117,10 @@ def test_a_model_that_forgets_the_links_is_caught(monkeypatch):
     is wrong, and the names are ones no point of the workload has."""
     real = linked()
     recovered = real.trees[-1].view()
-    monkeypatch.setattr("plugpull.generate.setups.made_for", lambda workload: (0, 0))
+    monkeypatch.setattr("plugpull.generate.setups.made_for", lambda workload: NOTHING)
     forget_kept_models()
     forgot = replace(real)
-    assert forgot.links == 0
+    assert forgot.made.links == 0
     found = judge(forgot, "btrfs", 1, recovered)
     assert found.verdict != Verdict.CLEAN
     assert any("nlink is 3002, owed 2" in why for _, why in found.lost)
@@ -139,7 +139,7 @@ def test_a_file_recovered_on_the_links_inode_is_inconsistent_once():
     """B/foo, another file, on the inode of A/foo and its links: a half-done rename, said of
     A/foo (which the setup made before the links) and of the first link, not of each of 3,000."""
     workload = space_of("seq1l-000776").parse("seq1l-000776")
-    assert workload.text() == "reflink.file A/foo B/foo, sync" and workload.links == MANY
+    assert workload.text() == "reflink.file A/foo B/foo, sync" and workload.made.links == MANY
     recovered = dict(workload.trees[-1].view())
     assert judge(workload, "btrfs", 1, recovered).verdict == Verdict.CLEAN
     recovered["B/foo"] = replace(recovered["B/foo"], ino=recovered["A/foo"].ino)
@@ -169,7 +169,7 @@ def test_a_moved_directory_of_links_is_held_once_and_judged():
     """`rename.dir A B, sync`: the 3,000 links move with A; what the setup's sync owed of them is
     held under their names in A or in B, one held file for the inode, not one per link."""
     workload = space_of("seq1l-000338").parse("seq1l-000338")
-    assert workload.text() == "rename.dir A B, sync" and workload.links == MANY
+    assert workload.text() == "rename.dir A B, sync" and workload.made.links == MANY
     kept = held(workload, "btrfs", 0)
     linked_file = [h for h in kept if "A/foo_link_1" in h.names]
     assert len(linked_file) == 1 and len(linked_file[0].names) == 2 * 3001 and "B/foo_link_3000" in linked_file[0].names

@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 from tests.unit.generate.pins import line
 from tests.unit.generate.test_generate_later import host_tools, program_leaves_the_models_tree, reproducers_checks_pass  # noqa: F401
-from tests.unit.generate.test_oracle import assert_own_states_clean, table_block
+from tests.unit.generate.test_oracle_own_states import assert_own_states_clean, table_block
 
 from plugpull.check.verdict import Verdict
 from plugpull.errors import UsageError

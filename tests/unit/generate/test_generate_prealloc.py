@@ -14,10 +14,10 @@ from plugpull.check.verdict import Verdict
 from plugpull.generate import oracle
 from plugpull.generate.ops import up_to
 from plugpull.generate.judge import judge
-from plugpull.generate.prealloc import BLOCK, covered
+from plugpull.generate.prealloc import covered
 from plugpull.generate.shapes import shape_named
 from plugpull.generate.space import Space, space_of, whole_space
-from plugpull.generate.tree import Blocks
+from plugpull.generate.tree import BLOCK, Blocks
 from plugpull.generate.workload import GeneratedWorkload, collected
 
 # every seq-1 workload and 300 seq-2 ids drawn by random.Random(53) of the fourteen tables, as

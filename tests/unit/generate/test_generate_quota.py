@@ -24,7 +24,7 @@ def test_the_quota_space_is_the_synced_one_with_its_own_ids():
     for index in (0, 26, 1379):
         a, b = synced.workload(index), extra.workload(index)
         assert a.steps == b.steps and a.setup == b.setup and b.synced and a.trees == b.trees
-        assert b.ident == f"seq1q-{index:06d}" and b.links == b.xattrs == 0
+        assert b.ident == f"seq1q-{index:06d}" and b.made.links == b.made.xattrs == 0
     with pytest.raises(Exception, match="not of --setup quota"):
         extra.parse("seq1x-000026")
 

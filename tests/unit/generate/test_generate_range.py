@@ -20,10 +20,10 @@ from plugpull.check.verdict import Verdict
 from plugpull.errors import UsageError
 from plugpull.generate.judge import judge
 from plugpull.generate.oracle import PROFILES, on_profile, owed, refusals
-from plugpull.generate.ops import BLOCK, INITIAL_SIZE, RANGE_OPS, Op, up_to
+from plugpull.generate.ops import INITIAL_SIZE, RANGE_OPS, Op, up_to
 from plugpull.generate.program import Tools, op_command, program
 from plugpull.generate.space import Space, space_of, workload_of
-from plugpull.generate.tree import digest, read_tree
+from plugpull.generate.tree import BLOCK, digest, read_tree
 from plugpull.generate.workload import generated_workload
 
 # ids and what they named before the fourth table was added (read from the three tables' code)

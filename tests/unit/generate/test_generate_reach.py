@@ -15,7 +15,7 @@ import pytest
 from tests.unit.generate.pins import line
 from tests.unit.generate.test_generate_later import host_tools, program_leaves_the_models_tree  # noqa: F401
 from tests.unit.generate.test_generate_range import run_in
-from tests.unit.generate.test_oracle import assert_own_states_clean, table_block
+from tests.unit.generate.test_oracle_own_states import assert_own_states_clean, table_block
 
 from plugpull.check.verdict import Verdict
 from plugpull.errors import UsageError
@@ -341,6 +341,26 @@ def host_refuses_reflink(path) -> bool:
     return "Operation not supported" in said.stderr
 
 
+def refused_on_the_host(tmp_path, workload, cloning) -> dict:
+    """Run `workload`'s program as ext4's profile refuses its clone, on the host's filesystem
+    (skipped unless it refuses reflink, as ext4 does): it goes on without the clone and leaves
+    the refused model's tree, which is returned as seen; `cloning`'s (a profile that expects the
+    clone done) fails there on the refusal."""
+    __tracebackhide__ = True
+    (tmp_path / "work").mkdir()
+    if not host_refuses_reflink(tmp_path / "work"):
+        pytest.skip("the host's filesystem here does reflink")
+    refused = on_profile(workload, "ext4")
+    done = run_in(tmp_path / "work", program(refused))
+    assert done.returncode == 0, done.stderr
+    seen = {p: (e.kind, e.size, e.digest) for p, e in read_tree(tmp_path / "work").items()}
+    assert seen == {p: (e.kind, e.size, e.digest) for p, e in refused.trees[-1].view().items()}
+    (tmp_path / "again").mkdir()
+    failed = run_in(tmp_path / "again", program(cloning))
+    assert failed.returncode != 0 and "Operation not supported" in failed.stderr
+    return seen
+
+
 COPIES = ["truncate A/foo; copy A/foo A/bar, fsync A/bar", "copy B/bar A/foo; write.append B/bar, fdatasync-any A/foo"]
 
 
@@ -354,19 +374,9 @@ def test_reflink_refused_on_the_host_leaves_the_refused_models_tree_and_done_whe
     """The host's filesystem (ext4 here) refuses reflink as ext4's profile says: the program
     goes on without it and leaves the model's tree with it not done; run as a filesystem that
     does it would (the profile of xfs), the refusal fails the program."""
-    (tmp_path / "work").mkdir()
-    if not host_refuses_reflink(tmp_path / "work"):
-        pytest.skip("the host's filesystem here does reflink")
     workload = workload_of("reflink.range A/foo A/bar, fsync A/bar; write.append A/bar, sync")
-    refused = on_profile(workload, "ext4")
-    done = run_in(tmp_path / "work", program(refused))
-    assert done.returncode == 0, done.stderr
-    seen = {p: (e.kind, e.size, e.digest) for p, e in read_tree(tmp_path / "work").items()}
-    assert seen == {p: (e.kind, e.size, e.digest) for p, e in refused.trees[-1].view().items()}
+    seen = refused_on_the_host(tmp_path, workload, workload)
     assert seen["A/bar"][2] == digest(B + b"b" * 4096) != workload.trees[-1].entry("A/bar").digest
-    (tmp_path / "again").mkdir()
-    failed = run_in(tmp_path / "again", program(workload))
-    assert failed.returncode != 0 and "Operation not supported" in failed.stderr
 
 
 # --- the model's own states ----------------------------------------------------------------

@@ -10,9 +10,8 @@ import random
 import pytest
 from tests.unit.generate.pins import seq1_pin, seq2_drawn_pin
 from tests.unit.generate.test_generate_later import host_tools  # noqa: F401
-from tests.unit.generate.test_generate_range import run_in
-from tests.unit.generate.test_generate_reach import host_refuses_reflink
-from tests.unit.generate.test_oracle import assert_own_states_clean, table_block
+from tests.unit.generate.test_generate_reach import refused_on_the_host
+from tests.unit.generate.test_oracle_own_states import assert_own_states_clean, table_block
 
 from plugpull.check.verdict import Verdict
 from plugpull.errors import UsageError
@@ -23,7 +22,7 @@ from plugpull.generate.ops import INITIAL_SIZE, Persist, Sim, apply
 from plugpull.generate.points import followed, persistence_choices
 from plugpull.generate.program import program
 from plugpull.generate.space import Space, Workload, ordered_setup, steps_of, workload_of
-from plugpull.generate.tree import FILE, read_tree
+from plugpull.generate.tree import FILE
 
 # sha256 of "ID TEXT | SETUP\n" for every seq 1 workload of the first ten tables, and for 300
 # seq 2 ids drawn from them by random.Random(57), as the ten tables' code gave them
@@ -165,19 +164,9 @@ def test_refused_on_the_host_leaves_the_refused_models_tree_and_done_where_not_e
     """The host's filesystem (ext4 here) refuses the clone as ext4's profile says: the program goes
     on without it and leaves the model's tree with it not done; run as a filesystem that does it
     would (the profile of xfs), the refusal fails the program."""
-    (tmp_path / "work").mkdir()
-    if not host_refuses_reflink(tmp_path / "work"):
-        pytest.skip("the host's filesystem here does reflink")
     workload = made(GENERIC_588)
-    refused = on_profile(workload, "ext4")
-    done = run_in(tmp_path / "work", program(refused))
-    assert done.returncode == 0, done.stderr
-    seen = {p: (e.kind, e.size, e.digest) for p, e in read_tree(tmp_path / "work").items()}
-    assert seen == {p: (e.kind, e.size, e.digest) for p, e in refused.trees[-1].view().items()}
+    seen = refused_on_the_host(tmp_path, workload, workload)
     assert seen["A/foo"][1] == INITIAL_SIZE != workload.trees[-1].entry("A/foo").size
-    (tmp_path / "again").mkdir()
-    failed = run_in(tmp_path / "again", program(workload))
-    assert failed.returncode != 0 and "Operation not supported" in failed.stderr
 
 
 @pytest.mark.parametrize("synced", [True, False], ids=["synced", "unsynced"])

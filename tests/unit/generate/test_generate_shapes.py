@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 from tests.cli_run import run_cli
-from tests.unit.generate.test_oracle import assert_own_states_clean
+from tests.unit.generate.test_oracle_own_states import assert_own_states_clean
 from tests.unit.generate.test_program import host_refusals, host_tools, links, run_on_host, without_ino  # noqa: F401
 
 from plugpull.errors import UsageError

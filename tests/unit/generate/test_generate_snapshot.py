@@ -11,7 +11,7 @@ import pytest
 from tests.unit.generate.pins import seq1_pin, seq2_drawn_pin
 from tests.unit.generate.test_generate_names import state, unnumbered
 from tests.unit.generate.test_generate_shapes import brute_force
-from tests.unit.generate.test_oracle import assert_own_states_clean
+from tests.unit.generate.test_oracle_own_states import assert_own_states_clean
 
 from plugpull.check.verdict import Verdict
 from plugpull.generate import oracle, space as space_module, workload as workload_module

@@ -13,7 +13,7 @@ from tests.cli_run import run_cli
 from plugpull.generate.judge import judge
 from plugpull.generate.oracle import on_profile
 from plugpull.generate.program import GUEST, program
-from plugpull.generate.setups import XATTRS, setup_xattrs, xattr_loop
+from plugpull.generate.setups import NOTHING, XATTRS, setup_xattrs, xattr_loop
 from plugpull.generate.space import Space, space_of, steps_of, whole_space
 from plugpull.check.verdict import Verdict
 
@@ -46,7 +46,7 @@ def test_the_xattrs_space_is_the_synced_one_with_its_own_ids():
 
 def test_the_setup_tree_holds_the_xattrs_and_the_steps_keep_them():
     workload = with_xattrs()
-    assert workload.xattrs == XATTRS == 2000 and workload.links == 0
+    assert workload.made.xattrs == XATTRS == 2000 and workload.made.links == 0
     owed = workload.trees[0].inode("A/foo").xattrs
     assert owed == setup_xattrs(2000) and owed[0] == ("user.attr_0001", "val_0001") and owed[-1][0] == "user.attr_2000"
     assert workload.trees[-1].inode("A/foo").xattrs == owed
@@ -56,10 +56,10 @@ def test_the_setup_tree_holds_the_xattrs_and_the_steps_keep_them():
 
 
 def test_none_where_the_setup_does_not_make_a_foo_or_on_ext4_and_f2fs():
-    assert with_xattrs("creat A/foo, fsync A/foo").xattrs == 0
+    assert with_xattrs("creat A/foo, fsync A/foo").made.xattrs == 0
     for fs, made in (("ext4", 0), ("f2fs", 0), ("xfs", XATTRS), ("btrfs", XATTRS)):
         run = on_profile(with_xattrs(), fs)
-        assert run.xattrs == made and ("pp-xattr set" in program(run)) == bool(made), fs
+        assert run.made.xattrs == made and ("pp-xattr set" in program(run)) == bool(made), fs
 
 
 def test_the_loop_sets_the_names_and_values_the_model_has(tmp_path):
@@ -95,10 +95,10 @@ def test_the_judge_owes_the_xattrs():
 def test_a_model_that_forgets_the_xattrs_is_caught(monkeypatch):
     real = with_xattrs()
     recovered = real.trees[-1].view()
-    monkeypatch.setattr("plugpull.generate.setups.made_for", lambda workload: (0, 0))
+    monkeypatch.setattr("plugpull.generate.setups.made_for", lambda workload: NOTHING)
     on_profile.cache_clear()
     forgot = replace(real)
-    assert forgot.xattrs == 0
+    assert forgot.made.xattrs == 0
     assert judge(forgot, "btrfs", 1, recovered).verdict != Verdict.CLEAN
 
 

@@ -25,7 +25,8 @@ from plugpull.reproducer.flushes import FLUSH_COUNT, fstests_test as flushes_tes
 from plugpull.reproducer.forms import Window, case_choice, state_choice, window_choice
 from plugpull.reproducer.loghole import FAR, crafting, fstests_test as loghole_test, record_bytes, \
     script as loghole_script
-from tests.unit.reproducer.test_reproducer import parses, run
+from tests.unit.reproducer.test_reproducer import parses
+from tests.unit.reproducer.test_reproducer_cli import run
 
 ROOT = Path(__file__).resolve().parents[3]
 W, F = (True, False), (False, True)  # a write, a flush, as a window holds them

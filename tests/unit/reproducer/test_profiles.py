@@ -20,7 +20,8 @@ from plugpull.reproducer.profiles import NEEDS
 from plugpull.reproducer.sh import make_and_mount
 from plugpull.reproducer.shell import PRELUDE
 from plugpull.testbed.features import FEATURES
-from tests.unit.reproducer.test_reproducer import SHIM, helpers_called, helpers_defined, parses, run
+from tests.unit.reproducer.test_reproducer import SHIM, helpers_called, helpers_defined, parses
+from tests.unit.reproducer.test_reproducer_cli import run
 
 FAST = case_for("gen:seq1-000253", "ext4+fast_commit")
 ZSTD = case_for("gen:seq1-000253", "btrfs+compress=zstd")
