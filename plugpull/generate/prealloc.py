@@ -14,7 +14,8 @@ fallocate of the first block, which moves the size into the first range (211: fa
 KiB); a truncate up to 4 blocks, the end of both ranges of a new file (211: truncate 256 KiB).
 
 What later operations do to the blocks: a write, a fallocate that allocates and a truncate up
-keep them; a truncate down frees those past the new end; any other operation on the file (a
+keep them; a truncate to the same size or down frees those past the new end (ext4 and btrfs
+truncate past the size unless it grows); any other operation on the file (a
 punch, a clone, collapse or insert range) is taken to free them all: owed no more."""
 
 from dataclasses import replace
@@ -75,11 +76,18 @@ def made(op, size: int) -> frozenset:
 def kept(op, node, data: bytes) -> frozenset:
     """The blocks the model owes of `node` after `op` left it `data`."""
     old = len(node.data)
+    if truncates(op):
+        return node.prealloc if len(data) > old else frozenset(b for b in node.prealloc if b * BLOCK < len(data))
     if op.family in KEEPING or (op.family, op.variant) in (("falloc", "default"), ("falloc", "keep-size")):
         return node.prealloc | made(op, old)
-    if op.family in SHRINKING and not (op.family == "holes" and op.variant.startswith("punch")):
-        return node.prealloc if len(data) >= old else frozenset(b for b in node.prealloc if b * BLOCK < len(data))
     return frozenset()
+
+
+def truncates(op) -> bool:
+    """Whether `op` sets the size: a new size not above the old frees the blocks past it."""
+    if op.family == FAMILY:
+        return PREALLOCS[op.variant][0] == "truncate"
+    return op.family in SHRINKING and not (op.family == "holes" and op.variant.startswith("punch"))
 
 
 def changed(op, node, data: bytes):

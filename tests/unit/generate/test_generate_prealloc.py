@@ -69,6 +69,7 @@ def test_btrfs_211s_blocks_worked_out_by_hand():
 
 @pytest.mark.parametrize("text, freed", [
     ("falloc-eof.keep-size A/foo; truncate A/foo, fsync A/foo", True),  # a truncate down frees them
+    ("falloc-eof.keep-size A/foo; prealloc.cover A/foo, fsync A/foo", True),  # to the same size: frees them too
     ("falloc-eof.keep-size A/foo; falloc.punch-hole A/foo, fsync A/foo", True),  # a punch: owed no more
     ("falloc-eof.keep-size A/foo; write.append A/foo, fsync A/foo", False),
     ("falloc-eof.keep-size A/foo; reflink.file A/bar A/foo, fsync A/foo", True),  # a clone: owed no more
