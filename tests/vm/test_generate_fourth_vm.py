@@ -24,5 +24,5 @@ def test_barrier_keeps_what_the_fourth_names_points_owe(crash_run):
 
 def test_barrier_keeps_the_fifo_and_its_names(crash_run):
     workload = space_of(GENERIC_479).parse(GENERIC_479)
-    assert workload.fifo and workload.trees[-1].inode("A/baz").kind == FIFO
+    assert workload.made.fifo and workload.trees[-1].inode("A/baz").kind == FIFO
     judged_clean_with_barriers(crash_run, "btrfs", workload)
