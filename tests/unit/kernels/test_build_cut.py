@@ -88,7 +88,8 @@ def declaring_tree(root: Path, version: str, lacks: set[str]) -> Path:
 
 @pytest.mark.parametrize("version, lacks", [
     ("5.10", {"CONFIG_DEBUG_INFO_NONE"}),  # 5.10.223: DEBUG_INFO off is no info, the choice came in 5.18
-    ("5.4", {"CONFIG_DEBUG_INFO_NONE", "CONFIG_F2FS_FS_COMPRESSION", "CONFIG_F2FS_FS_LZ4"}),
+    ("5.4", {"CONFIG_DEBUG_INFO_NONE", "CONFIG_F2FS_FS_COMPRESSION", "CONFIG_F2FS_FS_LZ4",
+             "CONFIG_ETHTOOL_NETLINK"}),
 ])
 def test_ours_asks_an_older_tree_only_what_its_kconfig_declares(tmp_path, version, lacks):
     """What ours marks for newer kernels is not asked of an older tree that lacks it; the
@@ -139,6 +140,7 @@ def test_make_goes_through_ccache_when_given_its_folder(tmp_path):
     assert not any(a.startswith("CC=") for a in plain.argv("bzImage")) and "CCACHE_DIR" not in plain.env()
     assert "CC=ccache gcc" in through.argv("bzImage")
     assert through.env()["CCACHE_DIR"] == str(cache) and through.env()["CCACHE_BASEDIR"] == str(tmp_path / "cache")
+    assert through.env()["CCACHE_DEPEND"] == "1" and "CCACHE_DEPEND" not in plain.env()
 
 
 def test_a_build_through_ccache_has_the_key_of_one_without(tree, monkeypatch):  # noqa: F811
