@@ -56,7 +56,7 @@ def cmd_doctor(args) -> int:
     except ToolMissing as e:
         kernel = None
         row("guest kernel", f"missing: {e.hint}", False)
-    package_rows(row, image_mod.package_versions)
+    package_rows(row, image_mod.package_versions, image_mod.Recipe.load().programs.values())
     build_row(row)
     bisect_row(row)
     device_ok, reason = kvm_device_usable()
@@ -111,9 +111,10 @@ def profile_rows(kernel) -> list[tuple[str, str, bool]]:
     return rows
 
 
-def package_rows(row, package_versions) -> None:
-    packages = ("xfsprogs", "e2fsprogs", "btrfs-progs", "f2fs-tools", "fio", "busybox-static")
-    versions = package_versions(list(packages))
+def package_rows(row, package_versions, packages) -> None:
+    """A row per Debian package the guest image copies programs from (images/guest.toml)."""
+    packages = sorted(set(packages))
+    versions = package_versions(packages)
     for package in packages:
         if package in versions:
             row(package, versions[package])

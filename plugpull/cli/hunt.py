@@ -14,7 +14,7 @@ from plugpull.cli.generate import add_setup_option, add_space_options, check_sam
     space_of_options
 from plugpull.check.fsckchoice import FsckChoice, fsck_choice
 from plugpull.errors import UsageError
-from plugpull.files import an_output, atomic_write
+from plugpull.files import an_output
 from plugpull.log import run_log
 from plugpull.diskspace import space_is_fatal
 from plugpull.testbed.fs import FILESYSTEMS, MODES, filesystem
@@ -199,11 +199,9 @@ def _check_out(out: Path) -> None:
 
 
 def _print_run(run, out: Path, fail_on_unsafe: bool) -> int:
-    from plugpull.hunt.summary import summary
+    from plugpull.hunt.summary import write_summary
 
-    text = summary(run.settings, run.lines, run.total, out)
-    atomic_write(out / "summary.txt", text)
-    print(text, end="")
+    print(write_summary(run, out), end="")
     minutes = max(run.wall_s, 1e-9) / 60
     print(f"this run: {run.new} workloads, {run.states} states ({run.distinct} distinct) in "
           f"{run.wall_s:.0f} s: recording {run.record_s:.0f} s ({run.boots} guest boots) and checking "

@@ -62,9 +62,10 @@ def clone_hole_data(family: str, variant: str, data: bytes, fill: int) -> bytes:
     return bytes(buf)
 
 
-def clone_hole_command(variant: str, path: str, fill: int) -> tuple[str, bool]:
-    """xfs_io's options and commands for the step on `path`, and whether it is the clone, which
-    xfs_io says failed and still exits 0 (checked as a fallocate is)."""
+def clone_hole_command(variant: str, path: str, fill: int, size: int) -> tuple[str, bool]:
+    """xfs_io's options and commands for the step on `path` (one step of program.FILE_STEPS:
+    the size is not needed here), and whether it is the clone, which xfs_io says failed and
+    still exits 0 (checked as a fallocate is)."""
     if variant == "ranges":
         return "-s " + " ".join(f'-c "pwrite -q -S {fill:#04x} {o} {RANGE}"' for o in WRITTEN), False
     if variant == "truncate":

@@ -47,9 +47,10 @@ def hole_data(family: str, variant: str, data: bytes, fill: int) -> bytes:
     return data[:offset].ljust(offset, b"\0") + bytes([fill]) * length + data[end:]
 
 
-def hole_command(variant: str, fill: int) -> tuple[str, bool]:
-    """The xfs_io command of the operation `variant`, and whether it is a fallocate."""
+def hole_command(variant: str, path: str, fill: int, size: int) -> tuple[str, bool]:
+    """xfs_io's options for the operation `variant` (one step of program.FILE_STEPS: the path
+    and size are not needed here), and whether it is a fallocate."""
     kind, offset, length = HOLES[variant]
     command = {"falloc": f"falloc -k {offset} {length}", "punch": f"fpunch {offset} {length}",
                "write": f"pwrite -q -S {fill:#04x} {offset} {length}", "truncate": f"truncate {length}"}[kind]
-    return command, kind in FALLOCATES
+    return f'-c "{command}"', kind in FALLOCATES

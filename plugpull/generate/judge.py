@@ -13,7 +13,7 @@ from itertools import combinations
 
 from plugpull.check.verdict import Verdict
 from plugpull.generate.oracle import Held, Owed, held, on_profile, owed
-from plugpull.generate.setups import Made, setup_tree
+from plugpull.generate.setups import setup_tree
 from plugpull.generate.space import Workload
 from plugpull.generate.tree import DIR, FIFO, FILE, SYMLINK, Entry, Tree
 
@@ -37,7 +37,7 @@ class Judgement:
 def prefix_trees(workload: Workload) -> list[Tree]:
     """Every tree a point of the workload has: the setup being made (its fifo a fifo from the
     first), then after each operation."""
-    return [setup_tree(workload.setup[:m], Made(fifo=workload.made.fifo)) for m in range(len(workload.setup))] + \
+    return [setup_tree(workload.setup[:m], workload.made.at_creation) for m in range(len(workload.setup))] + \
         list(workload.trees)
 
 

@@ -56,12 +56,13 @@ def prealloc_data(family: str, variant: str, data: bytes, fill: int) -> bytes:
     return data[:length].ljust(length, b"\0")
 
 
-def prealloc_command(variant: str, size: int) -> tuple[str, bool]:
-    """The xfs_io command of `variant` on a file of `size` bytes, and whether it is a fallocate."""
+def prealloc_command(variant: str, path: str, fill: int, size: int) -> tuple[str, bool]:
+    """xfs_io's options for `variant` on a file of `size` bytes (one step of
+    program.FILE_STEPS: the path and fill are not needed here), and whether it is a fallocate."""
     kind, _, length = PREALLOCS[variant]
     if kind == "truncate":
-        return f"truncate {length}", False
-    return f"{kind} {start(size, variant)} {length}", True
+        return f'-c "truncate {length}"', False
+    return f'-c "{kind} {start(size, variant)} {length}"', True
 
 
 def made(op, size: int) -> frozenset:

@@ -65,15 +65,9 @@ class Tools:
 GUEST = Tools()
 
 
-def _one(command: tuple[str, bool]) -> tuple[str, bool]:
-    return f'-c "{command[0]}"', command[1]
-
-
 # xfs_io's steps on one file, by family: (variant, the file as the script names it, the step's
 # fill byte, the file's size) -> (xfs_io's options, whether it may fail as a fallocate does)
-FILE_STEPS = {HOLES: lambda variant, path, fill, size: _one(hole_command(variant, fill)),
-              PREALLOC: lambda variant, path, fill, size: _one(prealloc_command(variant, size)),
-              CLONE_HOLE: lambda variant, path, fill, size: clone_hole_command(variant, path, fill)}
+FILE_STEPS = {HOLES: hole_command, PREALLOC: prealloc_command, CLONE_HOLE: clone_hole_command}
 
 
 def op_command(op: Op, step: int, before: Tree, t: Tools = GUEST, msync: str = "",

@@ -52,6 +52,12 @@ class Made:
     def __bool__(self) -> bool:
         return bool(self.links or self.xattrs or self.fifo)
 
+    @property
+    def at_creation(self) -> "Made":
+        """What A/foo is as it is created: a fifo is one from the start; its links and xattrs
+        come with later steps of the setup."""
+        return Made(fifo=self.fifo)
+
 
 NOTHING = Made()
 

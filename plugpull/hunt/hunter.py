@@ -40,7 +40,7 @@ from plugpull.guest.rig import Rig
 from plugpull.hunt.journal import JOURNAL, REJECTED, TABLE, Journal, check_out, set_aside
 from plugpull.hunt.lock import hold
 from plugpull.hunt.record import Failed, Recorder, formatted
-from plugpull.hunt.summary import workload_line
+from plugpull.hunt.summary import workload_line, write_summary
 from plugpull.workdirs import make_workdir
 from plugpull.powerloss.cuts import POINT_CUTS, point_cuts
 from plugpull.powerloss.writelog import iter_entries
@@ -174,12 +174,22 @@ def open_hunt(spec: HuntSpec, space: Space, kernels: list[str], out: Path):
         if moved := set_aside(out):
             log.warning(f"{out / JOURNAL}: {moved} line(s) not whole moved to {out / REJECTED}; their workloads "
                         "are judged again")
-        yield Journal(out, settings), ids, HuntRun(settings, len(ids) * len(kernels), [])
+        journal, run = Journal(out, settings), HuntRun(settings, len(ids) * len(kernels), [])
+        try:
+            yield journal, ids, run
+        except KeyboardInterrupt:  # summary.txt says what the journal holds, not an earlier run's end
+            run.lines = done_lines(journal, ids, kernels)
+            write_summary(run, out)
+            raise
+
+
+def done_lines(journal: Journal, ids: list[str], kernels: list[str]) -> list[dict]:
+    return [journal.done[(i, k)] for k in kernels for i in ids if (i, k) in journal.done]
 
 
 def close_run(run: HuntRun, journal: Journal, ids: list[str], kernels: list[str], started: float) -> HuntRun:
     run.wall_s = time.monotonic() - started
-    run.lines = [journal.done[(i, k)] for k in kernels for i in ids if (i, k) in journal.done]
+    run.lines = done_lines(journal, ids, kernels)
     return run
 
 

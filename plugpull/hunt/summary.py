@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 from plugpull.check.verdict import Verdict
+from plugpull.files import atomic_write
 from plugpull.hunt.findings import Finding, damage, families, findings
 from plugpull.hunt.rules import CHECK_RULES, rules_broken
 from plugpull.hunt.journal import TABLE, kernels_of, line_kernel
@@ -30,6 +31,14 @@ def workload_line(ident: str, text: str, results: list, artifact: str | None, se
             "verdicts": dict(sorted(verdicts.items())), "rules": dict(sorted(rules.items())),
             "failing": bool(bad), "reason": bad[0].reason if bad else "", "artifact": artifact,
             "seconds": round(seconds, 3), **damage(bad)}
+
+
+def write_summary(run, out: Path) -> str:
+    """summary.txt of a `HuntRun` (its lines: every workload the journal holds), written whole;
+    returns its text."""
+    text = summary(run.settings, run.lines, run.total, out)
+    atomic_write(out / "summary.txt", text)
+    return text
 
 
 def summary(settings: dict, lines: list[dict], total: int, out: Path | None = None) -> str:

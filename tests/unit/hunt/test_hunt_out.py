@@ -170,3 +170,28 @@ def test_set_aside_reads_the_journal_once(tmp_path, monkeypatch):
     monkeypatch.setattr(rundir, "read_journal", lambda path: reads.append(path) or real(path))
     assert set_aside(tmp_path / "h") == 1
     assert reads == [tmp_path / "h" / JOURNAL]
+
+
+def test_a_hunt_interrupted_leaves_the_summary_of_what_its_journal_holds(tmp_path):
+    """Ctrl-C in a hunt that goes on: summary.txt is rewritten from the journal (the workloads
+    judged so far, earlier runs' and this one's), not left as the earlier run's end."""
+    from plugpull.cli.hunt import space_of_options
+    from plugpull.hunt.hunter import HuntSpec, open_hunt
+
+    spec = HuntSpec(seq=1, sample=3)
+    space = space_of_options(1, None, "synced", spec.table)
+    out = tmp_path / "h"
+    with open_hunt(spec, space, ["6.1.0-x"], out) as (journal, ids, run):
+        journal.append([judged(ids[0])])
+    (out / "summary.txt").write_text("the first run's end: 1 of 3 workloads\n")
+    with pytest.raises(KeyboardInterrupt):
+        with open_hunt(spec, space, ["6.1.0-x"], out) as (journal, ids, run):
+            journal.append([judged(ids[1], failing=True)])
+            raise KeyboardInterrupt
+    text = (out / "summary.txt").read_text()
+    assert "2 of 3 workloads" in text and "1 failing" in text
+    with pytest.raises(RuntimeError):  # any other failure leaves the files as they were
+        with open_hunt(spec, space, ["6.1.0-x"], out) as (journal, ids, run):
+            (out / "summary.txt").write_text("kept\n")
+            raise RuntimeError("boom")
+    assert (out / "summary.txt").read_text() == "kept\n"
