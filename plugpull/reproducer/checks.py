@@ -6,7 +6,9 @@ link count and xattrs only where the path is a regular file, a symlink's target 
 is a symlink (else the path holds something the fact is not about). Contents are compared by
 md5 (what every shell has), computed here from the model's data. Xattrs are checked only when
 the workload sets or removes some (then getfattr is needed), and only when each owed value is
-`user.pp` alone or nothing; otherwise they are left out, and the script says so."""
+`user.pp` alone or nothing; otherwise they are left out, and the script says so. A file's
+extents are read by xfs_io's fiemap (`reproducer.extents`): the owed blocks must be among those
+they cover."""
 
 import hashlib
 import shlex
@@ -21,14 +23,15 @@ from plugpull.reproducer import ReproducerCase
 from plugpull.reproducer.steps import needs_setfattr
 
 SHELL_FACT = {"kind": "kind", "size": "size", "digest": "md5", "nlink": "nlink", "xattrs": "xattr",
-              "target": "target"}
+              "target": "target", "extents": "extents"}
 ABSENT = "absent"
 
 
 @dataclass(frozen=True)
 class Check:
     """`path`'s `fact` (kind, size, md5, nlink, xattr, target) is one of `allowed`, judged
-    where the path is a `need` ("" for kind: always)."""
+    where the path is a `need` ("" for kind: always); of `extents`, the blocks the path's
+    extents cover take in those of one of `allowed`."""
 
     path: str
     fact: str
@@ -57,6 +60,10 @@ class Checks:
     @property
     def needs_getfattr(self) -> bool:
         return any(c.fact == "xattr" for c in self.facts)
+
+    @property
+    def needs_fiemap(self) -> bool:
+        return any(c.fact == "extents" for c in self.facts)
 
 
 def md5_of_digests(case: ReproducerCase) -> dict[str, str]:
@@ -98,8 +105,10 @@ def fact_check(o, md5s: dict[str, str], xattrs: bool) -> Check | str | None:
     why = f"{o.rule}, point {o.point}"
     if o.name == "xattrs" and not xattrs:
         return None  # no operation touches xattrs: there is nothing of them to reproduce
+    if o.name == "extents" and None in o.values:
+        return None  # a value not judged accepts any blocks (judge.holds)
     if o.name not in SHELL_FACT:
-        return f"{o.path} {o.name} ({why}): not read by a shell check (the extents past the end want fiemap)"
+        return f"{o.path} {o.name} ({why}): not read by a shell check"
     words = [_word(o.name, v, md5s) for v in values]
     if None in words:
         return f"{o.path} {o.name} ({why}): not simple enough for a shell check"
@@ -154,9 +163,11 @@ either() {{  # the words given, joined by "or" ("none" for an empty one)
 
 
 def check_calls(found: Checks, call: str, held_call: str, apart_call: str) -> list[str]:
-    """One shell line per check: `call PATH FACT NEED WHY ALLOWED...`, `held_call KIND MD5
-    WHY NAME...` (MD5 "-": any contents) and `apart_call NAME NAME`."""
-    lines = [f"{call} {c.path} {c.fact} {shlex.quote(c.need or '-')} {shlex.quote(c.why)} "
+    """One shell line per check: `call PATH FACT NEED WHY ALLOWED...` (`call_extents` for
+    extents: `reproducer.extents`), `held_call KIND MD5 WHY NAME...` (MD5 "-": any contents)
+    and `apart_call NAME NAME`."""
+    lines = [f"{call}{'_extents' if c.fact == 'extents' else ''} {c.path} {c.fact} {shlex.quote(c.need or '-')} "
+             f"{shlex.quote(c.why)} "
              + " ".join(shlex.quote(a) for a in c.allowed) for c in found.facts]
     lines += [f"{held_call} {h.kind} {h.md5 or '-'} {shlex.quote(h.why)} {' '.join(h.names)}" for h in found.held]
     lines += [f"{apart_call} {p} {q}" for p, q in found.apart]
@@ -170,6 +181,8 @@ def comment(found: Checks, case: ReproducerCase) -> list[str]:
              "# (a name's kind, a file's size, md5, link count, a symlink's target; xattrs only where",
              "# the workload sets some). A fact owed as one of several values accepts any of them.",
              "# And a rename's atomicity: no two names are one inode unless a step made them so."]
+    if found.needs_fiemap:
+        lines.append("# And where fsync owes a file's preallocated blocks: its extents (fiemap) cover them.")
     lines += [f"# Not checked: {s}" for s in found.skipped]
     if not needs_setfattr(case):
         lines.append("# Xattrs are not checked: no operation sets or removes one.")

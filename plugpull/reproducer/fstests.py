@@ -14,7 +14,7 @@ SCRATCH_DEV at the flakey device and `_scratch_mount` mounts it; on an older tre
 `_mount_flakey` did, it takes that path instead (`flakey.FLAKEY_MOUNT`). Every mount that fails
 stops the test, so the workload never runs on the root filesystem's mount point."""
 
-from plugpull.reproducer import ReproducerCase
+from plugpull.reproducer import ReproducerCase, extents
 from plugpull.reproducer.checks import Checks, check_calls, checks, comment, reader_functions
 from plugpull.reproducer.profiles import fstests_mkfs
 from plugpull.reproducer.shell import END, FSTESTS_TOOLS as TOOLS, Drop, cleanup_lines, copyright_lines, \
@@ -73,7 +73,7 @@ def golden_lines(found: Checks) -> list[str]:
     lines = []
     for c in found.facts:
         label = f"{c.path} {c.fact}" + ("" if c.fact == "kind" else f" (if a {c.need})")
-        lines.append(f"{label}: {_either(c.allowed)}")
+        lines.append(f"{label}: {'cover ' if c.fact == 'extents' else ''}{_either(c.allowed)}")
     lines += [f"the {h.kind} owed at {h.names[0]}: under one of {' '.join(h.names)}" for h in found.held]
     return lines
 
@@ -89,7 +89,7 @@ def preamble(case: ReproducerCase, drop: Drop) -> list[str]:
     attrs = needs_setfattr(case)
     return [". ./common/preamble", "_begin_fstest auto quick log", "", *cleanup_lines(*drop.fstests_cleanup),
             ". ./common/dmflakey", *drop.fstests_common, *([". ./common/attr"] if attrs else []),
-            "", *requirements(case, drop.targets), drop.fstests_helpers,
+            "", *requirements(case, drop.targets, fiemap=checks(case).needs_fiemap), drop.fstests_helpers,
             f'{fstests_mkfs(FILESYSTEMS[case.fs])} >>$seqres.full 2>&1 || _fail "mkfs failed"',
             "_require_metadata_journaling $SCRATCH_DEV", *own_mount_options(case), *drop.fstests_stack, ""]
 
@@ -97,8 +97,10 @@ def preamble(case: ReproducerCase, drop: Drop) -> list[str]:
 def printing(case: ReproducerCase) -> str:
     """The test's part after the remount: it prints the checked facts (`golden` is what a
     filesystem that keeps them prints)."""
+    found = checks(case)
     lines = [reader_functions("$SCRATCH_MNT", "$GETFATTR_PROG"), SHOW,
-             *(check_calls(checks(case), "show", "show_held", "show_apart") or ["# nothing is owed"])]
+             *([extents.fstests_functions()] if found.needs_fiemap else []),
+             *(check_calls(found, "show", "show_held", "show_apart") or ["# nothing is owed"])]
     return "\n".join(lines) + "\n"
 
 

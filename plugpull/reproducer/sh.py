@@ -10,7 +10,7 @@ point's persistence call it makes the flakey device drop every write (`dmsetup s
 usage or a missing tool, 3 a step before the check failed (no verdict). The mount point and
 the dm devices go on every path out."""
 
-from plugpull.reproducer import ReproducerCase
+from plugpull.reproducer import ReproducerCase, extents
 from plugpull.reproducer.checks import Checks, check_calls, checks, comment, reader_functions
 from plugpull.reproducer.profiles import header_lines, mount_command, sh_control, sh_mkfs, sh_mount
 from plugpull.reproducer.shell import CHECKS, EXIT_FOUND, PRELUDE, SH_TOOLS as TOOLS, Drop, case_tools, dm_targets, \
@@ -85,7 +85,8 @@ def checking(case: ReproducerCase) -> str:
     """The script's last part: with `mnt` the recovered filesystem's mount point and `failed`
     0, it checks what the point owes, prints the verdict and exits 0 or 1."""
     found = checks(case)
-    lines = [reader_functions("$mnt", "getfattr"), CHECKS, "# what the point owes",
+    lines = [reader_functions("$mnt", "getfattr"), CHECKS, *([extents.sh_functions()] if found.needs_fiemap else []),
+             "# what the point owes",
              *(check_calls(found, "check", "held", "apart") or ["# (nothing)"]), "", *verdict(case)]
     return "\n".join(lines) + "\n"
 

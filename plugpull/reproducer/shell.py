@@ -173,11 +173,13 @@ def cleanup_lines(*helpers: str) -> list[str]:
     return ["_cleanup()", "{", *(f"\t{h}" for h in helpers), "\tcd /", "\trm -r -f $tmp.*", "}", ""]
 
 
-def requirements(case: ReproducerCase, targets: tuple[str, ...]) -> list[str]:
-    """The test's `_require_*` lines and the fix line of a known finding."""
+def requirements(case: ReproducerCase, targets: tuple[str, ...], fiemap: bool = False) -> list[str]:
+    """The test's `_require_*` lines (fiemap's where it checks extents) and the fix line of a
+    known finding."""
     attrs = needs_setfattr(case)
     return ["_require_scratch", *fstests_guards(FILESYSTEMS[case.fs]), *(f"_require_dm_target {t}" for t in targets),
-            *(["_require_attrs user"] if attrs else []), *fix_lines(case), ""]
+            *(["_require_attrs user"] if attrs else []), *(["_require_xfs_io_command fiemap"] if fiemap else []),
+            *fix_lines(case), ""]
 
 
 def own_mount_options(case: ReproducerCase) -> list[str]:

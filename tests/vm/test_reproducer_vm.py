@@ -2,7 +2,8 @@
 three btrfs findings FAILs on btrfs and PASSes on ext4 and xfs, in the sh form (`--run`) and
 in the fstests form (its body run over a stand-in of the fstests helpers, its output compared
 with its golden output). A workload that sets xattrs runs (setfattr and getfattr are in the
-image) and its xattr is checked; a tool the guest lacks is a harness failure.
+image) and its xattr is checked, one that preallocates has its extents checked (fiemap); a tool
+the guest lacks is a harness failure.
 On feature profiles: btrfs+compress=zstd shows the same finding, ext4+fast_commit PASSes.
 
 suites/reproducers/, one run each: every live finding's sh script FAILs with the finding's
@@ -97,6 +98,26 @@ def test_an_xattr_workload_runs_and_is_checked(guest):
     assert outcome.passed and outcome.lines == ("PASS",), outcome.lines
     outcome = run_on(m, text.replace(SETS, "true"), console)
     assert not outcome.passed and outcome.lines[0].startswith("FAIL: A/foo: xattr is none, owed v1"), outcome.lines
+
+
+EXTENTS = "gen:seq5.eof-truncate-000206"  # btrfs/211's case: fsync, then the size moved into the blocks, fsync
+NEXT = 'falloc -k 8192 8192'  # prealloc.next: blocks 2 and 3, which the last truncate takes in
+
+
+@pytest.mark.parametrize("fs", ["btrfs", "ext4", "xfs"])
+def test_an_extents_workload_is_checked(guest, fs):
+    """The blocks fsync-extents owes are read back by fiemap: the image's kernel keeps them, in
+    both forms; the script with prealloc.next's fallocate made one of block 0 (so blocks 2 and 3
+    are a hole after the truncate) FAILs on the extents."""
+    m, console = guest
+    text = script(case_for(EXTENTS, fs))
+    assert NEXT in text
+    outcome = run_on(m, text, console)
+    assert outcome.passed and outcome.lines == ("PASS",), outcome.lines
+    assert run_fstests_form(m, EXTENTS, fs) == golden(case_for(EXTENTS, fs), "901")
+    outcome = run_on(m, text.replace(NEXT, "falloc -k 0 4096"), console)
+    assert not outcome.passed and outcome.lines[0] == "FAIL: A/foo: extents is blocks {0, 1}, owed blocks {0, 1, 2, " \
+                                                      "3} (fsync-extents, point 3)", outcome.lines
 
 
 def test_a_missing_tool_is_a_harness_failure(guest):

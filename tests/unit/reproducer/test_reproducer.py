@@ -69,15 +69,6 @@ def test_xattrs_are_checked_where_the_workload_sets_them():
     assert found.needs_getfattr and "setfattr" in script(case_for("gen:seq1-000345", "ext4"))
 
 
-def test_the_extents_past_the_end_are_said_to_be_left_out():
-    """generic/483's foo (falloc -k past the end, fsync): the script has no fiemap, so the blocks
-    fsync-extents owes are left out of its checks, and it says so; the size and contents stay."""
-    found = checks(case_for("gen:seq1-000417", "btrfs"))
-    assert found.skipped == ("A/foo extents (fsync-extents, point 1): not read by a shell check (the extents past "
-                             "the end want fiemap)",)
-    assert ("A/foo", "size") in {(c.path, c.fact) for c in found.facts}
-
-
 @pytest.fixture
 def host_tools():
     if not shutil.which("xfs_io") or not shutil.which("dash"):
