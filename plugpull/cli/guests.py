@@ -56,7 +56,8 @@ def cmd_doctor(args) -> int:
     except ToolMissing as e:
         kernel = None
         row("guest kernel", f"missing: {e.hint}", False)
-    package_rows(row, image_mod.package_versions, image_mod.Recipe.load().programs.values())
+    recipe = image_recipe(row, image_mod.Recipe)
+    package_rows(row, image_mod.package_versions, recipe.programs.values() if recipe else ())
     build_row(row)
     bisect_row(row)
     device_ok, reason = kvm_device_usable()
@@ -70,10 +71,10 @@ def cmd_doctor(args) -> int:
         row("kvm", f"{verdict}: probe {probe.get('detail', 'recorded no detail')}")
     cached = imagecache.cached_images()
     current = "unknown"
-    if kernel is not None and not missing:
+    if kernel is not None and recipe is not None and not missing:
         try:
-            plan = image_mod.plan_image(image_mod.Recipe.load(), kernel)
-            key = image_mod.cache_key(image_mod.Recipe.load(), kernel, plan)
+            plan = image_mod.plan_image(recipe, kernel)
+            key = image_mod.cache_key(recipe, kernel, plan)
             built = any(p.parent.name == key for p in cached)
             current = f"{key} {'built' if built else 'not built yet (the first boot builds it)'}"
         except PlugpullError as e:
@@ -109,6 +110,16 @@ def profile_rows(kernel) -> list[tuple[str, str, bool]]:
             has = "not on this kernel: " + str(e).split(": ", 1)[-1]
         rows.append((f"--fs {fs.name}", f"{has}; {feature.summary}", True))
     return rows
+
+
+def image_recipe(row, recipe_class):
+    """The guest image's recipe (images/guest.toml), read once; None, with a row saying why,
+    when it cannot be read."""
+    try:
+        return recipe_class.load()
+    except PlugpullError as e:
+        row("image recipe", f"cannot be read: {e}", False)
+        return None
 
 
 def package_rows(row, package_versions, packages) -> None:

@@ -28,3 +28,17 @@ def test_a_package_row_for_each_package_the_image_copies_from():
     assert [name for name, _, _ in rows] == sorted(set(programs.values()))
     assert ("attr", "missing: install attr (make deps)", False) in rows
     assert all(good for name, _, good in rows if name != "attr")
+
+
+def test_a_recipe_that_cannot_be_read_is_a_row_not_a_crash():
+    from plugpull.cli.guests import image_recipe
+    from plugpull.errors import PlugpullError
+
+    class Broken:
+        @staticmethod
+        def load():
+            raise PlugpullError("images/guest.toml: not TOML")
+
+    rows = []
+    assert image_recipe(lambda name, value, good=True: rows.append((name, value, good)), Broken) is None
+    assert rows == [("image recipe", "cannot be read: images/guest.toml: not TOML", False)]
