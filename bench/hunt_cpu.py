@@ -1,6 +1,6 @@
 """Where a hunt's CPU goes, per distinct state, and the rate two cores allow at that cost.
 
-    .venv/bin/python bench/hunt_cpu.py [--fs ext4,xfs,btrfs] [--sample 64] [--seed 1] [--ops a,b,...] [--parts] [--both]
+    .venv/bin/python bench/hunt_cpu.py [--fs ext4,xfs,btrfs] [--sample 64] [--seed 1] [--ops a,b,...] [--table N] [--parts] [--both]
 
 `--ops` keeps the workloads whose operations and points are all of those names (as `plugpull
 hunt --ops`): the cost of one family against the same run without it.
@@ -115,11 +115,11 @@ def cpu() -> tuple[float, float]:
 
 
 def measured(rig, fs: str, sample: int, seed: int, out: Path, ops: tuple[str, ...] = (), parts: bool = False,
-             keep_disk: bool = True) -> dict:
+             keep_disk: bool = True, table: int | None = None) -> dict:
     own0, kids0 = cpu()
-    spec = HuntSpec(2, fs, ops=ops, sample=sample, seed=seed, keep_disk=keep_disk)
+    spec = HuntSpec(2, fs, ops=ops, sample=sample, seed=seed, keep_disk=keep_disk, **({'table': table} if table else {}))
     with Sampler() as sampler, (Parts() if parts else nullcontext()) as split:
-        run = hunt(spec, space_of_options(2, ops), [rig], out)
+        run = hunt(spec, space_of_options(2, ops, table=table), [rig], out)
     own1, kids1 = cpu()
     recorder, checker = sampler.seconds(True), sampler.seconds(False)
     return {"distinct": run.distinct, "wall": run.wall_s, "workloads": run.new, "split": split,
@@ -149,6 +149,7 @@ def main() -> None:
     p.add_argument("--sample", type=int, default=64)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--ops", default="", help="only workloads of these operations and points (plugpull hunt --ops)")
+    p.add_argument("--table", type=int, help="only the operations and points of the first N tables")
     p.add_argument("--parts", action="store_true", help="and where the time goes, part by part (hunt_parts)")
     p.add_argument("--both", action="store_true",
                    help="each filesystem hunted twice, one after the other: a recording disk plugged in per "
@@ -163,10 +164,10 @@ def main() -> None:
                 name = f"{fs} ({PATH_NAMES[kept]})" if args.both else fs
                 print(f"{name}: hunting a seq-2 sample of {args.sample} ...", flush=True)
                 rows[name] = measured(rig, fs, args.sample, args.seed, Path(tmp) / f"{fs}-{kept}", ops, args.parts,
-                                      kept)
+                                      kept, args.table)
     with open("/proc/loadavg") as f:
         load = " ".join(f.read().split()[:3])
-    print(f"seq 2 sample {args.sample} seed {args.seed}{' ops ' + ','.join(ops) if ops else ''}, barrier, {rig.accel}, {time.strftime('%Y-%m-%d %H:%M')}, "
+    print(f"seq 2 sample {args.sample} seed {args.seed}{' ops ' + ','.join(ops) if ops else ''}{f' tables 1-{args.table}' if args.table else ''}, barrier, {rig.accel}, {time.strftime('%Y-%m-%d %H:%M')}, "
           f"load {load}")
     for fs, row in rows.items():
         report(fs, row, cores)

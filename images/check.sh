@@ -1,7 +1,7 @@
 #!/bin/sh
 # pp-check FS DEV SUBDIR COLLECT [LOGDEV]: check one crash state (LOGDEV: its external log). Recovery mount; what the host's
 # oracle needs from SUBDIR (COLLECT: tar = contents in /tmp/check.tar, sums = sha256 per file
-# in /tmp/check.sums, tree = pp-tree's walk of SUBDIR in /tmp/check.tar, then new names made (create_after), script = the user's /tmp/user-check.sh run in SUBDIR with the owed ack
+# in /tmp/check.sums, tree = pp-tree's walk of SUBDIR in /tmp/check.tar, then new names made (pp-tree --after), script = the user's /tmp/user-check.sh run in SUBDIR with the owed ack
 # IDs in /tmp/user-check.ids, its output in /tmp/check.script, none); unmount; read-only fsck. Prints key=value lines; the evidence
 # (mount error, fsck output, kernel log) stays in /tmp/check.* for the host.
 #
@@ -27,9 +27,9 @@ check() {
             (cd $mnt && find "$sub" -type f | sort | xargs -r sha256sum) >$blob 2>$out.collecterr
             echo collect_rc=$?
         elif [ "$collect" = tree ]; then
-            (cd "$mnt/$sub" && pp-tree) >$blob 2>$out.collecterr
+            # the walk, then the step after recovery (pp-tree's --after), its create_rc on descriptor 3
+            pp-tree -C "$mnt/$sub" --after $mnt 3>&1 >$blob 2>$out.collecterr
             echo collect_rc=$?
-            create_after
         elif [ "$collect" = script ]; then
             # timeout's watcher (a busybox child) and anything the script left behind must not
             # keep the mount busy: the watcher starts in /, stragglers in the mount are killed.
@@ -64,24 +64,6 @@ check() {
     esac
     echo fsck_rc=$?
     dmesg -c >$out.dmesg
-}
-
-# The step after recovery (the tree collect's: generated workloads): in the mount that replayed
-# the log (a later mount would hide a wrong replay, as of the highest inode number in use), a new
-# file at the mount's root and in each directory of SUBDIR, written, and a new directory at the
-# root, each then fsynced. Prints create_rc (0: all made) and create_error, the first error.
-create_after() {
-    { echo $mnt; find "$mnt/$sub" -xdev -type d 2>/dev/null; } | while read -r d; do
-        printf 'made after recovery\n' >"$d/pp-new" && echo "$d/pp-new"
-    done >$out.made 2>$out.create
-    mkdir $mnt/pp-new-dir 2>>$out.create && echo $mnt/pp-new-dir >>$out.made
-    [ -s $out.made ] && sync $(cat $out.made) 2>>$out.create  # busybox sync FILE: fsync(2) each
-    if [ -s $out.create ]; then
-        echo create_rc=1
-        echo "create_error=$(head -n 1 $out.create)"
-    else
-        echo create_rc=0
-    fi
 }
 
 # The kernel name of the disk at LUN $1 of the virtio-scsi controller, once it can be opened

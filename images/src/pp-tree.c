@@ -18,6 +18,14 @@
  *       A filesystem without fiemap prints none
  *
  * Exit status 0; 1 if a name could not be read (the error on stderr, the walk goes on).
+ *
+ * pp-tree -C DIR --after ROOT: walks DIR, then takes the step after recovery (a checker's, in
+ * the mount that replayed the log: a later mount would hide a wrong replay, as of the highest
+ * inode number in use): a new file `pp-new` at ROOT and in DIR and each directory below it (a
+ * directory of another filesystem, a btrfs subvolume, gets one but is not entered), each written,
+ * then a new directory ROOT/pp-new-dir, then each of them fsynced. Prints on descriptor 3
+ * `create_rc=0`, or `create_rc=1` and `create_error=` the first error. In this one process:
+ * under TCG a shell loop with find, mkdir and sync costs the guest a process each.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,6 +34,7 @@
 #include <linux/fs.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -238,12 +247,117 @@ static int walk(const char *dir, int depth)
     return failed;
 }
 
+#define NEW_NAMES 256
+#define MAX_NEST 64
+
+struct made {
+    char *paths[NEW_NAMES + 1];
+    int count;
+    char error[8192];
+};
+
+static void failed(struct made *m, const char *what, const char *path)
+{
+    if (!m->error[0])
+        snprintf(m->error, sizeof(m->error), "pp-tree: %s %s: %s", what, path, strerror(errno));
+}
+
+/* DIR and the directories below it, in find's order (a directory, then what it holds, in
+ * readdir order), entering none of another filesystem than `dev`. */
+static void directories(const char *dir, dev_t dev, int nest, char **out, int *count)
+{
+    DIR *d;
+    struct dirent *e;
+    if (*count < NEW_NAMES)
+        out[(*count)++] = strdup(dir);
+    if (nest >= MAX_NEST || !(d = opendir(dir)))
+        return;
+    while ((e = readdir(d))) {
+        char path[4096];
+        struct stat st;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            if (st.st_dev == dev)
+                directories(path, dev, nest + 1, out, count);
+            else if (*count < NEW_NAMES)
+                out[(*count)++] = strdup(path);
+        }
+    }
+    closedir(d);
+}
+
+static void new_file(struct made *m, const char *dir)
+{
+    static const char text[] = "made after recovery\n";
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/pp-new", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) {
+        failed(m, "can't create", path);
+        return;
+    }
+    if (write(fd, text, sizeof(text) - 1) != (ssize_t)(sizeof(text) - 1))
+        failed(m, "can't write", path);
+    else
+        m->paths[m->count++] = strdup(path);
+    close(fd);
+}
+
+static int after(const char *root, const char *dir)
+{
+    static struct made m;
+    char *dirs[NEW_NAMES + 1], path[4096];
+    struct stat st;
+    int count = 0;
+    dirs[count++] = (char *)root;
+    if (stat(dir, &st) == 0)
+        directories(dir, st.st_dev, 0, dirs, &count);
+    for (int i = 0; i < count; i++)
+        new_file(&m, dirs[i]);
+    snprintf(path, sizeof(path), "%s/pp-new-dir", root);
+    if (mkdir(path, 0777) < 0)
+        failed(&m, "can't create directory", path);
+    else
+        m.paths[m.count++] = strdup(path);
+    for (int i = 0; i < m.count; i++) {
+        int fd = open(m.paths[i], O_RDONLY | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+            failed(&m, "can't open", m.paths[i]);
+        else if (fsync(fd) < 0)
+            failed(&m, "can't fsync", m.paths[i]);
+        if (fd >= 0)
+            close(fd);
+    }
+    if (m.error[0])
+        return dprintf(3, "create_rc=1\ncreate_error=%s\n", m.error) < 0;
+    return dprintf(3, "create_rc=0\n") < 0;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: pp-tree (in the directory to walk) | pp-tree -C DIR --after ROOT\n");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 1) {
-        fprintf(stderr, "usage: pp-tree (in the directory to walk)\n");
-        return 2;
+    int walked;
+    if (argc == 1)
+        return walk(".", 1);
+    if (argc != 5 || strcmp(argv[1], "-C") != 0 || strcmp(argv[3], "--after") != 0)
+        return usage();
+    if (chdir(argv[2]) < 0) {
+        fprintf(stderr, "pp-tree: %s: %s\n", argv[2], strerror(errno));
+        walked = 1;
+    } else {
+        walked = walk(".", 1);
     }
-    (void)argv;
-    return walk(".", 1);
+    fflush(stdout);
+    if (after(argv[4], argv[2])) {
+        fprintf(stderr, "pp-tree: descriptor 3: %s\n", strerror(errno));
+        return 1;
+    }
+    return walked;
 }

@@ -1,5 +1,5 @@
 """The step after recovery: a new name made in the mount that replayed the log (pp-check's
-create_after, the `tree` collect's), its report read, and the `not-writable` verdict."""
+pp-tree --after, the `tree` collect's), its report read, and the `not-writable` verdict."""
 
 import shutil
 import subprocess
@@ -16,7 +16,7 @@ from plugpull.testbed.workloads import FsyncFiles
 
 BTRFS = filesystem("btrfs")
 WL = FsyncFiles(count=1, seed=1)
-CHECK_SH = Path(__file__).parents[3] / "images" / "check.sh"
+PP_TREE_C = Path(__file__).parents[3] / "images" / "src" / "pp-tree.c"
 EEXIST = "create_error=/usr/bin/pp-check: line 48: can't create /mnt/check/pp/pp-new: File exists"
 
 
@@ -47,29 +47,50 @@ def test_fsck_damage_is_worse_than_a_name_not_made_and_a_name_not_made_worse_tha
     assert v.verdict is Verdict.NOT_WRITABLE and [l.ack for l in v.lost] == [1]
 
 
-def create_after(mnt: Path, out: Path) -> str:
-    """pp-check's create_after, run by busybox's sh on a directory standing for the mount."""
-    body = CHECK_SH.read_text().split("\ncreate_after() {", 1)[1].split("\n}\n", 1)[0]
-    script = f"mnt={mnt} sub=pp out={out}\ncreate_after() {{{body}\n}}\ncreate_after\n"
-    return subprocess.run(["busybox", "sh", "-c", script], capture_output=True, text=True, check=True).stdout
+@pytest.fixture(scope="module")
+def pp_tree(tmp_path_factory) -> Path:
+    """The guest's pp-tree, built for the host."""
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("needs cc on the host")
+    out = tmp_path_factory.mktemp("bin") / "pp-tree"
+    subprocess.run([cc, "-O2", "-Wall", "-o", str(out), str(PP_TREE_C)], check=True)
+    return out
 
 
-@pytest.mark.skipif(shutil.which("busybox") is None, reason="busybox (the guest's shell) is not installed")
-def test_the_guest_step_makes_a_name_in_each_directory_and_says_when_one_fails(tmp_path):
+def after(pp_tree: Path, mnt: Path) -> tuple[str, str]:
+    """pp-check's tree collect on a directory standing for the mount: the walk of mnt/pp (stdout)
+    and the step after recovery's lines (descriptor 3)."""
+    done = subprocess.run(["sh", "-c", 'exec "$0" -C "$1/pp" --after "$1" 3>&2 2>/dev/null', pp_tree, mnt],
+                          capture_output=True, text=True)
+    return done.stdout, done.stderr
+
+
+def test_the_guest_step_makes_a_name_in_each_directory_and_says_when_one_fails(tmp_path, pp_tree):
     mnt = tmp_path / "mnt"
     (mnt / "pp" / "A" / "C").mkdir(parents=True)
     (mnt / "pp" / "B").mkdir()
-    out = create_after(mnt, tmp_path / "out")
-    assert out == "create_rc=0\n"
+    walked, made = after(pp_tree, mnt)
+    assert made == "create_rc=0\n"
+    assert sorted(line.split()[1] for line in walked.splitlines()) == ["A", "A/C", "B"]  # none of the new names
     made = sorted(str(p.relative_to(mnt)) for p in mnt.rglob("pp-new*"))
     assert made == ["pp-new", "pp-new-dir", "pp/A/C/pp-new", "pp/A/pp-new", "pp/B/pp-new", "pp/pp-new"]
     assert (mnt / "pp" / "B" / "pp-new").read_text() == "made after recovery\n"
     (mnt / "pp-new-dir").rmdir()
     (mnt / "pp" / "B" / "pp-new").unlink()
     (mnt / "pp" / "B" / "pp-new").mkdir()  # a name that cannot be made as a file
-    obs = observation_from(*parse_report(f"mount_rc=0\n{create_after(mnt, tmp_path / 'out')}fsck_rc=0\n"), None)
+    obs = observation_from(*parse_report(f"mount_rc=0\n{after(pp_tree, mnt)[1]}fsck_rc=0\n"), None)
     assert "pp/B/pp-new: Is a directory" in obs.create_error
     assert classify(BTRFS, obs, WL, []).verdict is Verdict.NOT_WRITABLE
+
+
+def test_a_new_directory_that_cannot_be_made_is_the_error_and_the_files_are_made_all_the_same(tmp_path, pp_tree):
+    mnt = tmp_path / "mnt"
+    (mnt / "pp" / "A").mkdir(parents=True)
+    (mnt / "pp-new-dir").mkdir()  # taken: the step's last name cannot be made
+    walked, made = after(pp_tree, mnt)
+    assert made.startswith("create_rc=1\ncreate_error=") and "pp-new-dir: File exists" in made
+    assert (mnt / "pp" / "A" / "pp-new").exists()  # the files are made all the same
 
 
 def test_a_hunts_finding_names_a_state_not_writable_by_its_own_kind():
