@@ -18,7 +18,9 @@ something more, or other, before the sync (a workload's `extra`):
 - fifo (ids `seqNf-...`): A/foo made a fifo (mkfifo) instead of a regular file, a special
   inode of no data (fstests generic/479 links one and fsyncs another file). Every operation that
   opens it, writes it or sets its xattrs is invalid with it (`ops.Sim` takes only regular files
-  there), and so is a point that names it (its fsync would open it: a fifo's open waits for the
+  there), and so is one the filesystem refuses that names it (it still runs, to be refused, and
+  a fifo refuses it otherwise: fallocate on a pipe is ESPIPE, a clone's open of one waits for a
+  writer), and so is a point that names it (its fsync would open it: a fifo's open waits for the
   other end, and fsync of one is EINVAL): the guest never opens it. Every filesystem has fifos.
 
 The links, xattrs and fifo are made only where the setup makes A/foo (a workload that creates
@@ -142,7 +144,10 @@ def grown(workload, made: Made = NOTHING) -> list[Tree]:
     sim = Sim(setup_tree(workload.setup, made))
     out = [sim.tree.sealed()]
     for i, step in enumerate(workload.steps, 1):
-        if not workload.refuses(step.op) and not apply(sim, step.op, i, lenient=bool(workload.refused)):
+        if workload.refuses(step.op):
+            if any(sim.tree.kind(path) == FIFO for path in step.op.args):  # ESPIPE, or an open that waits
+                raise ValueError(f"{workload.ident}: step {i} ({step.op.text()}) is refused, and on a fifo otherwise")
+        elif not apply(sim, step.op, i, lenient=bool(workload.refused)):
             raise ValueError(f"{workload.ident}: step {i} ({step.op.text()}) is invalid")
         if step.persist is not None and step.persist.path and sim.tree.kind(step.persist.path) == FIFO:
             raise ValueError(f"{workload.ident}: point {step.persist.text()} names a fifo")

@@ -63,6 +63,17 @@ def test_a_workload_that_would_open_the_fifo_has_a_regular_file(text):
     assert "mkfifo" not in program(workload)
 
 
+@pytest.mark.parametrize("text, fs", [("collapse A/foo, sync", "btrfs"), ("insert A/foo, sync", "btrfs"),
+                                      ("reflink.file A/foo B/foo, sync", "ext4"),
+                                      ("reflink.range A/bar A/foo, sync", "f2fs")])
+def test_a_step_the_filesystem_refuses_on_the_fifo_has_a_regular_file(text, fs):
+    """A refused step still runs, to be refused: on a fifo it fails otherwise (fallocate on a
+    pipe is ESPIPE, not EOPNOTSUPP), so the workload has the plain synced setup there."""
+    workload = on_profile(fifo(text), fs)
+    assert workload.refuses(workload.steps[0].op) and not workload.made.fifo
+    assert "mkfifo" not in program(workload)
+
+
 def test_the_guest_never_opens_the_fifo():
     """In every seq-1 workload that makes it, each command that names it (at a name it has
     then) is mkfifo, mv, ln or unlink, and no point names it: none opens it."""
