@@ -343,18 +343,23 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-    int walked;
+    int walked, here;
     if (argc == 1)
         return walk(".", 1);
     if (argc != 5 || strcmp(argv[1], "-C") != 0 || strcmp(argv[3], "--after") != 0)
         return usage();
-    if (chdir(argv[2]) < 0) {
+    here = open(".", O_RDONLY | O_DIRECTORY);  /* DIR and ROOT may be relative to it */
+    if (here < 0 || chdir(argv[2]) < 0) {
         fprintf(stderr, "pp-tree: %s: %s\n", argv[2], strerror(errno));
         walked = 1;
     } else {
         walked = walk(".", 1);
     }
     fflush(stdout);
+    if (here >= 0 && fchdir(here) < 0) {
+        fprintf(stderr, "pp-tree: back from %s: %s\n", argv[2], strerror(errno));
+        return 1;
+    }
     if (after(argv[4], argv[2])) {
         fprintf(stderr, "pp-tree: descriptor 3: %s\n", strerror(errno));
         return 1;

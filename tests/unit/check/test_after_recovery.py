@@ -96,3 +96,19 @@ def test_a_new_directory_that_cannot_be_made_is_the_error_and_the_files_are_made
 def test_a_hunts_finding_names_a_state_not_writable_by_its_own_kind():
     kinds, names = state_damage(str(Verdict.NOT_WRITABLE), [], [])
     assert (kinds, names) == ({"create"}, set()) and "after recovery" in KIND_TEXT["create"]
+
+
+def test_dir_and_root_may_be_relative(tmp_path, pp_tree):
+    (tmp_path / "mnt" / "pp" / "A").mkdir(parents=True)
+    made = subprocess.run(["sh", "-c", 'exec "$0" -C mnt/pp --after mnt 3>&1 >/dev/null', pp_tree], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert made.stdout == "create_rc=0\n"
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("pp-new*")) == \
+        ["mnt/pp-new", "mnt/pp-new-dir", "mnt/pp/A/pp-new", "mnt/pp/pp-new"]
+
+
+def test_a_step_that_cannot_report_fails(tmp_path, pp_tree):
+    (tmp_path / "pp").mkdir()
+    done = subprocess.run(["sh", "-c", 'exec 3>&-; exec "$0" -C "$1/pp" --after "$1"', pp_tree, tmp_path],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "descriptor 3" in done.stderr  # never taken as made
