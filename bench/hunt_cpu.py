@@ -46,6 +46,7 @@ from hunt_parts import Parts, table
 from plugpull.cli.generate import space_of_options
 from plugpull.guest.rig import prepare_rig
 from plugpull.hunt.hunter import HuntSpec, hunt
+from plugpull.hunt.journal import TABLE
 
 TICK = os.sysconf("SC_CLK_TCK")
 EVERY_S = 0.2
@@ -117,7 +118,7 @@ def cpu() -> tuple[float, float]:
 def measured(rig, fs: str, sample: int, seed: int, out: Path, ops: tuple[str, ...] = (), parts: bool = False,
              keep_disk: bool = True, table: int | None = None) -> dict:
     own0, kids0 = cpu()
-    spec = HuntSpec(2, fs, ops=ops, sample=sample, seed=seed, keep_disk=keep_disk, **({'table': table} if table else {}))
+    spec = HuntSpec(2, fs, ops=ops, sample=sample, seed=seed, keep_disk=keep_disk, table=table or TABLE)
     with Sampler() as sampler, (Parts() if parts else nullcontext()) as split:
         run = hunt(spec, space_of_options(2, ops, table=table), [rig], out)
     own1, kids1 = cpu()

@@ -15,7 +15,7 @@ plugpull changes) and adds up per part:
 - the host's fsck, in CPU seconds of its process (the children's rusage, one fsck at a time);
 - inside the checker guest, its own clock (/proc/uptime, read by shell builtins only, so
   the guest starts no process for it) around the slots' `blockdev --flushbufs`, each
-  recovery mount, the collect (`pp-tree`'s walk, then the step after recovery) and each unmount: pp-check is sourced by the
+  recovery mount, the collect (`pp-tree`'s walk and the step after recovery) and each unmount: pp-check is sourced by the
   command, with `mount` and `umount` as shell functions that stamp the time, and the stamps
   are read from each checker guest before it closes. Guest seconds are wall seconds of the
   guest: on a quiet machine they are close to its QEMU's CPU, on a loaded one longer.
@@ -42,8 +42,7 @@ TICK = os.sysconf("SC_CLK_TCK")
 STAMPS = "/tmp/pp-times"
 STAMP = f'pp_t() {{ read pp_u pp_x </proc/uptime; echo "$1 $pp_u" >>{STAMPS}; }}; '
 TIMED = ('mount() { pp_t m0; command mount "$@"; pp_r=$?; pp_t m1; return $pp_r; }; '
-         'umount() { pp_t u0; command umount "$@"; pp_r=$?; pp_t u1; return $pp_r; }; '
-         'find() { pp_t w0; command find "$@"; }; ')  # the step after recovery's first find, in a pp-check before pp-tree --after
+         'umount() { pp_t u0; command umount "$@"; pp_r=$?; pp_t u1; return $pp_r; }; ')
 
 
 def qemu_cpu(m) -> float:
@@ -177,13 +176,12 @@ class Parts:
 
     def read_stamps(self, text: str) -> None:
         """Per part, the guest seconds between its stamps: f0-f1 the slots' flushbufs, c0-c1
-        the command's pp-check, m0-m1 a mount, m1-u0 the collect (m1-w0 the walk and w0-u0 the
-        step after recovery, where a find stamps w0: pp-check's shell step before 2026-11-30;
-        since, pp-tree takes both and m1-u0 is one), u0-u1 an unmount."""
+        the command's pp-check, m0-m1 a mount, m1-u0 the collect (pp-tree's walk and the step
+        after recovery, one process), u0-u1 an unmount."""
         last: dict[str, float] = {}
         spans = {"f1": ("f0", "guest: blockdev --flushbufs"), "c1": ("c0", "guest: pp-check --many, all of it"),
-                 "m1": ("m0", "guest: recovery mount"), "w0": ("m1", "guest: collect: the walk (pp-tree)"),
-                 "u0": ("w0", "guest: collect: the step after recovery"),
+                 "m1": ("m0", "guest: recovery mount"),
+                 "u0": ("m1", "guest: collect (pp-tree: the walk, the step after recovery)"),
                  "u1": ("u0", "guest: unmount")}
         with self._lock:
             for line in text.splitlines():
@@ -195,11 +193,7 @@ class Parts:
                     self.guest[spans[label][1]] += at - last[spans[label][0]]
                     if label == "m1":
                         self.guest["mounts"] += 1
-                if label == "u0" and "w0" not in last and "m1" in last:
-                    self.guest["guest: collect: the walk and the step in one (pp-tree --after)"] += at - last["m1"]
                 last[label] = at
-                if label == "u1":
-                    last.pop("w0", None)
 
 
 @contextmanager

@@ -3,8 +3,8 @@ one hot checker guest, a small fresh image of each filesystem is mounted, its wo
 walked with pp-tree (the hunt's collect), the checker's new names made and fsynced by the shell
 function pp-check had until 2026-11-30 (`find`, a `while` loop, `mkdir`, `sync`: a guest process
 each) and removed again (not timed), then by `pp-tree -C DIR --after ROOT` (the walk and the
-step in one process, as pp-check runs it now; the walk timed alone before is taken off) and removed again, and the
-image unmounted, N times in one guest command. Prints per filesystem the medians, from the
+step in one process, as pp-check runs it now; the walk timed alone before is taken off) and
+removed again, and the image unmounted, N times in one guest command. Prints per filesystem the medians, from the
 guest's clock (10 ms steps), of each step and of the mount, walk and unmount they join. Run by
 hand; never asserted. The machine is shared: say what ran beside it.
 
@@ -19,12 +19,13 @@ from pathlib import Path
 
 from hot_image import hot_image
 from plugpull.guest.rig import prepare_rig
-from plugpull.paths import ROOT
+
+MADE = "/mnt/check/pp-new /mnt/check/pp-new-dir /mnt/check/pp/pp-new /mnt/check/pp/*/pp-new"
+
 
 def clock(name: str) -> str:
     """The guest's clock into shell variable `name`, by builtins only (no process to time)."""
     return f"read {name} pp_x </proc/uptime"
-MADE = "/mnt/check/pp-new /mnt/check/pp-new-dir /mnt/check/pp/pp-new /mnt/check/pp/*/pp-new"
 
 
 # pp-check's step after recovery until 2026-11-30, a shell function (now pp-tree --after)
